@@ -1,0 +1,71 @@
+//! Device models: what sits below the block layer's tag pool.
+//!
+//! Design
+//! ------
+//! A device receives requests that already hold a tag (the pipeline enforces
+//! `nr_requests`/`hw_queue_depth`) and reports each one complete later, through its
+//! own events on the shared [`EventQueue`]. It never sees cgroups: the controllers
+//! live above it. Every model is a small state machine in its own file:
+//!
+//! - `nullb.rs` — null_blk: `irqmode` 0/1 (complete at once) or 2 (timer,
+//!   `completion_nsec`), and the configfs `mbps` cap enforced in 20 ms ticks;
+//! - `ssd.rs`   — parallel channels, base latency + size/bandwidth per direction,
+//!   optional seeded jitter;
+//! - `hdd.rs`   — one head: seek by distance, rotational latency, transfer rate;
+//! - `cloud.rs` — a cloud volume: a backend FIFO released by an IOPS bucket (256 KiB
+//!   units) and a bandwidth bucket refilled in chunks, then a base latency; credit
+//!   bursting; presets (`azure-p20`, ...).
+//!
+//! Device keys in a scenario use the real thing's names (null_blk configfs names,
+//! block-queue sysfs names), so a scenario maps one-to-one onto a real setup.
+
+use crate::sim::{Dir, EventQueue, Ns};
+
+/// A request handed to the driver: `tag` identifies it in the completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DevRq {
+    pub tag: u32,
+    pub dir: Dir,
+    /// Start, in 512-byte sectors.
+    pub sector: u64,
+    pub bytes: u64,
+}
+
+/// What the block layer reads from the device's queue (sysfs `queue/` + `dev`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueLimits {
+    /// `MAJ:MIN` of the whole disk.
+    pub major: u32,
+    pub minor: u32,
+    /// Name as it would appear under /sys/block (e.g. `nullb0`, `sda`).
+    pub name: String,
+    /// queue/rotational
+    pub rotational: bool,
+    /// Hardware queue depth (tags).
+    pub hw_queue_depth: u32,
+    /// queue/nr_requests (with scheduler `none` this equals the hardware depth).
+    pub nr_requests: u32,
+    /// queue/max_sectors_kb: larger bios are split.
+    pub max_sectors_kb: u32,
+    /// queue/logical_block_size in bytes.
+    pub logical_block_size: u32,
+    /// Capacity in bytes (fio's default file size when `size` is not given).
+    pub capacity: u64,
+}
+
+/// A device model. See the module comment.
+pub trait BlockDevice {
+    fn limits(&self) -> &QueueLimits;
+    /// The driver receives `rq` at `now` (its tag is held until completion).
+    fn submit(&mut self, now: Ns, rq: DevRq, q: &mut EventQueue);
+    /// One of this device's `Event::Device(token)` events fired at `now`; push the
+    /// tags of requests that complete now onto `done`.
+    fn on_event(&mut self, now: Ns, token: u64, q: &mut EventQueue, done: &mut Vec<u32>);
+    /// The model's name (`nullb`, `ssd`, `hdd`, `cloud`).
+    fn model(&self) -> &'static str;
+}
+
+pub mod cloud;
+pub mod hdd;
+pub mod nullb;
+pub mod ssd;

@@ -1,0 +1,14 @@
+//! blkcg-sim: a deterministic discrete-event simulator of Linux's cgroup v2 block I/O
+//! controllers (blk-throttle `io.max`, blk-iocost `io.cost.*`/`io.weight`), driven by
+//! fio jobs against device models, reporting what fio would report plus the
+//! controllers' internals. See DESIGN.md (shared) and README.md.
+
+pub mod blkcg;
+pub mod device;
+pub mod error;
+pub mod iocost;
+pub mod report;
+pub mod scenario;
+pub mod sim;
+pub mod throttle;
+pub mod workload;

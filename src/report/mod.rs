@@ -1,0 +1,3 @@
+//! Output: fio-compatible statistics and formats (`fio/`), and our own views.
+
+pub mod fio;

@@ -1,0 +1,95 @@
+//! `Bio`: one block-layer I/O as the controllers see it.
+//!
+//! A fio `io_u` becomes one bio. When the bio is larger than the device's
+//! `max_sectors_kb`, the pipeline splits it: the front piece goes on down the stack,
+//! the remainder is a new `Bio` (with `parent` pointing at the original) that re-enters
+//! the stack from the top, exactly as `__bio_split_to_limits()` + `submit_bio_noacct()`
+//! do. The fio I/O completes when its last piece completes (`bio_chain`).
+
+use super::Ns;
+
+/// Index of a bio in the pipeline's slab.
+pub type BioId = u32;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Dir {
+    Read = 0,
+    Write = 1,
+}
+
+impl Dir {
+    #[inline]
+    pub fn idx(self) -> usize {
+        self as usize
+    }
+    pub const BOTH: [Dir; 2] = [Dir::Read, Dir::Write];
+    pub fn name(self) -> &'static str {
+        match self {
+            Dir::Read => "read",
+            Dir::Write => "write",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Bio {
+    /// Cgroup index (0 = root) in the scenario's cgroup tree.
+    pub cgroup: u32,
+    pub dir: Dir,
+    /// Start, in 512-byte sectors.
+    pub sector: u64,
+    /// Length in bytes (a multiple of 512).
+    pub bytes: u64,
+    /// REQ_META / REQ_SWAP: must not be blocked (blk-throttle 6.12+ bypass, iocost debt).
+    pub meta: bool,
+    /// BIO_BPS_THROTTLED: bytes already charged by blk-throttle on the whole path; a
+    /// split remainder inherits it and is then looked at for iops only.
+    pub bps_throttled: bool,
+    /// Per-level scratch flag of the 6.16+ two-stage throttle queue
+    /// (BIO_TG_BPS_THROTTLED): bytes charged at the current level.
+    pub tg_bps_charged: bool,
+    /// blk-iocost: the vtime cost this bio was charged (added to done_vtime on completion).
+    pub iocost_cost: u64,
+    /// The fio I/O this bio (or piece) belongs to.
+    pub io: u32,
+    /// When the bio first entered the block layer.
+    pub submitted: Ns,
+}
+
+/// All live bios, indexed by `BioId`; freed slots are reused (bounded memory).
+#[derive(Debug, Default)]
+pub struct BioSlab {
+    items: Vec<Bio>,
+    free: Vec<BioId>,
+}
+
+impl BioSlab {
+    pub fn alloc(&mut self, bio: Bio) -> BioId {
+        if let Some(id) = self.free.pop() {
+            self.items[id as usize] = bio;
+            id
+        } else {
+            self.items.push(bio);
+            (self.items.len() - 1) as BioId
+        }
+    }
+
+    pub fn release(&mut self, id: BioId) {
+        self.free.push(id);
+    }
+
+    #[inline]
+    pub fn get(&self, id: BioId) -> &Bio {
+        &self.items[id as usize]
+    }
+
+    #[inline]
+    pub fn get_mut(&mut self, id: BioId) -> &mut Bio {
+        &mut self.items[id as usize]
+    }
+
+    /// Number of bios currently allocated.
+    pub fn live(&self) -> usize {
+        self.items.len() - self.free.len()
+    }
+}

@@ -1,0 +1,38 @@
+//! The simulation core: simulated time, the event queue, the seeded PRNG and the
+//! request types every layer shares.
+//!
+//! Design
+//! ------
+//! Time is an integer count of nanoseconds (`Ns`) since the start of the run; nothing
+//! here ever reads the wall clock, so a scenario and a seed fully determine a run.
+//!
+//! Every layer of the block stack (fio jobs, blk-throttle, blk-iocost, the tag pool,
+//! the device model) is a plain struct owned by the pipeline in [`engine`]. A layer
+//! that needs to act later pushes an [`Event`] carrying its own opaque token onto the
+//! shared [`EventQueue`]; when that event fires the pipeline hands the token back to the
+//! layer. Events at the same instant fire in the order they were pushed (a sequence
+//! number breaks ties), which keeps runs byte-identical. A layer that wants to cancel a
+//! pending event simply ignores it when it fires (each layer keeps a generation count
+//! or compares the token with the deadline it still wants).
+//!
+//! Where things live:
+//! - `queue.rs`  — the binary-heap event queue, O(log n) per event;
+//! - `rng.rs`    — the seeded PRNG (PCG) and the per-component seed derivation;
+//! - `bio.rs`    — `Bio` (what the controllers see) and `Dir`;
+//! - `engine.rs` — the request pipeline of DESIGN.md §1 wiring all layers together.
+
+pub mod bio;
+pub mod engine;
+pub mod queue;
+pub mod rng;
+
+pub use bio::{Bio, BioId, BioSlab, Dir};
+pub use queue::{Event, EventQueue};
+pub use rng::SimRng;
+
+/// Simulated time and durations, in nanoseconds.
+pub type Ns = u64;
+
+pub const NSEC_PER_USEC: Ns = 1_000;
+pub const NSEC_PER_MSEC: Ns = 1_000_000;
+pub const NSEC_PER_SEC: Ns = 1_000_000_000;
