@@ -20,8 +20,6 @@ pub enum Event {
     Iocost(u64),
     /// A submission context (job or kernel worker) resumes after a sleep.
     Ctx(u32),
-    /// A request completion reaches the block layer (after the device's IRQ path).
-    Complete(u32),
     /// Periodic sampling: fio bw/iops logs and the per-second timeline.
     Sample,
     /// A scheduled interface-file write (e.g. an `io.max` change at t).
