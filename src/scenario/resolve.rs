@@ -1,0 +1,507 @@
+//! The typed view of one scenario variant: every key checked, every problem reported
+//! with the file, line and what is accepted.
+
+use toml::{Table, Value};
+
+use super::{Scenario, ScenarioError, parse_duration};
+use crate::blkcg::CgroupTree;
+use crate::sim::Ns;
+use crate::sim::engine::HostCosts;
+
+/// Which interface file a write goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IfaceFile {
+    IoMax,
+    IoWeight,
+    IoCostQos,
+    IoCostModel,
+}
+
+impl IfaceFile {
+    pub fn name(self) -> &'static str {
+        match self {
+            IfaceFile::IoMax => "io.max",
+            IfaceFile::IoWeight => "io.weight",
+            IfaceFile::IoCostQos => "io.cost.qos",
+            IfaceFile::IoCostModel => "io.cost.model",
+        }
+    }
+
+    fn from_key(k: &str) -> Option<IfaceFile> {
+        Some(match k {
+            "io.max" => IfaceFile::IoMax,
+            "io.weight" => IfaceFile::IoWeight,
+            "io.cost.qos" => IfaceFile::IoCostQos,
+            "io.cost.model" => IfaceFile::IoCostModel,
+            _ => return None,
+        })
+    }
+}
+
+/// One `echo LINE > cgroup/FILE`, at time `at`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IfaceWrite {
+    pub at: Ns,
+    pub cgroup: u32,
+    pub file: IfaceFile,
+    pub line: String,
+    /// Where the line is written in the scenario file.
+    pub src_line: Option<usize>,
+}
+
+/// One cgroup's fio job text (command line or job file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FioSource {
+    pub cgroup: u32,
+    pub text: String,
+    pub src_line: Option<usize>,
+}
+
+/// `[kernel]`: the version preset, HZ, config options and behaviour overrides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelSettings {
+    pub version: String,
+    pub hz: u32,
+    /// CONFIG_BLK_DEV_THROTTLING_LOW (4.12–6.8): 20 ms slice on non-rotational disks.
+    pub throttling_low: bool,
+    /// blk-cgroup's `blkcg_debug_stats` module parameter (iocost debug io.stat keys).
+    pub debug_stats: bool,
+    /// Behaviour switches (`throttle.*`, `iocost.*`) overriding the version preset.
+    pub overrides: Vec<(String, String)>,
+}
+
+/// The newest kernel version we model; the default preset.
+pub const NEWEST_VERSION: &str = "7.0";
+
+impl Default for KernelSettings {
+    fn default() -> Self {
+        KernelSettings {
+            version: NEWEST_VERSION.to_string(),
+            hz: 1000,
+            throttling_low: false,
+            debug_stats: false,
+            overrides: Vec::new(),
+        }
+    }
+}
+
+/// A variant ready to run.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub scenario: String,
+    pub variant: Option<String>,
+    pub seed: u64,
+    pub duration: Option<Ns>,
+    pub device: Table,
+    pub kernel: KernelSettings,
+    pub host: HostCosts,
+    pub tree: CgroupTree,
+    pub writes: Vec<IfaceWrite>,
+    pub fio: Vec<FioSource>,
+}
+
+impl Scenario {
+    /// Resolve variant `variant` (None: the base scenario) into a typed configuration.
+    pub fn resolve(&self, variant: Option<&str>) -> Result<Resolved, ScenarioError> {
+        let t = self.merged(variant)?;
+        let seed = match t.get("seed") {
+            None => 1,
+            Some(Value::Integer(i)) if *i >= 0 => *i as u64,
+            Some(_) => {
+                return Err(self.err_at(&[], "seed", "`seed` must be a non-negative integer"));
+            }
+        };
+        let duration = match t.get("duration") {
+            None => None,
+            Some(v) => Some(
+                parse_duration(v)
+                    .map_err(|m| self.err_at(&[], "duration", format!("`duration`: {m}")))?,
+            ),
+        };
+        let device = match t.get("device") {
+            Some(Value::Table(d)) => d.clone(),
+            Some(_) => return Err(self.err_at(&[], "device", "`device` must be a table: [device]")),
+            None => {
+                return Err(ScenarioError {
+                    file: self.file.clone(),
+                    line: None,
+                    msg: "no [device] table; a scenario needs one (model = \"nullb\" | \"ssd\" | \"hdd\" | \"cloud\")".into(),
+                })
+            }
+        };
+        let kernel = self.kernel_settings(t.get("kernel"))?;
+        let host = self.host_costs(t.get("host"))?;
+        let mut tree = CgroupTree::default();
+        let mut writes = Vec::new();
+        let mut fio = Vec::new();
+        if let Some(root) = t.get("root") {
+            let Some(root) = root.as_table() else {
+                return Err(self.err_at(&[], "root", "`root` must be a table: [root]"));
+            };
+            for (k, v) in root {
+                match IfaceFile::from_key(k) {
+                    Some(f @ (IfaceFile::IoCostQos | IfaceFile::IoCostModel)) => {
+                        for line in self.lines_of(&["root"], k, v)? {
+                            writes.push(IfaceWrite {
+                                at: 0,
+                                cgroup: CgroupTree::ROOT,
+                                file: f,
+                                line,
+                                src_line: super::find_key_line(&self.text, &["root"], k),
+                            });
+                        }
+                    }
+                    Some(f) => {
+                        return Err(self.err_at(
+                            &["root"],
+                            k,
+                            format!(
+                                "`{}` does not exist on the root cgroup (only on children)",
+                                f.name()
+                            ),
+                        ));
+                    }
+                    None => return Err(self.err_at(
+                        &["root"],
+                        k,
+                        format!(
+                            "unknown root key `{k}`; accepted: \"io.cost.qos\", \"io.cost.model\""
+                        ),
+                    )),
+                }
+            }
+        }
+        if let Some(cgs) = t.get("cgroup") {
+            let Some(cgs) = cgs.as_table() else {
+                return Err(self.err_at(&[], "cgroup", "`cgroup` must be tables: [cgroup.NAME]"));
+            };
+            // parents first, so their limits are written before their children's
+            let mut names: Vec<&String> = cgs.keys().collect();
+            names.sort_by_key(|n| n.matches('/').count());
+            for name in names {
+                let path = ["cgroup", name.as_str()];
+                let Some(ct) = cgs[name].as_table() else {
+                    return Err(self.err_at(
+                        &["cgroup"],
+                        name,
+                        format!("`cgroup.{name}` must be a table"),
+                    ));
+                };
+                if name.trim_matches('/').is_empty() {
+                    return Err(self.err_at(
+                        &["cgroup"],
+                        name,
+                        "the root cgroup is [root], not a [cgroup.\"\"] table",
+                    ));
+                }
+                let cg = tree.ensure(name);
+                for (k, v) in ct {
+                    if k == "fio" {
+                        let Some(text) = v.as_str() else {
+                            return Err(self.err_at(
+                                &path,
+                                k,
+                                "`fio` must be a string: a fio command line or job file text",
+                            ));
+                        };
+                        fio.push(FioSource {
+                            cgroup: cg,
+                            text: text.to_string(),
+                            src_line: super::find_key_line(&self.text, &path, k),
+                        });
+                        continue;
+                    }
+                    match IfaceFile::from_key(k) {
+                        Some(f @ (IfaceFile::IoMax | IfaceFile::IoWeight)) => {
+                            for line in self.lines_of(&path, k, v)? {
+                                writes.push(IfaceWrite {
+                                    at: 0,
+                                    cgroup: cg,
+                                    file: f,
+                                    line,
+                                    src_line: super::find_key_line(&self.text, &path, k),
+                                });
+                            }
+                        }
+                        Some(f) => {
+                            return Err(self.err_at(
+                                &path,
+                                k,
+                                format!(
+                                    "`{}` exists only on the root cgroup; put it in [root]",
+                                    f.name()
+                                ),
+                            ));
+                        }
+                        None if k == "io.latency" => {
+                            return Err(self.err_at(
+                                &path,
+                                k,
+                                "`io.latency` (blk-iolatency) is not modelled yet",
+                            ));
+                        }
+                        None => return Err(self.err_at(
+                            &path,
+                            k,
+                            format!(
+                                "unknown cgroup key `{k}`; accepted: \"io.max\", \"io.weight\", fio"
+                            ),
+                        )),
+                    }
+                }
+            }
+        }
+        self.schedule(&t, &mut tree, &mut writes)?;
+        Ok(Resolved {
+            scenario: self.name(),
+            variant: variant.map(str::to_string),
+            seed,
+            duration,
+            device,
+            kernel,
+            host,
+            tree,
+            writes,
+            fio,
+        })
+    }
+
+    /// An interface value: one line as a string, or several as an array of strings.
+    fn lines_of(&self, path: &[&str], k: &str, v: &Value) -> Result<Vec<String>, ScenarioError> {
+        match v {
+            Value::String(s) => Ok(vec![s.clone()]),
+            Value::Array(a) => a
+                .iter()
+                .map(|x| {
+                    x.as_str().map(str::to_string).ok_or_else(|| {
+                        self.err_at(path, k, format!("`{k}`: every line must be a string"))
+                    })
+                })
+                .collect(),
+            _ => Err(self.err_at(
+                path,
+                k,
+                format!("`{k}` must be a string (one line) or an array of strings"),
+            )),
+        }
+    }
+
+    fn kernel_settings(&self, v: Option<&Value>) -> Result<KernelSettings, ScenarioError> {
+        let mut k = KernelSettings::default();
+        let Some(v) = v else {
+            return Ok(k);
+        };
+        let Some(t) = v.as_table() else {
+            return Err(self.err_at(&[], "kernel", "`kernel` must be a table"));
+        };
+        for (key, val) in t {
+            let path = ["kernel"];
+            match key.as_str() {
+                "version" => {
+                    k.version = match val {
+                        Value::String(s) => s.clone(),
+                        Value::Float(f) => format!("{f}"),
+                        _ => return Err(self.err_at(&path, key, "`kernel.version` must be a string like \"6.10\"")),
+                    }
+                }
+                "hz" => {
+                    k.hz = match val.as_integer() {
+                        Some(h @ (100 | 250 | 300 | 1000)) => h as u32,
+                        _ => return Err(self.err_at(&path, key, "`kernel.hz` must be 100, 250, 300 or 1000 (CONFIG_HZ)")),
+                    }
+                }
+                "config" => {
+                    let Some(ct) = val.as_table() else {
+                        return Err(self.err_at(&path, key, "`kernel.config` must be a table"));
+                    };
+                    for (ck, cv) in ct {
+                        let b = cv.as_bool().ok_or_else(|| {
+                            self.err_at(&path, ck, format!("`kernel.config.{ck}` must be true or false"))
+                        })?;
+                        match ck.as_str() {
+                            "throttling_low" => k.throttling_low = b,
+                            "blkcg_debug_stats" => k.debug_stats = b,
+                            _ => {
+                                return Err(self.err_at(
+                                    &path,
+                                    ck,
+                                    format!("unknown `kernel.config.{ck}`; accepted: throttling_low, blkcg_debug_stats"),
+                                ))
+                            }
+                        }
+                    }
+                }
+                s if s.starts_with("throttle.") || s.starts_with("iocost.") => {
+                    let sv = match val {
+                        Value::String(s) => s.clone(),
+                        Value::Boolean(b) => b.to_string(),
+                        Value::Integer(i) => i.to_string(),
+                        _ => return Err(self.err_at(&path, key, format!("`kernel.{key}` must be a string"))),
+                    };
+                    k.overrides.push((key.clone(), sv));
+                }
+                _ => {
+                    return Err(self.err_at(
+                        &path,
+                        key,
+                        format!("unknown `kernel.{key}`; accepted: version, hz, config, and behaviour switches \"throttle.*\" / \"iocost.*\""),
+                    ))
+                }
+            }
+        }
+        Ok(k)
+    }
+
+    fn host_costs(&self, v: Option<&Value>) -> Result<HostCosts, ScenarioError> {
+        let mut h = HostCosts::default();
+        let Some(v) = v else {
+            return Ok(h);
+        };
+        let Some(t) = v.as_table() else {
+            return Err(self.err_at(&[], "host", "`host` must be a table"));
+        };
+        for (key, val) in t {
+            let ns = parse_duration(val)
+                .map_err(|m| self.err_at(&["host"], key, format!("`host.{key}`: {m}")))?;
+            match key.as_str() {
+                "submit_ns" => h.submit_ns = ns,
+                "complete_ns" => h.complete_ns = ns,
+                "workqueue_ns" => h.workqueue_ns = ns,
+                _ => {
+                    return Err(self.err_at(
+                        &["host"],
+                        key,
+                        format!(
+                            "unknown `host.{key}`; accepted: submit_ns, complete_ns, workqueue_ns"
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(h)
+    }
+
+    /// `[[schedule]]`: interface writes at a time (`at = "5s"`, `cgroup = "a"`, then
+    /// one `"io.max" = ...`-style key).
+    fn schedule(
+        &self,
+        t: &Table,
+        tree: &mut CgroupTree,
+        writes: &mut Vec<IfaceWrite>,
+    ) -> Result<(), ScenarioError> {
+        let Some(s) = t.get("schedule") else {
+            return Ok(());
+        };
+        let Some(arr) = s.as_array() else {
+            return Err(self.err_at(
+                &[],
+                "schedule",
+                "`schedule` must be an array of tables: [[schedule]]",
+            ));
+        };
+        for e in arr {
+            let Some(et) = e.as_table() else {
+                return Err(self.err_key_anywhere("schedule", "each [[schedule]] must be a table"));
+            };
+            let at = match et.get("at") {
+                Some(v) => parse_duration(v)
+                    .map_err(|m| self.err_key_anywhere("at", format!("`schedule.at`: {m}")))?,
+                None => {
+                    return Err(
+                        self.err_key_anywhere("schedule", "every [[schedule]] needs `at = \"5s\"`")
+                    );
+                }
+            };
+            let cg = match et.get("cgroup").and_then(Value::as_str) {
+                Some(p) => tree.ensure(p),
+                None => CgroupTree::ROOT,
+            };
+            let mut n = 0;
+            for (k, v) in et {
+                if k == "at" || k == "cgroup" {
+                    continue;
+                }
+                let Some(f) = IfaceFile::from_key(k) else {
+                    return Err(self.err_key_anywhere(k, format!("[[schedule]]: unknown key `{k}`; accepted: at, cgroup, and one of \"io.max\", \"io.weight\", \"io.cost.qos\", \"io.cost.model\"")));
+                };
+                for line in self.lines_of(&[], k, v)? {
+                    n += 1;
+                    writes.push(IfaceWrite {
+                        at,
+                        cgroup: cg,
+                        file: f,
+                        line,
+                        src_line: super::find_key_anywhere(&self.text, k),
+                    });
+                }
+            }
+            if n == 0 {
+                return Err(self.err_key_anywhere("schedule", "a [[schedule]] entry writes nothing: add e.g. \"io.max\" = \"MAJ:MIN riops=100\""));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolves_cgroups_writes_and_jobs() {
+        let sc = Scenario::parse(
+            r#"
+[device]
+model = "nullb"
+[kernel]
+version = "4.18"
+hz = 250
+"throttle.iops_wait" = "slice-end"
+config = { throttling_low = true }
+[root]
+"io.cost.qos" = "252:0 enable=1"
+[cgroup."p/c"]
+"io.max" = ["252:0 riops=10", "252:0 wiops=5"]
+fio = "fio --name=c"
+[[schedule]]
+at = "2s"
+cgroup = "p/c"
+"io.max" = "252:0 riops=max"
+"#,
+            "x.toml",
+        )
+        .unwrap();
+        let r = sc.resolve(None).unwrap();
+        assert_eq!(r.kernel.hz, 250);
+        assert!(r.kernel.throttling_low);
+        assert_eq!(
+            r.kernel.overrides,
+            vec![("throttle.iops_wait".into(), "slice-end".into())]
+        );
+        let c = r.tree.find("p/c").unwrap();
+        assert_eq!(r.writes.len(), 4);
+        assert_eq!(r.writes[1].cgroup, c);
+        assert_eq!(r.writes[3].at, 2_000_000_000);
+        assert_eq!(r.fio[0].cgroup, c);
+    }
+
+    #[test]
+    fn misplaced_files_are_refused_with_a_line() {
+        let sc = Scenario::parse(
+            "[device]\nmodel=\"nullb\"\n[cgroup.a]\n\"io.cost.qos\" = \"x\"\n",
+            "y.toml",
+        )
+        .unwrap();
+        let e = sc.resolve(None).unwrap_err();
+        assert_eq!(e.line, Some(4));
+        assert!(e.msg.contains("only on the root"), "{e}");
+        let sc =
+            Scenario::parse("[device]\nmodel=\"nullb\"\n[kernel]\nhz = 99\n", "y.toml").unwrap();
+        assert!(
+            sc.resolve(None)
+                .unwrap_err()
+                .to_string()
+                .starts_with("y.toml:4:")
+        );
+    }
+}
