@@ -100,8 +100,9 @@ pub struct JobParams {
     pub distribution: Distribution,
     /// blkcg-sim extension: the job's bios are REQ_META.
     pub meta: bool,
-    /// Jobs start in stonewall groups: group g starts when all of g-1 ended.
-    pub wait_group: u32,
+    /// Jobs (indices into the job list) that must end before this one starts
+    /// (fio's `stonewall`: every earlier job of the same job file).
+    pub after: Vec<u32>,
     /// Seed stream name (fio seeds each job from its name and number).
     pub seed_name: String,
 }
@@ -298,7 +299,6 @@ pub struct Pipeline {
     cg_stat: Vec<CgIoStat>,
     scratch_done: Vec<u32>,
     scratch_bios: Vec<BioId>,
-    cur_group: u32,
     duration: Option<Ns>,
 }
 
@@ -384,7 +384,6 @@ impl Pipeline {
             cg_stat: vec![CgIoStat::default(); nr_cgroups.max(1)],
             scratch_done: Vec::new(),
             scratch_bios: Vec::new(),
-            cur_group: 0,
             duration: None,
             limits,
         }
@@ -419,7 +418,7 @@ impl Pipeline {
         mut on_config: impl FnMut(&mut Pipeline, u32),
         mut progress: impl FnMut(Ns),
     ) -> RunOutput {
-        self.start_group(0);
+        self.start_ready();
         self.q.push(SAMPLE_TICK, Event::Sample);
         let mut last_progress = 0;
         while let Some((now, ev)) = self.q.pop() {
@@ -731,21 +730,30 @@ impl Pipeline {
         }
     }
 
-    fn start_group(&mut self, g: u32) {
-        self.cur_group = g;
+    /// Start every job whose `after` jobs have all ended.
+    fn start_ready(&mut self) {
         let now = self.q.now();
         for j in 0..self.jobs.len() {
-            let job = &mut self.jobs[j];
-            if job.p.wait_group == g && job.phase == Phase::NotStarted {
-                let at = now + job.p.startdelay;
-                job.epoch = at;
-                job.stats_start = at + job.p.ramp;
-                job.next_sample = job.stats_start + FIO_SAMPLE;
-                job.end = job.p.runtime.map(|r| at + job.p.ramp + r);
-                job.phase = Phase::Loop;
-                job.wake_scheduled = true;
-                self.q.push(at, Event::Job(j as u32));
+            if self.jobs[j].phase != Phase::NotStarted {
+                continue;
             }
+            let ready = self.jobs[j].p.after.iter().all(|&a| {
+                self.jobs
+                    .get(a as usize)
+                    .is_none_or(|x| x.phase == Phase::Done)
+            });
+            if !ready {
+                continue;
+            }
+            let job = &mut self.jobs[j];
+            let at = now + job.p.startdelay;
+            job.epoch = at;
+            job.stats_start = at + job.p.ramp;
+            job.next_sample = job.stats_start + FIO_SAMPLE;
+            job.end = job.p.runtime.map(|r| at + job.p.ramp + r);
+            job.phase = Phase::Loop;
+            job.wake_scheduled = true;
+            self.q.push(at, Event::Job(j as u32));
         }
     }
 
@@ -979,23 +987,7 @@ impl Pipeline {
         let job = &mut self.jobs[j as usize];
         job.phase = Phase::Done;
         job.finished_at = now;
-        let g = job.p.wait_group;
-        let group_done = self
-            .jobs
-            .iter()
-            .filter(|x| x.p.wait_group == g)
-            .all(|x| x.phase == Phase::Done);
-        if group_done {
-            if let Some(next) = self
-                .jobs
-                .iter()
-                .map(|x| x.p.wait_group)
-                .filter(|&x| x > g)
-                .min()
-            {
-                self.start_group(next);
-            }
-        }
+        self.start_ready();
     }
 
     /// Periodic sampling; returns false once nothing is left to sample.
@@ -1106,7 +1098,7 @@ mod tests {
             randommap: true,
             distribution: Distribution::Random,
             meta: false,
-            wait_group: 0,
+            after: Vec::new(),
             seed_name: name.into(),
         }
     }
