@@ -1,3 +1,4 @@
 //! Output: fio-compatible statistics and formats (`fio/`), and our own views.
 
 pub mod fio;
+pub mod summary;

@@ -17,6 +17,7 @@
 //! - `embedded.rs` — the scenarios compiled into the binary.
 
 pub mod embedded;
+pub mod repro;
 pub mod resolve;
 pub mod run;
 

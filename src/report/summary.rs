@@ -1,0 +1,164 @@
+//! The seeds' summary table (`CGROUP IOPS MB/s slat-avg clat-avg clat-max P90 P99
+//! P99.9 P99.99`, as the iocost seed's `get_result` prints it) and the `iostat -x 1`
+//! style device timeline.
+
+use crate::sim::engine::IostatRow;
+
+/// One job's headline figures, as the seed scripts extract them from fio's JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobSummary {
+    /// Cgroup path the job ran in.
+    pub cgroup: String,
+    pub job: String,
+    /// fio `iops` (reads + writes, or `mixed`).
+    pub iops: f64,
+    /// `bw_bytes / 1024 / 1024`.
+    pub mib_s: f64,
+    pub slat_mean_ms: f64,
+    pub clat_mean_ms: f64,
+    pub clat_max_ms: f64,
+    /// (percentile, clat in ms) as fio reports them (bucketed).
+    pub clat_pct_ms: Vec<(f64, f64)>,
+}
+
+impl JobSummary {
+    /// clat percentile `p` in ms, if fio reported it.
+    pub fn pct(&self, p: f64) -> Option<f64> {
+        self.clat_pct_ms
+            .iter()
+            .find(|(q, _)| (q - p).abs() < 1e-9)
+            .map(|x| x.1)
+    }
+}
+
+/// The summary table; `label` is `cgroup/job` unless they are equal.
+pub fn summary_table(rows: &[JobSummary]) -> String {
+    let mut s = String::new();
+    s.push_str(&format!(
+        "{:<14} {:>7} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+        "", "", "", "slat", "clat", "clat", "clat", "clat", "clat", "clat"
+    ));
+    s.push_str(&format!(
+        "{:<14} {:>7} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+        "CGROUP",
+        "IOPS",
+        "MB/s",
+        "avg(ms)",
+        "avg(ms)",
+        "max(ms)",
+        "P90(ms)",
+        "P99",
+        "P99.9",
+        "P99.99"
+    ));
+    for r in rows {
+        let label = if r.cgroup == r.job || r.cgroup.is_empty() {
+            r.job.clone()
+        } else {
+            format!("{}/{}", r.cgroup, r.job)
+        };
+        let p = |q: f64| {
+            r.pct(q)
+                .map(|v| format!("{v:.2}"))
+                .unwrap_or_else(|| "-".into())
+        };
+        s.push_str(&format!(
+            "{:<14} {:>7.0} {:>8.2} {:>9.2} {:>9.2} {:>9.2} {:>9} {:>9} {:>9} {:>9}\n",
+            label,
+            r.iops,
+            r.mib_s,
+            r.slat_mean_ms,
+            r.clat_mean_ms,
+            r.clat_max_ms,
+            p(90.0),
+            p(99.0),
+            p(99.9),
+            p(99.99)
+        ));
+    }
+    s
+}
+
+/// `iostat -x 1`-style text, one line per second.
+pub fn iostat_text(dev: &str, rows: &[IostatRow]) -> String {
+    let mut s = format!(
+        "{:>6} {:<8} {:>9} {:>9} {:>10} {:>10} {:>8} {:>7}\n",
+        "t(s)", "Device", "r/s", "w/s", "rMB/s", "wMB/s", "aqu-sz", "%util"
+    );
+    for r in rows {
+        s.push_str(&format!(
+            "{:>6} {:<8} {:>9} {:>9} {:>10.2} {:>10.2} {:>8.2} {:>7.2}\n",
+            r.t,
+            dev,
+            r.r_ios,
+            r.w_ios,
+            r.r_bytes as f64 / 1048576.0,
+            r.w_bytes as f64 / 1048576.0,
+            r.aqu_sz,
+            r.util
+        ));
+    }
+    s
+}
+
+/// The same timeline as CSV (MB/s in MiB/s, as `iostat -h` prints M).
+pub fn iostat_csv(rows: &[IostatRow]) -> String {
+    let mut s = String::from("t_s,r_per_s,w_per_s,r_mib_s,w_mib_s,aqu_sz,util_pct\n");
+    for r in rows {
+        s.push_str(&format!(
+            "{},{},{},{:.4},{:.4},{:.4},{:.2}\n",
+            r.t,
+            r.r_ios,
+            r.w_ios,
+            r.r_bytes as f64 / 1048576.0,
+            r.w_bytes as f64 / 1048576.0,
+            r.aqu_sz,
+            r.util
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_prints_the_seed_columns() {
+        let t = summary_table(&[JobSummary {
+            cgroup: "cgB".into(),
+            job: "cgB".into(),
+            iops: 199.4,
+            mib_s: 0.78,
+            slat_mean_ms: 0.01,
+            clat_mean_ms: 1.95,
+            clat_max_ms: 42.12,
+            clat_pct_ms: vec![(90.0, 2.57), (99.0, 7.5), (99.9, 34.87), (99.99, 42.21)],
+        }]);
+        let last = t.lines().last().unwrap();
+        assert!(last.starts_with("cgB"), "{last}");
+        for f in [
+            "199", "0.78", "1.95", "42.12", "2.57", "7.50", "34.87", "42.21",
+        ] {
+            assert!(last.contains(f), "{f} missing in {last}");
+        }
+    }
+
+    #[test]
+    fn iostat_rows_in_mib() {
+        let rows = [IostatRow {
+            t: 3,
+            w_ios: 20,
+            w_bytes: 10 << 20,
+            ..Default::default()
+        }];
+        assert!(
+            iostat_text("sda", &rows)
+                .lines()
+                .nth(1)
+                .unwrap()
+                .contains("10.00")
+        );
+        assert!(iostat_csv(&rows).contains("3,0,20,0.0000,10.0000"));
+    }
+}
