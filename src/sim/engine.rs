@@ -422,10 +422,8 @@ impl Pipeline {
         self.q.push(SAMPLE_TICK, Event::Sample);
         let mut last_progress = 0;
         while let Some((now, ev)) = self.q.pop() {
-            if let Some(d) = self.duration {
-                if now > d {
-                    break;
-                }
+            if self.duration.is_some_and(|d| now > d) {
+                break;
             }
             match ev {
                 Event::Job(j) => {
@@ -579,10 +577,10 @@ impl Pipeline {
                 }
             }
         }
-        if let Some(j) = self.ctxs[c as usize].job {
-            if let Phase::InSubmit(io) = self.jobs[j as usize].phase {
-                self.submit_returned(j, io);
-            }
+        if let Some(j) = self.ctxs[c as usize].job
+            && let Phase::InSubmit(io) = self.jobs[j as usize].phase
+        {
+            self.submit_returned(j, io);
         }
     }
 
@@ -1003,7 +1001,7 @@ impl Pipeline {
                 job.next_sample += FIO_SAMPLE;
             }
         }
-        if now % NSEC_PER_SEC == 0 {
+        if now.is_multiple_of(NSEC_PER_SEC) {
             self.dev_acct.close_second(now);
         }
         self.jobs.iter().any(|j| j.phase != Phase::Done)

@@ -511,7 +511,7 @@ mod tests {
         };
         for _ in 0..100 {
             let x = b.next(&mut rng);
-            assert!(x % 4096 == 0 && (4096..=16384).contains(&x));
+            assert!(x.is_multiple_of(4096) && (4096..=16384).contains(&x));
         }
     }
 
