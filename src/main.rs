@@ -1,1 +1,216 @@
-fn main() {}
+//! The `blkcg-sim` command line: run scenarios, act as fio against a simulated device,
+//! check scenarios, and reproduce the seed experiments.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use blkcg_sim::scenario::run::{self, OutputFormat, RunOptions};
+use blkcg_sim::scenario::{embedded, Scenario};
+
+#[derive(Parser)]
+#[command(
+    name = "blkcg-sim",
+    version,
+    about = "Simulate Linux cgroup v2 block I/O controllers (io.max, io.cost) driven by fio jobs",
+    long_about = "blkcg-sim runs fio jobs in cgroups against a simulated block device and \
+the kernel's blk-throttle (io.max) and blk-iocost (io.cost.qos, io.cost.model, io.weight) \
+controllers, in simulated time: a 60-second experiment takes well under a second, and the \
+same scenario and seed always give byte-identical output.\n\n\
+It prints what fio would print (normal text, json, json+), an iostat-like device timeline, \
+the controllers' internals, and a summary table. Kernel behaviour that changed between \
+versions is selected with kernel.version (e.g. \"4.18\", \"6.10\") or one named switch at a time.\n\n\
+Start with:\n  blkcg-sim scenarios                 list the scenarios built into the binary\n  \
+blkcg-sim repro                     reproduce the seed kernel patches beside their published numbers\n  \
+blkcg-sim run throttle-iops-tail-latency --variant after\n  \
+blkcg-sim fio --device nullb --name=a --rw=randread --bs=4k --iodepth=8 --runtime=5 --time_based"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    /// fio's normal text output, then the summary table
+    Normal,
+    /// one fio JSON document per variant (exactly fio's layout)
+    Json,
+    /// fio JSON with latency histogram bins
+    #[value(name = "json+")]
+    JsonPlus,
+    /// only the seeds' summary table (CGROUP IOPS MB/s slat clat ...)
+    Summary,
+}
+
+impl From<Format> for OutputFormat {
+    fn from(f: Format) -> Self {
+        match f {
+            Format::Normal => OutputFormat::Normal,
+            Format::Json => OutputFormat::Json,
+            Format::JsonPlus => OutputFormat::JsonPlus,
+            Format::Summary => OutputFormat::Summary,
+        }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ReproFormat {
+    Table,
+    Json,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run a scenario (a .toml file, or the name of a built-in scenario).
+    ///
+    /// All variants run unless --variant picks some. With one variant, --output-format
+    /// json prints exactly one fio JSON document holding every job of every cgroup, so
+    /// `jq '.jobs[] | select(.jobname=="cgB")'` works. --output DIR writes, per variant,
+    /// DIR/<variant>/{fio.json,fio.txt,iostat.csv,timeline.csv,io.stat,trace.txt} and
+    /// plots (PNG and SVG).
+    Run {
+        scenario: String,
+        /// Run only this variant (repeatable).
+        #[arg(long)]
+        variant: Vec<String>,
+        /// A/B kernel versions in one command: one run per --kernel (e.g. --kernel 6.10
+        /// --kernel 6.16), each overriding kernel.version of the chosen variants.
+        #[arg(long = "kernel")]
+        kernel: Vec<String>,
+        #[arg(long, value_enum, default_value = "normal")]
+        output_format: Format,
+        /// Write every output file of every variant under this directory.
+        #[arg(long)]
+        output: Option<PathBuf>,
+        /// Override the scenario's seed.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Also print the device timeline (iostat -x 1) and controller state.
+        #[arg(long)]
+        timeline: bool,
+    },
+    /// Act as fio against a simulated device: `blkcg-sim fio --device SPEC [fio args | jobfile]`.
+    ///
+    /// SPEC is a model name with optional key=value settings, e.g. `nullb`,
+    /// `nullb:irqmode=2,completion_nsec=100000`, `cloud:preset=azure-p20`, `ssd:channels=8`.
+    /// The fio arguments are exactly fio's (`--name=a --rw=randread ...` or a job file).
+    Fio {
+        #[arg(long)]
+        device: String,
+        /// An io.max line for the job's cgroup (e.g. "252:0 riops=100").
+        #[arg(long = "io-max")]
+        io_max: Option<String>,
+        #[arg(long, value_enum, default_value = "normal")]
+        output_format: Format,
+        /// Kernel version preset.
+        #[arg(long = "kernel")]
+        kernel: Option<String>,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        args: Vec<String>,
+    },
+    /// Validate a scenario and print its resolved configuration (every variant).
+    Check {
+        scenario: String,
+        #[arg(long)]
+        variant: Vec<String>,
+    },
+    /// Reproduce the seed experiments (built in) beside their published numbers.
+    ///
+    /// Each seed prints the published table, ours, and every tolerance band with
+    /// PASS/FAIL. Exit status 1 if any band fails.
+    Repro {
+        /// Seeds to run (default: all). See `blkcg-sim scenarios`.
+        names: Vec<String>,
+        #[arg(long, value_enum, default_value = "table")]
+        format: ReproFormat,
+    },
+    /// List the built-in scenarios, or print one (`blkcg-sim scenarios NAME`).
+    Scenarios { name: Option<String> },
+}
+
+fn load(name: &str) -> Result<Scenario, String> {
+    let p = Path::new(name);
+    if p.exists() {
+        let text = std::fs::read_to_string(p).map_err(|e| format!("{name}: cannot read: {e}"))?;
+        return Scenario::parse(&text, name).map_err(|e| e.to_string());
+    }
+    if let Some(text) = embedded::get(name.trim_end_matches(".toml")) {
+        return Scenario::parse(text, &format!("{name} (built in)")).map_err(|e| e.to_string());
+    }
+    Err(format!(
+        "{name}: no such file, and no built-in scenario of that name; built in: {}",
+        embedded::names().join(", ")
+    ))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let progress = std::io::stderr().is_terminal();
+    let result = match cli.cmd {
+        Cmd::Run {
+            scenario,
+            variant,
+            kernel,
+            output_format,
+            output,
+            seed,
+            timeline,
+        } => load(&scenario).and_then(|sc| {
+            let opts = RunOptions {
+                variants: variant,
+                kernels: kernel,
+                format: output_format.into(),
+                output,
+                seed,
+                timeline,
+                progress,
+            };
+            run::run_command(&sc, &opts)
+        }),
+        Cmd::Fio {
+            device,
+            io_max,
+            output_format,
+            kernel,
+            args,
+        } => run::fio_command(&device, io_max.as_deref(), kernel.as_deref(), &args, output_format.into()),
+        Cmd::Check { scenario, variant } => load(&scenario).and_then(|sc| run::check_command(&sc, &variant)),
+        Cmd::Repro { names, format } => {
+            run::repro_command(&names, matches!(format, ReproFormat::Json), progress)
+        }
+        Cmd::Scenarios { name } => match name {
+            None => {
+                for n in embedded::names() {
+                    let sc = embedded::get(n).and_then(|t| Scenario::parse(t, n).ok());
+                    let about = sc
+                        .and_then(|s| {
+                            s.table
+                                .get("description")
+                                .and_then(|d| d.as_str())
+                                .map(|d| d.lines().next().unwrap_or("").to_string())
+                        })
+                        .unwrap_or_default();
+                    println!("{n:<32} {about}");
+                }
+                Ok(0)
+            }
+            Some(n) => match embedded::get(&n) {
+                Some(t) => {
+                    print!("{t}");
+                    Ok(0)
+                }
+                None => Err(format!("no built-in scenario `{n}`; built in: {}", embedded::names().join(", "))),
+            },
+        },
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("blkcg-sim: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,1 +1,49 @@
-//! (being written)
+//! Scenarios compiled into the binary (the `scenarios/` folder), so `blkcg-sim repro`
+//! and `blkcg-sim run NAME` need no files. Seeds come first, examples after.
+
+/// (name, TOML text) of every built-in scenario.
+pub const SCENARIOS: &[(&str, &str)] = &[
+    (
+        "throttle-iops-tail-latency",
+        include_str!("../../scenarios/throttle-iops-tail-latency.toml"),
+    ),
+];
+
+/// Names of the built-in scenarios, in order.
+pub fn names() -> Vec<&'static str> {
+    SCENARIOS.iter().map(|(n, _)| *n).collect()
+}
+
+/// The TOML text of built-in scenario `name`.
+pub fn get(name: &str) -> Option<&'static str> {
+    SCENARIOS.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}
+
+/// Built-in scenarios that carry a `[repro]` table (the seed reproductions).
+pub fn seeds() -> Vec<&'static str> {
+    SCENARIOS
+        .iter()
+        .filter(|(_, t)| t.contains("\n[repro]"))
+        .map(|(n, _)| *n)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Scenario;
+
+    #[test]
+    fn every_built_in_scenario_parses_and_resolves() {
+        for (name, text) in SCENARIOS {
+            let sc = Scenario::parse(text, name).unwrap_or_else(|e| panic!("{e}"));
+            let variants = sc.variants();
+            if variants.is_empty() {
+                sc.resolve(None).unwrap_or_else(|e| panic!("{e}"));
+            }
+            for v in variants {
+                sc.resolve(Some(&v)).unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+    }
+}
