@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use blkcg_sim::scenario::run::{self, OutputFormat, RunOptions};
-use blkcg_sim::scenario::{embedded, Scenario};
+use blkcg_sim::scenario::{Scenario, embedded};
 
 #[derive(Parser)]
 #[command(
@@ -176,8 +176,16 @@ fn main() -> ExitCode {
             output_format,
             kernel,
             args,
-        } => run::fio_command(&device, io_max.as_deref(), kernel.as_deref(), &args, output_format.into()),
-        Cmd::Check { scenario, variant } => load(&scenario).and_then(|sc| run::check_command(&sc, &variant)),
+        } => run::fio_command(
+            &device,
+            io_max.as_deref(),
+            kernel.as_deref(),
+            &args,
+            output_format.into(),
+        ),
+        Cmd::Check { scenario, variant } => {
+            load(&scenario).and_then(|sc| run::check_command(&sc, &variant))
+        }
         Cmd::Repro { names, format } => {
             run::repro_command(&names, matches!(format, ReproFormat::Json), progress)
         }
@@ -202,7 +210,10 @@ fn main() -> ExitCode {
                     print!("{t}");
                     Ok(0)
                 }
-                None => Err(format!("no built-in scenario `{n}`; built in: {}", embedded::names().join(", "))),
+                None => Err(format!(
+                    "no built-in scenario `{n}`; built in: {}",
+                    embedded::names().join(", ")
+                )),
             },
         },
     };

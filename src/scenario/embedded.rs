@@ -2,12 +2,10 @@
 //! and `blkcg-sim run NAME` need no files. Seeds come first, examples after.
 
 /// (name, TOML text) of every built-in scenario.
-pub const SCENARIOS: &[(&str, &str)] = &[
-    (
-        "throttle-iops-tail-latency",
-        include_str!("../../scenarios/throttle-iops-tail-latency.toml"),
-    ),
-];
+pub const SCENARIOS: &[(&str, &str)] = &[(
+    "throttle-iops-tail-latency",
+    include_str!("../../scenarios/throttle-iops-tail-latency.toml"),
+)];
 
 /// Names of the built-in scenarios, in order.
 pub fn names() -> Vec<&'static str> {
