@@ -1,4 +1,5 @@
 //! Output: fio-compatible statistics and formats (`fio/`), and our own views.
 
 pub mod fio;
+pub mod plot;
 pub mod summary;
