@@ -7,6 +7,7 @@
 //! next to, and `min`/`max` bounds. Metrics:
 //! - per job: `iops`, `mib_s`, `slat_mean_ms`, `clat_mean_ms`, `clat_max_ms`,
 //!   `clat_pNN_ms` (any reported percentile, e.g. `clat_p99.9_ms`);
+//! - per variant, summed over its jobs: `total.iops`, `total.mib_s`;
 //! - per variant, from the device timeline: `iostat.w_mib_s.max`,
 //!   `iostat.w_mib_s.full_min`, `iostat.w_mib_s.full_max` (over full seconds: the first
 //!   and last second of I/O are left out), `iostat.w_seconds_between:LO:HI` (count of
@@ -125,6 +126,14 @@ pub fn metric(m: &VariantMetrics, job: Option<&str>, metric: &str) -> Option<f64
     if let Some(v) = m.extra.get(metric) {
         return Some(*v);
     }
+    if let Some(rest) = metric.strip_prefix("total.") {
+        let sum = |f: fn(&JobSummary) -> f64| m.jobs.iter().map(f).sum::<f64>();
+        return match rest {
+            "iops" => Some(sum(|j| j.iops)),
+            "mib_s" => Some(sum(|j| j.mib_s)),
+            _ => None,
+        };
+    }
     let j = match job {
         Some(name) => m.jobs.iter().find(|x| x.job == name || x.cgroup == name)?,
         None => m.jobs.first()?,
@@ -231,7 +240,11 @@ pub fn bands_table(results: &[BandResult]) -> String {
             b.published.map(fmt_num).unwrap_or_else(|| "-".into()),
             band,
             r.value.map(fmt_num).unwrap_or_else(|| "n/a".into()),
-            if r.pass { "PASS" } else { "FAIL" },
+            match (r.pass, b.min.is_none() && b.max.is_none()) {
+                (true, true) => "info",
+                (true, false) => "PASS",
+                (false, _) => "FAIL",
+            },
             if b.note.is_empty() {
                 String::new()
             } else {
