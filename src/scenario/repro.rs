@@ -6,7 +6,8 @@
 //! two variants, `ratio_of = ["before", "after"]`), the `published` value it stands
 //! next to, and `min`/`max` bounds. Metrics:
 //! - per job: `iops`, `mib_s`, `slat_mean_ms`, `clat_mean_ms`, `clat_max_ms`,
-//!   `clat_pNN_ms` (any reported percentile, e.g. `clat_p99.9_ms`);
+//!   `clat_pNN_ms` (any reported percentile, e.g. `clat_p99.9_ms`), and
+//!   `littles_law_depth` (IOPS × mean latency: the mean depth by Little's law);
 //! - per variant, summed over its jobs: `total.iops`, `total.mib_s`;
 //! - per variant, from the device timeline: `iostat.w_mib_s.max`,
 //!   `iostat.w_mib_s.full_min`, `iostat.w_mib_s.full_max` (over full seconds: the first
@@ -144,6 +145,8 @@ pub fn metric(m: &VariantMetrics, job: Option<&str>, metric: &str) -> Option<f64
         "slat_mean_ms" => Some(j.slat_mean_ms),
         "clat_mean_ms" => Some(j.clat_mean_ms),
         "clat_max_ms" => Some(j.clat_max_ms),
+        // Little's law: mean I/Os in flight = IOPS × mean latency (slat + clat)
+        "littles_law_depth" => Some(j.iops * (j.slat_mean_ms + j.clat_mean_ms) / 1000.0),
         _ => {
             let p: f64 = metric
                 .strip_prefix("clat_p")?
