@@ -1013,7 +1013,9 @@ fn bio_for(iou: &IoU, io: u32, p: &JobParams, offset: u64) -> Bio {
         cgroup: p.cgroup,
         dir: if iou.dir_write { Dir::Write } else { Dir::Read },
         sector: offset / 512,
-        bytes: iou.bytes,
+        // a bio is whole 512-byte sectors (fio rejects unaligned O_DIRECT sizes; an
+        // odd `bs` such as the linear-max RFC's 48607 is rounded up)
+        bytes: iou.bytes.div_ceil(512) * 512,
         meta: p.meta,
         bps_throttled: false,
         tg_bps_charged: false,
@@ -1168,6 +1170,18 @@ mod tests {
         let dev_ios: u64 = out.iostat.iter().map(|r| r.r_ios).sum();
         assert_eq!(dev_ios, 16 * 8, "1 MiB bios split at 128 KiB");
         assert_eq!(out.cg_stat[0].rbytes, 16 << 20);
+    }
+
+    #[test]
+    fn stonewalled_job_starts_when_its_predecessor_ends() {
+        let mut a = job("a");
+        a.runtime = Some(NSEC_PER_SEC / 2);
+        let mut b = job("b");
+        b.after = vec![0];
+        let out = run(vec![a, b], 10_000, 8);
+        let (ta, tb) = (out.jobs[0].2, out.jobs[1].2);
+        assert_eq!(tb.epoch, ta.finished);
+        assert!(ta.finished >= NSEC_PER_SEC / 2);
     }
 
     #[test]
