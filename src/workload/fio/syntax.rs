@@ -49,6 +49,8 @@ struct Entry {
     val: Option<String>,
     file: String,
     line: usize,
+    /// A warning about how it was written (see [`parse_entry`]).
+    note: Option<String>,
 }
 
 /// One `[name]` section.
@@ -97,7 +99,7 @@ impl Builder {
                 format!("Bad option <{whole}>: not an fio option (see `fio --cmdhelp`)"),
             ));
         }
-        let mut notes = Vec::new();
+        let mut notes: Vec<String> = e.note.iter().cloned().collect();
         let r = apply::apply(spec, key, e.val.as_deref(), &mut notes)
             .map_err(|m| err(&e.file, e.line, format!("{}: {m}", e.key)))?;
         if let Outcome::Unmodelled = r {
@@ -248,14 +250,27 @@ fn strip_comment(s: &str) -> &str {
 fn parse_entry(text: &str, file: &str, line: usize, env: &dyn Fn(&str) -> Option<String>) -> Entry {
     let text = expand(strip_comment(text), env);
     let (key, val) = match text.split_once('=') {
-        Some((k, v)) => (k.trim().to_string(), Some(v.trim().to_string())),
+        Some((k, v)) => (k.trim().to_string(), Some(v)),
         None => (text.trim().to_string(), None),
     };
+    // fio keeps the blank after `=` in the value, so a number's unit suffix is
+    // lost there (checked with fio 3.33: `bs = 1MiB` runs 1-byte I/Os). We trim
+    // and warn.
+    let note = val
+        .filter(|v| v.starts_with(|c: char| c.is_ascii_whitespace()))
+        .map(|_| {
+            format!(
+                "blank after `=` in `{}`: fio keeps it and then drops a number's unit \
+                 suffix (`bs = 1MiB` is 1 byte in fio); blkcg-sim trims it",
+                text.trim()
+            )
+        });
     Entry {
         key,
-        val,
+        val: val.map(|v| v.trim().to_string()),
         file: file.to_string(),
         line,
+        note,
     }
 }
 

@@ -181,8 +181,10 @@ pub fn time_us(s: &str, seconds_default: bool) -> Result<TimeUs, String> {
     if s.starts_with('(') {
         // fio: expressions evaluate with time values in µs; an is_seconds option
         // takes the bare result as seconds.
+        // str_to_decimal(): `ival / 1000000` in integer arithmetic, so an
+        // is_seconds option truncates to whole seconds.
         let v = eval_expr(s)?;
-        let us = if seconds_default { v * 1e6 } else { v };
+        let us = if seconds_default { v.trunc() * 1e6 } else { v };
         if !(0.0..1.8e19).contains(&us) {
             return Err(format!("`{s}` evaluates to {v}, outside the time range"));
         }
