@@ -2,7 +2,7 @@
 //! warnings). Reads them from the fio mirror when it exists; skipped otherwise.
 //! Our own job files under `tests/jobs/` are always parsed.
 
-use blkcg_sim::workload::fio::{FioJobs, parse_jobfile};
+use blkcg_sim::workload::fio::{FioJobs, SizeOrPct, parse_jobfile};
 use std::path::Path;
 use std::process::Command;
 
@@ -65,6 +65,19 @@ fn fio_examples_parse_without_error() {
     );
 }
 
+fn own_env(var: &str) -> Option<String> {
+    (var == "BLKCG_SIM_DEV").then(|| "/dev/sim0".to_string())
+}
+
+fn own(name: &str) -> FioJobs {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/jobs")
+        .join(name);
+    let text = std::fs::read_to_string(&p).expect("read job file");
+    let read = |inc: &str| std::fs::read_to_string(inc).map_err(|e| e.to_string());
+    parse_jobfile(&text, &p.to_string_lossy(), &own_env, &read).unwrap_or_else(|e| panic!("{e}"))
+}
+
 #[test]
 fn own_job_files_parse() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/jobs");
@@ -75,11 +88,39 @@ fn own_job_files_parse() {
             continue;
         }
         n += 1;
-        let text = std::fs::read_to_string(&p).expect("read");
-        let read = |inc: &str| std::fs::read_to_string(inc).map_err(|e| e.to_string());
-        let jobs: FioJobs = parse_jobfile(&text, &p.to_string_lossy(), &env, &read)
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert!(!jobs.jobs.is_empty(), "{}: no jobs", p.display());
+        let name = p.file_name().expect("name").to_string_lossy().into_owned();
+        let jobs = own(&name);
+        assert!(!jobs.jobs.is_empty(), "{name}: no jobs");
+        // our files use only modelled options
+        assert!(jobs.warnings.is_empty(), "{name}: {:?}", jobs.warnings);
     }
     assert!(n >= 10, "expected at least 10 job files, found {n}");
+}
+
+#[test]
+fn own_job_files_resolve() {
+    let f = own("stonewalled-phases.fio");
+    let g: Vec<u32> = f.jobs.iter().map(|j| j.groupid).collect();
+    assert_eq!(g, [0, 1, 2, 3]);
+    let f = own("randrw-mix.fio");
+    assert_eq!(f.jobs.len(), 4);
+    assert!(f.jobs.iter().all(|j| j.rwmixread == 70 && j.groupid == 0));
+    let f = own("units-expressions.fio");
+    let j = &f.jobs[0];
+    assert_eq!(j.size, Some(SizeOrPct::Bytes(4 * 8192 * 1_000_000)));
+    assert_eq!(j.runtime, 1_000_000_000);
+    assert_eq!(j.filesize, Some((1 << 30, 2 << 30)));
+    assert_eq!(f.jobs.len(), 2);
+    let f = own("include-env.fio");
+    assert_eq!(f.jobs[0].iodepth, 16);
+    assert_eq!(f.jobs[0].filename.as_deref(), Some("/dev/sim0"));
+    let f = own("per-direction-bs-rate.fio");
+    let j = &f.jobs[0];
+    assert_eq!(j.bs_min, [8192, 65536, 4096]);
+    assert_eq!(j.rate, [50 << 20, 20 << 20, 20 << 20]);
+    assert_eq!(j.rate_min, [1 << 20, 0, 0]);
+    assert_eq!(j.rwmixread, 75);
+    let f = own("depth-batching.fio");
+    assert_eq!(f.jobs[1].iodepth, 1);
+    assert_eq!(f.jobs[0].iodepth_low, 16);
 }

@@ -477,7 +477,12 @@ pub(super) fn apply(
             }
         }
         "cgroup_nodelete" => spec.cgroup_nodelete = bool01(v)?,
-        "filename" => spec.filename = Some(v.to_string()),
+        "filename" => {
+            if v.is_empty() {
+                return Err("filename needs a file or device name".into());
+            }
+            spec.filename = Some(v.to_string())
+        }
         "description" => spec.description = Some(v.to_string()),
         "io_submit_mode" => {
             spec.io_submit_mode = one_of(
