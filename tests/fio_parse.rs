@@ -202,6 +202,9 @@ fn bssplit_rules() {
     let j = job("[a]\nbssplit=4k:8k/50:16k\n");
     let pcts: Vec<(u64, u32)> = j.bssplit[0].iter().map(|b| (b.size, b.pct)).collect();
     assert_eq!(pcts, vec![(4096, 25), (16384, 25), (8192, 50)]);
+    // fio's t/jobs/t0023.fio writes blanks as `1k/`
+    let j = job("[a]\nbssplit=512/25:1k/:2k/:4k/\n");
+    assert!(j.bssplit[0].iter().all(|b| b.pct == 25));
     // per direction
     let j = job("[a]\nbssplit=4k/100,8k/50:16k/50\n");
     assert_eq!(

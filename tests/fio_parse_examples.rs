@@ -1,5 +1,6 @@
 //! Every job file in fio's own `examples/` directory must parse with no error (only
-//! warnings). Reads them from the fio mirror when it exists; skipped otherwise.
+//! warnings), and so must its `t/jobs/`. Reads them from the fio mirror when it exists;
+//! skipped (with a note on stderr) otherwise.
 //! Our own job files under `tests/jobs/` are always parsed.
 
 use blkcg_sim::workload::fio::{FioJobs, SizeOrPct, parse_jobfile};
@@ -20,10 +21,6 @@ fn git(args: &[&str]) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn env(_: &str) -> Option<String> {
-    None
-}
-
 /// The xnvme examples expect these from the environment (fio itself refuses
 /// `rw=` when `${FIO_RW}` is unset); give them what their comments suggest.
 fn example_env(var: &str) -> Option<String> {
@@ -35,15 +32,16 @@ fn example_env(var: &str) -> Option<String> {
     }
 }
 
-#[test]
-fn fio_examples_parse_without_error() {
+/// Parse every `.fio` file under `dir` of the fio mirror; returns (count, failures),
+/// or None when the mirror is absent.
+fn parse_mirror_dir(dir: &str) -> Option<(usize, Vec<String>)> {
     if !Path::new(FIO_REPO).exists() {
         eprintln!("skipped: fio mirror {FIO_REPO} not present");
-        return;
+        return None;
     }
-    let Some(list) = git(&["ls-tree", "--name-only", "HEAD", "examples/"]) else {
-        eprintln!("skipped: cannot list examples/ in {FIO_REPO}");
-        return;
+    let Some(list) = git(&["ls-tree", "--name-only", "HEAD", dir]) else {
+        eprintln!("skipped: cannot list {dir} in {FIO_REPO}");
+        return None;
     };
     let mut failures = Vec::new();
     let mut n = 0;
@@ -56,7 +54,29 @@ fn fio_examples_parse_without_error() {
             Err(e) => failures.push(e.to_string()),
         }
     }
+    Some((n, failures))
+}
+
+#[test]
+fn fio_examples_parse_without_error() {
+    let Some((n, failures)) = parse_mirror_dir("examples/") else {
+        return;
+    };
     assert!(n > 50, "only {n} example files found");
+    assert!(
+        failures.is_empty(),
+        "{} of {n} failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn fio_test_jobs_parse_without_error() {
+    let Some((n, failures)) = parse_mirror_dir("t/jobs/") else {
+        return;
+    };
+    assert!(n > 20, "only {n} t/jobs files found");
     assert!(
         failures.is_empty(),
         "{} of {n} failed:\n{}",

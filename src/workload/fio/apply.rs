@@ -175,6 +175,8 @@ fn bssplit(spec: &mut JobSpec, v: &str, notes: &mut Vec<String>) -> Result<(), S
                 return Err("more than 64 bssplit entries (BSSPLIT_MAX)".into());
             }
             let (size, pct) = match e.split_once('/') {
+                // `1k/` (empty percentage) is blank, as fio's atoi("") = 0
+                Some((s, "")) => (s, None),
                 Some((s, p)) => {
                     let p = units::int(p).map_err(|e| format!("bssplit percentage: {e}"))?;
                     // atoi(); > 100 clamps, 0 means "blank"
