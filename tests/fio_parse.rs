@@ -396,6 +396,9 @@ fn engine_depth_fixups() {
     assert_eq!(j.iodepth_batch_submit, 16);
     assert_eq!(j.iodepth_batch_complete_min, 4);
     assert_eq!(j.iodepth_batch_complete_max, 4);
+    // integer options take size suffixes (parse.c check_str_bytes)
+    let j = job("[a]\nioengine=libaio\niodepth=1k\nrate_iops=2k,1k\n");
+    assert_eq!((j.iodepth, j.rate_iops), (1024, [2048, 1024, 1024]));
     assert_eq!(
         job("[a]\nioengine=spdk\n").ioengine,
         IoEngine::Other("spdk".into())
@@ -427,7 +430,8 @@ fn reporting_random_and_misc() {
         }
     );
     assert!(!j.randrepeat && j.norandommap && j.group_reporting && j.blkcg_meta && j.direct);
-    assert_eq!(j.randseed, 42);
+    assert_eq!((j.randseed, j.randseed_set), (42, true));
+    assert_eq!((d_seed().randseed, d_seed().randseed_set), (0x89, false));
     assert_eq!(j.cgroup.as_deref(), Some("lo/a"));
     assert_eq!((j.prio, j.prioclass), (Some(4), Some(2)));
     assert_eq!(j.io_size, Some(SizeOrPct::Percent(10)));
@@ -453,6 +457,10 @@ fn inline_comments_like_fio_examples() {
     let j = job("[a]\nnumjobs=1  ; one copy\nsize=102404k ; 100Mb+4k\nruntime=3600 # 1 h\n");
     assert_eq!(j.size, Some(SizeOrPct::Bytes(102_404 * 1024)));
     assert_eq!(j.runtime, 3600 * S);
+}
+
+fn d_seed() -> JobSpec {
+    job("[a]\n")
 }
 
 fn args(v: &[&str]) -> Vec<String> {

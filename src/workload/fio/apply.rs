@@ -63,16 +63,23 @@ fn bool01(v: &str) -> Result<bool, String> {
     }
 }
 
-fn uint(v: &str, min: i64, max: i64) -> Result<u64, String> {
-    let n = units::int(v)?;
-    if n < min || n > max {
-        return Err(format!("`{v}` out of range; accepted: {min}..={max}"));
+/// An integer option. fio reads `FIO_OPT_INT`/`FIO_OPT_STR_VAL` values with
+/// `check_str_bytes()`, so size suffixes apply (`iodepth=1k` is 1024, `rate_iops=2k`
+/// is 2048 under the default kb_base) — mirrored here.
+fn uint(v: &str, kb: u64, notes: &mut Vec<String>, min: i64, max: i64) -> Result<u64, String> {
+    let range = || format!("`{v}` out of range; accepted: {min}..={max}");
+    if v.trim_start().starts_with('-') {
+        return Err(range());
     }
-    Ok(n as u64)
+    let n = units::bytes(v, kb, notes)?;
+    if n < min as u64 || n > max as u64 {
+        return Err(range());
+    }
+    Ok(n)
 }
 
-fn u32v(v: &str, min: u32, max: u32) -> Result<u32, String> {
-    Ok(uint(v, min.into(), max.into())? as u32)
+fn u32v(v: &str, kb: u64, notes: &mut Vec<String>, min: u32, max: u32) -> Result<u32, String> {
+    Ok(uint(v, kb, notes, min.into(), max.into())? as u32)
 }
 
 fn one_of<T: Copy>(v: &str, table: &[(&str, T)]) -> Result<T, String> {
@@ -95,8 +102,8 @@ fn time_ns(v: &str, seconds: bool, notes: &mut Vec<String>) -> Result<Ns, String
 }
 
 /// Millisecond integer option (`rate_cycle`, `bwavgtime`) → Ns.
-fn ms_ns(v: &str) -> Result<Ns, String> {
-    Ok(uint(v, 0, i64::from(u32::MAX))? * 1_000_000)
+fn ms_ns(v: &str, kb: u64, notes: &mut Vec<String>) -> Result<Ns, String> {
+    Ok(uint(v, kb, notes, 0, i64::from(u32::MAX))? * 1_000_000)
 }
 
 /// Apply a per-direction list through `f`.
@@ -352,10 +359,10 @@ pub(super) fn apply(
     match key {
         "rw" => rw(spec, v, notes)?,
         "rwmixread" => {
-            spec.rwmixread = u32v(v, 0, 100)?;
+            spec.rwmixread = u32v(v, kb, notes, 0, 100)?;
         }
         "rwmixwrite" => {
-            spec.rwmixread = 100 - u32v(v, 0, 100)?;
+            spec.rwmixread = 100 - u32v(v, kb, notes, 0, 100)?;
         }
         "bs" => {
             let mut lo = spec.bs_min;
@@ -374,11 +381,15 @@ pub(super) fn apply(
         "bssplit" => bssplit(spec, v, notes)?,
         "bs_unaligned" => spec.bs_unaligned = bool01(v)?,
         "ba" => per_dir(v, &mut spec.blockalign, |p| units::bytes(p, kb, notes))?,
-        "iodepth" => spec.iodepth = u32v(v, 1, 65535)?,
-        "iodepth_batch_submit" => spec.iodepth_batch_submit = u32v(v, 0, 65535)?,
-        "iodepth_batch_complete_min" => spec.iodepth_batch_complete_min = u32v(v, 0, 65535)?,
-        "iodepth_batch_complete_max" => spec.iodepth_batch_complete_max = u32v(v, 0, 65535)?,
-        "iodepth_low" => spec.iodepth_low = u32v(v, 0, 65535)?,
+        "iodepth" => spec.iodepth = u32v(v, kb, notes, 1, 65535)?,
+        "iodepth_batch_submit" => spec.iodepth_batch_submit = u32v(v, kb, notes, 0, 65535)?,
+        "iodepth_batch_complete_min" => {
+            spec.iodepth_batch_complete_min = u32v(v, kb, notes, 0, 65535)?
+        }
+        "iodepth_batch_complete_max" => {
+            spec.iodepth_batch_complete_max = u32v(v, kb, notes, 0, 65535)?
+        }
+        "iodepth_low" => spec.iodepth_low = u32v(v, kb, notes, 0, 65535)?,
         "ioengine" => {
             if v.is_empty() {
                 return Err("ioengine needs an engine name (psync, libaio, io_uring, ...)".into());
@@ -391,9 +402,9 @@ pub(super) fn apply(
         "filesize" => spec.filesize = Some(units::size_range(v, kb, notes)?),
         "offset" => spec.offset = units::size_or_pct(v, kb, notes)?,
         "io_size" => spec.io_size = Some(units::size_or_pct(v, kb, notes)?),
-        "number_ios" => spec.number_ios = uint(v, 0, i64::MAX)?,
-        "loops" => spec.loops = u32v(v, 1, u32::MAX)?,
-        "numjobs" => spec.numjobs = u32v(v, 1, 65536)?,
+        "number_ios" => spec.number_ios = uint(v, kb, notes, 0, i64::MAX)?,
+        "loops" => spec.loops = u32v(v, kb, notes, 1, u32::MAX)?,
+        "numjobs" => spec.numjobs = u32v(v, kb, notes, 1, 65536)?,
         "runtime" => spec.runtime = time_ns(v, true, notes)?,
         "time_based" => spec.time_based = bool01(v)?,
         "ramp_time" => spec.ramp_time = time_ns(v, true, notes)?,
@@ -411,8 +422,10 @@ pub(super) fn apply(
         }
         "rate" => per_dir(v, &mut spec.rate, |p| units::bytes(p, kb, notes))?,
         "rate_min" => per_dir(v, &mut spec.rate_min, |p| units::bytes(p, kb, notes))?,
-        "rate_iops" => per_dir(v, &mut spec.rate_iops, |p| uint(p, 0, i64::MAX))?,
-        "rate_iops_min" => per_dir(v, &mut spec.rate_iops_min, |p| uint(p, 0, i64::MAX))?,
+        "rate_iops" => per_dir(v, &mut spec.rate_iops, |p| uint(p, kb, notes, 0, i64::MAX))?,
+        "rate_iops_min" => per_dir(v, &mut spec.rate_iops_min, |p| {
+            uint(p, kb, notes, 0, i64::MAX)
+        })?,
         "rate_process" => {
             spec.rate_process = one_of(
                 v,
@@ -423,10 +436,10 @@ pub(super) fn apply(
             )?
         }
         "rate_ignore_thinktime" => spec.rate_ignore_thinktime = bool01(v)?,
-        "rate_cycle" => spec.rate_cycle = ms_ns(v)?,
+        "rate_cycle" => spec.rate_cycle = ms_ns(v, kb, notes)?,
         "thinktime" => spec.thinktime = time_ns(v, false, notes)?,
         "thinktime_spin" => spec.thinktime_spin = time_ns(v, false, notes)?,
-        "thinktime_blocks" => spec.thinktime_blocks = u32v(v, 1, u32::MAX)?,
+        "thinktime_blocks" => spec.thinktime_blocks = u32v(v, kb, notes, 1, u32::MAX)?,
         "thinktime_blocks_type" => {
             spec.thinktime_blocks_type = one_of(
                 v,
@@ -439,7 +452,10 @@ pub(super) fn apply(
         "thinktime_iotime" => spec.thinktime_iotime = time_ns(v, true, notes)?,
         "norandommap" => spec.norandommap = bool01(v)?,
         "randrepeat" => spec.randrepeat = bool01(v)?,
-        "randseed" => spec.randseed = uint(v, 0, i64::MAX)?,
+        "randseed" => {
+            spec.randseed = uint(v, kb, notes, 0, i64::MAX)?;
+            spec.randseed_set = true;
+        }
         "random_distribution" => spec.random_distribution = random_dist(v, notes)?,
         "group_reporting" => spec.group_reporting = bool01(v)?,
         "unified_rw_reporting" => {
@@ -459,24 +475,26 @@ pub(super) fn apply(
         "clat_percentiles" => spec.clat_percentiles = bool01(v)?,
         "lat_percentiles" => spec.lat_percentiles = bool01(v)?,
         "slat_percentiles" => spec.slat_percentiles = bool01(v)?,
-        "bwavgtime" => spec.bwavgtime = ms_ns(v)?,
-        "iopsavgtime" => spec.iopsavgtime = ms_ns(v)?,
+        "bwavgtime" => spec.bwavgtime = ms_ns(v, kb, notes)?,
+        "iopsavgtime" => spec.iopsavgtime = ms_ns(v, kb, notes)?,
         "kb_base" => spec.kb_base = one_of(v, &[("1024", 1024), ("1000", 1000)])?,
         "unit_base" => spec.unit_base = one_of(v, &[("0", 0), ("8", 8), ("1", 1)])?,
-        "significant_figures" => spec.significant_figures = u32v(v, 1, 10)?,
+        "significant_figures" => spec.significant_figures = u32v(v, kb, notes, 1, 10)?,
         "stonewall" => spec.stonewall = bool01(v)?,
         "new_group" => spec.new_group = bool01(v)?,
         "name" => spec.name = v.to_string(),
         "wait_for" => spec.wait_for = Some(v.to_string()),
         "cgroup" => spec.cgroup = Some(v.to_string()),
         "cgroup_weight" => {
-            // cgroup.c cgroup_add(): refused at job start on a cgroup2 mount, and
-            // the simulator is cgroup2 only, so refuse now (0 = unset is fine).
-            if uint(v, 0, 1000)? != 0 {
-                return Err("cgroup weit doesn't work with cgroup2 (fio cgroup.c); set \
-                            io.weight on the cgroup in the scenario instead"
-                    .into());
-            }
+            // options.c accepts 100..=1000; cgroup.c cgroup_add() then refuses
+            // any weight at job start on a cgroup2 mount. The simulator is
+            // cgroup2 only, so refuse now.
+            uint(v, kb, notes, 100, 1000)?;
+            return Err(
+                "cgroup weit doesn't work with cgroup2 (fio cgroup.c, at job \
+                        start); set io.weight on the cgroup in the scenario instead"
+                    .into(),
+            );
         }
         "cgroup_nodelete" => spec.cgroup_nodelete = bool01(v)?,
         "filename" => {
@@ -495,8 +513,8 @@ pub(super) fn apply(
                 ],
             )?
         }
-        "prio" => spec.prio = Some(u32v(v, 0, 7)?),
-        "prioclass" => spec.prioclass = Some(u32v(v, 0, 3)?),
+        "prio" => spec.prio = Some(u32v(v, kb, notes, 0, 7)?),
+        "prioclass" => spec.prioclass = Some(u32v(v, kb, notes, 0, 3)?),
         "blkcg_meta" => spec.blkcg_meta = bool01(v)?,
         _ => return Ok(Outcome::Unmodelled),
     }

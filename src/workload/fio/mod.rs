@@ -265,7 +265,8 @@ pub struct JobSpec {
     pub bs_unaligned: bool,
     /// `blockalign` per direction; 0 = default (align to min bs).
     pub blockalign: [u64; 3],
-    /// `iodepth`, default 1; forced to 1 for sync engines (after fix-up).
+    /// `iodepth`, default 1 (1..=65535 here; fio has no upper bound, the cap keeps
+    /// memory bounded); forced to 1 for sync engines (after fix-up).
     pub iodepth: u32,
     /// `iodepth_batch_submit` (alias `iodepth_batch`); default 1, 0 or > iodepth →
     /// iodepth (init.c `fixup_options()`).
@@ -329,8 +330,13 @@ pub struct JobSpec {
     pub norandommap: bool,
     /// `randrepeat`, default true.
     pub randrepeat: bool,
-    /// `randseed`, default fio's `FIO_RANDSEED` (0xb1899bedUL).
+    /// `randseed`, default 0x89 (options.c). fio derives per-job seeds from it
+    /// and the job number (init.c `setup_random_seeds()`).
     pub randseed: u64,
+    /// Whether `randseed` was given. With `randrepeat=0` and no `randseed`, fio
+    /// seeds from the system RNG (a different run each time); a deterministic
+    /// simulator should then derive a seed from the scenario seed instead.
+    pub randseed_set: bool,
     /// `random_distribution`, default uniform.
     pub random_distribution: RandomDist,
     /// `group_reporting`.
@@ -382,8 +388,8 @@ pub struct JobSpec {
     pub blkcg_meta: bool,
 }
 
-/// fio's default random seed (fio.h `FIO_RANDSEED`).
-pub const FIO_RANDSEED: u64 = 0xb189_9bed;
+/// fio's default `randseed` (options.c `.def = "0x89"`).
+pub const FIO_DEFAULT_RANDSEED: u64 = 0x89;
 
 /// fio's default `percentile_list` (options.c).
 pub const DEFAULT_PERCENTILES: [f64; 17] = [
@@ -438,7 +444,8 @@ impl Default for JobSpec {
             thinktime_iotime: 0,
             norandommap: false,
             randrepeat: true,
-            randseed: FIO_RANDSEED,
+            randseed: FIO_DEFAULT_RANDSEED,
+            randseed_set: false,
             random_distribution: RandomDist::Random,
             group_reporting: false,
             unified_rw_reporting: UnifiedRw::None,
