@@ -145,6 +145,14 @@ fn option_times_in_ns() {
     // thinktime_spin capped at thinktime (init.c fixup_options)
     assert_eq!(j.thinktime_spin, 250_000);
     assert_eq!(j.startdelay, NsRange { lo: S, hi: 3 * S });
+    let j = job("[a]\nstartdelay=5:2\n");
+    assert_eq!(
+        j.startdelay,
+        NsRange {
+            lo: 2 * S,
+            hi: 5 * S
+        }
+    );
     assert_eq!(j.thinktime_iotime, S);
     assert_eq!(j.rate_cycle, 250_000_000);
     assert_eq!(j.bwavgtime, 100_000_000);

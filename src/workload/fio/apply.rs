@@ -404,13 +404,17 @@ pub(super) fn apply(
         "io_size" => spec.io_size = Some(units::size_or_pct(v, kb, notes)?),
         "number_ios" => spec.number_ios = uint(v, kb, notes, 0, i64::MAX)?,
         "loops" => spec.loops = u32v(v, kb, notes, 1, u32::MAX)?,
-        "numjobs" => spec.numjobs = u32v(v, kb, notes, 1, 65536)?,
+        "numjobs" => spec.numjobs = u32v(v, kb, notes, 1, 65536)?, // cap: bounded memory
         "runtime" => spec.runtime = time_ns(v, true, notes)?,
         "time_based" => spec.time_based = bool01(v)?,
         "ramp_time" => spec.ramp_time = time_ns(v, true, notes)?,
         "startdelay" => {
-            // FIO_OPT_STR_VAL_TIME with off2: `lo-hi` range.
-            let (lo, hi) = match v.char_indices().skip(1).find(|&(_, c)| c == '-') {
+            // FIO_OPT_STR_VAL_TIME with off2: `lo-hi` or `lo:hi` range.
+            let (lo, hi) = match v
+                .char_indices()
+                .skip(1)
+                .find(|&(_, c)| c == '-' || c == ':')
+            {
                 Some((i, _)) => (&v[..i], &v[i + 1..]),
                 None => (v, v),
             };

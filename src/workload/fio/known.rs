@@ -479,3 +479,24 @@ pub(super) const FIO_OPTION_NAMES: &[&str] = &[
 pub(super) fn fio_knows(name: &str) -> bool {
     FIO_OPTION_NAMES.binary_search(&name).is_ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_sorted_for_binary_search() {
+        assert!(FIO_OPTION_NAMES.windows(2).all(|w| w[0] < w[1]));
+        for n in [
+            "bs",
+            "rw",
+            "zonemode",
+            "threads",
+            "cmdprio_percentage",
+            "verify",
+        ] {
+            assert!(fio_knows(n), "{n}");
+        }
+        assert!(!fio_knows("bsxyz"));
+    }
+}

@@ -246,7 +246,8 @@ pub struct JobSpec {
     pub clone_index: u32,
     /// The job section's own options, exactly as written (fio JSON "job options").
     pub options: Vec<(String, String)>,
-    /// `numjobs` as written (default 1); [`FioJobs::jobs`] already holds the clones.
+    /// `numjobs` as written (default 1; capped at 65536 here, fio has no cap);
+    /// [`FioJobs::jobs`] already holds the clones, each with `numjobs = 1`.
     pub numjobs: u32,
     /// `rw`/`readwrite`, default `read`.
     pub rw: RwMode,
