@@ -145,9 +145,9 @@ fn option_times_in_ns() {
     // thinktime_spin capped at thinktime (init.c fixup_options)
     assert_eq!(j.thinktime_spin, 250_000);
     assert_eq!(j.startdelay, NsRange { lo: S, hi: 3 * S });
-    let j = job("[a]\nstartdelay=5:2\n");
+    let k = job("[a]\nstartdelay=5:2\n");
     assert_eq!(
-        j.startdelay,
+        k.startdelay,
         NsRange {
             lo: 2 * S,
             hi: 5 * S
