@@ -511,12 +511,12 @@ fn command_line() {
             .then(|| "[c]\nrw=write\n".to_string())
             .ok_or_else(|| "missing".to_string())
     };
-    let f = parse_cmdline_with(&args(&["--bs=16k", "j.fio", "--name=d"]), &read)
+    let f = parse_cmdline_with(&args(&["--bs=16k", "j.fio", "--name=d"]), &no_env, &read)
         .unwrap_or_else(|e| panic!("{e}"));
     let names: Vec<&str> = f.jobs.iter().map(|j| j.name.as_str()).collect();
     assert_eq!(names, ["d", "c"]);
     assert_eq!((f.jobs[1].rw, f.jobs[1].bs_min[0]), (RwMode::Write, 16384));
-    assert!(parse_cmdline_with(&args(&["x.fio"]), &read).is_err());
+    assert!(parse_cmdline_with(&args(&["x.fio"]), &no_env, &read).is_err());
 }
 
 proptest! {
@@ -530,8 +530,8 @@ proptest! {
     fn never_panics_on_bytes(b in proptest::collection::vec(any::<u8>(), 0..200)) {
         let s = String::from_utf8_lossy(&b);
         let _ = parse_jobfile(&format!("[a]\n{s}"), "p.fio", &no_env, &no_files);
-        let _ = parse_cmdline_with(&[s.to_string()], &no_files);
-        let _ = parse_cmdline_with(&["--name=a".into(), format!("--{s}")], &no_files);
+        let _ = parse_cmdline_with(&[s.to_string()], &no_env, &no_files);
+        let _ = parse_cmdline_with(&["--name=a".into(), format!("--{s}")], &no_env, &no_files);
     }
 
     #[test]

@@ -391,9 +391,11 @@ fn jobfile_into(b: &mut Builder, ctx: &IniCtx, text: &str, path: &str) -> Result
 /// `--name=global` the global section, options before any `--name` are global.
 /// A bare argument is a job file read through `read_include` and parsed after the
 /// command-line jobs, starting from the command line's global options.
-/// Environment `${VAR}` is not expanded here (the shell already did).
+/// `${VAR}` is expanded (through `env`) only inside job files: in arguments the
+/// shell already did it.
 pub fn parse_cmdline_with(
     args: &[String],
+    env: &dyn Fn(&str) -> Option<String>,
     read_include: &dyn Fn(&str) -> Result<String, String>,
 ) -> Result<FioJobs, FioError> {
     const FILE: &str = "<cmdline>";
@@ -419,7 +421,7 @@ pub fn parse_cmdline_with(
                     format!("`{a}`: job options are written `--key=value`"),
                 ));
             }
-            files.push(a.clone());
+            files.push((line, a.clone()));
             continue;
         };
         let e = parse_entry(opt, FILE, line, &no_env);
@@ -441,21 +443,19 @@ pub fn parse_cmdline_with(
         cur.1.push(e);
     }
     flush(&mut b, &mut cur)?;
-    let ctx = IniCtx {
-        env: &no_env,
-        read_include,
-    };
-    for f in files {
+    let ctx = IniCtx { env, read_include };
+    for (line, f) in files {
         let text = read_include(&f)
-            .map_err(|e| err(FILE, 0, format!("cannot read job file `{f}`: {e}")))?;
+            .map_err(|e| err(FILE, line, format!("cannot read job file `{f}`: {e}")))?;
         jobfile_into(&mut b, &ctx, &text, &f)?;
     }
     Ok(b.out)
 }
 
-/// [`parse_cmdline_with`] reading job-file arguments from the real file system.
+/// [`parse_cmdline_with`] reading job-file arguments from the real file system and
+/// `${VAR}` from the process environment.
 pub fn parse_cmdline(args: &[String]) -> Result<FioJobs, FioError> {
-    parse_cmdline_with(args, &|p| {
+    parse_cmdline_with(args, &|v| std::env::var(v).ok(), &|p| {
         std::fs::read_to_string(p).map_err(|e| e.to_string())
     })
 }
