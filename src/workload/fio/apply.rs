@@ -1,0 +1,585 @@
+//! The option table: one `key[=value]` onto a [`JobSpec`], fio's post-parse fix-ups,
+//! and the known-but-unmodelled warning.
+//!
+//! Each arm mirrors the options.c entry of the same name (type, default unit,
+//! min/max, callback); aliases are folded first by [`canonical`]. Option types that
+//! fio declares `FIO_OPT_STR_SET` may be given bare (`time_based`); every other
+//! option needs a value, as fio says "Option X requires an argument".
+
+use super::known::fio_knows;
+use super::units;
+use super::{
+    BsSplit, IoEngine, JobSpec, NsRange, RandomDist, RateProcess, RwMode, RwSuffix, SubmitMode,
+    ThinkBlocksType, UnifiedRw,
+};
+use crate::sim::Ns;
+
+/// The blkcg-sim extension options (not fio's).
+const EXTENSIONS: &[&str] = &["blkcg_meta"];
+
+/// Fold an alias to its options.c name.
+pub(super) fn canonical(key: &str) -> &str {
+    match key {
+        "readwrite" => "rw",
+        "iodepth_batch" => "iodepth_batch_submit",
+        "iodepth_batch_complete" => "iodepth_batch_complete_min",
+        "io_limit" => "io_size",
+        "fileoffset" => "offset",
+        "blocksize" => "bs",
+        "blockalign" => "ba",
+        "blocksize_range" => "bsrange",
+        "blocksize_unaligned" => "bs_unaligned",
+        "allrandrepeat" => "randrepeat",
+        "timeout" => "runtime",
+        "ratemin" => "rate_min",
+        "ratecycle" => "rate_cycle",
+        "wait_for_previous" => "stonewall",
+        k => k,
+    }
+}
+
+/// parse.c `sort_options()` priority: higher is applied first (options.c `.prio`).
+pub(super) fn prio(key: &str) -> i32 {
+    match canonical(key) {
+        "kb_base" | "unit_base" | "cpus_allowed_policy" => 1,
+        "filename" | "lockfile" => -1,
+        _ => 0,
+    }
+}
+
+/// Whether `key` (canonical) is a name fio or we know at all.
+pub(super) fn is_known(key: &str) -> bool {
+    fio_knows(key) || EXTENSIONS.contains(&key)
+}
+
+fn bool01(v: &str) -> Result<bool, String> {
+    match units::int(v) {
+        Ok(0) => Ok(false),
+        Ok(1) => Ok(true),
+        Ok(n) => Err(format!(
+            "max value out of range: {n} (1 max); accepted: 0 or 1"
+        )),
+        Err(e) => Err(format!("{e}; accepted: 0 or 1")),
+    }
+}
+
+/// An integer option. fio reads `FIO_OPT_INT`/`FIO_OPT_STR_VAL` values with
+/// `check_str_bytes()`, so size suffixes apply (`iodepth=1k` is 1024, `rate_iops=2k`
+/// is 2048 under the default kb_base) — mirrored here.
+fn uint(v: &str, kb: u64, notes: &mut Vec<String>, min: i64, max: i64) -> Result<u64, String> {
+    let range = || format!("`{v}` out of range; accepted: {min}..={max}");
+    if v.trim_start().starts_with('-') {
+        return Err(range());
+    }
+    let n = units::bytes(v, kb, notes)?;
+    if n < min as u64 || n > max as u64 {
+        return Err(range());
+    }
+    Ok(n)
+}
+
+fn u32v(v: &str, kb: u64, notes: &mut Vec<String>, min: u32, max: u32) -> Result<u32, String> {
+    Ok(uint(v, kb, notes, min.into(), max.into())? as u32)
+}
+
+fn one_of<T: Copy>(v: &str, table: &[(&str, T)]) -> Result<T, String> {
+    table
+        .iter()
+        .find(|(k, _)| *k == v)
+        .map(|(_, t)| *t)
+        .ok_or_else(|| {
+            let names: Vec<&str> = table.iter().map(|(k, _)| *k).collect();
+            format!("`{v}` is not valid; accepted: {}", names.join(", "))
+        })
+}
+
+/// Time option → Ns. `seconds` = bare numbers are seconds (else µs).
+fn time_ns(v: &str, seconds: bool, notes: &mut Vec<String>) -> Result<Ns, String> {
+    let t = units::time_us(v, seconds)?;
+    notes.extend(t.quirk);
+    t.us.checked_mul(1000)
+        .ok_or_else(|| format!("`{v}` is too long"))
+}
+
+/// Millisecond integer option (`rate_cycle`, `bwavgtime`) → Ns.
+fn ms_ns(v: &str, kb: u64, notes: &mut Vec<String>) -> Result<Ns, String> {
+    Ok(uint(v, kb, notes, 0, i64::from(u32::MAX))? * 1_000_000)
+}
+
+/// Apply a per-direction list through `f`.
+fn per_dir<T>(
+    v: &str,
+    arr: &mut [T; 3],
+    mut f: impl FnMut(&str) -> Result<T, String>,
+) -> Result<(), String> {
+    for (slot, p) in arr.iter_mut().zip(units::per_dir(v)?) {
+        if let Some(p) = p {
+            *slot = f(p)?;
+        }
+    }
+    Ok(())
+}
+
+/// `rw=mode[:N]` (options.c `str_rw_cb`).
+fn rw(spec: &mut JobSpec, v: &str, notes: &mut Vec<String>) -> Result<(), String> {
+    let (mode, suffix) = match v.split_once(':') {
+        Some((m, s)) => (m, Some(s)),
+        None => (v, None),
+    };
+    spec.rw = one_of(
+        mode,
+        &[
+            ("read", RwMode::Read),
+            ("write", RwMode::Write),
+            ("trim", RwMode::Trim),
+            ("randread", RwMode::RandRead),
+            ("randwrite", RwMode::RandWrite),
+            ("randtrim", RwMode::RandTrim),
+            ("rw", RwMode::ReadWrite),
+            ("readwrite", RwMode::ReadWrite),
+            ("randrw", RwMode::RandRw),
+            ("trimwrite", RwMode::TrimWrite),
+            ("randtrimwrite", RwMode::RandTrimWrite),
+        ],
+    )?;
+    spec.rw_suffix = match suffix {
+        None => RwSuffix::Every(1),
+        // str_rw_cb: random patterns take a count, sequential ones a hole size.
+        Some(s) if spec.rw.is_random() => {
+            let n = units::int(s).map_err(|e| format!("rw suffix: {e}"))?;
+            if n < 1 {
+                return Err(format!("rw suffix `{s}` must be at least 1"));
+            }
+            RwSuffix::Every(n as u64)
+        }
+        // A negative hole seeks backwards (examples/backwards-read.fio: `read:-8k`).
+        Some(s) => {
+            let (neg, mag) = match s.strip_prefix('-') {
+                Some(m) => (true, m),
+                None => (false, s),
+            };
+            let b = i64::try_from(units::bytes(mag, spec.kb_base, notes)?)
+                .map_err(|_| format!("rw hole `{s}` is too large"))?;
+            RwSuffix::Hole(if neg { -b } else { b })
+        }
+    };
+    Ok(())
+}
+
+/// `bssplit=` (options.c `str_bssplit_cb` → `str_split_parse` → `bssplit_ddir`).
+/// Stricter than fio in one way: percentages must add to 100 (blanks filled evenly
+/// as fio does, integer division, so `4k:8k:16k` gives 33/33/33 and is accepted).
+fn bssplit(spec: &mut JobSpec, v: &str, notes: &mut Vec<String>) -> Result<(), String> {
+    let kb = spec.kb_base;
+    for (d, part) in units::per_dir(v)?.into_iter().enumerate() {
+        let Some(part) = part else { continue };
+        let mut entries: Vec<(u64, Option<u32>)> = Vec::new();
+        for e in part.split(':') {
+            if e.is_empty() {
+                break; // split_parse_ddir stops at an empty entry
+            }
+            if entries.len() == 64 {
+                return Err("more than 64 bssplit entries (BSSPLIT_MAX)".into());
+            }
+            let (size, pct) = match e.split_once('/') {
+                // `1k/` (empty percentage) is blank, as fio's atoi("") = 0
+                Some((s, "")) => (s, None),
+                Some((s, p)) => {
+                    let p = units::int(p).map_err(|e| format!("bssplit percentage: {e}"))?;
+                    // atoi(); > 100 clamps, 0 means "blank"
+                    (
+                        s,
+                        if p == 0 {
+                            None
+                        } else {
+                            Some(p.clamp(0, 100) as u32)
+                        },
+                    )
+                }
+                None => (e, None),
+            };
+            entries.push((units::bytes(size, kb, notes)?, pct));
+        }
+        if entries.is_empty() {
+            continue;
+        }
+        let given: u32 = entries.iter().filter_map(|e| e.1).sum();
+        let missing = entries.iter().filter(|e| e.1.is_none()).count() as u32;
+        if given > 100 || (missing == 0 && given != 100) {
+            return Err(format!(
+                "bssplit `{part}` percentages add to {given}; they must total 100 \
+                 (entries without a percentage share what is left)"
+            ));
+        }
+        let fill = (100 - given).checked_div(missing).unwrap_or(0);
+        let mut list: Vec<BsSplit> = entries
+            .iter()
+            .map(|&(size, p)| BsSplit {
+                size,
+                pct: p.unwrap_or(fill),
+            })
+            .collect();
+        spec.bs_min[d] = list.iter().map(|b| b.size).min().unwrap_or(4096);
+        spec.bs_max[d] = list.iter().map(|b| b.size).max().unwrap_or(4096);
+        list.sort_by_key(|b| b.pct); // bs_cmp; stable here for determinism
+        spec.bssplit[d] = list;
+    }
+    Ok(())
+}
+
+fn dist_params(v: &str, dflt: f64) -> Result<(f64, Option<f64>), String> {
+    let mut it = v.splitn(2, ':');
+    let parse = |s: &str| {
+        s.trim()
+            .parse::<f64>()
+            .map_err(|_| format!("`{s}` is not a number in random_distribution"))
+    };
+    let val = match it.next() {
+        Some(s) if !s.is_empty() => parse(s)?,
+        _ => dflt,
+    };
+    let center = match it.next() {
+        Some(s) => {
+            let c = parse(s)?;
+            if !(0.0..=1.0).contains(&c) {
+                return Err("distribution center out of range (0 <= center <= 1.0)".into());
+            }
+            Some(c)
+        }
+        None => None,
+    };
+    Ok((val, center))
+}
+
+/// `random_distribution=` (options.c `str_random_distribution_cb`).
+fn random_dist(v: &str, notes: &mut Vec<String>) -> Result<RandomDist, String> {
+    let (kind, rest) = match v.split_once(':') {
+        Some((k, r)) => (k, r),
+        None => (v, ""),
+    };
+    Ok(match kind {
+        "random" => RandomDist::Random,
+        "zipf" => {
+            let (theta, center) = dist_params(rest, 1.1)?;
+            if theta == 1.0 {
+                return Err("zipf theta must different than 1.0".into());
+            }
+            RandomDist::Zipf { theta, center }
+        }
+        "pareto" => {
+            let (h, center) = dist_params(rest, 0.2)?;
+            if h <= 0.0 || h >= 1.0 {
+                return Err("pareto input out of range (0 < input < 1.0)".into());
+            }
+            RandomDist::Pareto { h, center }
+        }
+        "normal" | "gauss" => {
+            let (sigma, center) = dist_params(rest, 0.0)?;
+            if !(0.0..100.0).contains(&sigma) {
+                return Err("normal deviation out of range (0 <= input < 100.0)".into());
+            }
+            RandomDist::Normal { sigma, center }
+        }
+        "zoned" | "zoned_abs" => {
+            if rest.is_empty() {
+                return Err(format!(
+                    "`{kind}` needs zone definitions, e.g. {kind}:60/10:40/90"
+                ));
+            }
+            RandomDist::Zoned {
+                absolute: kind == "zoned_abs",
+                spec: rest.to_string(),
+            }
+        }
+        "sequence" => {
+            notes.push("random_distribution=sequence is not modelled; uniform used".into());
+            RandomDist::Random
+        }
+        _ => {
+            return Err(format!(
+                "`{kind}` is not valid; accepted: random, zipf, pareto, normal, gauss, \
+                 zoned, zoned_abs, sequence"
+            ));
+        }
+    })
+}
+
+fn engine(v: &str) -> IoEngine {
+    match v {
+        "libaio" => IoEngine::Libaio,
+        "io_uring" => IoEngine::IoUring,
+        "psync" => IoEngine::Psync,
+        "sync" => IoEngine::Sync,
+        "pvsync" => IoEngine::Pvsync,
+        "pvsync2" => IoEngine::Pvsync2,
+        "null" => IoEngine::Null,
+        "posixaio" => IoEngine::Posixaio,
+        "mmap" => IoEngine::Mmap,
+        other => IoEngine::Other(other.to_string()),
+    }
+}
+
+/// Options fio declares `FIO_OPT_STR_SET`: may be given without a value.
+fn bare_ok(key: &str) -> bool {
+    matches!(
+        key,
+        "bs_unaligned"
+            | "norandommap"
+            | "time_based"
+            | "stonewall"
+            | "new_group"
+            | "group_reporting"
+            | "blkcg_meta"
+    )
+}
+
+/// What applying one option did.
+pub(super) enum Outcome {
+    /// Modelled and applied.
+    Applied,
+    /// fio knows the option but the simulator ignores it.
+    Unmodelled,
+}
+
+/// Apply `key[=val]` to `spec`. `key` is already canonical and known. Notes about
+/// fio quirks hit are pushed to `notes`.
+pub(super) fn apply(
+    spec: &mut JobSpec,
+    key: &str,
+    val: Option<&str>,
+    notes: &mut Vec<String>,
+) -> Result<Outcome, String> {
+    let v = match val {
+        Some(v) => v.trim(),
+        None if bare_ok(key) => "1",
+        None if fio_knows(key) && !is_modelled(key) => return Ok(Outcome::Unmodelled),
+        None => return Err(format!("Option {key} requires an argument")),
+    };
+    let kb = spec.kb_base;
+    match key {
+        "rw" => rw(spec, v, notes)?,
+        "rwmixread" => {
+            spec.rwmixread = u32v(v, kb, notes, 0, 100)?;
+        }
+        "rwmixwrite" => {
+            spec.rwmixread = 100 - u32v(v, kb, notes, 0, 100)?;
+        }
+        "bs" => {
+            let mut lo = spec.bs_min;
+            per_dir(v, &mut lo, |p| units::bytes(p, kb, notes))?;
+            check_bs(&lo)?;
+            spec.bs_min = lo;
+            spec.bs_max = lo;
+        }
+        "bsrange" => {
+            let mut r: [(u64, u64); 3] = std::array::from_fn(|d| (spec.bs_min[d], spec.bs_max[d]));
+            per_dir(v, &mut r, |p| units::size_range(p, kb, notes))?;
+            check_bs(&r.map(|x| x.0))?;
+            spec.bs_min = r.map(|x| x.0);
+            spec.bs_max = r.map(|x| x.1);
+        }
+        "bssplit" => bssplit(spec, v, notes)?,
+        "bs_unaligned" => spec.bs_unaligned = bool01(v)?,
+        "ba" => per_dir(v, &mut spec.blockalign, |p| units::bytes(p, kb, notes))?,
+        "iodepth" => spec.iodepth = u32v(v, kb, notes, 1, 65535)?,
+        "iodepth_batch_submit" => spec.iodepth_batch_submit = u32v(v, kb, notes, 0, 65535)?,
+        "iodepth_batch_complete_min" => {
+            spec.iodepth_batch_complete_min = u32v(v, kb, notes, 0, 65535)?
+        }
+        "iodepth_batch_complete_max" => {
+            spec.iodepth_batch_complete_max = u32v(v, kb, notes, 0, 65535)?
+        }
+        "iodepth_low" => spec.iodepth_low = u32v(v, kb, notes, 0, 65535)?,
+        "ioengine" => {
+            if v.is_empty() {
+                return Err("ioengine needs an engine name (psync, libaio, io_uring, ...)".into());
+            }
+            spec.ioengine = engine(v);
+        }
+        "direct" => spec.direct = bool01(v)?,
+        "buffered" => spec.direct = !bool01(v)?,
+        "size" => spec.size = Some(units::size_or_pct(v, kb, notes)?),
+        "filesize" => spec.filesize = Some(units::size_range(v, kb, notes)?),
+        "offset" => spec.offset = units::size_or_pct(v, kb, notes)?,
+        "io_size" => spec.io_size = Some(units::size_or_pct(v, kb, notes)?),
+        "number_ios" => spec.number_ios = uint(v, kb, notes, 0, i64::MAX)?,
+        "loops" => spec.loops = u32v(v, kb, notes, 1, u32::MAX)?,
+        "numjobs" => spec.numjobs = u32v(v, kb, notes, 1, 65536)?, // cap: bounded memory
+        "runtime" => spec.runtime = time_ns(v, true, notes)?,
+        "time_based" => spec.time_based = bool01(v)?,
+        "ramp_time" => spec.ramp_time = time_ns(v, true, notes)?,
+        "startdelay" => {
+            // FIO_OPT_STR_VAL_TIME with off2: `lo-hi` or `lo:hi` range.
+            let (lo, hi) = match v
+                .char_indices()
+                .skip(1)
+                .find(|&(_, c)| c == '-' || c == ':')
+            {
+                Some((i, _)) => (&v[..i], &v[i + 1..]),
+                None => (v, v),
+            };
+            let (lo, hi) = (time_ns(lo, true, notes)?, time_ns(hi, true, notes)?);
+            spec.startdelay = NsRange {
+                lo: lo.min(hi),
+                hi: lo.max(hi),
+            };
+        }
+        "rate" => per_dir(v, &mut spec.rate, |p| units::bytes(p, kb, notes))?,
+        "rate_min" => per_dir(v, &mut spec.rate_min, |p| units::bytes(p, kb, notes))?,
+        "rate_iops" => per_dir(v, &mut spec.rate_iops, |p| uint(p, kb, notes, 0, i64::MAX))?,
+        "rate_iops_min" => per_dir(v, &mut spec.rate_iops_min, |p| {
+            uint(p, kb, notes, 0, i64::MAX)
+        })?,
+        "rate_process" => {
+            spec.rate_process = one_of(
+                v,
+                &[
+                    ("linear", RateProcess::Linear),
+                    ("poisson", RateProcess::Poisson),
+                ],
+            )?
+        }
+        "rate_ignore_thinktime" => spec.rate_ignore_thinktime = bool01(v)?,
+        "rate_cycle" => spec.rate_cycle = ms_ns(v, kb, notes)?,
+        "thinktime" => spec.thinktime = time_ns(v, false, notes)?,
+        "thinktime_spin" => spec.thinktime_spin = time_ns(v, false, notes)?,
+        "thinktime_blocks" => spec.thinktime_blocks = u32v(v, kb, notes, 1, u32::MAX)?,
+        "thinktime_blocks_type" => {
+            spec.thinktime_blocks_type = one_of(
+                v,
+                &[
+                    ("complete", ThinkBlocksType::Complete),
+                    ("issue", ThinkBlocksType::Issue),
+                ],
+            )?
+        }
+        "thinktime_iotime" => spec.thinktime_iotime = time_ns(v, true, notes)?,
+        "norandommap" => spec.norandommap = bool01(v)?,
+        "randrepeat" => spec.randrepeat = bool01(v)?,
+        "randseed" => {
+            spec.randseed = uint(v, kb, notes, 0, i64::MAX)?;
+            spec.randseed_set = true;
+        }
+        "random_distribution" => spec.random_distribution = random_dist(v, notes)?,
+        "group_reporting" => spec.group_reporting = bool01(v)?,
+        "unified_rw_reporting" => {
+            spec.unified_rw_reporting = one_of(
+                v,
+                &[
+                    ("none", UnifiedRw::None),
+                    ("0", UnifiedRw::None),
+                    ("mixed", UnifiedRw::Mixed),
+                    ("1", UnifiedRw::Mixed),
+                    ("both", UnifiedRw::Both),
+                    ("2", UnifiedRw::Both),
+                ],
+            )?
+        }
+        "percentile_list" => spec.percentile_list = percentiles(v)?,
+        "clat_percentiles" => spec.clat_percentiles = bool01(v)?,
+        "lat_percentiles" => spec.lat_percentiles = bool01(v)?,
+        "slat_percentiles" => spec.slat_percentiles = bool01(v)?,
+        "bwavgtime" => spec.bwavgtime = ms_ns(v, kb, notes)?,
+        "iopsavgtime" => spec.iopsavgtime = ms_ns(v, kb, notes)?,
+        "kb_base" => spec.kb_base = one_of(v, &[("1024", 1024), ("1000", 1000)])?,
+        "unit_base" => spec.unit_base = one_of(v, &[("0", 0), ("8", 8), ("1", 1)])?,
+        "significant_figures" => spec.significant_figures = u32v(v, kb, notes, 1, 10)?,
+        "stonewall" => spec.stonewall = bool01(v)?,
+        "new_group" => spec.new_group = bool01(v)?,
+        "name" => spec.name = v.to_string(),
+        "wait_for" => spec.wait_for = Some(v.to_string()),
+        "cgroup" => spec.cgroup = Some(v.to_string()),
+        "cgroup_weight" => {
+            // options.c accepts 100..=1000; cgroup.c cgroup_add() then refuses
+            // any weight at job start on a cgroup2 mount. The simulator is
+            // cgroup2 only, so refuse now.
+            uint(v, kb, notes, 100, 1000)?;
+            return Err(
+                "cgroup weit doesn't work with cgroup2 (fio cgroup.c, at job \
+                        start); set io.weight on the cgroup in the scenario instead"
+                    .into(),
+            );
+        }
+        "cgroup_nodelete" => spec.cgroup_nodelete = bool01(v)?,
+        "filename" => {
+            if v.is_empty() {
+                return Err("filename needs a file or device name".into());
+            }
+            spec.filename = Some(v.to_string())
+        }
+        "description" => spec.description = Some(v.to_string()),
+        "io_submit_mode" => {
+            spec.io_submit_mode = one_of(
+                v,
+                &[
+                    ("inline", SubmitMode::Inline),
+                    ("offload", SubmitMode::Offload),
+                ],
+            )?
+        }
+        "prio" => spec.prio = Some(u32v(v, kb, notes, 0, 7)?),
+        "prioclass" => spec.prioclass = Some(u32v(v, kb, notes, 0, 3)?),
+        "blkcg_meta" => spec.blkcg_meta = bool01(v)?,
+        _ => return Ok(Outcome::Unmodelled),
+    }
+    Ok(Outcome::Applied)
+}
+
+/// Whether [`apply`] has an arm for `key`.
+fn is_modelled(key: &str) -> bool {
+    let mut probe = JobSpec::default();
+    // An arm that needs a value fails on "" or succeeds; only the fallthrough
+    // returns Unmodelled.
+    !matches!(
+        apply(&mut probe, key, Some(""), &mut Vec::new()),
+        Ok(Outcome::Unmodelled)
+    )
+}
+
+fn check_bs(bs: &[u64; 3]) -> Result<(), String> {
+    if bs.contains(&0) {
+        return Err("block size must be at least 1 byte".into());
+    }
+    Ok(())
+}
+
+/// `percentile_list=1:5:99.9` (FIO_OPT_FLOAT_LIST, maxlen 20, 0..=100).
+fn percentiles(v: &str) -> Result<Vec<f64>, String> {
+    let list: Vec<f64> = v
+        .split(':')
+        .map(|p| {
+            p.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|x| (0.0..=100.0).contains(x))
+                .ok_or_else(|| format!("percentile `{p}` is not a number in 0..100"))
+        })
+        .collect::<Result<_, _>>()?;
+    if list.len() > 20 {
+        return Err(format!(
+            "percentile_list has {} entries; at most 20",
+            list.len()
+        ));
+    }
+    Ok(list)
+}
+
+/// init.c `fixup_options()` parts that change modelled fields, plus the sync-engine
+/// depth cap (fio caps the depth of `FIO_SYNCIO` engines at 1).
+pub(super) fn fixup(spec: &mut JobSpec) {
+    if spec.ioengine.is_sync() {
+        spec.iodepth = 1;
+    }
+    if spec.thinktime_spin > spec.thinktime {
+        spec.thinktime_spin = spec.thinktime;
+    }
+    if spec.iodepth_low > spec.iodepth || spec.iodepth_low == 0 {
+        spec.iodepth_low = spec.iodepth;
+    }
+    if spec.iodepth_batch_submit > spec.iodepth || spec.iodepth_batch_submit == 0 {
+        spec.iodepth_batch_submit = spec.iodepth;
+    }
+    if spec.iodepth_batch_complete_min > spec.iodepth_batch_complete_max {
+        spec.iodepth_batch_complete_max = spec.iodepth_batch_complete_min;
+    }
+}
