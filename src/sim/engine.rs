@@ -41,9 +41,8 @@ use crate::sim::{
     Bio, BioId, BioSlab, Dir, Event, EventQueue, NSEC_PER_MSEC, NSEC_PER_SEC, Ns, SimRng,
 };
 use crate::throttle::Throttle;
-use crate::workload::job::{
-    BsGen, Distribution, OffsetGen, RateDecision, RateState, RwKind, RwMix,
-};
+pub use crate::workload::job::JobParams;
+use crate::workload::job::{BsGen, OffsetGen, RateDecision, RateState, RwMix};
 
 /// Host CPU costs that real fio and the kernel add around each I/O.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,47 +63,6 @@ impl Default for HostCosts {
             workqueue_ns: 2_000,
         }
     }
-}
-
-/// Everything the runtime needs to know about one fio job.
-#[derive(Debug, Clone)]
-pub struct JobParams {
-    pub name: String,
-    /// Cgroup index the job runs in.
-    pub cgroup: u32,
-    pub kind: RwKind,
-    pub rwmix_read: u32,
-    pub bs: [BsGen; 2],
-    /// Offsets are aligned to this (fio's blockalign, default min bs).
-    pub align: u64,
-    pub iodepth: u32,
-    /// psync/sync/pvsync: depth 1, the whole call is clat, no slat.
-    pub sync_engine: bool,
-    /// File region: [offset, offset + size).
-    pub offset: u64,
-    pub size: u64,
-    /// Bytes to issue before the job ends (when not time based).
-    pub io_limit: u64,
-    pub time_based: bool,
-    pub runtime: Option<Ns>,
-    pub ramp: Ns,
-    pub startdelay: Ns,
-    pub rate_bps: [u64; 2],
-    pub rate_iops: [u64; 2],
-    pub rate_poisson: bool,
-    pub thinktime: Ns,
-    pub thinktime_blocks: u32,
-    /// thinktime_blocks_type=issue (count issued, not completed).
-    pub thinktime_count_issue: bool,
-    pub randommap: bool,
-    pub distribution: Distribution,
-    /// blkcg-sim extension: the job's bios are REQ_META.
-    pub meta: bool,
-    /// Jobs (indices into the job list) that must end before this one starts
-    /// (fio's `stonewall`: every earlier job of the same job file).
-    pub after: Vec<u32>,
-    /// Seed stream name (fio seeds each job from its name and number).
-    pub seed_name: String,
 }
 
 /// One fio I/O unit in flight.
@@ -1029,6 +987,7 @@ fn bio_for(iou: &IoU, io: u32, p: &JobParams, offset: u64) -> Bio {
 mod tests {
     use super::*;
     use crate::device::{BlockDevice, DevRq, QueueLimits};
+    use crate::workload::job::{Distribution, RwKind};
 
     /// A device that completes every request `lat` after it arrives.
     struct FixedLat {

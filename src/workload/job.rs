@@ -13,9 +13,56 @@
 //! - [`OffsetGen`]         — sequential wrap-around, or random with fio's random map
 //!   (every block once per pass; we walk a full-period LCG permutation instead of a
 //!   bitmap, so memory stays O(1)), `norandommap` uniform, and the zipf/pareto/normal
-//!   distributions.
+//!   distributions;
+//! - [`JobParams::from_spec`] — a parsed fio job ([`JobSpec`]) resolved against the
+//!   device (size and offset percentages, `io_size`, `loops`) into what the runtime
+//!   needs.
 
 use crate::sim::{Dir, Ns, SimRng};
+use crate::workload::fio::{
+    DDIR_READ, DDIR_WRITE, IoEngine, JobSpec, RandomDist, RateProcess, SizeOrPct, ThinkBlocksType,
+};
+
+/// Everything the runtime needs to know about one fio job.
+#[derive(Debug, Clone)]
+pub struct JobParams {
+    pub name: String,
+    /// Cgroup index the job runs in.
+    pub cgroup: u32,
+    pub kind: RwKind,
+    pub rwmix_read: u32,
+    pub bs: [BsGen; 2],
+    /// Offsets are aligned to this (fio's blockalign, default min bs).
+    pub align: u64,
+    pub iodepth: u32,
+    /// psync/sync/pvsync: depth 1, the whole call is clat, no slat.
+    pub sync_engine: bool,
+    /// File region: [offset, offset + size).
+    pub offset: u64,
+    pub size: u64,
+    /// Bytes to issue before the job ends (when not time based).
+    pub io_limit: u64,
+    pub time_based: bool,
+    pub runtime: Option<Ns>,
+    pub ramp: Ns,
+    pub startdelay: Ns,
+    pub rate_bps: [u64; 2],
+    pub rate_iops: [u64; 2],
+    pub rate_poisson: bool,
+    pub thinktime: Ns,
+    pub thinktime_blocks: u32,
+    /// thinktime_blocks_type=issue (count issued, not completed).
+    pub thinktime_count_issue: bool,
+    pub randommap: bool,
+    pub distribution: Distribution,
+    /// blkcg-sim extension: the job's bios are REQ_META.
+    pub meta: bool,
+    /// Jobs (indices into the job list) that must end before this one starts
+    /// (fio's `stonewall`: every earlier job of the same job file).
+    pub after: Vec<u32>,
+    /// Seed stream name (fio seeds each job from its name and number).
+    pub seed_name: String,
+}
 
 /// Direction mix of a job (`rw=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -248,6 +295,192 @@ impl ZipfSampler {
             }
         }
     }
+}
+
+impl JobParams {
+    /// Resolve a parsed fio job for a device of `capacity` bytes, running in cgroup
+    /// `cgroup`. Returns the parameters and any warnings (things fio would do that we
+    /// approximate).
+    pub fn from_spec(
+        spec: &JobSpec,
+        cgroup: u32,
+        capacity: u64,
+        after: Vec<u32>,
+        seed_name: String,
+    ) -> Result<(JobParams, Vec<String>), String> {
+        let mut warnings = Vec::new();
+        let rw = spec.rw;
+        if rw.trims() && !rw.writes() {
+            return Err(format!(
+                "job `{}`: rw={:?} issues trims (discards), which blkcg-sim does not model yet",
+                spec.name, rw
+            ));
+        }
+        if rw.trims() {
+            warnings.push(format!(
+                "job `{}`: the trim half of rw={:?} is not modelled; only its writes are issued",
+                spec.name, rw
+            ));
+        }
+        let kind = RwKind {
+            read: rw.reads(),
+            write: rw.writes(),
+            random: rw.is_random(),
+        };
+        let bs_of = |d: usize| -> BsGen {
+            if !spec.bssplit[d].is_empty() {
+                BsGen::Split(spec.bssplit[d].iter().map(|b| (b.size, b.pct)).collect())
+            } else if spec.bs_min[d] == spec.bs_max[d] {
+                BsGen::Fixed(spec.bs_min[d])
+            } else {
+                BsGen::Range {
+                    min: spec.bs_min[d],
+                    max: spec.bs_max[d],
+                }
+            }
+        };
+        let bs = [bs_of(DDIR_READ), bs_of(DDIR_WRITE)];
+        let used: Vec<usize> = [(kind.read, DDIR_READ), (kind.write, DDIR_WRITE)]
+            .iter()
+            .filter(|x| x.0)
+            .map(|x| x.1)
+            .collect();
+        let min_bs = used.iter().map(|&d| bs[d].min()).min().unwrap_or(4096);
+        let max_bs = used.iter().map(|&d| bs[d].max()).max().unwrap_or(4096);
+        let align = used
+            .iter()
+            .map(|&d| spec.blockalign[d])
+            .find(|&a| a > 0)
+            .unwrap_or(min_bs)
+            .max(1);
+        let pct = |p: u64, of: u64| (of as u128 * p as u128 / 100) as u64;
+        let offset = match spec.offset {
+            SizeOrPct::Bytes(b) => b,
+            SizeOrPct::Percent(p) => pct(p, capacity),
+            SizeOrPct::Zones(_) => {
+                return Err(format!(
+                    "job `{}`: zone offsets need zonemode=zbd, which is not modelled",
+                    spec.name
+                ));
+            }
+        };
+        if offset >= capacity {
+            return Err(format!(
+                "job `{}`: offset {offset} is beyond the device ({capacity} bytes)",
+                spec.name
+            ));
+        }
+        let mut size = match spec.size {
+            None => capacity - offset,
+            Some(SizeOrPct::Bytes(b)) => b,
+            Some(SizeOrPct::Percent(p)) => pct(p, capacity),
+            Some(SizeOrPct::Zones(_)) => {
+                return Err(format!(
+                    "job `{}`: zone sizes need zonemode=zbd, which is not modelled",
+                    spec.name
+                ));
+            }
+        };
+        if offset + size > capacity {
+            warnings.push(format!(
+                "job `{}`: size {size} from offset {offset} runs past the device ({capacity} bytes); clamped",
+                spec.name
+            ));
+            size = capacity - offset;
+        }
+        if size < max_bs {
+            return Err(format!(
+                "job `{}`: the file region ({size} bytes) is smaller than one I/O ({max_bs} bytes)",
+                spec.name
+            ));
+        }
+        let io_limit = match spec.io_size {
+            Some(SizeOrPct::Bytes(b)) => b,
+            Some(SizeOrPct::Percent(p)) => pct(p, size),
+            _ => size.saturating_mul(spec.loops.max(1) as u64),
+        };
+        let distribution = match &spec.random_distribution {
+            RandomDist::Random => Distribution::Random,
+            RandomDist::Zipf { theta, .. } => Distribution::Zipf(*theta),
+            RandomDist::Pareto { h, .. } => Distribution::Pareto(*h),
+            RandomDist::Normal { sigma, .. } => Distribution::Normal(*sigma),
+            RandomDist::Zoned { .. } => {
+                warnings.push(format!(
+                    "job `{}`: zoned random_distribution is not modelled; using uniform offsets",
+                    spec.name
+                ));
+                Distribution::Random
+            }
+        };
+        if spec.ioengine == IoEngine::Null {
+            warnings.push(format!(
+                "job `{}`: ioengine=null never reaches a block device; simulated as libaio",
+                spec.name
+            ));
+        }
+        let runtime = (spec.runtime > 0).then_some(spec.runtime);
+        if spec.time_based && runtime.is_none() {
+            return Err(format!(
+                "job `{}`: time_based needs a runtime (fio would run forever)",
+                spec.name
+            ));
+        }
+        Ok((
+            JobParams {
+                name: spec.name.clone(),
+                cgroup,
+                kind,
+                rwmix_read: spec.rwmixread,
+                bs,
+                align,
+                iodepth: spec.iodepth.max(1),
+                sync_engine: spec.ioengine.is_sync(),
+                offset,
+                size,
+                io_limit,
+                time_based: spec.time_based,
+                runtime,
+                ramp: spec.ramp_time,
+                startdelay: spec.startdelay.lo,
+                rate_bps: [spec.rate[DDIR_READ], spec.rate[DDIR_WRITE]],
+                rate_iops: [spec.rate_iops[DDIR_READ], spec.rate_iops[DDIR_WRITE]],
+                rate_poisson: spec.rate_process == RateProcess::Poisson,
+                thinktime: spec.thinktime,
+                thinktime_blocks: spec.thinktime_blocks,
+                thinktime_count_issue: spec.thinktime_blocks_type == ThinkBlocksType::Issue,
+                randommap: !spec.norandommap,
+                distribution,
+                meta: spec.blkcg_meta,
+                after,
+                seed_name,
+            },
+            warnings,
+        ))
+    }
+}
+
+/// fio's start order within one job file: a `stonewall` job waits for every job
+/// before it, and so does every job after it; `wait_for=NAME` waits for that job.
+/// Returns, per job, the indices (offset by `base`) it must wait for.
+pub fn start_dependencies(jobs: &[JobSpec], base: u32) -> Vec<Vec<u32>> {
+    let mut barrier = 0usize;
+    jobs.iter()
+        .enumerate()
+        .map(|(i, j)| {
+            if j.stonewall && i > 0 {
+                barrier = i;
+            }
+            let mut after: Vec<u32> = (0..barrier).map(|k| base + k as u32).collect();
+            if let Some(w) = &j.wait_for {
+                if let Some(k) = jobs.iter().position(|x| &x.name == w) {
+                    if !after.contains(&(base + k as u32)) && k != i {
+                        after.push(base + k as u32);
+                    }
+                }
+            }
+            after
+        })
+        .collect()
 }
 
 /// fio's read/write mix state (`get_rw_ddir()`).
@@ -513,6 +746,54 @@ mod tests {
             let x = b.next(&mut rng);
             assert!(x.is_multiple_of(4096) && (4096..=16384).contains(&x));
         }
+    }
+
+    fn parse(args: &str) -> Vec<JobSpec> {
+        let a: Vec<String> = args.split_whitespace().map(str::to_string).collect();
+        crate::workload::fio::parse_cmdline(&a).unwrap().jobs
+    }
+
+    #[test]
+    fn spec_resolves_against_the_device() {
+        let s = parse(
+            "--name=a --rw=randrw --rwmixread=70 --bs=4k,64k --size=50% --offset=10% --iodepth=8 --rate_iops=100 --runtime=3 --time_based --blkcg_meta=1",
+        );
+        let (p, w) = JobParams::from_spec(&s[0], 2, 1 << 30, vec![], "a".into()).unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!((p.offset, p.size), ((1u64 << 30) / 10, (1u64 << 30) / 2));
+        assert_eq!(p.bs, [BsGen::Fixed(4096), BsGen::Fixed(65536)]);
+        assert_eq!(p.align, 4096);
+        assert_eq!(p.rate_iops, [100, 100]);
+        assert_eq!(p.runtime, Some(3_000_000_000));
+        assert!(p.kind.read && p.kind.write && p.kind.random && p.meta);
+        assert_eq!(p.rwmix_read, 70);
+        // psync forces depth 1 and is a sync engine
+        let s = parse("--name=b --ioengine=psync --iodepth=32 --size=1m");
+        let (p, _) = JobParams::from_spec(&s[0], 0, 1 << 30, vec![], "b".into()).unwrap();
+        assert!(p.sync_engine && p.iodepth == 1 && p.io_limit == 1 << 20);
+    }
+
+    #[test]
+    fn spec_errors_name_the_job() {
+        let s = parse("--name=t --rw=randtrim");
+        assert!(
+            JobParams::from_spec(&s[0], 0, 1 << 30, vec![], "t".into())
+                .unwrap_err()
+                .contains("job `t`")
+        );
+        let s = parse("--name=o --offset=2g");
+        assert!(JobParams::from_spec(&s[0], 0, 1 << 30, vec![], "o".into()).is_err());
+    }
+
+    #[test]
+    fn stonewall_orders_start() {
+        let s = parse("--name=a --name=b --name=c --stonewall --name=d --name=e --wait_for=a");
+        let deps = start_dependencies(&s, 10);
+        assert_eq!(deps[0], Vec::<u32>::new());
+        assert_eq!(deps[1], Vec::<u32>::new());
+        assert_eq!(deps[2], vec![10, 11]);
+        assert_eq!(deps[3], vec![10, 11]);
+        assert_eq!(deps[4], vec![10, 11]);
     }
 
     #[test]
