@@ -471,12 +471,12 @@ pub fn start_dependencies(jobs: &[JobSpec], base: u32) -> Vec<Vec<u32>> {
                 barrier = i;
             }
             let mut after: Vec<u32> = (0..barrier).map(|k| base + k as u32).collect();
-            if let Some(w) = &j.wait_for {
-                if let Some(k) = jobs.iter().position(|x| &x.name == w) {
-                    if !after.contains(&(base + k as u32)) && k != i {
-                        after.push(base + k as u32);
-                    }
-                }
+            if let Some(w) = &j.wait_for
+                && let Some(k) = jobs.iter().position(|x| &x.name == w)
+                && k != i
+                && !after.contains(&(base + k as u32))
+            {
+                after.push(base + k as u32);
             }
             after
         })
