@@ -196,7 +196,7 @@ mod tests {
     #[test]
     fn table_of_writes() {
         let d = IoMax::default();
-        let ok = |s: &str| write(d, s).unwrap();
+        let ok = |s: &str| write(d, s).unwrap_or_else(|e| panic!("{s:?}: {e:?}"));
         let err = |s: &str| write(d, s).unwrap_err();
         assert_eq!(ok("8:16 rbps=2097152 wiops=120").rbps, 2097152);
         assert_eq!(ok("8:16 rbps=2097152 wiops=120").wiops, 120);
@@ -223,8 +223,8 @@ mod tests {
         // 26-char width: the 27th char starts a new token without '='
         assert_eq!(err("8:16 rbps=12345678901234567890123"), Errno::EINVAL);
         assert_eq!(
-            ok("8:16 rbps=1234567890123456789012").rbps,
-            1234567890123456789012u128 as u64
+            ok("8:16 rbps=123456789012345678901").rbps,
+            123456789012345678901u128 as u64
         );
     }
 
