@@ -1,1 +1,768 @@
-//! (being written)
+//! blk-throttle (cgroup v2 `io.max`): the controller, in jiffies.
+//!
+//! The idea (block/blk-throttle.c): every (cgroup, disk) pair with a limit is a throttle
+//! group ("tg") with, per direction, a slice `[slice_start, slice_end]` and counters of
+//! bytes/ios charged since `slice_start`. A bio may pass when the counters plus the bio
+//! fit the budget of the elapsed time rounded up to whole slices; otherwise it waits in a
+//! per-direction FIFO (strict head-of-line blocking) and is charged when it leaves.
+//! A bio climbs the cgroup tree and is judged at every ancestor with a limit.
+//!
+//! Moving parts and where they live:
+//! - [`behaviour`]: version switches (`throttle.*` keys) and presets per kernel version;
+//! - `Tg` / `DirState`: limits, slice, counters, queues (qnodes per source, round-robin);
+//! - `may_dispatch()` mirrors `tg_may_dispatch()` (≤6.15) / `tg_dispatch_time()` (6.16);
+//!   `bps_wait()` / `iops_wait()` mirror `tg_within_bps_limit()` / `tg_within_iops_limit()`;
+//!   `trim()` mirrors `throtl_trim_slice()`; `write_io_max()` mirrors `tg_set_limit()` +
+//!   `tg_conf_updated()` (+ `__tg_update_carryover()`);
+//! - `submit()` mirrors `blk_throtl_bio()`; `on_event()` the pending timer +
+//!   `throtl_select_dispatch()` + the dispatch work.
+//!
+//! Simplifications (spec §7): one global pending set ordered by (disptime, insertion);
+//! at each due tick all due groups are dispatched, parents in the same tick as children
+//! (6 reads / 2 writes per group per visit). Levels without any limit are transparent.
+//! Time: `jiffies(now) = start_jiffies + floor(now·HZ/1e9)`; the default
+//! `start_jiffies` is the kernel's `INITIAL_JIFFIES` on 64-bit, `2^32 − 300·HZ`, so the
+//! absolute-jiffies roundup of `slice_end` is not aligned to t = 0.
+
+pub mod behaviour;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use crate::blkcg::iomax::IoMax;
+use crate::blkcg::{CgroupTree, DeviceTable, Errno, KernelError};
+use crate::device::QueueLimits;
+use crate::sim::{Bio, BioId, BioSlab, Dir, Event, EventQueue, NSEC_PER_SEC, Ns};
+use behaviour::{Carryover, IopsWait, QueueMode, Reentry, SliceLen, Trim};
+pub use behaviour::{ThrottleBehaviour, behaviour_for, behaviour_table};
+
+/// Controller configuration.
+#[derive(Debug, Clone)]
+pub struct ThrottleConfig {
+    /// CONFIG_HZ (100, 250, 300, 1000).
+    pub hz: u32,
+    /// jiffies at t = 0 (default: `INITIAL_JIFFIES`, see [`ThrottleConfig::initial_jiffies`]).
+    pub start_jiffies: u64,
+    pub behaviour: ThrottleBehaviour,
+}
+
+impl ThrottleConfig {
+    /// `INITIAL_JIFFIES` of a 64-bit kernel: `(u64)(u32)(-300·HZ)`.
+    pub fn initial_jiffies(hz: u32) -> u64 {
+        (1u64 << 32) - 300 * u64::from(hz)
+    }
+    pub fn new(hz: u32, behaviour: ThrottleBehaviour) -> Self {
+        ThrottleConfig {
+            hz,
+            start_jiffies: Self::initial_jiffies(hz),
+            behaviour,
+        }
+    }
+}
+
+/// One row of the observability table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThrotlRow {
+    pub cg: u32,
+    pub dir: Dir,
+    pub queued: usize,
+    pub bytes_disp: i128,
+    pub io_disp: i128,
+    pub slice_start: u64,
+    pub slice_end: u64,
+    pub disptime: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    id: BioId,
+    bytes: u64,
+    bps_throttled: bool,
+    tg_charged: bool,
+}
+
+#[derive(Debug, Default)]
+struct Qnode {
+    bps: VecDeque<Entry>,
+    iops: VecDeque<Entry>,
+}
+
+#[derive(Debug, Default)]
+struct DirState {
+    slice_start: u64,
+    slice_end: u64,
+    bytes_disp: i128,
+    io_disp: i128,
+    carry_bytes: i128,
+    carry_ios: i128,
+    /// qnodes by source cgroup, and their round-robin order.
+    qnodes: BTreeMap<u32, Qnode>,
+    rr: VecDeque<u32>,
+    nr_bps: usize,
+    nr_iops: usize,
+}
+
+impl DirState {
+    fn queued(&self) -> usize {
+        self.nr_bps + self.nr_iops
+    }
+    /// The head bio: first qnode in round-robin order, iops stage first.
+    fn head(&self) -> Option<Entry> {
+        let q = self.qnodes.get(self.rr.front()?)?;
+        q.iops.front().or(q.bps.front()).copied()
+    }
+    fn head_mut(&mut self) -> Option<&mut Entry> {
+        let q = self.qnodes.get_mut(self.rr.front()?)?;
+        if q.iops.is_empty() {
+            q.bps.front_mut()
+        } else {
+            q.iops.front_mut()
+        }
+    }
+    fn push(&mut self, src: u32, e: Entry, iops_stage: bool) {
+        let q = self.qnodes.entry(src).or_default();
+        if q.bps.is_empty() && q.iops.is_empty() {
+            self.rr.push_back(src);
+        }
+        if iops_stage {
+            q.iops.push_back(e);
+            self.nr_iops += 1;
+        } else {
+            q.bps.push_back(e);
+            self.nr_bps += 1;
+        }
+    }
+    /// Pop the head and rotate its qnode to the tail (mirrors `throtl_pop_queued()`).
+    fn pop(&mut self) -> Option<Entry> {
+        let src = self.rr.pop_front()?;
+        let q = self.qnodes.get_mut(&src)?;
+        let e = if let Some(e) = q.iops.pop_front() {
+            self.nr_iops -= 1;
+            e
+        } else {
+            self.nr_bps -= 1;
+            q.bps.pop_front()?
+        };
+        if q.bps.is_empty() && q.iops.is_empty() {
+            self.qnodes.remove(&src);
+        } else {
+            self.rr.push_back(src);
+        }
+        Some(e)
+    }
+}
+
+#[derive(Debug, Default)]
+struct Tg {
+    lim: IoMax,
+    d: [DirState; 2],
+    pending: Option<(u64, u64)>,
+}
+
+impl Tg {
+    fn bps(&self, dir: Dir) -> u64 {
+        [self.lim.rbps, self.lim.wbps][dir.idx()]
+    }
+    fn iops(&self, dir: Dir) -> u32 {
+        [self.lim.riops, self.lim.wiops][dir.idx()]
+    }
+    fn limited(&self, dir: Dir) -> bool {
+        self.bps(dir) != u64::MAX || self.iops(dir) != u32::MAX
+    }
+}
+
+/// The blk-throttle instance of one disk.
+#[derive(Debug)]
+pub struct Throttle {
+    hz: u64,
+    start: u64,
+    b: ThrottleBehaviour,
+    slice: u64,
+    devno: (u32, u32),
+    parent: Vec<Option<u32>>,
+    tgs: Vec<Tg>,
+    pending: BTreeSet<(u64, u64, u32)>,
+    seq: u64,
+    armed: Option<(u64, u64)>,
+    token: u64,
+    trace: Option<Vec<String>>,
+}
+
+fn roundup(x: u64, s: u64) -> u64 {
+    x.div_ceil(s) * s
+}
+
+impl Throttle {
+    pub fn new(cfg: ThrottleConfig, tree: &CgroupTree, limits: &QueueLimits) -> Throttle {
+        let hz = u64::from(cfg.hz.max(1));
+        let slice = match cfg.behaviour.slice {
+            SliceLen::Hz10 => hz / 10,
+            SliceLen::SsdHz50 if !limits.rotational => hz / 50,
+            SliceLen::SsdHz50 => hz / 10,
+            SliceLen::Ms(ms) => (u64::from(ms) * hz / 1000).max(1),
+        }
+        .max(1);
+        Throttle {
+            hz,
+            start: cfg.start_jiffies,
+            b: cfg.behaviour,
+            slice,
+            devno: (limits.major, limits.minor),
+            parent: tree.nodes.iter().map(|n| n.parent).collect(),
+            tgs: tree.nodes.iter().map(|_| Tg::default()).collect(),
+            pending: BTreeSet::new(),
+            seq: 0,
+            armed: None,
+            token: 0,
+            trace: None,
+        }
+    }
+
+    /// Slice length in jiffies.
+    pub fn slice(&self) -> u64 {
+        self.slice
+    }
+
+    /// jiffies at time `now`.
+    pub fn jiffies(&self, now: Ns) -> u64 {
+        self.start + (u128::from(now) * u128::from(self.hz) / u128::from(NSEC_PER_SEC)) as u64
+    }
+
+    /// The first instant at which `jiffies` reaches `j`.
+    pub fn ns_of(&self, j: u64) -> Ns {
+        let d = u128::from(j.saturating_sub(self.start)) * u128::from(NSEC_PER_SEC);
+        d.div_ceil(u128::from(self.hz)) as Ns
+    }
+
+    pub fn set_trace(&mut self, on: bool) {
+        self.trace = on.then(Vec::new);
+    }
+    pub fn take_trace(&mut self) -> Vec<String> {
+        self.trace.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+    fn log(&mut self, now: Ns, cg: u32, msg: impl FnOnce() -> String) {
+        if let Some(t) = self.trace.as_mut() {
+            t.push(format!("{now} [cg{cg}] throtl {}", msg()));
+        }
+    }
+
+    fn bytes_allowed(&self, bps: u64, t: u64) -> i128 {
+        (u128::from(bps) * u128::from(t) / u128::from(self.hz)).min(u128::from(u64::MAX)) as i128
+    }
+    fn ios_allowed(&self, iops: u32, t: u64) -> i128 {
+        (u128::from(iops) * u128::from(t) / u128::from(self.hz)).min(u128::from(u32::MAX)) as i128
+    }
+
+    fn start_slice(&mut self, cg: u32, dir: Dir, j: u64, clear: bool) {
+        let s = &mut self.tgs[cg as usize].d[dir.idx()];
+        s.slice_start = j;
+        s.slice_end = j + self.slice;
+        if clear {
+            s.bytes_disp = 0;
+            s.io_disp = 0;
+            s.carry_bytes = 0;
+            s.carry_ios = 0;
+        }
+    }
+    /// mirrors throtl_extend_slice(): roundup on absolute jiffies, never shortens.
+    fn extend(&mut self, cg: u32, dir: Dir, end: u64) {
+        let s = &mut self.tgs[cg as usize].d[dir.idx()];
+        if s.slice_end < end {
+            s.slice_end = roundup(end, self.slice);
+        }
+    }
+    fn slice_used(&self, cg: u32, dir: Dir, j: u64) -> bool {
+        let s = &self.tgs[cg as usize].d[dir.idx()];
+        j < s.slice_start || j > s.slice_end
+    }
+
+    /// mirrors tg_within_bps_limit(): 0 = within.
+    fn bps_wait(&self, cg: u32, dir: Dir, bytes: u64, j: u64) -> u64 {
+        let tg = &self.tgs[cg as usize];
+        let bps = tg.bps(dir);
+        if bps == u64::MAX {
+            return 0;
+        }
+        let s = &tg.d[dir.idx()];
+        let el = j - s.slice_start;
+        let rnd = if el == 0 {
+            self.slice
+        } else {
+            roundup(el, self.slice)
+        };
+        let allowed = self.bytes_allowed(bps, rnd) + s.carry_bytes;
+        let need = s.bytes_disp + i128::from(bytes);
+        if need <= allowed {
+            return 0;
+        }
+        let extra = (need - allowed) as u128;
+        let w =
+            (extra * u128::from(self.hz) / u128::from(bps)).min(u128::from(u64::MAX / 2)) as u64;
+        w.max(1) + (rnd - el)
+    }
+
+    /// mirrors tg_within_iops_limit() per `throttle.iops_wait`: 0 = within.
+    fn iops_wait(&self, cg: u32, dir: Dir, j: u64) -> u64 {
+        let tg = &self.tgs[cg as usize];
+        let iops = tg.iops(dir);
+        if iops == u32::MAX {
+            return 0;
+        }
+        let s = &tg.d[dir.idx()];
+        let el = j - s.slice_start;
+        let rnd = match self.b.iops_wait {
+            IopsWait::V418 | IopsWait::SliceEnd if el == 0 => self.slice,
+            IopsWait::V418 | IopsWait::SliceEnd => roundup(el, self.slice),
+            IopsWait::SliceEndPlus1 | IopsWait::MinOneIo => roundup(el + 1, self.slice),
+        };
+        let allowed = self.ios_allowed(iops, rnd) + s.carry_ios;
+        if allowed > 0 && s.io_disp + 1 <= allowed {
+            return 0;
+        }
+        match self.b.iops_wait {
+            IopsWait::V418 => {
+                let t = ((s.io_disp + 1).max(0) as u128 * u128::from(self.hz) / u128::from(iops))
+                    as u64
+                    + 1;
+                if t > el { t - el } else { 1 }
+            }
+            // 4.19 could return 0 here and spin (fixed in 5.3); we wait one jiffy instead.
+            IopsWait::SliceEnd | IopsWait::SliceEndPlus1 => (rnd - el).max(1),
+            IopsWait::MinOneIo => (rnd - el).max(self.hz / u64::from(iops) + 1),
+        }
+    }
+
+    /// Start or extend the slice before judging a head bio (top of tg_may_dispatch()).
+    fn prepare_slice(&mut self, cg: u32, dir: Dir, j: u64) {
+        if self.slice_used(cg, dir, j) && self.tgs[cg as usize].d[dir.idx()].queued() == 0 {
+            self.start_slice(cg, dir, j, true);
+            self.log(self.ns_of(j), cg, || {
+                format!("{} new slice jiffies={j}", dir.name())
+            });
+        } else {
+            self.extend(cg, dir, j + self.slice);
+        }
+    }
+
+    /// mirrors tg_may_dispatch() / tg_dispatch_time(): wait in jiffies for `e` at `cg`.
+    /// In the two-stage mode a bps-eligible bio is charged its bytes here.
+    fn may_dispatch(&mut self, cg: u32, dir: Dir, e: &mut Entry, j: u64) -> u64 {
+        self.prepare_slice(cg, dir, j);
+        let skip_bps = e.bps_throttled || e.tg_charged;
+        let bw = if skip_bps {
+            0
+        } else {
+            self.bps_wait(cg, dir, e.bytes, j)
+        };
+        let w = if self.b.queue == QueueMode::SplitBpsIops {
+            if bw > 0 {
+                bw
+            } else {
+                if !skip_bps {
+                    self.tgs[cg as usize].d[dir.idx()].bytes_disp += i128::from(e.bytes);
+                    e.tg_charged = true;
+                }
+                self.iops_wait(cg, dir, j)
+            }
+        } else {
+            bw.max(self.iops_wait(cg, dir, j))
+        };
+        if w > 0 {
+            self.extend(cg, dir, j + w);
+        }
+        w
+    }
+
+    /// mirrors throtl_charge_bio(): io always, bytes unless already paid.
+    fn charge(&mut self, cg: u32, dir: Dir, e: &mut Entry) {
+        let s = &mut self.tgs[cg as usize].d[dir.idx()];
+        if !(e.bps_throttled || e.tg_charged) {
+            s.bytes_disp += i128::from(e.bytes);
+        }
+        s.io_disp += 1;
+        e.tg_charged = false;
+    }
+
+    /// mirrors throtl_trim_slice() per `throttle.trim`.
+    fn trim(&mut self, cg: u32, dir: Dir, j: u64) {
+        if self.slice_used(cg, dir, j) {
+            return;
+        }
+        let slice = self.slice;
+        let (bps, iops) = {
+            let tg = &self.tgs[cg as usize];
+            (tg.bps(dir), tg.iops(dir))
+        };
+        let el = j - self.tgs[cg as usize].d[dir.idx()].slice_start;
+        let t = match self.b.trim {
+            Trim::V4 => el / slice * slice,
+            Trim::KeepOneSlice if el / slice >= 2 => (el / slice - 1) * slice,
+            Trim::KeepOneSlice => 0,
+        };
+        let bb = if bps == u64::MAX {
+            i128::MAX / 4
+        } else {
+            self.bytes_allowed(bps, t)
+        };
+        let ib = if iops == u32::MAX {
+            i128::MAX / 4
+        } else {
+            self.ios_allowed(iops, t)
+        };
+        let s = &mut self.tgs[cg as usize].d[dir.idx()];
+        s.slice_end = roundup(j + slice, slice);
+        if t == 0 {
+            return;
+        }
+        let (bb, ib) = (bb + s.carry_bytes, ib + s.carry_ios);
+        s.carry_bytes = 0;
+        s.carry_ios = 0;
+        if bb <= 0 && ib <= 0 {
+            return;
+        }
+        s.bytes_disp = (s.bytes_disp - bb).max(0);
+        s.io_disp = (s.io_disp - ib).max(0);
+        s.slice_start += t;
+    }
+
+    /// Next limited ancestor strictly above `cg` (root never limited).
+    fn next_level(&self, cg: u32, dir: Dir) -> Option<u32> {
+        let mut c = self.parent.get(cg as usize).copied().flatten();
+        while let Some(p) = c {
+            if p == CgroupTree::ROOT {
+                return None;
+            }
+            if self.tgs[p as usize].limited(dir) {
+                return Some(p);
+            }
+            c = self.parent[p as usize];
+        }
+        None
+    }
+    fn first_level(&self, cg: u32, dir: Dir) -> Option<u32> {
+        if cg != CgroupTree::ROOT && self.tgs.get(cg as usize)?.limited(dir) {
+            Some(cg)
+        } else if (cg as usize) < self.tgs.len() {
+            self.next_level(cg, dir)
+        } else {
+            None
+        }
+    }
+    fn has_iops_rule(&self, cg: u32, dir: Dir) -> bool {
+        let mut c = self.first_level(cg, dir);
+        while let Some(l) = c {
+            if self.tgs[l as usize].iops(dir) != u32::MAX {
+                return true;
+            }
+            c = self.next_level(l, dir);
+        }
+        false
+    }
+
+    /// mirrors tg_update_disptime(): `now + min(wait(head R), wait(head W))`.
+    fn update_disptime(&mut self, cg: u32, j: u64) {
+        if let Some((t, s)) = self.tgs[cg as usize].pending.take() {
+            self.pending.remove(&(t, s, cg));
+        }
+        let mut best: Option<u64> = None;
+        for dir in Dir::BOTH {
+            let Some(mut e) = self.tgs[cg as usize].d[dir.idx()].head() else {
+                continue;
+            };
+            let w = self.may_dispatch(cg, dir, &mut e, j);
+            if let Some(h) = self.tgs[cg as usize].d[dir.idx()].head_mut() {
+                *h = e;
+            }
+            best = Some(best.map_or(w, |b| b.min(w)));
+        }
+        if let Some(w) = best {
+            self.seq += 1;
+            let key = (j + w, self.seq);
+            self.tgs[cg as usize].pending = Some(key);
+            self.pending.insert((key.0, key.1, cg));
+        }
+    }
+
+    /// Arm the pending timer at the earliest disptime (capped at 8 slices).
+    fn arm(&mut self, j: u64, q: &mut EventQueue) {
+        let Some(&(t, _, _)) = self.pending.first() else {
+            self.armed = None;
+            return;
+        };
+        let at = t.min(j + 8 * self.slice).max(j);
+        if self.armed.is_some_and(|(a, _)| a <= at) {
+            return;
+        }
+        self.token += 1;
+        self.armed = Some((at, self.token));
+        q.push(self.ns_of(at), Event::Throttle(self.token));
+    }
+
+    /// Queue `e` on `cg` coming from `src` (mirrors throtl_add_bio_tg()).
+    fn enqueue(&mut self, cg: u32, src: u32, dir: Dir, e: Entry, j: u64) {
+        let s = &self.tgs[cg as usize].d[dir.idx()];
+        let was_empty = s.queued() == 0;
+        let iops_stage =
+            self.b.queue == QueueMode::SplitBpsIops && (e.bps_throttled || e.tg_charged);
+        let iops_was_empty = iops_stage && s.nr_iops == 0;
+        self.tgs[cg as usize].d[dir.idx()].push(src, e, iops_stage);
+        if was_empty || iops_was_empty || self.tgs[cg as usize].pending.is_none() {
+            self.update_disptime(cg, j);
+        }
+    }
+
+    /// blk_throtl_bio(): true = the bio passes now; false = queued, it comes back from
+    /// [`Throttle::on_event`].
+    pub fn submit(&mut self, now: Ns, id: BioId, bio: &mut Bio, q: &mut EventQueue) -> bool {
+        let dir = bio.dir;
+        if bio.bps_throttled
+            && (self.b.reentry == Reentry::Skip || !self.has_iops_rule(bio.cgroup, dir))
+        {
+            return true;
+        }
+        let Some(mut cg) = self.first_level(bio.cgroup, dir) else {
+            return true;
+        };
+        let j = self.jiffies(now);
+        let mut src = cg;
+        let mut e = Entry {
+            id,
+            bytes: bio.bytes,
+            bps_throttled: bio.bps_throttled,
+            tg_charged: false,
+        };
+        loop {
+            let s = &self.tgs[cg as usize].d[dir.idx()];
+            let blocked = match self.b.queue {
+                QueueMode::Fifo => s.queued() > 0,
+                QueueMode::SplitBpsIops => {
+                    if e.bps_throttled || e.tg_charged {
+                        s.nr_iops > 0
+                    } else {
+                        s.nr_bps > 0
+                    }
+                }
+            };
+            let pass = !blocked && {
+                let mut t = e;
+                let w = self.may_dispatch(cg, dir, &mut t, j);
+                e = t;
+                w == 0
+            };
+            if pass || (bio.meta && self.b.meta_bypass) {
+                self.charge(cg, dir, &mut e);
+                self.trim(cg, dir, j);
+                self.log(now, cg, || format!("{} pass sz={}", dir.name(), e.bytes));
+                match self.next_level(cg, dir) {
+                    Some(p) => {
+                        src = cg;
+                        cg = p;
+                    }
+                    None => {
+                        bio.bps_throttled = true;
+                        bio.tg_bps_charged = false;
+                        return true;
+                    }
+                }
+            } else {
+                self.enqueue(cg, src, dir, e, j);
+                self.log(now, cg, || format!("{} queued sz={}", dir.name(), e.bytes));
+                self.arm(j, q);
+                return false;
+            }
+        }
+    }
+
+    /// The pending timer fired: dispatch every due group; bios leaving the top level are
+    /// pushed to `out` (reads first, then writes, as the dispatch work issues them).
+    pub fn on_event(
+        &mut self,
+        now: Ns,
+        token: u64,
+        q: &mut EventQueue,
+        bios: &mut BioSlab,
+        out: &mut Vec<BioId>,
+    ) {
+        if self.armed.map(|(_, t)| t) != Some(token) {
+            return;
+        }
+        self.armed = None;
+        let j = self.jiffies(now);
+        let mut leaving: [Vec<BioId>; 2] = [Vec::new(), Vec::new()];
+        while let Some(&(t, s, cg)) = self.pending.first() {
+            if t > j {
+                break;
+            }
+            self.pending.remove(&(t, s, cg));
+            self.tgs[cg as usize].pending = None;
+            for (dir, quantum) in [(Dir::Read, 6), (Dir::Write, 2)] {
+                for _ in 0..quantum {
+                    let Some(mut e) = self.tgs[cg as usize].d[dir.idx()].head() else {
+                        break;
+                    };
+                    let w = self.may_dispatch(cg, dir, &mut e, j);
+                    if let Some(h) = self.tgs[cg as usize].d[dir.idx()].head_mut() {
+                        *h = e;
+                    }
+                    if w > 0 {
+                        break;
+                    }
+                    let Some(mut e) = self.tgs[cg as usize].d[dir.idx()].pop() else {
+                        break;
+                    };
+                    self.charge(cg, dir, &mut e);
+                    let (bd, id) = {
+                        let s = &self.tgs[cg as usize].d[dir.idx()];
+                        (s.bytes_disp, s.io_disp)
+                    };
+                    let qd = self.tgs[cg as usize].d[dir.idx()].queued();
+                    self.log(now, cg, || {
+                        format!(
+                            "{} bdisp={bd} sz={} iodisp={id} queued={qd}",
+                            dir.name(),
+                            e.bytes
+                        )
+                    });
+                    match self.next_level(cg, dir) {
+                        Some(p) => {
+                            // mirrors throtl_start_new_slice_with_credit()
+                            if j >= self.tgs[p as usize].d[dir.idx()].slice_end {
+                                let cs = self.tgs[cg as usize].d[dir.idx()].slice_start;
+                                let ps = self.tgs[p as usize].d[dir.idx()].slice_start;
+                                self.start_slice(p, dir, j, true);
+                                self.tgs[p as usize].d[dir.idx()].slice_start = cs.max(ps);
+                            }
+                            self.enqueue(p, cg, dir, e, j);
+                        }
+                        None => {
+                            let b = bios.get_mut(e.id);
+                            b.bps_throttled = true;
+                            b.tg_bps_charged = false;
+                            leaving[dir.idx()].push(e.id);
+                        }
+                    }
+                    self.trim(cg, dir, j);
+                }
+            }
+            if self.tgs[cg as usize].d.iter().any(|d| d.queued() > 0) {
+                self.update_disptime(cg, j);
+            }
+        }
+        out.extend(leaving.iter().flatten());
+        self.arm(j, q);
+    }
+
+    /// Write `io.max` of cgroup `cg`. The root has no `io.max` file: EINVAL.
+    /// Mirrors tg_set_limit() + tg_conf_updated() with the version's carryover.
+    pub fn write_io_max(
+        &mut self,
+        now: Ns,
+        cg: u32,
+        input: &str,
+        devs: &DeviceTable,
+        q: &mut EventQueue,
+    ) -> Result<(), KernelError> {
+        if cg == CgroupTree::ROOT || cg as usize >= self.tgs.len() {
+            return Err(KernelError::new(
+                Errno::EINVAL,
+                "the root cgroup (or an unknown cgroup) has no io.max file",
+            ));
+        }
+        let (devno, body) = IoMax::parse_target(input, devs)?;
+        if devno != self.devno {
+            return Err(KernelError::new(
+                Errno::ENODEV,
+                format!("{}:{} is not the disk of this throttle", devno.0, devno.1),
+            ));
+        }
+        let j = self.jiffies(now);
+        let old = self.tgs[cg as usize].lim;
+        if self.b.carryover == Carryover::Direct {
+            // 6.15 quirk: runs before the line is parsed
+            self.update_carryover(cg, j, old);
+        }
+        let new = old.apply_body(body)?;
+        if self.b.carryover == Carryover::Carryover {
+            self.update_carryover(cg, j, old);
+        }
+        self.tgs[cg as usize].lim = new;
+        for dir in Dir::BOTH {
+            let clear = self.b.carryover == Carryover::None;
+            let s = &mut self.tgs[cg as usize].d[dir.idx()];
+            if clear {
+                s.carry_bytes = 0;
+                s.carry_ios = 0;
+            }
+            if self.b.carryover != Carryover::Direct {
+                s.bytes_disp = 0;
+                s.io_disp = 0;
+            }
+            self.start_slice(cg, dir, j, false);
+        }
+        self.log(now, cg, || format!("limit {input:?}"));
+        if self.tgs[cg as usize].d.iter().any(|d| d.queued() > 0) {
+            self.update_disptime(cg, j);
+            self.arm(j, q);
+        }
+        Ok(())
+    }
+
+    /// mirrors __tg_update_carryover() (6.1–6.14 fields, 6.15 signed counters).
+    fn update_carryover(&mut self, cg: u32, j: u64, old: IoMax) {
+        for dir in Dir::BOTH {
+            let el = j.saturating_sub(self.tgs[cg as usize].d[dir.idx()].slice_start);
+            let bps = [old.rbps, old.wbps][dir.idx()];
+            let iops = [old.riops, old.wiops][dir.idx()];
+            let ab = (bps != u64::MAX).then(|| self.bytes_allowed(bps, el));
+            let ai = (iops != u32::MAX).then(|| self.ios_allowed(iops, el));
+            let direct = self.b.carryover == Carryover::Direct;
+            let s = &mut self.tgs[cg as usize].d[dir.idx()];
+            if s.queued() == 0 {
+                if direct {
+                    s.bytes_disp = 0;
+                    s.io_disp = 0;
+                }
+                continue;
+            }
+            if direct {
+                s.bytes_disp = ab.map_or(0, |a| s.bytes_disp - a);
+                s.io_disp = ai.map_or(0, |a| s.io_disp - a);
+            } else {
+                s.carry_bytes += ab.map_or(0, |a| a - s.bytes_disp);
+                s.carry_ios += ai.map_or(0, |a| a - s.io_disp);
+            }
+        }
+    }
+
+    /// `io.max` of `cg` as the kernel prints it (empty when unlimited).
+    pub fn show_io_max(&self, cg: u32) -> String {
+        self.tgs
+            .get(cg as usize)
+            .and_then(|t| t.lim.show(self.devno))
+            .map(|l| l + "\n")
+            .unwrap_or_default()
+    }
+
+    /// Per group per direction state, for groups with a limit.
+    pub fn rows(&self, _now: Ns) -> Vec<ThrotlRow> {
+        let mut v = Vec::new();
+        for (cg, tg) in self.tgs.iter().enumerate() {
+            if tg.lim.is_unlimited() {
+                continue;
+            }
+            for dir in Dir::BOTH {
+                let s = &tg.d[dir.idx()];
+                v.push(ThrotlRow {
+                    cg: cg as u32,
+                    dir,
+                    queued: s.queued(),
+                    bytes_disp: s.bytes_disp,
+                    io_disp: s.io_disp,
+                    slice_start: s.slice_start,
+                    slice_end: s.slice_end,
+                    disptime: tg.pending.map(|p| p.0),
+                });
+            }
+        }
+        v
+    }
+}
