@@ -126,7 +126,7 @@ pub fn behaviour_for(
         } else {
             IopsWait::MinOneIo
         },
-        slice: if v >= (6, 19) || v < (4, 12) || (v < (6, 9) && !throttling_low) {
+        slice: if !((4, 12)..(6, 19)).contains(&v) || (v < (6, 9) && !throttling_low) {
             SliceLen::Hz10
         } else {
             SliceLen::SsdHz50

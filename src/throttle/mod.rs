@@ -315,7 +315,7 @@ impl Throttle {
             IopsWait::SliceEndPlus1 | IopsWait::MinOneIo => roundup(el + 1, self.slice),
         };
         let allowed = self.ios_allowed(iops, rnd) + s.carry_ios;
-        if allowed > 0 && s.io_disp + 1 <= allowed {
+        if allowed > 0 && s.io_disp < allowed {
             return 0;
         }
         match self.b.iops_wait {
