@@ -766,3 +766,188 @@ impl Throttle {
         v
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::NSEC_PER_MSEC;
+
+    fn setup(version: &str, hz: u32, lim: &[(&str, &str)]) -> (Throttle, EventQueue, Vec<u32>) {
+        let mut tree = CgroupTree::default();
+        let ql = QueueLimits {
+            major: 8,
+            minor: 0,
+            name: "sda".into(),
+            rotational: true,
+            hw_queue_depth: 32,
+            nr_requests: 64,
+            max_sectors_kb: 512,
+            logical_block_size: 512,
+            capacity: 1 << 40,
+        };
+        let cgs: Vec<u32> = lim.iter().map(|(p, _)| tree.ensure(p)).collect();
+        let b = behaviour_for(version, false, &[]).unwrap();
+        let mut t = Throttle::new(ThrottleConfig::new(hz, b), &tree, &ql);
+        let mut q = EventQueue::new();
+        let devs = DeviceTable {
+            disks: vec![(8, 0)],
+        };
+        for (&cg, (_, l)) in cgs.iter().zip(lim) {
+            if !l.is_empty() {
+                t.write_io_max(0, cg, l, &devs, &mut q).unwrap();
+            }
+        }
+        (t, q, cgs)
+    }
+
+    fn bio(cg: u32, dir: Dir, bytes: u64) -> Bio {
+        Bio {
+            cgroup: cg,
+            dir,
+            sector: 0,
+            bytes,
+            meta: false,
+            bps_throttled: false,
+            tg_bps_charged: false,
+            iocost_cost: 0,
+            io: 0,
+            submitted: 0,
+        }
+    }
+
+    /// Submit `bytes` at `now`; return the release time.
+    fn release_time(t: &mut Throttle, q: &mut EventQueue, cg: u32, now: Ns, bytes: u64) -> Ns {
+        let mut slab = BioSlab::default();
+        let mut b = bio(cg, Dir::Write, bytes);
+        let id = slab.alloc(b.clone());
+        if t.submit(now, id, &mut b, q) {
+            return now;
+        }
+        let mut out = Vec::new();
+        while let Some((at, ev)) = q.pop() {
+            if let Event::Throttle(tok) = ev {
+                t.on_event(at, tok, q, &mut slab, &mut out);
+                if out.contains(&id) {
+                    assert!(slab.get(id).bps_throttled);
+                    return at;
+                }
+            }
+        }
+        panic!("bio never released")
+    }
+
+    #[test]
+    fn jiffies_conversion_is_exact() {
+        let (t, _, _) = setup("6.19", 300, &[]);
+        let j0 = ThrottleConfig::initial_jiffies(300);
+        assert_eq!(t.jiffies(0), j0);
+        assert_eq!(t.ns_of(j0 + 1), 3_333_334);
+        assert_eq!(t.jiffies(3_333_333), j0);
+        assert_eq!(t.jiffies(3_333_334), j0 + 1);
+        assert_eq!(t.slice(), 30);
+    }
+
+    #[test]
+    fn big_bio_waits_proportionally() {
+        // spec §3.1: 8 MiB at 10 MiB/s from a fresh slice, HZ=1000: 700 + 100 jiffies
+        let (mut t, mut q, cgs) = setup("6.10", 1000, &[("a", "8:0 wbps=10485760\n")]);
+        let at = release_time(&mut t, &mut q, cgs[0], 0, 8 << 20);
+        assert_eq!(at, 800 * NSEC_PER_MSEC);
+    }
+
+    #[test]
+    fn root_has_no_io_max_and_show_round_trips() {
+        let (mut t, mut q, cgs) = setup("6.16", 1000, &[("a", "8:0 rbps=2097152 wiops=120\n")]);
+        let devs = DeviceTable {
+            disks: vec![(8, 0)],
+        };
+        let e = t.write_io_max(0, 0, "8:0 rbps=1\n", &devs, &mut q);
+        assert_eq!(e.unwrap_err().errno, Errno::EINVAL);
+        assert_eq!(
+            t.show_io_max(cgs[0]),
+            "8:0 rbps=2097152 wbps=max riops=max wiops=120\n"
+        );
+        assert_eq!(t.show_io_max(0), "");
+        let e = t.write_io_max(0, cgs[0], "8:0 wbps=0\n", &devs, &mut q);
+        assert_eq!(e.unwrap_err().errno, Errno::ERANGE);
+    }
+
+    #[test]
+    fn parent_limit_caps_the_subtree() {
+        // riops=10 on p (100 ms slice → 1 io per slice); two unlimited children share it
+        let (mut t, mut q, cgs) = setup(
+            "6.10",
+            1000,
+            &[("p", "8:0 wiops=10\n"), ("p/a", ""), ("p/b", "")],
+        );
+        let mut slab = BioSlab::default();
+        let mut passed = 0;
+        for i in 0..4 {
+            let cg = cgs[1 + i % 2];
+            let mut b = bio(cg, Dir::Write, 4096);
+            let id = slab.alloc(b.clone());
+            passed += usize::from(t.submit(0, id, &mut b, &mut q));
+        }
+        assert_eq!(passed, 1);
+        assert_eq!(t.rows(0).iter().map(|r| r.queued).sum::<usize>(), 3);
+    }
+
+    #[test]
+    fn limit_rewrite_forgets_or_carries_the_wait() {
+        // 2 MiB at 1 MiB/s (HZ=1000, 100 ms slice): fresh wait 1.9 s + 0.1 = 2 s;
+        // rewriting the same limit at 1 s restarts the wait on ≤6.0 only.
+        let devs = DeviceTable {
+            disks: vec![(8, 0)],
+        };
+        let mut at = Vec::new();
+        for v in ["5.3", "6.1", "6.15"] {
+            let (mut t, mut q, cgs) = setup(v, 1000, &[("a", "8:0 wbps=1048576\n")]);
+            let mut slab = BioSlab::default();
+            let mut b = bio(cgs[0], Dir::Write, 2 << 20);
+            let id = slab.alloc(b.clone());
+            assert!(!t.submit(0, id, &mut b, &mut q));
+            q.push(1000 * NSEC_PER_MSEC, Event::Config(0));
+            let mut out = Vec::new();
+            while let Some((now, ev)) = q.pop() {
+                match ev {
+                    Event::Config(_) => t
+                        .write_io_max(now, cgs[0], "8:0 wbps=1048576\n", &devs, &mut q)
+                        .unwrap(),
+                    Event::Throttle(tok) => t.on_event(now, tok, &mut q, &mut slab, &mut out),
+                    _ => {}
+                }
+                if !out.is_empty() {
+                    at.push(now / NSEC_PER_MSEC);
+                    break;
+                }
+            }
+        }
+        assert!(at[0] >= 2900, "{at:?}");
+        assert!(at[1] <= 2100 && at[2] <= 2100, "{at:?}");
+    }
+
+    #[test]
+    fn meta_bios_bypass_from_6_12() {
+        for (v, expect) in [("6.11", false), ("6.12", true)] {
+            let (mut t, mut q, cgs) = setup(v, 1000, &[("a", "8:0 wiops=10\n")]);
+            let mut b = bio(cgs[0], Dir::Write, 4096);
+            assert!(t.submit(0, 0, &mut b, &mut q));
+            let mut m = bio(cgs[0], Dir::Write, 4096);
+            m.meta = true;
+            assert_eq!(t.submit(0, 1, &mut m, &mut q), expect, "{v}");
+        }
+    }
+
+    #[test]
+    fn trace_lines_carry_a_timestamp() {
+        let (mut t, mut q, cgs) = setup("6.10", 1000, &[("a", "8:0 wiops=10\n")]);
+        t.set_trace(true);
+        release_time(&mut t, &mut q, cgs[0], 0, 4096);
+        release_time(&mut t, &mut q, cgs[0], 0, 4096);
+        let tr = t.take_trace();
+        assert!(
+            tr.iter().any(|l| l.contains("[cg1] throtl write bdisp=")),
+            "{tr:?}"
+        );
+    }
+}
