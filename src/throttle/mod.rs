@@ -542,11 +542,13 @@ impl Throttle {
                     }
                 }
             };
+            // 6.16: a bio that just became bps-eligible must not overtake the iops stage
+            let iops_busy = self.b.queue == QueueMode::SplitBpsIops && s.nr_iops > 0;
             let pass = !blocked && {
                 let mut t = e;
                 let w = self.may_dispatch(cg, dir, &mut t, j);
                 e = t;
-                w == 0
+                w == 0 && !iops_busy
             };
             if pass || (bio.meta && self.b.meta_bypass) {
                 self.charge(cg, dir, &mut e);
