@@ -187,6 +187,13 @@ pub struct Throttle {
     trace: Option<Vec<String>>,
 }
 
+fn rw_char(dir: Dir) -> char {
+    match dir {
+        Dir::Read => 'R',
+        Dir::Write => 'W',
+    }
+}
+
 fn roundup(x: u64, s: u64) -> u64 {
     x.div_ceil(s) * s
 }
@@ -243,6 +250,26 @@ impl Throttle {
         if let Some(t) = self.trace.as_mut() {
             t.push(format!("{now} [cg{cg}] throtl {}", msg()));
         }
+    }
+
+    /// blktrace-style dispatch line (mirrors the `throtl_log()` in tg_dispatch_one_bio()).
+    fn log_disp(&mut self, now: Ns, cg: u32, dir: Dir, sz: u64) {
+        if self.trace.is_none() {
+            return;
+        }
+        let tg = &self.tgs[cg as usize];
+        let s = &tg.d[dir.idx()];
+        let line = format!(
+            "{} bdisp={} sz={sz} bps={} iodisp={} iops={} queued={}/{}",
+            rw_char(dir),
+            s.bytes_disp,
+            tg.bps(dir),
+            s.io_disp,
+            tg.iops(dir),
+            tg.d[0].queued(),
+            tg.d[1].queued()
+        );
+        self.log(now, cg, || line);
     }
 
     fn bytes_allowed(&self, bps: u64, t: u64) -> i128 {
@@ -335,8 +362,9 @@ impl Throttle {
     fn prepare_slice(&mut self, cg: u32, dir: Dir, j: u64) {
         if self.slice_used(cg, dir, j) && self.tgs[cg as usize].d[dir.idx()].queued() == 0 {
             self.start_slice(cg, dir, j, true);
+            let end = self.tgs[cg as usize].d[dir.idx()].slice_end;
             self.log(self.ns_of(j), cg, || {
-                format!("{} new slice jiffies={j}", dir.name())
+                format!("{} slice start={j} end={end} jiffies={j}", rw_char(dir))
             });
         } else {
             self.extend(cg, dir, j + self.slice);
@@ -553,7 +581,7 @@ impl Throttle {
             if pass || (bio.meta && self.b.meta_bypass) {
                 self.charge(cg, dir, &mut e);
                 self.trim(cg, dir, j);
-                self.log(now, cg, || format!("{} pass sz={}", dir.name(), e.bytes));
+                self.log_disp(now, cg, dir, e.bytes);
                 match self.next_level(cg, dir) {
                     Some(p) => {
                         src = cg;
@@ -567,7 +595,9 @@ impl Throttle {
                 }
             } else {
                 self.enqueue(cg, src, dir, e, j);
-                self.log(now, cg, || format!("{} queued sz={}", dir.name(), e.bytes));
+                self.log(now, cg, || {
+                    format!("{} queued sz={}", rw_char(dir), e.bytes)
+                });
                 self.arm(j, q);
                 return false;
             }
@@ -612,18 +642,7 @@ impl Throttle {
                         break;
                     };
                     self.charge(cg, dir, &mut e);
-                    let (bd, id) = {
-                        let s = &self.tgs[cg as usize].d[dir.idx()];
-                        (s.bytes_disp, s.io_disp)
-                    };
-                    let qd = self.tgs[cg as usize].d[dir.idx()].queued();
-                    self.log(now, cg, || {
-                        format!(
-                            "{} bdisp={bd} sz={} iodisp={id} queued={qd}",
-                            dir.name(),
-                            e.bytes
-                        )
-                    });
+                    self.log_disp(now, cg, dir, e.bytes);
                     match self.next_level(cg, dir) {
                         Some(p) => {
                             // mirrors throtl_start_new_slice_with_credit()
@@ -948,7 +967,7 @@ mod tests {
         release_time(&mut t, &mut q, cgs[0], 0, 4096);
         let tr = t.take_trace();
         assert!(
-            tr.iter().any(|l| l.contains("[cg1] throtl write bdisp=")),
+            tr.iter().any(|l| l.contains("[cg1] throtl W bdisp=")),
             "{tr:?}"
         );
     }
