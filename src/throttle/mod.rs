@@ -516,7 +516,8 @@ impl Throttle {
             self.armed = None;
             return;
         };
-        let at = t.min(j + 8 * self.slice).max(j);
+        // a timer armed for now or the past fires at the next tick
+        let at = t.min(j + 8 * self.slice).max(j + 1);
         if self.armed.is_some_and(|(a, _)| a <= at) {
             return;
         }
