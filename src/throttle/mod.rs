@@ -972,4 +972,35 @@ mod tests {
             "{tr:?}"
         );
     }
+
+    #[test]
+    fn super_low_iops_reaches_its_rate_from_6_11() {
+        // spec §3.4: iops=5 with a 100 ms slice allows 0 ios per slice; waiting to the next
+        // boundary under-delivers (measured ≈3/s), 6.11's HZ/iops+1 floor fixes it.
+        let mut done = Vec::new();
+        for v in ["6.10", "6.11"] {
+            let (mut t, mut q, cgs) = setup(v, 1000, &[("a", "8:0 wiops=5\n")]);
+            let mut slab = BioSlab::default();
+            let mut out = Vec::new();
+            let mut n = 0;
+            for _ in 0..100 {
+                let mut b = bio(cgs[0], Dir::Write, 4096);
+                let id = slab.alloc(b.clone());
+                n += usize::from(t.submit(0, id, &mut b, &mut q));
+            }
+            while let Some((now, ev)) = q.pop() {
+                if now > 10_000 * NSEC_PER_MSEC {
+                    break;
+                }
+                if let Event::Throttle(tok) = ev {
+                    out.clear();
+                    t.on_event(now, tok, &mut q, &mut slab, &mut out);
+                    n += out.len();
+                }
+            }
+            done.push(n);
+        }
+        assert!(done[0] < 45, "{done:?}");
+        assert!((48..=52).contains(&done[1]), "{done:?}");
+    }
 }
