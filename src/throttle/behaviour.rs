@@ -1,0 +1,285 @@
+//! Kernel versions of blk-throttle as named behaviour switches.
+//!
+//! | key | values | meaning |
+//! |---|---|---|
+//! | `throttle.iops_wait` | `v4.18`, `slice-end`, `slice-end+1`, `min-one-io` | iops wait formula: ideal (n+1)/iops + 1 jiffy (≤4.18); next slice boundary (4.19, 991f61fe7e1d); boundary of roundup(elapsed+1) (5.3, 3a10f999ffd4); that but ≥ HZ/iops+1 (6.11, 1beabab88ece) |
+//! | `throttle.slice` | `hz/10`, `ssd-hz/50`, `<n>ms` | slice length: 100 ms; 20 ms on non-rotational disks; explicit |
+//! | `throttle.trim` | `v4.x`, `keep-one-slice` | trim all finished slices (≤6.14) or keep one (6.15, 29cb95593430) |
+//! | `throttle.carryover` | `none`, `carryover`, `direct` | io.max write while queued: forget waited budget (≤6.0), carryover fields (6.1–6.14), signed disp counters (6.15+) |
+//! | `throttle.queue` | `fifo`, `split-bps-iops` | one FIFO per direction (≤6.15) or the 6.16 two-stage queue |
+//! | `throttle.reentry` | `skip`, `iops-only` | re-entering (split) bios: never looked at again (≤5.17) or iops-only (5.18+) |
+//! | `throttle.meta_bypass` | `true`, `false` | REQ_META/REQ_SWAP pass and are charged as debt (6.12+) |
+
+use crate::error::KeyError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IopsWait {
+    V418,
+    SliceEnd,
+    SliceEndPlus1,
+    MinOneIo,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SliceLen {
+    /// `HZ/10` for every disk.
+    Hz10,
+    /// `HZ/50` on non-rotational disks, `HZ/10` on rotational ones.
+    SsdHz50,
+    /// Explicit milliseconds (`throttle_sample_time`).
+    Ms(u32),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trim {
+    V4,
+    KeepOneSlice,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Carryover {
+    None,
+    Carryover,
+    Direct,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueMode {
+    Fifo,
+    SplitBpsIops,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reentry {
+    Skip,
+    IopsOnly,
+}
+
+/// The switches that differ between kernel versions (table in the module header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThrottleBehaviour {
+    pub iops_wait: IopsWait,
+    pub slice: SliceLen,
+    pub trim: Trim,
+    pub carryover: Carryover,
+    pub queue: QueueMode,
+    pub reentry: Reentry,
+    pub meta_bypass: bool,
+}
+
+impl Default for ThrottleBehaviour {
+    fn default() -> Self {
+        behaviour_for("newest", false, &[]).unwrap_or(ThrottleBehaviour {
+            iops_wait: IopsWait::MinOneIo,
+            slice: SliceLen::Hz10,
+            trim: Trim::KeepOneSlice,
+            carryover: Carryover::Direct,
+            queue: QueueMode::SplitBpsIops,
+            reentry: Reentry::IopsOnly,
+            meta_bypass: true,
+        })
+    }
+}
+
+const PRESETS: &[&str] = &[
+    "4.18", "4.19", "5.3", "5.18", "6.1", "6.9", "6.10", "6.11", "6.12", "6.15", "6.16", "6.19",
+    "newest",
+];
+
+fn parse_version(v: &str) -> Option<(u32, u32)> {
+    if v == "newest" || v.is_empty() {
+        return Some((99, 0));
+    }
+    let (a, b) = v.split_once('.')?;
+    let b = b.split(|c: char| !c.is_ascii_digit()).next()?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
+
+fn bad(key: &str, accepted: &str) -> KeyError {
+    KeyError::new(key, format!("accepted values: {accepted}"))
+}
+
+/// The behaviour of kernel `version` (`"4.18"`, `"6.10"`, ..., `"newest"`), with
+/// `throttling_low` = `CONFIG_BLK_DEV_THROTTLING_LOW` (decides the SSD slice in 4.12–6.8),
+/// then `overrides` (`("throttle.trim", "v4.x")`, ...) applied in order.
+pub fn behaviour_for(
+    version: &str,
+    throttling_low: bool,
+    overrides: &[(String, String)],
+) -> Result<ThrottleBehaviour, KeyError> {
+    let v = parse_version(version).ok_or_else(|| {
+        KeyError::new(
+            "kernel.version",
+            format!(
+                "`{version}` is not a version (MAJOR.MINOR); presets: {}",
+                PRESETS.join(", ")
+            ),
+        )
+    })?;
+    let mut b = ThrottleBehaviour {
+        iops_wait: if v < (4, 19) {
+            IopsWait::V418
+        } else if v < (5, 3) {
+            IopsWait::SliceEnd
+        } else if v < (6, 11) {
+            IopsWait::SliceEndPlus1
+        } else {
+            IopsWait::MinOneIo
+        },
+        slice: if !((4, 12)..(6, 19)).contains(&v) || (v < (6, 9) && !throttling_low) {
+            SliceLen::Hz10
+        } else {
+            SliceLen::SsdHz50
+        },
+        trim: if v < (6, 15) {
+            Trim::V4
+        } else {
+            Trim::KeepOneSlice
+        },
+        carryover: if v < (6, 1) {
+            Carryover::None
+        } else if v < (6, 15) {
+            Carryover::Carryover
+        } else {
+            Carryover::Direct
+        },
+        queue: if v < (6, 16) {
+            QueueMode::Fifo
+        } else {
+            QueueMode::SplitBpsIops
+        },
+        reentry: if v < (5, 18) {
+            Reentry::Skip
+        } else {
+            Reentry::IopsOnly
+        },
+        meta_bypass: v >= (6, 12),
+    };
+    for (key, val) in overrides {
+        let val = val.as_str();
+        match key.as_str() {
+            "throttle.iops_wait" => {
+                b.iops_wait = match val {
+                    "v4.18" => IopsWait::V418,
+                    "slice-end" => IopsWait::SliceEnd,
+                    "slice-end+1" => IopsWait::SliceEndPlus1,
+                    "min-one-io" => IopsWait::MinOneIo,
+                    _ => return Err(bad(key, "v4.18, slice-end, slice-end+1, min-one-io")),
+                }
+            }
+            "throttle.slice" => {
+                b.slice = match val {
+                    "hz/10" => SliceLen::Hz10,
+                    "ssd-hz/50" => SliceLen::SsdHz50,
+                    _ => match val.strip_suffix("ms").and_then(|n| n.parse::<u32>().ok()) {
+                        Some(ms @ 1..=1000) => SliceLen::Ms(ms),
+                        _ => return Err(bad(key, "hz/10, ssd-hz/50, <1..1000>ms")),
+                    },
+                }
+            }
+            "throttle.trim" => {
+                b.trim = match val {
+                    "v4.x" => Trim::V4,
+                    "keep-one-slice" => Trim::KeepOneSlice,
+                    _ => return Err(bad(key, "v4.x, keep-one-slice")),
+                }
+            }
+            "throttle.carryover" => {
+                b.carryover = match val {
+                    "none" => Carryover::None,
+                    "carryover" => Carryover::Carryover,
+                    "direct" => Carryover::Direct,
+                    _ => return Err(bad(key, "none, carryover, direct")),
+                }
+            }
+            "throttle.queue" => {
+                b.queue = match val {
+                    "fifo" => QueueMode::Fifo,
+                    "split-bps-iops" => QueueMode::SplitBpsIops,
+                    _ => return Err(bad(key, "fifo, split-bps-iops")),
+                }
+            }
+            "throttle.reentry" => {
+                b.reentry = match val {
+                    "skip" => Reentry::Skip,
+                    "iops-only" => Reentry::IopsOnly,
+                    _ => return Err(bad(key, "skip, iops-only")),
+                }
+            }
+            "throttle.meta_bypass" => {
+                b.meta_bypass = match val {
+                    "true" => true,
+                    "false" => false,
+                    _ => return Err(bad(key, "true, false")),
+                }
+            }
+            _ => {
+                return Err(KeyError::new(
+                    key.as_str(),
+                    "unknown key; accepted: throttle.iops_wait, throttle.slice, throttle.trim, \
+                     throttle.carryover, throttle.queue, throttle.reentry, throttle.meta_bypass",
+                ));
+            }
+        }
+    }
+    Ok(b)
+}
+
+/// Markdown table of the presets (versions × behaviours) for the README.
+pub fn behaviour_table() -> String {
+    let mut s = String::from(
+        "| version | iops_wait | slice (THROTTLING_LOW=n / y) | trim | carryover | queue | reentry | meta_bypass |\n|---|---|---|---|---|---|---|---|\n",
+    );
+    for v in PRESETS {
+        let (Ok(n), Ok(y)) = (behaviour_for(v, false, &[]), behaviour_for(v, true, &[])) else {
+            continue;
+        };
+        s += &format!(
+            "| {v} | {:?} | {:?} / {:?} | {:?} | {:?} | {:?} | {:?} | {} |\n",
+            n.iops_wait, n.slice, y.slice, n.trim, n.carryover, n.queue, n.reentry, n.meta_bypass
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_follow_the_version_map() {
+        let b = |v: &str, low: bool| behaviour_for(v, low, &[]).unwrap();
+        assert_eq!(b("4.18", true).iops_wait, IopsWait::V418);
+        assert_eq!(b("4.19", true).iops_wait, IopsWait::SliceEnd);
+        assert_eq!(b("4.19", true).slice, SliceLen::SsdHz50);
+        assert_eq!(b("4.19", false).slice, SliceLen::Hz10);
+        assert_eq!(b("6.10", false).slice, SliceLen::SsdHz50);
+        assert_eq!(b("6.10", false).queue, QueueMode::Fifo);
+        assert_eq!(b("6.16", false).queue, QueueMode::SplitBpsIops);
+        assert_eq!(b("6.19", true).slice, SliceLen::Hz10);
+        assert_eq!(b("5.17", false).reentry, Reentry::Skip);
+        assert_eq!(b("6.11", false).iops_wait, IopsWait::MinOneIo);
+        assert!(b("6.12", false).meta_bypass && !b("6.11", false).meta_bypass);
+        assert_eq!(b("6.15", false).carryover, Carryover::Direct);
+        assert_eq!(b("6.1", false).carryover, Carryover::Carryover);
+    }
+
+    #[test]
+    fn overrides_and_errors() {
+        let o = vec![("throttle.slice".to_string(), "50ms".to_string())];
+        assert_eq!(
+            behaviour_for("6.1", false, &o).unwrap().slice,
+            SliceLen::Ms(50)
+        );
+        let e = behaviour_for("6.1", false, &[("throttle.trim".into(), "x".into())]);
+        assert!(e.unwrap_err().msg.contains("keep-one-slice"));
+        assert_eq!(
+            behaviour_for("6.1", false, &[("throttle.nope".into(), "x".into())])
+                .unwrap_err()
+                .key,
+            "throttle.nope"
+        );
+        assert!(behaviour_for("six", false, &[]).is_err());
+        assert!(behaviour_table().contains("| 4.19 | SliceEnd |"));
+    }
+}
