@@ -2,10 +2,36 @@
 //! and `blkcg-sim run NAME` need no files. Seeds come first, examples after.
 
 /// (name, TOML text) of every built-in scenario.
-pub const SCENARIOS: &[(&str, &str)] = &[(
-    "throttle-iops-tail-latency",
-    include_str!("../../scenarios/throttle-iops-tail-latency.toml"),
-)];
+pub const SCENARIOS: &[(&str, &str)] = &[
+    (
+        "throttle-iops-tail-latency",
+        include_str!("../../scenarios/throttle-iops-tail-latency.toml"),
+    ),
+    (
+        "throttle-wbps-wiops",
+        include_str!("../../scenarios/throttle-wbps-wiops.toml"),
+    ),
+    (
+        "iocost-no-completion",
+        include_str!("../../scenarios/iocost-no-completion.toml"),
+    ),
+    (
+        "iocost-linear-max",
+        include_str!("../../scenarios/iocost-linear-max.toml"),
+    ),
+    (
+        "sanity-nullb-ssd",
+        include_str!("../../scenarios/sanity-nullb-ssd.toml"),
+    ),
+    (
+        "example-throttle-hierarchy",
+        include_str!("../../scenarios/example-throttle-hierarchy.toml"),
+    ),
+    (
+        "example-iocost-hierarchy",
+        include_str!("../../scenarios/example-iocost-hierarchy.toml"),
+    ),
+];
 
 /// Names of the built-in scenarios, in order.
 pub fn names() -> Vec<&'static str> {

@@ -1,9 +1,30 @@
-//! (being written: glue from a resolved scenario to the pipeline and the reports)
-use std::path::PathBuf;
+//! From a resolved scenario to a finished run and its outputs; the commands of the CLI.
+//!
+//! `run_variant()` is the one place where every layer is built: the device model from
+//! `[device]`, the fio jobs from each cgroup's `fio`, blk-throttle and blk-iocost from
+//! `[kernel]`; then the scenario's interface writes are applied in order (root files
+//! first, parents before children) exactly as `echo LINE > FILE` would, and a refused
+//! write is reported with the scenario line and the kernel's errno. The commands
+//! (`run`, `fio`, `check`, `repro`) only choose variants and print.
 
-use super::Scenario;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
-#[derive(Debug, Clone, Copy)]
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::repro::{self, ReproSpec, VariantMetrics};
+use super::resolve::{IfaceFile, IfaceWrite, Resolved};
+use super::{Scenario, embedded};
+use crate::blkcg::{CgroupTree, DeviceTable};
+use crate::device::QueueLimits;
+use crate::report::summary::{self, JobSummary};
+use crate::sim::engine::{JobParams, Pipeline, RunOutput};
+use crate::throttle::{self, Throttle, ThrottleConfig};
+use crate::workload::fio as fiojob;
+use crate::workload::job::start_dependencies;
+
+/// How `run` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputFormat {
     Normal,
     Json,
@@ -11,6 +32,7 @@ pub enum OutputFormat {
     Summary,
 }
 
+/// Options of the `run` command.
 pub struct RunOptions {
     pub variants: Vec<String>,
     pub kernels: Vec<String>,
@@ -21,23 +43,647 @@ pub struct RunOptions {
     pub progress: bool,
 }
 
-pub fn run_command(_sc: &Scenario, _o: &RunOptions) -> Result<u8, String> {
-    Err("not yet".into())
+/// Everything one variant's run produced.
+pub struct VariantRun {
+    pub label: String,
+    pub resolved: Resolved,
+    pub limits: QueueLimits,
+    pub out: RunOutput,
+    pub specs: Vec<fiojob::JobSpec>,
+    pub global_options: Vec<(String, String)>,
+    pub summaries: Vec<JobSummary>,
+    pub warnings: Vec<String>,
+    pub io_stat: String,
+    pub extra: BTreeMap<String, f64>,
 }
+
+/// Read a fio source (command line or job-file text) of one cgroup.
+fn parse_fio(text: &str, src: &str) -> Result<fiojob::FioJobs, String> {
+    let t = text.trim();
+    let no_env = |_: &str| None;
+    let no_include = |f: &str| -> Result<String, String> {
+        std::fs::read_to_string(f).map_err(|e| format!("cannot read include `{f}`: {e}"))
+    };
+    if t.starts_with("fio ") || t.starts_with("--") || t == "fio" {
+        let args: Vec<String> = split_shell_words(t.strip_prefix("fio").unwrap_or(t))?;
+        fiojob::parse_cmdline_with(&args, &no_env, &no_include).map_err(|e| format!("{src}: {e}"))
+    } else {
+        fiojob::parse_jobfile(t, src, &no_env, &no_include).map_err(|e| e.to_string())
+    }
+}
+
+/// Split a command line as a POSIX shell would for plain words and quotes.
+pub fn split_shell_words(s: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut quote: Option<char> = None;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some('"'), '\\') => {
+                if let Some(n) = chars.next() {
+                    cur.push(n);
+                }
+            }
+            (Some(_), c) => cur.push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (None, '\\') => {
+                if let Some(n) = chars.next() {
+                    if n != '\n' {
+                        cur.push(n);
+                        in_word = true;
+                    }
+                }
+            }
+            (None, c) if c.is_whitespace() => {
+                if in_word {
+                    out.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            (None, c) => {
+                cur.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if quote.is_some() {
+        return Err("unterminated quote in the fio command line".into());
+    }
+    if in_word {
+        out.push(cur);
+    }
+    Ok(out)
+}
+
+fn progress_bar(enabled: bool, len_ns: u64, label: &str) -> Option<ProgressBar> {
+    if !enabled || len_ns == 0 {
+        return None;
+    }
+    let pb = ProgressBar::new(len_ns / 1_000_000);
+    pb.set_style(
+        ProgressStyle::with_template("{prefix:>24} [{bar:30}] {pos}/{len} ms simulated")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    pb.set_prefix(label.to_string());
+    Some(pb)
+}
+
+/// The error for a refused interface write, naming the scenario line.
+fn write_error(
+    sc_file: &str,
+    w: &IfaceWrite,
+    tree: &CgroupTree,
+    e: impl std::fmt::Display,
+) -> String {
+    let cg = &tree.nodes[w.cgroup as usize].path;
+    let path = if cg.is_empty() {
+        w.file.name().to_string()
+    } else {
+        format!("{cg}/{}", w.file.name())
+    };
+    format!(
+        "{sc_file}{}: echo \"{}\" > {path}: {e}",
+        w.src_line.map(|l| format!(":{l}")).unwrap_or_default(),
+        w.line
+    )
+}
+
+fn key_err(sc: &Scenario, table: &[&str], e: &crate::error::KeyError) -> String {
+    let key = e.key.rsplit('.').next().unwrap_or(&e.key);
+    sc.err_at(table, key, e.to_string()).to_string()
+}
+
+/// Build and run one variant (None: the scenario without variants).
+pub fn run_variant(
+    sc: &Scenario,
+    variant: Option<&str>,
+    kernel_version: Option<&str>,
+    seed: Option<u64>,
+    progress: bool,
+) -> Result<VariantRun, String> {
+    let mut r = sc.resolve(variant).map_err(|e| e.to_string())?;
+    if let Some(v) = kernel_version {
+        r.kernel.version = v.to_string();
+    }
+    if let Some(s) = seed {
+        r.seed = s;
+    }
+    let dev = crate::device::config::build(&r.device, r.seed)
+        .map_err(|e| key_err(sc, &["device"], &e))?;
+    let limits = dev.limits().clone();
+    let devs = DeviceTable {
+        disks: vec![(limits.major, limits.minor)],
+    };
+    let mut warnings = Vec::new();
+    // fio jobs, in the order the scenario lists cgroups
+    let mut params: Vec<JobParams> = Vec::new();
+    let mut specs: Vec<fiojob::JobSpec> = Vec::new();
+    let mut global_options = Vec::new();
+    let mut tree = r.tree.clone();
+    for src in &r.fio {
+        if src.text.trim().is_empty() {
+            continue;
+        }
+        let cg_path = tree.nodes[src.cgroup as usize].path.clone();
+        let where_ = format!(
+            "{}{} (fio of cgroup {cg_path})",
+            sc.file,
+            src.src_line.map(|l| format!(":{l}")).unwrap_or_default()
+        );
+        let jobs = parse_fio(&src.text, &where_)?;
+        warnings.extend(jobs.warnings.iter().map(|w| format!("{where_}: {w}")));
+        global_options.extend(jobs.global_options.iter().cloned());
+        let base = params.len() as u32;
+        let deps = start_dependencies(&jobs.jobs, base);
+        for (spec, after) in jobs.jobs.into_iter().zip(deps) {
+            let cg = match &spec.cgroup {
+                Some(p) => tree.ensure(p),
+                None => src.cgroup,
+            };
+            let seed_name = format!("{}#{}#{}", spec.name, params.len(), spec.clone_index);
+            let (p, w) = JobParams::from_spec(&spec, cg, limits.capacity, after, seed_name)
+                .map_err(|e| format!("{where_}: {e}"))?;
+            warnings.extend(w.into_iter().map(|w| format!("{where_}: {w}")));
+            params.push(p);
+            specs.push(spec);
+        }
+    }
+    if params.is_empty() {
+        return Err(format!(
+            "{}: no fio job to run{}; give a cgroup a `fio = \"fio --name=...\"`",
+            sc.file,
+            variant
+                .map(|v| format!(" in variant `{v}`"))
+                .unwrap_or_default()
+        ));
+    }
+    let mut pipe = Pipeline::new(dev, params, tree.len(), r.host, r.seed);
+    pipe.set_duration(r.duration);
+    // blk-throttle exists once a cgroup has an io.max line
+    if r.writes.iter().any(|w| w.file == IfaceFile::IoMax) {
+        let ov: Vec<(String, String)> = r
+            .kernel
+            .overrides
+            .iter()
+            .filter(|(k, _)| k.starts_with("throttle."))
+            .cloned()
+            .collect();
+        let b = throttle::behaviour_for(&r.kernel.version, r.kernel.throttling_low, &ov)
+            .map_err(|e| key_err(sc, &["kernel"], &e))?;
+        pipe.throttle = Some(Throttle::new(
+            ThrottleConfig::new(r.kernel.hz, b),
+            &tree,
+            &limits,
+        ));
+    }
+    // interface writes at t = 0 now, later ones from the event loop
+    let mut later = Vec::new();
+    for w in &r.writes {
+        if w.at == 0 {
+            apply_write(&mut pipe, w, &devs).map_err(|e| write_error(&sc.file, w, &tree, e))?;
+        } else {
+            pipe.schedule_config(w.at, later.len() as u32);
+            later.push(w.clone());
+        }
+    }
+    let label = variant.unwrap_or("default").to_string();
+    let horizon = r.duration.unwrap_or(0);
+    let pb = progress_bar(progress, horizon, &label);
+    let mut late_errors = Vec::new();
+    let out = pipe.run(
+        |p, i| {
+            let w = &later[i as usize];
+            if let Err(e) = apply_write(p, w, &devs) {
+                late_errors.push(write_error(&sc.file, w, &tree, e));
+            }
+        },
+        |now| {
+            if let Some(pb) = &pb {
+                pb.set_position(now / 1_000_000);
+            }
+        },
+    );
+    if let Some(pb) = pb {
+        pb.finish_and_clear();
+    }
+    warnings.extend(late_errors);
+    let summaries = out
+        .jobs
+        .iter()
+        .map(|(p, st, t)| job_summary(&tree.nodes[p.cgroup as usize].path, p, st, t))
+        .collect();
+    let io_stat = io_stat_text(&out, &tree, &limits);
+    Ok(VariantRun {
+        label,
+        resolved: Resolved { tree, ..r },
+        limits,
+        out,
+        specs,
+        global_options,
+        summaries,
+        warnings,
+        io_stat,
+        extra: BTreeMap::new(),
+    })
+}
+
+/// `echo LINE > FILE` on the running pipeline.
+fn apply_write(p: &mut Pipeline, w: &IfaceWrite, devs: &DeviceTable) -> Result<(), String> {
+    let now = p.queue_mut().now();
+    match w.file {
+        IfaceFile::IoMax => {
+            let (t, q) = p.throttle_and_queue();
+            match t {
+                Some(t) => t
+                    .write_io_max(now, w.cgroup, &w.line, devs, q)
+                    .map_err(|e| e.to_string()),
+                None => Err("blk-throttle is not set up".into()),
+            }
+        }
+        IfaceFile::IoWeight | IfaceFile::IoCostQos | IfaceFile::IoCostModel => Err(format!(
+            "{} is not available yet (blk-iocost pending)",
+            w.file.name()
+        )),
+    }
+}
+
+/// The summary row of one job (what the seeds' `get_result` extracts from fio JSON).
+fn job_summary(
+    cgroup: &str,
+    p: &JobParams,
+    st: &crate::report::fio::JobStats,
+    t: &crate::sim::engine::JobTimes,
+) -> JobSummary {
+    let runtime_ms = (t.finished.saturating_sub(t.stats_start))
+        .div_ceil(1_000_000)
+        .max(1);
+    let ios: u64 = st.ios.iter().sum();
+    let bytes: u64 = st.bytes.iter().sum();
+    let n = ios.max(1) as f64;
+    JobSummary {
+        cgroup: cgroup.to_string(),
+        job: p.name.clone(),
+        iops: ios as f64 * 1000.0 / runtime_ms as f64,
+        mib_s: (bytes * 1000 / runtime_ms) as f64 / 1048576.0,
+        slat_mean_ms: st.slat_sum.iter().sum::<u64>() as f64 / n / 1e6,
+        clat_mean_ms: st.clat_sum.iter().sum::<u64>() as f64 / n / 1e6,
+        clat_max_ms: *st.clat_max.iter().max().unwrap_or(&0) as f64 / 1e6,
+        clat_pct_ms: Vec::new(),
+    }
+}
+
+/// `io.stat` of every cgroup with I/O, as the kernel prints it.
+fn io_stat_text(out: &RunOutput, tree: &CgroupTree, limits: &QueueLimits) -> String {
+    let mut s = String::new();
+    for (i, st) in out.cg_stat.iter().enumerate() {
+        if st.rios + st.wios == 0 {
+            continue;
+        }
+        let path = &tree.nodes[i].path;
+        s.push_str(&format!(
+            "{}: {}:{} rbytes={} wbytes={} rios={} wios={} dbytes=0 dios=0\n",
+            if path.is_empty() { "/" } else { path },
+            limits.major,
+            limits.minor,
+            st.rbytes,
+            st.wbytes,
+            st.rios,
+            st.wios
+        ));
+    }
+    s
+}
+
+/// Which (variant, kernel) pairs a `run` covers.
+fn plan(
+    sc: &Scenario,
+    variants: &[String],
+    kernels: &[String],
+) -> Result<Vec<(Option<String>, Option<String>)>, String> {
+    let all = sc.variants();
+    let chosen: Vec<Option<String>> = if !variants.is_empty() {
+        for v in variants {
+            if !all.contains(v) {
+                return Err(format!(
+                    "{}: no variant `{v}`; this scenario has: {}",
+                    sc.file,
+                    if all.is_empty() {
+                        "none".to_string()
+                    } else {
+                        all.join(", ")
+                    }
+                ));
+            }
+        }
+        variants.iter().cloned().map(Some).collect()
+    } else if all.is_empty() {
+        vec![None]
+    } else {
+        all.into_iter().map(Some).collect()
+    };
+    let mut out = Vec::new();
+    for v in chosen {
+        if kernels.is_empty() {
+            out.push((v, None));
+        } else {
+            for k in kernels {
+                out.push((v.clone(), Some(k.clone())));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn run_label(v: &Option<String>, k: &Option<String>) -> String {
+    match (v, k) {
+        (Some(v), Some(k)) => format!("{v}@{k}"),
+        (Some(v), None) => v.clone(),
+        (None, Some(k)) => format!("kernel-{k}"),
+        (None, None) => "default".into(),
+    }
+}
+
+/// `blkcg-sim run`.
+pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
+    let plan = plan(sc, &o.variants, &o.kernels)?;
+    let mut runs = Vec::new();
+    for (v, k) in &plan {
+        let mut run = run_variant(sc, v.as_deref(), k.as_deref(), o.seed, o.progress)?;
+        run.label = run_label(v, k);
+        for w in &run.warnings {
+            eprintln!("warning: {w}");
+        }
+        runs.push(run);
+    }
+    let mut stdout = String::new();
+    let single = runs.len() == 1;
+    for run in &runs {
+        if !single && o.format != OutputFormat::Summary {
+            stdout.push_str(&format!("=== variant {} ===\n", run.label));
+        }
+        match o.format {
+            OutputFormat::Summary => {}
+            OutputFormat::Normal | OutputFormat::Json | OutputFormat::JsonPlus => {
+                stdout.push_str(&summary::summary_table(&run.summaries));
+            }
+        }
+        if o.timeline {
+            stdout.push_str(&summary::iostat_text(&run.limits.name, &run.out.iostat));
+            stdout.push_str(&run.io_stat);
+        }
+        if let Some(dir) = &o.output {
+            write_outputs(&dir.join(&run.label), run)?;
+        }
+    }
+    if o.format == OutputFormat::Summary || (!single && o.format == OutputFormat::Normal) {
+        for run in &runs {
+            stdout.push_str(&format!("--- {} ---\n", run.label));
+            stdout.push_str(&summary::summary_table(&run.summaries));
+        }
+    }
+    print!("{stdout}");
+    Ok(0)
+}
+
+/// Every output file of one run under `dir`.
+fn write_outputs(dir: &Path, run: &VariantRun) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let write = |name: &str, text: &str| {
+        std::fs::write(dir.join(name), text)
+            .map_err(|e| format!("{}: {e}", dir.join(name).display()))
+    };
+    write("summary.txt", &summary::summary_table(&run.summaries))?;
+    write("iostat.csv", &summary::iostat_csv(&run.out.iostat))?;
+    write("io.stat", &run.io_stat)?;
+    Ok(())
+}
+
+/// `blkcg-sim fio`: fio's own arguments against a simulated device.
 pub fn fio_command(
-    _d: &str,
-    _m: Option<&str>,
-    _k: Option<&str>,
-    _a: &[String],
-    _f: OutputFormat,
+    device: &str,
+    io_max: Option<&str>,
+    kernel: Option<&str>,
+    args: &[String],
+    format: OutputFormat,
 ) -> Result<u8, String> {
-    Err("not yet".into())
+    let dev = parse_device_spec(device)?;
+    let mut t = toml::Table::new();
+    t.insert("device".into(), toml::Value::Table(dev));
+    let mut cg = toml::Table::new();
+    let mut words = vec!["fio".to_string()];
+    words.extend(args.iter().map(|a| shell_quote(a)));
+    cg.insert("fio".into(), toml::Value::String(words.join(" ")));
+    if let Some(m) = io_max {
+        cg.insert("io.max".into(), toml::Value::String(m.to_string()));
+    }
+    let mut cgs = toml::Table::new();
+    cgs.insert("fio".into(), toml::Value::Table(cg));
+    t.insert("cgroup".into(), toml::Value::Table(cgs));
+    if let Some(k) = kernel {
+        let mut kt = toml::Table::new();
+        kt.insert("version".into(), toml::Value::String(k.to_string()));
+        t.insert("kernel".into(), toml::Value::Table(kt));
+    }
+    let text = toml::to_string(&t).map_err(|e| e.to_string())?;
+    let sc = Scenario::parse(&text, "<command line>").map_err(|e| e.to_string())?;
+    let opts = RunOptions {
+        variants: vec![],
+        kernels: vec![],
+        format,
+        output: None,
+        seed: None,
+        timeline: false,
+        progress: false,
+    };
+    run_command(&sc, &opts)
 }
-pub fn check_command(_sc: &Scenario, _v: &[String]) -> Result<u8, String> {
-    Err("not yet".into())
+
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_=.,:/+%".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
 }
-pub fn repro_command(_n: &[String], _json: bool, _p: bool) -> Result<u8, String> {
-    Err("not yet".into())
+
+/// `blkcg-sim check`: validate every variant and print what it resolves to.
+pub fn check_command(sc: &Scenario, variants: &[String]) -> Result<u8, String> {
+    let plan = plan(sc, variants, &[])?;
+    for (v, _) in plan {
+        let r = sc.resolve(v.as_deref()).map_err(|e| e.to_string())?;
+        let dev = crate::device::config::build(&r.device, r.seed)
+            .map_err(|e| key_err(sc, &["device"], &e))?;
+        let l = dev.limits();
+        println!("variant {}:", v.as_deref().unwrap_or("(base)"));
+        println!(
+            "  device   {} {}:{} ({}) rotational={} hw_queue_depth={} nr_requests={} max_sectors_kb={} capacity={}",
+            dev.model(),
+            l.major,
+            l.minor,
+            l.name,
+            u8::from(l.rotational),
+            l.hw_queue_depth,
+            l.nr_requests,
+            l.max_sectors_kb,
+            l.capacity
+        );
+        println!(
+            "  kernel   version={} hz={} throttling_low={}",
+            r.kernel.version, r.kernel.hz, r.kernel.throttling_low
+        );
+        let ov: Vec<(String, String)> = r
+            .kernel
+            .overrides
+            .iter()
+            .filter(|(k, _)| k.starts_with("throttle."))
+            .cloned()
+            .collect();
+        let b = throttle::behaviour_for(&r.kernel.version, r.kernel.throttling_low, &ov)
+            .map_err(|e| key_err(sc, &["kernel"], &e))?;
+        println!("  throttle {b:?}");
+        println!("  host     {:?}", r.host);
+        for w in &r.writes {
+            let cg = &r.tree.nodes[w.cgroup as usize].path;
+            println!(
+                "  at {:>12} ns  echo \"{}\" > {}{}",
+                w.at,
+                w.line,
+                if cg.is_empty() {
+                    String::new()
+                } else {
+                    format!("{cg}/")
+                },
+                w.file.name()
+            );
+        }
+        for f in &r.fio {
+            if f.text.trim().is_empty() {
+                continue;
+            }
+            let jobs = parse_fio(&f.text, &sc.file)?;
+            for j in &jobs.jobs {
+                println!(
+                    "  job {:<12} cgroup={} rw={:?} bs={:?} iodepth={} engine={:?} runtime={}ns",
+                    j.name,
+                    j.cgroup
+                        .as_deref()
+                        .unwrap_or(&r.tree.nodes[f.cgroup as usize].path),
+                    j.rw,
+                    j.bs_min,
+                    j.iodepth,
+                    j.ioengine,
+                    j.runtime
+                );
+            }
+            for w in jobs.warnings {
+                println!("  warning: {w}");
+            }
+        }
+    }
+    println!("ok");
+    Ok(0)
+}
+
+/// The figures bands look at, from one run.
+fn metrics_of(run: &VariantRun) -> VariantMetrics {
+    VariantMetrics {
+        jobs: run.summaries.clone(),
+        iostat: run.out.iostat.clone(),
+        extra: run.extra.clone(),
+    }
+}
+
+/// `blkcg-sim repro`: run the built-in seeds and check every band.
+pub fn repro_command(names: &[String], json: bool, progress: bool) -> Result<u8, String> {
+    let all = embedded::seeds();
+    let chosen: Vec<&str> = if names.is_empty() {
+        all.clone()
+    } else {
+        let mut v = Vec::new();
+        for n in names {
+            let Some(x) = all.iter().find(|s| **s == n.as_str()) else {
+                return Err(format!(
+                    "no seed reproduction `{n}`; available: {}",
+                    all.join(", ")
+                ));
+            };
+            v.push(*x);
+        }
+        v
+    };
+    let mut failed = 0;
+    let mut json_out = Vec::new();
+    for name in chosen {
+        let (spec, results, runs) = reproduce(name, progress)?;
+        failed += results.iter().filter(|r| !r.pass).count();
+        if json {
+            json_out.push(serde_json::json!({
+                "name": name,
+                "title": spec.title,
+                "source": spec.source,
+                "bands": results,
+                "pass": results.iter().all(|r| r.pass),
+            }));
+        } else {
+            println!("==== {name}: {}", spec.title);
+            println!("source: shared/seeds/{}\n", spec.source);
+            println!("published:\n{}", spec.published.trim_end());
+            println!("\nsimulated:");
+            for run in &runs {
+                println!("--- {} ---", run.label);
+                print!("{}", summary::summary_table(&run.summaries));
+            }
+            println!();
+            print!("{}", repro::bands_table(&results));
+            println!();
+        }
+    }
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json_out).map_err(|e| e.to_string())?
+        );
+    } else {
+        println!(
+            "{}",
+            if failed == 0 {
+                "all bands pass".to_string()
+            } else {
+                format!("{failed} band(s) FAIL")
+            }
+        );
+    }
+    Ok(u8::from(failed > 0))
+}
+
+/// Run every variant of built-in seed `name` and evaluate its bands.
+pub fn reproduce(
+    name: &str,
+    progress: bool,
+) -> Result<(ReproSpec, Vec<repro::BandResult>, Vec<VariantRun>), String> {
+    let text = embedded::get(name).ok_or_else(|| format!("no built-in scenario `{name}`"))?;
+    let sc = Scenario::parse(text, &format!("{name}.toml")).map_err(|e| e.to_string())?;
+    let spec =
+        ReproSpec::from_table(&sc.table)?.ok_or_else(|| format!("{name} has no [repro] table"))?;
+    let mut runs = Vec::new();
+    let mut metrics = BTreeMap::new();
+    for v in sc.variants() {
+        let run = run_variant(&sc, Some(&v), None, None, progress)?;
+        metrics.insert(v.clone(), metrics_of(&run));
+        runs.push(run);
+    }
+    let results = repro::evaluate(&spec, &metrics);
+    Ok((spec, results, runs))
 }
 
 /// `--device SPEC` of `blkcg-sim fio`: `MODEL[:key=value,key=value...]` as a `[device]`

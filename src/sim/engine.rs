@@ -362,6 +362,11 @@ impl Pipeline {
         &mut self.q
     }
 
+    /// blk-throttle and the event queue together (an `io.max` write needs both).
+    pub fn throttle_and_queue(&mut self) -> (Option<&mut Throttle>, &mut EventQueue) {
+        (self.throttle.as_mut(), &mut self.q)
+    }
+
     /// Schedule a configuration event (`Event::Config(i)`); `run` hands it back to
     /// `on_config` at that time.
     pub fn schedule_config(&mut self, at: Ns, i: u32) {
