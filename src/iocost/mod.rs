@@ -19,6 +19,7 @@
 //!   `crate::blkcg::{iocost_qos, iocost_model, ioweight}` and derives the parameters
 //!   (`ioc_refresh_params()`): coefficients, period, margins, vrate bounds.
 
+pub mod ctl;
 pub mod hweight;
 pub mod model;
 pub mod period;
@@ -157,6 +158,7 @@ pub struct Iocost {
     derived: Derived,
     /// `vtime_base_rate`.
     pub vrate: u64,
+    rt: ctl::Runtime,
 }
 
 impl Iocost {
@@ -175,6 +177,11 @@ impl Iocost {
             weights: vec![Weights::default(); tree.len()],
             derived: Self::derive(&qos, &model, VTIME_PER_USEC),
             vrate: VTIME_PER_USEC,
+            rt: ctl::Runtime::new(
+                tree.len(),
+                hweight::Hier::new(tree, |_| ioweight_default()),
+                VTIME_PER_USEC,
+            ),
         };
         ioc.refresh();
         ioc
@@ -202,6 +209,14 @@ impl Iocost {
     /// The derived parameters currently in force.
     pub fn params(&self) -> &Derived {
         &self.derived
+    }
+
+    /// (rlat, wlat) in us.
+    fn qos_lat(&self) -> (u32, u32) {
+        let q = self
+            .qos
+            .unwrap_or(QosParams::auto(AUTOP[self.autop].lat_us));
+        (q.rlat, q.wlat)
     }
 
     /// True once `enable=1` has been written.
@@ -269,8 +284,16 @@ impl Iocost {
     ) -> Result<(), KernelError> {
         let has_ioc = self.qos.is_some();
         let dev = self.dev;
-        let w = self.weights_mut(cg)?;
-        w.write(input, devs, |d| d == dev && has_ioc)
+        self.weights_mut(cg)?
+            .write(input, devs, |d| d == dev && has_ioc)?;
+        // an active iocg gets the new weight at once (propagate_weights with save)
+        let w = self.weight(cg);
+        self.rt.hier.set_weight(cg, w);
+        if self.rt.iocgs[cg as usize].active {
+            let a = u64::from(w) * hweight::WEIGHT_ONE;
+            self.rt.hier.propagate(cg, a, a);
+        }
+        Ok(())
     }
 
     fn weights_mut(&mut self, cg: u32) -> Result<&mut Weights, KernelError> {
