@@ -134,6 +134,10 @@ fn run(qos: &str, weights: &[u32], qd: usize, secs: u64) -> Out {
             other => panic!("unexpected event {other:?}"),
         }
     }
+    let mon = rig.ioc.monitor_text(end);
+    assert!(mon.starts_with("8:0 "), "{mon}");
+    assert!(rig.ioc.monitor_json(end)["period_ms"].as_u64() == Some(4));
+    assert!(rig.ioc.io_stat(0).starts_with("cost.vrate="));
     Out {
         done,
         waiting_left: rig.waiting,

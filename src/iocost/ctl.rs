@@ -549,3 +549,86 @@ impl Iocost {
         s
     }
 }
+
+impl Iocost {
+    fn monitor_rows(&mut self, now: Ns) -> (i64, Vec<CgRow>) {
+        let vnow = self.vnow(now);
+        (vnow, self.cg_rows(now, vnow))
+    }
+
+    /// An `iocost_monitor.py`-style snapshot (device line, then one line per active cgroup).
+    pub fn monitor_text(&mut self, now: Ns) -> String {
+        let (_, rows) = self.monitor_rows(now);
+        let state = if !self.enabled() {
+            "OFF"
+        } else if self.rt.running {
+            "RUN"
+        } else {
+            "IDLE"
+        };
+        let w1 = WEIGHT_ONE as f64;
+        let mut s = format!(
+            "{}:{} {state} per={}ms cur_per={:.3}:v{:.3} busy={:+3} vrate={:6.2}% params={}\n",
+            self.dev.0,
+            self.dev.1,
+            self.derived.period_us / 1000,
+            self.rt.period_at_us as f64 / 1e6,
+            self.rt.period_at_vtime as f64 / super::model::VTIME_PER_SEC as f64,
+            self.rt.busy_level,
+            self.vrate as f64 * 100.0 / super::model::VTIME_PER_USEC as f64,
+            self.params_name()
+        );
+        for r in rows {
+            s.push_str(&format!(
+                "cg{:<6} * {:6.2}/{:6.2} {:6.2}/{:6.2} {:6} {:7.2}ms {:7.2}ms {:3}%\n",
+                r.cg,
+                r.inuse as f64 / w1,
+                r.active as f64 / w1,
+                r.hwi as f64 * 100.0 / w1,
+                r.hwa as f64 * 100.0 / w1,
+                r.inflight_pct,
+                0.0,
+                0.0,
+                r.usage_pct
+            ));
+        }
+        s
+    }
+
+    /// The `--json` fields of `iocost_monitor.py`.
+    pub fn monitor_json(&mut self, now: Ns) -> serde_json::Value {
+        let (_, rows) = self.monitor_rows(now);
+        let w1 = WEIGHT_ONE as f64;
+        let cgs: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "cgroup": r.cg,
+                    "is_active": true,
+                    "weight": self.weight(r.cg),
+                    "weight_active": r.active as f64 / w1,
+                    "weight_inuse": r.inuse as f64 / w1,
+                    "hweight_active_pct": r.hwa as f64 * 100.0 / w1,
+                    "hweight_inuse_pct": r.hwi as f64 * 100.0 / w1,
+                    "inflight_pct": r.inflight_pct,
+                    "debt_ms": 0.0,
+                    "delay_ms": 0.0,
+                    "usage_pct": r.usage_pct,
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "device": format!("{}:{}", self.dev.0, self.dev.1),
+            "timestamp_ns": now,
+            "enabled": self.enabled(),
+            "running": self.rt.running,
+            "period_ms": self.derived.period_us / 1000,
+            "period_at": self.rt.period_at_us as f64 / 1e6,
+            "period_vtime_at": self.rt.period_at_vtime as f64 / super::model::VTIME_PER_SEC as f64,
+            "busy_level": self.rt.busy_level,
+            "vrate_pct": self.vrate as f64 * 100.0 / super::model::VTIME_PER_USEC as f64,
+            "params": self.params_name(),
+            "cgroups": cgs,
+        })
+    }
+}

@@ -219,6 +219,23 @@ impl Iocost {
         (q.rlat, q.wlat)
     }
 
+    /// `params=` of iocost_monitor: preset name plus `(C)`/`(Q)`/`(CQ)` for user model/qos.
+    pub fn params_name(&self) -> String {
+        let c = if self.model.user { "C" } else { "" };
+        let qf = if self.qos.is_some_and(|q| q.user) {
+            "Q"
+        } else {
+            ""
+        };
+        let flags = format!("{c}{qf}");
+        let name = AUTOP[self.autop].name;
+        if flags.is_empty() {
+            name.to_string()
+        } else {
+            format!("{name}({flags})")
+        }
+    }
+
     /// True once `enable=1` has been written.
     pub fn enabled(&self) -> bool {
         self.qos.is_some_and(|q| q.enable)
