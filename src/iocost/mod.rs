@@ -1,22 +1,467 @@
-//! (stub until the blk-iocost branch lands)
-use crate::sim::{Bio, BioId, BioSlab, Dir, EventQueue, Ns};
-pub struct Iocost;
-impl Iocost {
-    pub fn throttle(&mut self, _now: Ns, _id: BioId, _bio: &mut Bio, _q: &mut EventQueue) -> bool {
-        true
+//! blk-iocost for one device: the cost model, the weight hierarchy, the interface files
+//! and the period-timer decisions, mirroring `block/blk-iocost.c` (spec: iocost.md).
+//!
+//! Idea (as in the kernel's header comment): every bio gets an absolute cost from a
+//! linear device model; the device has a virtual clock advancing at `vrate`; each active
+//! cgroup pays `cost / hweight_inuse` of its own vtime and may issue while its vtime is
+//! behind the device's. A period timer watches completion latencies and tag waits and
+//! moves `busy_level`, which steers `vrate`.
+//!
+//! Moving parts and where they live:
+//! - `model.rs`  — presets, `calc_lcoefs()`, `calc_vtime_cost_builtin()`, linear-max;
+//! - `period.rs` — period length, margins, vrate bounds, lat stats, the busy_level
+//!   state machine (three named variants), `ioc_adjust_base_vrate()`, the vrate_adj
+//!   trace line;
+//! - `hweight.rs`— `propagate_weights()` sums and `current_hweight()` (WEIGHT_ONE
+//!   fixed point) over the cgroup tree;
+//! - this file  — [`IocostConfig`], [`behaviour_for`], and [`Iocost`], which owns the
+//!   device's interface state (`io.cost.qos`, `io.cost.model`, `io.weight`) parsed by
+//!   `crate::blkcg::{iocost_qos, iocost_model, ioweight}` and derives the parameters
+//!   (`ioc_refresh_params()`): coefficients, period, margins, vrate bounds.
+
+pub mod ctl;
+pub mod hweight;
+pub mod model;
+pub mod period;
+
+use crate::blkcg::iocost_model::ModelParams;
+use crate::blkcg::iocost_qos::{QosParams, open_bdev};
+use crate::blkcg::ioweight::Weights;
+use crate::blkcg::{CgroupTree, DeviceTable, Errno, KernelError};
+use crate::device::QueueLimits;
+use crate::error::KeyError;
+use crate::sim::Ns;
+use model::{AUTOP, Autop, CostModel, VTIME_PER_USEC};
+use period::{Margins, period_us, vrate_bound};
+
+/// What a tick with no completions does to busy_level (the 2026 seed fix and its drafts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoCompletion {
+    /// Before the fix: treated like a tick where every IO met its target.
+    Reset,
+    /// The seed's v2: clamp to ±4 if lagging, else min(busy, 0) with shortages, else 0.
+    Clamp4,
+    /// The applied v3: keep busy_level unchanged when IO is lagging.
+    KeepIfLagging,
+}
+
+/// Named behaviours of the controller that differ between kernel versions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IocostBehaviour {
+    pub no_completion: NoCompletion,
+}
+
+/// How the period timer is armed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimerMode {
+    /// Re-armed at `jiffies + usecs_to_jiffies(period)` with the given HZ.
+    Jiffies { hz: u32 },
+    /// Exactly `period_us` after the handler.
+    Exact,
+}
+
+/// Controller configuration from the scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IocostConfig {
+    pub timer: TimerMode,
+    pub behaviour: IocostBehaviour,
+    /// `blkcg_debug_stats`: adds `cost.wait/indebt/indelay` to io.stat.
+    pub debug_stats: bool,
+}
+
+/// Kernel version → behaviour, then `iocost.*` overrides. Versions before the 2026 fix
+/// (anything below 7.0, and 7.0-rc*) reset; 7.0 and later, or `newest`, keep if lagging.
+pub fn behaviour_for(
+    version: &str,
+    overrides: &[(String, String)],
+) -> Result<IocostBehaviour, KeyError> {
+    let bad_version = || {
+        KeyError::new(
+            "kernel.version",
+            format!(
+                "`{version}`: expected `newest` or MAJOR.MINOR[.PATCH][-rcN], e.g. 6.12 or 7.0-rc3"
+            ),
+        )
+    };
+    let no_completion = if version == "newest" {
+        NoCompletion::KeepIfLagging
+    } else {
+        let (num, rc) = match version.split_once('-') {
+            Some((n, suffix)) if suffix.starts_with("rc") => (n, true),
+            Some(_) => return Err(bad_version()),
+            None => (version, false),
+        };
+        let mut parts = num.split('.').map(|p| p.parse::<u32>());
+        let major = parts.next().and_then(|r| r.ok()).ok_or_else(bad_version)?;
+        let minor = parts.next().and_then(|r| r.ok()).ok_or_else(bad_version)?;
+        if parts.any(|p| p.is_err()) {
+            return Err(bad_version());
+        }
+        if (major, minor) < (7, 0) || ((major, minor) == (7, 0) && rc) {
+            NoCompletion::Reset
+        } else {
+            NoCompletion::KeepIfLagging
+        }
+    };
+    let mut b = IocostBehaviour { no_completion };
+    for (key, val) in overrides {
+        match key.as_str() {
+            "iocost.no_completion" => {
+                b.no_completion = match val.as_str() {
+                    "reset" => NoCompletion::Reset,
+                    "clamp-4" => NoCompletion::Clamp4,
+                    "keep-if-lagging" => NoCompletion::KeepIfLagging,
+                    _ => {
+                        return Err(KeyError::new(
+                            key.clone(),
+                            format!("`{val}`: accepted: reset, clamp-4, keep-if-lagging"),
+                        ));
+                    }
+                }
+            }
+            k if k.starts_with("iocost.") => {
+                return Err(KeyError::new(
+                    key.clone(),
+                    "unknown iocost behaviour (accepted: iocost.no_completion)",
+                ));
+            }
+            _ => {}
+        }
     }
-    pub fn on_event(
+    Ok(b)
+}
+
+/// Parameters derived from qos + model (`ioc_refresh_params()`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Derived {
+    pub cost: CostModel,
+    pub period_us: u64,
+    pub margins: Margins,
+    pub vrate_min: u64,
+    pub vrate_max: u64,
+    /// `10^6 − pct` per direction: missed_ppm above this is busy.
+    pub thr_ppm: [u32; 2],
+}
+
+/// blk-iocost on one device. The ioc instance exists from the first write to
+/// `io.cost.qos` or `io.cost.model`; it throttles only while `enable=1`.
+#[derive(Debug, Clone)]
+pub struct Iocost {
+    pub cfg: IocostConfig,
+    dev: (u32, u32),
+    mq: bool,
+    autop: usize,
+    /// None until the first qos/model write creates the ioc.
+    qos: Option<QosParams>,
+    model: ModelParams,
+    weights: Vec<Weights>,
+    derived: Derived,
+    /// `vtime_base_rate`.
+    pub vrate: u64,
+    rt: ctl::Runtime,
+}
+
+impl Iocost {
+    /// `blk_iocost_init()` deferred: preset from the queue, weights for every cgroup.
+    pub fn new(cfg: IocostConfig, tree: &CgroupTree, limits: &QueueLimits) -> Iocost {
+        let autop = Autop::select(limits.rotational, limits.hw_queue_depth);
+        let model = ModelParams::auto(&AUTOP[autop].inputs);
+        let qos = QosParams::auto(AUTOP[autop].lat_us);
+        let mut ioc = Iocost {
+            cfg,
+            dev: (limits.major, limits.minor),
+            mq: true,
+            autop,
+            qos: None,
+            model,
+            weights: vec![Weights::default(); tree.len()],
+            derived: Self::derive(&qos, &model, VTIME_PER_USEC),
+            vrate: VTIME_PER_USEC,
+            rt: ctl::Runtime::new(
+                tree.len(),
+                hweight::Hier::new(tree, |_| ioweight_default()),
+                VTIME_PER_USEC,
+            ),
+        };
+        ioc.refresh();
+        ioc
+    }
+
+    fn derive(q: &QosParams, m: &ModelParams, vrate: u64) -> Derived {
+        let p = period_us(q.rpct, q.rlat, q.wpct, q.wlat);
+        Derived {
+            cost: CostModel::new(m.kind, &m.inputs),
+            period_us: p,
+            margins: Margins::new(p, vrate),
+            vrate_min: vrate_bound(q.min),
+            vrate_max: vrate_bound(q.max),
+            thr_ppm: [1_000_000 - q.rpct, 1_000_000 - q.wpct],
+        }
+    }
+
+    fn refresh(&mut self) {
+        let q = self
+            .qos
+            .unwrap_or(QosParams::auto(AUTOP[self.autop].lat_us));
+        self.derived = Self::derive(&q, &self.model, self.vrate);
+    }
+
+    /// The derived parameters currently in force.
+    pub fn params(&self) -> &Derived {
+        &self.derived
+    }
+
+    /// (rlat, wlat) in us.
+    fn qos_lat(&self) -> (u32, u32) {
+        let q = self
+            .qos
+            .unwrap_or(QosParams::auto(AUTOP[self.autop].lat_us));
+        (q.rlat, q.wlat)
+    }
+
+    /// `params=` of iocost_monitor: preset name plus `(C)`/`(Q)`/`(CQ)` for user model/qos.
+    pub fn params_name(&self) -> String {
+        let c = if self.model.user { "C" } else { "" };
+        let qf = if self.qos.is_some_and(|q| q.user) {
+            "Q"
+        } else {
+            ""
+        };
+        let flags = format!("{c}{qf}");
+        let name = AUTOP[self.autop].name;
+        if flags.is_empty() {
+            name.to_string()
+        } else {
+            format!("{name}({flags})")
+        }
+    }
+
+    /// True once `enable=1` has been written.
+    pub fn enabled(&self) -> bool {
+        self.qos.is_some_and(|q| q.enable)
+    }
+
+    fn open<'a>(&self, input: &'a str, devs: &DeviceTable) -> Result<&'a str, KernelError> {
+        let (dev, body) = open_bdev(input, devs)?;
+        if dev != self.dev {
+            return Err(KernelError::new(
+                Errno::ENODEV,
+                format!(
+                    "{}:{} is not the device this controller runs on",
+                    dev.0, dev.1
+                ),
+            ));
+        }
+        if !self.mq {
+            return Err(KernelError::new(
+                Errno::EOPNOTSUPP,
+                "iocost needs a blk-mq queue",
+            ));
+        }
+        Ok(body)
+    }
+
+    /// `ioc_qos_write()`.
+    pub fn write_qos(
         &mut self,
         _now: Ns,
-        _t: u64,
-        _q: &mut EventQueue,
-        _b: &mut BioSlab,
-        _w: &mut Vec<BioId>,
-    ) {
+        input: &str,
+        devs: &DeviceTable,
+    ) -> Result<(), KernelError> {
+        let body = self.open(input, devs)?;
+        let lat = AUTOP[self.autop].lat_us;
+        let cur = self.qos.unwrap_or(QosParams::auto(lat));
+        self.qos = Some(cur.apply_write(body, lat)?);
+        self.refresh();
+        Ok(())
     }
-    pub fn on_rq_done(&mut self, _now: Ns, _dir: Dir, _bytes: u64, _alloc: Ns, _start: Ns) {}
-    pub fn on_bio_done(&mut self, _now: Ns, _bio: &Bio) {}
-    pub fn user_delay(&mut self, _now: Ns, _cg: u32) -> Ns {
-        0
+
+    /// `ioc_cost_model_write()`.
+    pub fn write_model(
+        &mut self,
+        _now: Ns,
+        input: &str,
+        devs: &DeviceTable,
+    ) -> Result<(), KernelError> {
+        let body = self.open(input, devs)?;
+        self.model = self.model.apply_write(body, &AUTOP[self.autop].inputs)?;
+        self.qos
+            .get_or_insert(QosParams::auto(AUTOP[self.autop].lat_us));
+        self.refresh();
+        Ok(())
+    }
+
+    /// `ioc_weight_write()` for cgroup `cg` (the root has no `io.weight`).
+    pub fn write_weight(
+        &mut self,
+        _now: Ns,
+        cg: u32,
+        input: &str,
+        devs: &DeviceTable,
+    ) -> Result<(), KernelError> {
+        let has_ioc = self.qos.is_some();
+        let dev = self.dev;
+        self.weights_mut(cg)?
+            .write(input, devs, |d| d == dev && has_ioc)?;
+        // an active iocg gets the new weight at once (propagate_weights with save)
+        let w = self.weight(cg);
+        self.rt.hier.set_weight(cg, w);
+        if self.rt.iocgs[cg as usize].active {
+            let a = u64::from(w) * hweight::WEIGHT_ONE;
+            self.rt.hier.propagate(cg, a, a);
+        }
+        Ok(())
+    }
+
+    fn weights_mut(&mut self, cg: u32) -> Result<&mut Weights, KernelError> {
+        let no_file =
+            || KernelError::new(Errno::EINVAL, format!("cgroup {cg} has no io.weight file"));
+        if cg == CgroupTree::ROOT {
+            return Err(no_file());
+        }
+        self.weights.get_mut(cg as usize).ok_or_else(no_file)
+    }
+
+    /// `io.cost.qos` contents (empty before the ioc exists).
+    pub fn show_qos(&self) -> String {
+        self.qos.map(|q| q.show(self.dev)).unwrap_or_default()
+    }
+
+    /// `io.cost.model` contents (empty before the ioc exists).
+    pub fn show_model(&self) -> String {
+        if self.qos.is_some() {
+            self.model.show(self.dev)
+        } else {
+            String::new()
+        }
+    }
+
+    /// `io.weight` contents of cgroup `cg`.
+    pub fn show_weight(&self, cg: u32) -> String {
+        self.weights
+            .get(cg as usize)
+            .map(Weights::show)
+            .unwrap_or_default()
+    }
+
+    /// Effective weight of `cg` on this device, ×1 (not ×WEIGHT_ONE).
+    pub fn weight(&self, cg: u32) -> u32 {
+        self.weights
+            .get(cg as usize)
+            .map(|w| w.effective(self.dev))
+            .unwrap_or(ioweight_default())
+    }
+}
+
+fn ioweight_default() -> u32 {
+    crate::blkcg::ioweight::CGROUP_WEIGHT_DFL
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(rot: bool, qd: u32) -> QueueLimits {
+        QueueLimits {
+            major: 8,
+            minor: 0,
+            name: "sda".into(),
+            rotational: rot,
+            hw_queue_depth: qd,
+            nr_requests: qd,
+            max_sectors_kb: 1280,
+            logical_block_size: 512,
+            capacity: 1 << 40,
+        }
+    }
+
+    fn cfg() -> IocostConfig {
+        IocostConfig {
+            timer: TimerMode::Jiffies { hz: 1000 },
+            behaviour: behaviour_for("newest", &[]).unwrap(),
+            debug_stats: false,
+        }
+    }
+
+    fn tree() -> CgroupTree {
+        let mut t = CgroupTree::default();
+        t.ensure("a");
+        t
+    }
+
+    #[test]
+    fn behaviours_by_version() {
+        let nc = |v: &str| behaviour_for(v, &[]).unwrap().no_completion;
+        assert_eq!(nc("6.12"), NoCompletion::Reset);
+        assert_eq!(nc("7.0-rc3"), NoCompletion::Reset);
+        assert_eq!(nc("7.0"), NoCompletion::KeepIfLagging);
+        assert_eq!(nc("newest"), NoCompletion::KeepIfLagging);
+        let o = [("iocost.no_completion".to_string(), "clamp-4".to_string())];
+        assert_eq!(
+            behaviour_for("6.1", &o).unwrap().no_completion,
+            NoCompletion::Clamp4
+        );
+        assert!(behaviour_for("six", &[]).is_err());
+        assert!(behaviour_for("7.0-foo", &[]).is_err());
+        let bad = [("iocost.no_completion".to_string(), "maybe".to_string())];
+        assert_eq!(
+            behaviour_for("7.0", &bad).unwrap_err().key,
+            "iocost.no_completion"
+        );
+    }
+
+    #[test]
+    fn seed_setup_through_the_files() {
+        let devs = DeviceTable {
+            disks: vec![(8, 0)],
+        };
+        let mut ioc = Iocost::new(cfg(), &tree(), &limits(false, 64));
+        assert_eq!(ioc.show_qos(), "");
+        assert_eq!(
+            ioc.write_weight(0, 1, "8:0 200", &devs).unwrap_err().errno,
+            Errno::EOPNOTSUPP
+        );
+        ioc.write_model(0, "8:0 ctrl=user model=linear rbps=173471131 rseqiops=3566 rrandiops=3566 wbps=173333269 wseqiops=3566 wrandiops=3566", &devs).unwrap();
+        assert!(!ioc.enabled());
+        ioc.write_qos(
+            0,
+            "8:0 enable=1 ctrl=user rpct=90 rlat=3500 wpct=90 wlat=3500 min=80 max=10000",
+            &devs,
+        )
+        .unwrap();
+        assert!(ioc.enabled());
+        let p = ioc.params();
+        assert_eq!(p.period_us, 7000);
+        assert_eq!(p.margins.target, 481_033_000);
+        assert_eq!((p.vrate_min, p.thr_ppm), (109_951, [100_000, 100_000]));
+        assert_eq!(p.cost.coefs[0].page, 3_245_159);
+        ioc.write_weight(0, 1, "8:0 200", &devs).unwrap();
+        assert_eq!(ioc.weight(1), 200);
+        assert_eq!(ioc.show_weight(1), "default 100\n8:0 200\n");
+        assert_eq!(
+            ioc.write_weight(0, 0, "50", &devs).unwrap_err().errno,
+            Errno::EINVAL
+        );
+        assert_eq!(
+            ioc.write_qos(0, "8:16 enable=1", &devs).unwrap_err().errno,
+            Errno::ENODEV
+        );
+    }
+
+    #[test]
+    fn auto_presets_from_queue() {
+        let devs = DeviceTable {
+            disks: vec![(8, 0)],
+        };
+        for (rot, qd, lat, period) in [
+            (true, 32, 250_000, 500_000),
+            (false, 1, 25_000, 50_000),
+            (false, 64, 25_000, 50_000),
+        ] {
+            let mut ioc = Iocost::new(cfg(), &tree(), &limits(rot, qd));
+            ioc.write_qos(0, "8:0 enable=1", &devs).unwrap();
+            assert!(ioc.show_qos().contains(&format!("rlat={lat} ")));
+            assert_eq!(ioc.params().period_us, period);
+        }
     }
 }

@@ -1,0 +1,634 @@
+//! The running controller: per-iocg vtime, the issue path, wait queues and the period
+//! timer, mirroring `ioc_rqos_throttle()`, `iocg_kick_waitq()`, `ioc_rqos_done()` and
+//! `ioc_timer_fn()`.
+//!
+//! - [`Iocg`]: one cgroup's state (vtime, done_vtime, cursor, FIFO waiters, usage).
+//! - [`Runtime`]: the device clock (`period_at`, `period_at_vtime`, effective rate,
+//!   `vtime_err`), busy_level, completion counters, the hierarchy cache and the
+//!   observability buffers (rows, trace).
+//! - Events: the period timer uses token `PERIOD_BIT | seq`; an iocg's wait-queue timer
+//!   uses `(cg << 32) | seq`. Stale tokens (older seq) are ignored.
+//!
+//! Not modelled yet (see the report): donation transfer (`transfer_surpluses`), the
+//! in-period inuse snap-back (inuse always equals active here, so it never triggers),
+//! debt and issuer delay (REQ_META bios are charged like others), autop switching.
+
+use std::collections::VecDeque;
+
+use super::hweight::{Hier, WEIGHT_ONE};
+use super::period::{LatStats, adjust_base_vrate, next_busy_level, vrate_adj_line};
+use super::{Iocost, TimerMode};
+use crate::sim::Ns;
+use crate::sim::bio::{Bio, BioId, BioSlab, Dir};
+use crate::sim::queue::{Event, EventQueue};
+
+const PERIOD_BIT: u64 = 1 << 63;
+const MAX_LAGGING_PERIODS: i64 = 10;
+
+/// One cgroup on the device (`struct ioc_gq`).
+#[derive(Debug, Clone, Default)]
+pub struct Iocg {
+    pub active: bool,
+    pub vtime: i64,
+    pub done_vtime: i64,
+    cursor: u64,
+    active_period: u64,
+    activated_at_us: i64,
+    waiters: VecDeque<(BioId, u64)>,
+    timer_seq: u64,
+    timer_at: Option<Ns>,
+    abs_vusage: u64,
+    last_abs_vusage: u64,
+    usage_delta_us: u64,
+    /// Cumulative `cost.usage` in us.
+    pub usage_us: u64,
+}
+
+/// Per-cgroup columns of a [`PeriodRow`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CgRow {
+    pub cg: u32,
+    pub active: u64,
+    pub inuse: u64,
+    pub hwa: u64,
+    pub hwi: u64,
+    pub budget_us: i64,
+    pub inflight_pct: u64,
+    pub usage_pct: u64,
+    pub waiters: usize,
+    pub debt: u64,
+    pub delay: u64,
+}
+
+/// One period tick (spec §8).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PeriodRow {
+    pub t: Ns,
+    pub period_us: i64,
+    pub vrate_base_pct: f64,
+    pub vrate_eff_pct: f64,
+    pub busy_before: i32,
+    pub busy_after: i32,
+    pub nr_done: u64,
+    pub missed_ppm: [u32; 2],
+    pub rq_wait_pct: u32,
+    pub nr_lagging: u32,
+    pub nr_shortages: u32,
+    pub nr_donors: u32,
+    pub cgroups: Vec<CgRow>,
+}
+
+/// The device-wide runtime state.
+#[derive(Debug, Clone)]
+pub struct Runtime {
+    pub iocgs: Vec<Iocg>,
+    pub(super) hier: Hier,
+    running: bool,
+    period_seq: u64,
+    period_at_us: i64,
+    period_at_vtime: i64,
+    vtime_rate: i64,
+    vtime_err: i64,
+    pub busy_level: i32,
+    cur_period: u64,
+    met: [u64; 2],
+    missed: [u64; 2],
+    rq_wait_ns: u64,
+    last: ([u64; 2], [u64; 2], u64),
+    /// Earlier waiters committed by a kick on the submit path, with their cost; handed
+    /// out (and their cost stored) at the next `on_event`.
+    pending_woken: Vec<(BioId, u64)>,
+    rows: Vec<PeriodRow>,
+    trace: Vec<String>,
+}
+
+impl Runtime {
+    pub fn new(nr_cgroups: usize, hier: Hier, vrate: u64) -> Self {
+        Runtime {
+            iocgs: vec![Iocg::default(); nr_cgroups],
+            hier,
+            running: false,
+            period_seq: 0,
+            period_at_us: 0,
+            period_at_vtime: 0,
+            vtime_rate: vrate as i64,
+            vtime_err: 0,
+            busy_level: 0,
+            cur_period: 0,
+            met: [0; 2],
+            missed: [0; 2],
+            rq_wait_ns: 0,
+            last: ([0; 2], [0; 2], 0),
+            pending_woken: Vec::new(),
+            rows: Vec::new(),
+            trace: Vec::new(),
+        }
+    }
+}
+
+fn us(now: Ns) -> i64 {
+    (now / 1000) as i64
+}
+
+fn scale_up(abs: u64, hw: u64) -> i64 {
+    (abs * WEIGHT_ONE).div_ceil(hw) as i64
+}
+
+impl Iocost {
+    fn vnow(&self, now: Ns) -> i64 {
+        let rt = &self.rt;
+        rt.period_at_vtime + (us(now) - rt.period_at_us) * rt.vtime_rate
+    }
+
+    fn arm_period(&mut self, now: Ns, q: &mut EventQueue) {
+        let p = self.derived.period_us;
+        let at = match self.cfg.timer {
+            TimerMode::Exact => now + p * 1000,
+            TimerMode::Jiffies { hz } => {
+                let hz = u64::from(hz.max(1));
+                let j = now * hz / 1_000_000_000 + (p * hz).div_ceil(1_000_000);
+                (j * 1_000_000_000).div_ceil(hz)
+            }
+        };
+        self.rt.period_seq += 1;
+        q.push(at, Event::Iocost(PERIOD_BIT | self.rt.period_seq));
+    }
+
+    /// Mirrors `iocg_activate()`.
+    fn activate(&mut self, now: Ns, cg: u32, q: &mut EventQueue) {
+        let cur = self.rt.cur_period;
+        if self.rt.iocgs[cg as usize].active {
+            self.rt.iocgs[cg as usize].active_period = cur;
+            return;
+        }
+        if !self.rt.running {
+            let vnow = self.vnow(now);
+            self.rt.running = true;
+            self.rt.period_at_us = us(now);
+            self.rt.period_at_vtime = vnow;
+            self.arm_period(now, q);
+        }
+        let vnow = self.vnow(now);
+        let target = self.derived.margins.target as i64;
+        let w = u64::from(self.weight(cg)) * WEIGHT_ONE;
+        self.rt.hier.set_weight(cg, self.weight(cg));
+        self.rt.hier.propagate(cg, w, w);
+        let g = &mut self.rt.iocgs[cg as usize];
+        let delta = vnow - target - g.vtime;
+        g.vtime += delta;
+        g.done_vtime += delta;
+        g.active = true;
+        g.active_period = cur;
+        g.activated_at_us = us(now);
+        let (hwa, hwi) = self.rt.hier.hweight(cg);
+        self.rt.trace.push(format!(
+            "iocost_iocg_activate: cg={cg} now={} vnow={vnow} vrate={} hwa={hwa} hwi={hwi}",
+            us(now),
+            self.vrate
+        ));
+    }
+
+    /// `ioc_rqos_throttle()`: true = issue now.
+    pub fn throttle(&mut self, now: Ns, id: BioId, bio: &mut Bio, q: &mut EventQueue) -> bool {
+        bio.iocost_cost = 0;
+        if !self.enabled() || bio.cgroup == 0 || bio.cgroup as usize >= self.rt.iocgs.len() {
+            return true;
+        }
+        let cg = bio.cgroup;
+        let cursor = self.rt.iocgs[cg as usize].cursor;
+        let abs = self
+            .derived
+            .cost
+            .abs_cost(bio.dir, bio.sector, bio.bytes, cursor);
+        if abs == 0 {
+            return true;
+        }
+        self.activate(now, cg, q);
+        self.rt.iocgs[cg as usize].cursor = bio.sector + (bio.bytes >> 9);
+        let vnow = self.vnow(now);
+        let (_, hwi) = self.rt.hier.hweight(cg);
+        let cost = scale_up(abs, hwi);
+        let g = &mut self.rt.iocgs[cg as usize];
+        if (g.waiters.is_empty() && g.vtime + cost <= vnow) || bio.meta {
+            g.vtime += cost;
+            g.abs_vusage += abs;
+            bio.iocost_cost = cost as u64;
+            return true;
+        }
+        g.waiters.push_back((id, abs));
+        let mut woken = Vec::new();
+        let mut committed = Vec::new();
+        let mut record = |bid: BioId, c: u64| committed.push((bid, c));
+        self.kick(now, cg, q, &mut record, &mut woken);
+        let mut issued = false;
+        for (bid, c) in committed {
+            if bid == id {
+                bio.iocost_cost = c;
+                issued = true;
+            } else {
+                self.rt.pending_woken.push((bid, c));
+            }
+        }
+        issued
+    }
+
+    /// Mirrors `iocg_kick_waitq()` (without debt): commits affordable waiters in FIFO
+    /// order, costed now, and arms the wait timer for the first one left.
+    fn kick(
+        &mut self,
+        now: Ns,
+        cg: u32,
+        q: &mut EventQueue,
+        set_cost: &mut dyn FnMut(BioId, u64),
+        woken: &mut Vec<BioId>,
+    ) {
+        let vnow = self.vnow(now);
+        let (_, hwi) = self.rt.hier.hweight(cg);
+        let slack = self.derived.period_us * 1000 / 100;
+        let base = self.vrate.max(1) as i64;
+        let g = &mut self.rt.iocgs[cg as usize];
+        let mut vbudget = vnow - g.vtime;
+        while let Some(&(bid, abs)) = g.waiters.front() {
+            let cost = scale_up(abs, hwi);
+            if vbudget - cost < 0 {
+                let wait_us = (cost - vbudget + base - 1) / base;
+                let at = now + wait_us as u64 * 1000 + slack;
+                if g.timer_at.is_some_and(|t| t.abs_diff(at) <= slack) {
+                    return;
+                }
+                g.timer_seq += 1;
+                g.timer_at = Some(at);
+                q.push(
+                    at,
+                    Event::Iocost((u64::from(cg) << 32) | (g.timer_seq & 0xffff_ffff)),
+                );
+                return;
+            }
+            vbudget -= cost;
+            g.vtime += cost;
+            g.abs_vusage += abs;
+            g.waiters.pop_front();
+            set_cost(bid, cost as u64);
+            woken.push(bid);
+        }
+    }
+
+    /// Period timer and wait-queue timers.
+    pub fn on_event(
+        &mut self,
+        now: Ns,
+        token: u64,
+        q: &mut EventQueue,
+        bios: &mut BioSlab,
+        woken: &mut Vec<BioId>,
+    ) {
+        for (bid, c) in self.rt.pending_woken.drain(..) {
+            bios.get_mut(bid).iocost_cost = c;
+            woken.push(bid);
+        }
+        let mut set = |bid: BioId, c: u64| bios.get_mut(bid).iocost_cost = c;
+        if token & PERIOD_BIT != 0 {
+            if token == PERIOD_BIT | self.rt.period_seq && self.rt.running {
+                self.timer_fn(now, q, &mut set, woken);
+            }
+            return;
+        }
+        let cg = (token >> 32) as usize;
+        let Some(g) = self.rt.iocgs.get_mut(cg) else {
+            return;
+        };
+        if token & 0xffff_ffff != g.timer_seq & 0xffff_ffff || g.timer_at.is_none() {
+            return;
+        }
+        g.timer_at = None;
+        self.kick(now, cg as u32, q, &mut set, woken);
+    }
+
+    /// `ioc_rqos_done()`: met/missed with the size-cost discount, and tag wait.
+    pub fn on_rq_done(&mut self, now: Ns, dir: Dir, bytes: u64, alloc_ns: Ns, start_ns: Ns) {
+        if !self.enabled() || alloc_ns == 0 || start_ns == 0 {
+            return;
+        }
+        let on_q = now.saturating_sub(alloc_ns);
+        let size_ns = self.derived.cost.size_cost_ns(dir, bytes);
+        let lat_ns = u64::from(if dir == Dir::Read {
+            self.qos_lat().0
+        } else {
+            self.qos_lat().1
+        }) * 1000;
+        if on_q <= size_ns || on_q - size_ns <= lat_ns {
+            self.rt.met[dir.idx()] += 1;
+        } else {
+            self.rt.missed[dir.idx()] += 1;
+        }
+        self.rt.rq_wait_ns += start_ns.saturating_sub(alloc_ns);
+    }
+
+    /// Bio completion: `done_vtime += cost`.
+    pub fn on_bio_done(&mut self, _now: Ns, bio: &Bio) {
+        if let Some(g) = self.rt.iocgs.get_mut(bio.cgroup as usize) {
+            g.done_vtime += bio.iocost_cost as i64;
+        }
+    }
+
+    /// Issuer delay: debt is not modelled yet, so there is never one.
+    pub fn user_delay(&mut self, _now: Ns, _cg: u32) -> Ns {
+        0
+    }
+
+    /// Mirrors `ioc_timer_fn()` in the kernel's order (without donation transfer/debt).
+    fn timer_fn(
+        &mut self,
+        now: Ns,
+        q: &mut EventQueue,
+        set: &mut dyn FnMut(BioId, u64),
+        woken: &mut Vec<BioId>,
+    ) {
+        let p = self.derived.period_us;
+        let (lm, lmi, lrq) = self.rt.last;
+        let lat = LatStats::new(
+            [self.rt.met[0] - lm[0], self.rt.met[1] - lm[1]],
+            [self.rt.missed[0] - lmi[0], self.rt.missed[1] - lmi[1]],
+            self.rt.rq_wait_ns - lrq,
+            p,
+        );
+        self.rt.last = (self.rt.met, self.rt.missed, self.rt.rq_wait_ns);
+        let vnow = self.vnow(now);
+        let period_vtime = vnow - self.rt.period_at_vtime;
+        if period_vtime <= 0 {
+            return;
+        }
+        let target = self.derived.margins.target as i64;
+        let base = self.vrate.max(1);
+        // ioc_check_iocgs(): kick waiters, deactivate idle iocgs
+        for cg in 1..self.rt.iocgs.len() as u32 {
+            let g = &self.rt.iocgs[cg as usize];
+            if !g.active {
+                continue;
+            }
+            if !g.waiters.is_empty() {
+                self.kick(now, cg, q, set, woken);
+            } else if g.active_period != self.rt.cur_period && g.done_vtime == g.vtime {
+                let (_, hwi) = self.rt.hier.hweight(cg);
+                let excess = vnow - g.vtime - target;
+                if excess > 0 {
+                    self.rt.vtime_err -= excess * hwi as i64 / WEIGHT_ONE as i64;
+                }
+                self.rt.hier.propagate(cg, 0, 0);
+                self.rt.iocgs[cg as usize].active = false;
+                self.rt.trace.push(format!(
+                    "iocost_iocg_idle: cg={cg} now={} vnow={vnow}",
+                    us(now)
+                ));
+            }
+        }
+        let pct_on = self.derived.thr_ppm != [1_000_000; 2];
+        let (mut nr_lagging, mut nr_shortages, mut nr_donors) = (0u32, 0u32, 0u32);
+        let low = self.derived.margins.low as i64;
+        let min_m = self.derived.margins.min as i64;
+        for cg in 1..self.rt.iocgs.len() as u32 {
+            if !self.rt.iocgs[cg as usize].active {
+                continue;
+            }
+            let (hwa, hwi) = self.rt.hier.hweight(cg);
+            let g = &mut self.rt.iocgs[cg as usize];
+            let d = g.abs_vusage - g.last_abs_vusage;
+            g.last_abs_vusage = g.abs_vusage;
+            g.usage_delta_us = d / base;
+            g.usage_us += g.usage_delta_us;
+            if pct_on
+                && g.vtime > g.done_vtime
+                && g.vtime > vnow - MAX_LAGGING_PERIODS * period_vtime
+                && g.done_vtime < vnow - period_vtime
+            {
+                nr_lagging += 1;
+            }
+            // donation classification (hweight_after_donation(), flat: hwm = hwa)
+            if hwi < hwa || (g.waiters.is_empty() && g.vtime < vnow - low) {
+                let inflight = (g.vtime - g.done_vtime).max(0) as u64;
+                let infl_us = (inflight * hwi).div_ceil(WEIGHT_ONE).div_ceil(base);
+                let usage_us = g.usage_delta_us.max(infl_us);
+                let dur = (us(now) - g.activated_at_us.max(self.rt.period_at_us)).max(1) as u64;
+                let usage = (usage_us * WEIGHT_ONE).div_ceil(dur).clamp(1, WEIGHT_ONE);
+                let new_hwi = if !g.waiters.is_empty() || g.vtime > vnow - min_m {
+                    hwa
+                } else {
+                    let excess = vnow - g.vtime - target;
+                    if excess > 0 {
+                        g.vtime += excess;
+                        g.done_vtime += excess;
+                        self.rt.vtime_err -= excess * hwi as i64 / WEIGHT_ONE as i64;
+                    }
+                    let delta = (WEIGHT_ONE as i64 * (vnow - g.vtime) / period_vtime).max(0) as u64;
+                    (WEIGHT_ONE * usage / (WEIGHT_ONE - WEIGHT_ONE / 2 + delta)).clamp(1, hwa)
+                };
+                if new_hwi < hwa && hwa >= 2 {
+                    nr_donors += 1;
+                } else {
+                    nr_shortages += 1;
+                }
+            } else {
+                nr_shortages += 1;
+            }
+        }
+        let prev = self.rt.busy_level;
+        self.rt.busy_level = next_busy_level(
+            prev,
+            &lat,
+            self.derived.thr_ppm,
+            nr_lagging,
+            nr_shortages,
+            self.cfg.behaviour.no_completion,
+        );
+        let bounds = (self.derived.vrate_min, self.derived.vrate_max);
+        let (nv, emit) =
+            adjust_base_vrate(self.vrate, self.rt.busy_level, prev, nr_lagging, bounds);
+        if emit {
+            self.rt.trace.push(vrate_adj_line(
+                self.vrate,
+                nv,
+                self.rt.busy_level,
+                &lat,
+                nr_lagging,
+                nr_shortages,
+            ));
+        }
+        self.vrate = nv;
+        self.refresh();
+        self.rt.cur_period += 1;
+        let row_cgs = self.cg_rows(now, vnow);
+        if self.rt.iocgs.iter().any(|g| g.active) {
+            self.rt.period_at_us = us(now);
+            self.rt.period_at_vtime = vnow;
+            self.arm_period(now, q);
+            // ioc_refresh_vrate(): loss compensation over the next period
+            let pleft = p as i64;
+            let b = self.vrate as i64;
+            let vcomp = (-self.rt.vtime_err / pleft).clamp(-b / 2, b);
+            self.rt.vtime_err += vcomp * pleft;
+            self.rt.vtime_rate = b + vcomp;
+        } else {
+            self.rt.busy_level = 0;
+            self.rt.vtime_err = 0;
+            self.rt.running = false;
+            self.rt.vtime_rate = self.vrate as i64;
+        }
+        let lim = p as i64 * self.vrate as i64;
+        self.rt.vtime_err = self.rt.vtime_err.clamp(-lim, lim);
+        let pct = |v: u64| (v * 10_000 / super::model::VTIME_PER_USEC) as f64 / 100.0;
+        self.rt.rows.push(PeriodRow {
+            t: now,
+            period_us: p as i64,
+            vrate_base_pct: pct(self.vrate),
+            vrate_eff_pct: pct(self.rt.vtime_rate.max(0) as u64),
+            busy_before: prev,
+            busy_after: self.rt.busy_level,
+            nr_done: lat.nr_done,
+            missed_ppm: lat.missed_ppm,
+            rq_wait_pct: lat.rq_wait_pct,
+            nr_lagging,
+            nr_shortages,
+            nr_donors,
+            cgroups: row_cgs,
+        });
+    }
+
+    fn cg_rows(&mut self, _now: Ns, vnow: i64) -> Vec<CgRow> {
+        let base = self.vrate.max(1);
+        let p = self.derived.period_us;
+        let mut out = Vec::new();
+        for cg in 1..self.rt.iocgs.len() as u32 {
+            if !self.rt.iocgs[cg as usize].active {
+                continue;
+            }
+            let (hwa, hwi) = self.rt.hier.hweight(cg);
+            let g = &self.rt.iocgs[cg as usize];
+            out.push(CgRow {
+                cg,
+                active: self.rt.hier.active(cg),
+                inuse: self.rt.hier.inuse(cg),
+                hwa,
+                hwi,
+                budget_us: (vnow - g.vtime) / base as i64,
+                inflight_pct: (g.vtime - g.done_vtime).max(0) as u64 * 100
+                    / (p * self.rt.vtime_rate.max(1) as u64),
+                usage_pct: g.usage_delta_us * 100 / p,
+                waiters: g.waiters.len(),
+                debt: 0,
+                delay: 0,
+            });
+        }
+        out
+    }
+
+    /// Drains the per-period rows.
+    pub fn take_rows(&mut self) -> Vec<PeriodRow> {
+        std::mem::take(&mut self.rt.rows)
+    }
+
+    /// Drains the trace lines (activate / idle / vrate_adj).
+    pub fn take_trace(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.rt.trace)
+    }
+
+    /// iocost keys of `io.stat` for `cg` (empty while disabled).
+    pub fn io_stat(&self, cg: u32) -> String {
+        if !self.enabled() {
+            return String::new();
+        }
+        let mut s = String::new();
+        if cg == 0 {
+            let h = self.vrate * 10_000 / super::model::VTIME_PER_USEC;
+            s.push_str(&format!("cost.vrate={}.{:02} ", h / 100, h % 100));
+        }
+        let usage = self.rt.iocgs.get(cg as usize).map_or(0, |g| g.usage_us);
+        s.push_str(&format!("cost.usage={usage}"));
+        if self.cfg.debug_stats {
+            s.push_str(" cost.wait=0 cost.indebt=0 cost.indelay=0");
+        }
+        s
+    }
+}
+
+impl Iocost {
+    fn monitor_rows(&mut self, now: Ns) -> (i64, Vec<CgRow>) {
+        let vnow = self.vnow(now);
+        (vnow, self.cg_rows(now, vnow))
+    }
+
+    /// An `iocost_monitor.py`-style snapshot (device line, then one line per active cgroup).
+    pub fn monitor_text(&mut self, now: Ns) -> String {
+        let (_, rows) = self.monitor_rows(now);
+        let state = if !self.enabled() {
+            "OFF"
+        } else if self.rt.running {
+            "RUN"
+        } else {
+            "IDLE"
+        };
+        let w1 = WEIGHT_ONE as f64;
+        let mut s = format!(
+            "{}:{} {state} per={}ms cur_per={:.3}:v{:.3} busy={:+3} vrate={:6.2}% params={}\n",
+            self.dev.0,
+            self.dev.1,
+            self.derived.period_us / 1000,
+            self.rt.period_at_us as f64 / 1e6,
+            self.rt.period_at_vtime as f64 / super::model::VTIME_PER_SEC as f64,
+            self.rt.busy_level,
+            self.vrate as f64 * 100.0 / super::model::VTIME_PER_USEC as f64,
+            self.params_name()
+        );
+        for r in rows {
+            s.push_str(&format!(
+                "cg{:<6} * {:6.2}/{:6.2} {:6.2}/{:6.2} {:6} {:7.2}ms {:7.2}ms {:3}%\n",
+                r.cg,
+                r.inuse as f64 / w1,
+                r.active as f64 / w1,
+                r.hwi as f64 * 100.0 / w1,
+                r.hwa as f64 * 100.0 / w1,
+                r.inflight_pct,
+                0.0,
+                0.0,
+                r.usage_pct
+            ));
+        }
+        s
+    }
+
+    /// The `--json` fields of `iocost_monitor.py`.
+    pub fn monitor_json(&mut self, now: Ns) -> serde_json::Value {
+        let (_, rows) = self.monitor_rows(now);
+        let w1 = WEIGHT_ONE as f64;
+        let cgs: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "cgroup": r.cg,
+                    "is_active": true,
+                    "weight": self.weight(r.cg),
+                    "weight_active": r.active as f64 / w1,
+                    "weight_inuse": r.inuse as f64 / w1,
+                    "hweight_active_pct": r.hwa as f64 * 100.0 / w1,
+                    "hweight_inuse_pct": r.hwi as f64 * 100.0 / w1,
+                    "inflight_pct": r.inflight_pct,
+                    "debt_ms": 0.0,
+                    "delay_ms": 0.0,
+                    "usage_pct": r.usage_pct,
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "device": format!("{}:{}", self.dev.0, self.dev.1),
+            "timestamp_ns": now,
+            "enabled": self.enabled(),
+            "running": self.rt.running,
+            "period_ms": self.derived.period_us / 1000,
+            "period_at": self.rt.period_at_us as f64 / 1e6,
+            "period_vtime_at": self.rt.period_at_vtime as f64 / super::model::VTIME_PER_SEC as f64,
+            "busy_level": self.rt.busy_level,
+            "vrate_pct": self.vrate as f64 * 100.0 / super::model::VTIME_PER_USEC as f64,
+            "params": self.params_name(),
+            "cgroups": cgs,
+        })
+    }
+}
