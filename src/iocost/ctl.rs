@@ -304,6 +304,15 @@ impl Iocost {
         self.kick(now, cg as u32, q, &mut set, woken);
     }
 
+    /// Hand out earlier waiters that a kick on the submit path committed (their
+    /// submitters go on now); the pipeline calls this right after `throttle()`.
+    pub fn drain_woken(&mut self, bios: &mut BioSlab, woken: &mut Vec<BioId>) {
+        for (bid, c) in self.rt.pending_woken.drain(..) {
+            bios.get_mut(bid).iocost_cost = c;
+            woken.push(bid);
+        }
+    }
+
     /// `ioc_rqos_done()`: met/missed with the size-cost discount, and tag wait.
     pub fn on_rq_done(&mut self, now: Ns, dir: Dir, bytes: u64, alloc_ns: Ns, start_ns: Ns) {
         if !self.enabled() || alloc_ns == 0 || start_ns == 0 {

@@ -17,6 +17,8 @@ use super::resolve::{IfaceFile, IfaceWrite, Resolved};
 use super::{Scenario, embedded};
 use crate::blkcg::{CgroupTree, DeviceTable};
 use crate::device::QueueLimits;
+use crate::iocost::ctl::PeriodRow;
+use crate::iocost::{self, Iocost, IocostConfig, TimerMode};
 use crate::report::summary::{self, JobSummary};
 use crate::sim::engine::{JobParams, Pipeline, RunOutput};
 use crate::throttle::{self, Throttle, ThrottleConfig};
@@ -55,6 +57,9 @@ pub struct VariantRun {
     pub warnings: Vec<String>,
     pub io_stat: String,
     pub extra: BTreeMap<String, f64>,
+    /// blk-iocost: one row per period, and the trace lines.
+    pub iocost_rows: Vec<PeriodRow>,
+    pub trace: Vec<String>,
 }
 
 /// Read a fio source (command line or job-file text) of one cgroup.
@@ -243,6 +248,44 @@ pub fn run_variant(
             &limits,
         ));
     }
+    // blk-iocost exists once the root has io.cost.* or a cgroup has io.weight
+    if r.writes.iter().any(|w| w.file != IfaceFile::IoMax) {
+        let mut timer = TimerMode::Jiffies { hz: r.kernel.hz };
+        let mut ov = Vec::new();
+        for (k, v) in r
+            .kernel
+            .overrides
+            .iter()
+            .filter(|(k, _)| k.starts_with("iocost."))
+        {
+            if k == "iocost.timer" {
+                timer =
+                    match v.as_str() {
+                        "jiffies" => TimerMode::Jiffies { hz: r.kernel.hz },
+                        "exact" => TimerMode::Exact,
+                        _ => return Err(sc
+                            .err_at(
+                                &["kernel"],
+                                k,
+                                format!(
+                                    "`kernel.{k}`: `{v}` is not accepted; accepted: jiffies, exact"
+                                ),
+                            )
+                            .to_string()),
+                    };
+            } else {
+                ov.push((k.clone(), v.clone()));
+            }
+        }
+        let behaviour = iocost::behaviour_for(&r.kernel.version, &ov)
+            .map_err(|e| key_err(sc, &["kernel"], &e))?;
+        let cfg = IocostConfig {
+            timer,
+            behaviour,
+            debug_stats: r.kernel.debug_stats,
+        };
+        pipe.iocost = Some(Iocost::new(cfg, &tree, &limits));
+    }
     // interface writes at t = 0 now, later ones from the event loop
     let mut later = Vec::new();
     for w in &r.writes {
@@ -279,7 +322,24 @@ pub fn run_variant(
         .iter()
         .map(|(p, st, t)| job_summary(&tree.nodes[p.cgroup as usize].path, p, st, t))
         .collect();
-    let io_stat = io_stat_text(&out, &tree, &limits);
+    let mut out = out;
+    let mut extra = BTreeMap::new();
+    let mut iocost_rows = Vec::new();
+    let mut trace = Vec::new();
+    if let Some(ioc) = out.iocost.as_mut() {
+        iocost_rows = ioc.take_rows();
+        trace = ioc.take_trace();
+        // the bug of the no-completion seed: a period with no completion and lagging
+        // IO that drops a positive busy_level to 0
+        let resets = iocost_rows
+            .iter()
+            .filter(|r| {
+                r.nr_done == 0 && r.nr_lagging > 0 && r.busy_before > 0 && r.busy_after == 0
+            })
+            .count();
+        extra.insert("iocost.no_completion_resets".to_string(), resets as f64);
+    }
+    let io_stat = io_stat_text(&mut out, &tree, &limits);
     Ok(VariantRun {
         label,
         resolved: Resolved { tree, ..r },
@@ -290,7 +350,9 @@ pub fn run_variant(
         summaries,
         warnings,
         io_stat,
-        extra: BTreeMap::new(),
+        extra,
+        iocost_rows,
+        trace,
     })
 }
 
@@ -340,7 +402,7 @@ fn job_summary(
 }
 
 /// `io.stat` of every cgroup with I/O, as the kernel prints it.
-fn io_stat_text(out: &RunOutput, tree: &CgroupTree, limits: &QueueLimits) -> String {
+fn io_stat_text(out: &mut RunOutput, tree: &CgroupTree, limits: &QueueLimits) -> String {
     let mut s = String::new();
     for (i, st) in out.cg_stat.iter().enumerate() {
         if st.rios + st.wios == 0 {
@@ -348,14 +410,25 @@ fn io_stat_text(out: &RunOutput, tree: &CgroupTree, limits: &QueueLimits) -> Str
         }
         let path = &tree.nodes[i].path;
         s.push_str(&format!(
-            "{}: {}:{} rbytes={} wbytes={} rios={} wios={} dbytes=0 dios=0\n",
+            "{}: {}:{} rbytes={} wbytes={} rios={} wios={} dbytes=0 dios=0{}\n",
             if path.is_empty() { "/" } else { path },
             limits.major,
             limits.minor,
             st.rbytes,
             st.wbytes,
             st.rios,
-            st.wios
+            st.wios,
+            match out.iocost.as_ref() {
+                Some(ioc) => {
+                    let k = ioc.io_stat(i as u32);
+                    if k.is_empty() {
+                        k
+                    } else {
+                        format!(" {}", k.trim())
+                    }
+                }
+                None => String::new(),
+            }
         ));
     }
     s

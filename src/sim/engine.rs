@@ -226,6 +226,9 @@ pub struct RunOutput {
     pub iostat: Vec<IostatRow>,
     pub cg_stat: Vec<CgIoStat>,
     pub end: Ns,
+    /// The controllers as the run left them (timelines, traces, io.stat keys).
+    pub throttle: Option<Throttle>,
+    pub iocost: Option<Iocost>,
 }
 
 /// When a job ran, in simulated ns.
@@ -474,6 +477,8 @@ impl Pipeline {
             iostat,
             cg_stat: self.cg_stat,
             end,
+            throttle: self.throttle,
+            iocost: self.iocost,
         }
     }
 
@@ -516,10 +521,21 @@ impl Pipeline {
                     self.ctxs[c as usize].pending[0].1 = Stage::Iocost;
                 }
                 Stage::Iocost => {
+                    let mut woken = std::mem::take(&mut self.scratch_bios);
                     let go = match self.iocost.as_mut() {
-                        Some(ioc) => ioc.throttle(now, b, self.bios.get_mut(b), &mut self.q),
+                        Some(ioc) => {
+                            let go = ioc.throttle(now, b, self.bios.get_mut(b), &mut self.q);
+                            ioc.drain_woken(&mut self.bios, &mut woken);
+                            go
+                        }
                         None => true,
                     };
+                    // other submitters of this cgroup whose waits the kick ended
+                    for &w in &woken {
+                        self.iocost_woken(w);
+                    }
+                    woken.clear();
+                    self.scratch_bios = woken;
                     if go {
                         self.ctxs[c as usize].pending[0].1 = Stage::Alloc;
                     } else {
