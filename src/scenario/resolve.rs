@@ -367,12 +367,14 @@ impl Scenario {
                 "submit_ns" => h.submit_ns = ns,
                 "complete_ns" => h.complete_ns = ns,
                 "workqueue_ns" => h.workqueue_ns = ns,
+                "timer_slack_ns" => h.timer_slack_ns = ns,
+                "wakeup_jitter_ns" => h.wakeup_jitter_ns = ns,
                 _ => {
                     return Err(self.err_at(
                         &["host"],
                         key,
                         format!(
-                            "unknown `host.{key}`; accepted: submit_ns, complete_ns, workqueue_ns"
+                            "unknown `host.{key}`; accepted: submit_ns, complete_ns, workqueue_ns, timer_slack_ns, wakeup_jitter_ns"
                         ),
                     ));
                 }

@@ -53,6 +53,12 @@ pub struct HostCosts {
     pub complete_ns: Ns,
     /// Delay before the blk-throttle dispatch work item runs (kthrotld).
     pub workqueue_ns: Ns,
+    /// Every sleep of a fio job (thinktime, rate pacing) ends this much late: the
+    /// task's timer slack (Linux default 50 µs for normal tasks).
+    pub timer_slack_ns: Ns,
+    /// Mean of an exponentially distributed extra wake-up delay (scheduling noise of
+    /// a busy or virtualised host), drawn from the seeded PRNG. 0 = none.
+    pub wakeup_jitter_ns: Ns,
 }
 
 impl Default for HostCosts {
@@ -61,6 +67,8 @@ impl Default for HostCosts {
             submit_ns: 2_000,
             complete_ns: 1_500,
             workqueue_ns: 2_000,
+            timer_slack_ns: 50_000,
+            wakeup_jitter_ns: 0,
         }
     }
 }
@@ -144,6 +152,8 @@ struct JobRt {
     p: JobParams,
     stats: JobStats,
     rng: SimRng,
+    /// Host noise (sleep overshoot), a stream of its own so it never shifts offsets.
+    host_rng: SimRng,
     offsets: OffsetGen,
     mix: RwMix,
     rate: RateState,
@@ -304,6 +314,7 @@ impl Pipeline {
                     matches!(p.bs[1], BsGen::Split(_)),
                 ];
                 JobRt {
+                    host_rng: SimRng::new(seed, &format!("{}/host", p.seed_name)),
                     mix: RwMix::new(p.kind, p.rwmix_read),
                     stats: JobStats::default(),
                     rng,
@@ -840,7 +851,8 @@ impl Pipeline {
                             }
                             job.phase = Phase::Sleeping(Resume::Loop);
                             if left > 0 {
-                                self.wake_job(j, left);
+                                let late = self.sleep_overshoot(j);
+                                self.wake_job(j, left + late);
                                 return;
                             }
                         }
@@ -855,7 +867,8 @@ impl Pipeline {
                             }
                             job.phase = Phase::Sleeping(Resume::Issue(d));
                             if at > now {
-                                self.wake_job(j, at - now);
+                                let late = self.sleep_overshoot(j);
+                                self.wake_job(j, at - now + late);
                                 return;
                             }
                         }
@@ -873,6 +886,17 @@ impl Pipeline {
                 }
             }
         }
+    }
+
+    /// How late a sleep of job `j` ends: timer slack plus scheduling noise.
+    fn sleep_overshoot(&mut self, j: u32) -> Ns {
+        let h = self.host;
+        let mut late = h.timer_slack_ns;
+        if h.wakeup_jitter_ns > 0 {
+            let u = self.jobs[j as usize].host_rng.unit_open0();
+            late += (-(u.ln()) * h.wakeup_jitter_ns as f64) as Ns;
+        }
+        late
     }
 
     fn alloc_io(&mut self, io: IoU) -> u32 {
