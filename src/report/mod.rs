@@ -3,3 +3,4 @@
 pub mod fio;
 pub mod plot;
 pub mod summary;
+pub mod timeline;

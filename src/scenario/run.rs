@@ -19,7 +19,9 @@ use crate::blkcg::{CgroupTree, DeviceTable};
 use crate::device::QueueLimits;
 use crate::iocost::ctl::PeriodRow;
 use crate::iocost::{self, Iocost, IocostConfig, TimerMode};
+use crate::report::plot::{Panel, Series, plot_panels};
 use crate::report::summary::{self, JobSummary};
+use crate::report::timeline;
 use crate::sim::engine::{JobParams, Pipeline, RunOutput};
 use crate::throttle::{self, Throttle, ThrottleConfig};
 use crate::workload::fio as fiojob;
@@ -532,9 +534,62 @@ fn write_outputs(dir: &Path, run: &VariantRun) -> Result<(), String> {
         std::fs::write(dir.join(name), text)
             .map_err(|e| format!("{}: {e}", dir.join(name).display()))
     };
+    let tree = &run.resolved.tree;
     write("summary.txt", &summary::summary_table(&run.summaries))?;
     write("iostat.csv", &summary::iostat_csv(&run.out.iostat))?;
     write("io.stat", &run.io_stat)?;
+    if !run.iocost_rows.is_empty() {
+        write(
+            "timeline.csv",
+            &timeline::iocost_csv(&run.iocost_rows, tree),
+        )?;
+        write("trace.txt", &(run.trace.join("\n") + "\n"))?;
+        if let Err(e) = timeline::plot_iocost(
+            &dir.join("iocost"),
+            &format!("blk-iocost: {}", run.label),
+            &run.iocost_rows,
+            tree,
+        ) {
+            eprintln!("warning: plot not drawn: {e}");
+        }
+    }
+    if !run.out.throttle_rows.is_empty() {
+        write(
+            "throttle.csv",
+            &timeline::throttle_csv(&run.out.throttle_rows, tree),
+        )?;
+    }
+    let iostat_panels = vec![Panel {
+        y_label: "MiB/s".into(),
+        series: vec![
+            Series {
+                name: "read".into(),
+                points: run
+                    .out
+                    .iostat
+                    .iter()
+                    .map(|r| (r.t as f64, r.r_bytes as f64 / 1048576.0))
+                    .collect(),
+            },
+            Series {
+                name: "write".into(),
+                points: run
+                    .out
+                    .iostat
+                    .iter()
+                    .map(|r| (r.t as f64, r.w_bytes as f64 / 1048576.0))
+                    .collect(),
+            },
+        ],
+    }];
+    if let Err(e) = plot_panels(
+        &dir.join("iostat"),
+        &format!("device throughput: {}", run.label),
+        "time (s)",
+        &iostat_panels,
+    ) {
+        eprintln!("warning: plot not drawn: {e}");
+    }
     Ok(())
 }
 

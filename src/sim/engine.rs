@@ -40,7 +40,7 @@ use crate::report::fio::JobStats;
 use crate::sim::{
     Bio, BioId, BioSlab, Dir, Event, EventQueue, NSEC_PER_MSEC, NSEC_PER_SEC, Ns, SimRng,
 };
-use crate::throttle::Throttle;
+use crate::throttle::{ThrotlRow, Throttle};
 pub use crate::workload::job::JobParams;
 use crate::workload::job::{BsGen, OffsetGen, RateDecision, RateState, RwMix};
 
@@ -238,6 +238,8 @@ pub struct RunOutput {
     pub end: Ns,
     /// The controllers as the run left them (timelines, traces, io.stat keys).
     pub throttle: Option<Throttle>,
+    /// (time, row) every 100 ms while blk-throttle was set up.
+    pub throttle_rows: Vec<(Ns, ThrotlRow)>,
     pub iocost: Option<Iocost>,
 }
 
@@ -269,6 +271,8 @@ pub struct Pipeline {
     dev_acct: DevAcct,
     cg_stat: Vec<CgIoStat>,
     scratch_done: Vec<u32>,
+    /// blk-throttle state every sample tick (the throttle timeline).
+    throttle_rows: Vec<(Ns, ThrotlRow)>,
     scratch_bios: Vec<BioId>,
     duration: Option<Ns>,
 }
@@ -355,6 +359,7 @@ impl Pipeline {
             dev_acct: DevAcct::default(),
             cg_stat: vec![CgIoStat::default(); nr_cgroups.max(1)],
             scratch_done: Vec::new(),
+            throttle_rows: Vec::new(),
             scratch_bios: Vec::new(),
             duration: None,
             limits,
@@ -489,6 +494,7 @@ impl Pipeline {
             cg_stat: self.cg_stat,
             end,
             throttle: self.throttle,
+            throttle_rows: self.throttle_rows,
             iocost: self.iocost,
         }
     }
@@ -1006,6 +1012,10 @@ impl Pipeline {
         }
         if now.is_multiple_of(NSEC_PER_SEC) {
             self.dev_acct.close_second(now);
+        }
+        if let Some(t) = self.throttle.as_ref() {
+            self.throttle_rows
+                .extend(t.rows(now).into_iter().map(|r| (now, r)));
         }
         self.jobs.iter().any(|j| j.phase != Phase::Done)
     }
