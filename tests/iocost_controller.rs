@@ -29,7 +29,7 @@ impl Rig {
     fn dispatch(&mut self, now: u64, id: u32) {
         self.bios.get_mut(id).submitted = now;
         self.free_at = self.free_at.max(now) + SERVICE_NS;
-        self.q.push(self.free_at, Event::Complete(id));
+        self.q.push(self.free_at, Event::Device(id as u64));
     }
 
     fn submit(&mut self, now: u64, cg: u32) {
@@ -119,7 +119,8 @@ fn run(qos: &str, weights: &[u32], qd: usize, secs: u64) -> Out {
                     rig.dispatch(now, id);
                 }
             }
-            Event::Complete(id) => {
+            Event::Device(tok) => {
+                let id = tok as u32;
                 let b = rig.bios.get(id).clone();
                 rig.ioc
                     .on_rq_done(now, b.dir, b.bytes, b.submitted, b.submitted);
