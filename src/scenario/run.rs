@@ -100,11 +100,11 @@ pub fn split_shell_words(s: &str) -> Result<Vec<String>, String> {
                 in_word = true;
             }
             (None, '\\') => {
-                if let Some(n) = chars.next() {
-                    if n != '\n' {
-                        cur.push(n);
-                        in_word = true;
-                    }
+                if let Some(n) = chars.next()
+                    && n != '\n'
+                {
+                    cur.push(n);
+                    in_word = true;
                 }
             }
             (None, c) if c.is_whitespace() => {
@@ -436,12 +436,11 @@ fn io_stat_text(out: &mut RunOutput, tree: &CgroupTree, limits: &QueueLimits) ->
     s
 }
 
+/// One run of a `run` command: (variant, kernel version override).
+type RunPlan = Vec<(Option<String>, Option<String>)>;
+
 /// Which (variant, kernel) pairs a `run` covers.
-fn plan(
-    sc: &Scenario,
-    variants: &[String],
-    kernels: &[String],
-) -> Result<Vec<(Option<String>, Option<String>)>, String> {
+fn plan(sc: &Scenario, variants: &[String], kernels: &[String]) -> Result<RunPlan, String> {
     let all = sc.variants();
     let chosen: Vec<Option<String>> = if !variants.is_empty() {
         for v in variants {
