@@ -66,6 +66,7 @@ pub trait BlockDevice {
 }
 
 pub mod cloud;
+pub mod config;
 pub mod hdd;
 pub mod nullb;
 pub mod ssd;

@@ -1,1 +1,220 @@
-//! (being written)
+//! null_blk (drivers/block/null_blk/main.c): a device that does no I/O.
+//!
+//! Design
+//! ------
+//! - `irqmode` 0 (none) / 1 (softirq) complete a request at once (still through a
+//!   `Event::Device(tag)` at `now`, so completion runs in the event loop); `irqmode` 2
+//!   (timer) completes it `completion_nsec` later (`null_cmd_end_timer()`).
+//! - `mbps` (configfs bandwidth cap): a byte grant reset every 20 ms tick to
+//!   `mb_per_tick(mbps)` (`nullb_bwtimer_fn()`); each dispatched request subtracts its
+//!   bytes; the request that drives the grant below zero is requeued (keeping its tag)
+//!   and the queue stopped until the next tick (`null_handle_throttled()`). The tick
+//!   timer stops after a tick that found the grant untouched, and restarts on submit.
+//! - Events: token = tag for completions, [`TICK`] for the bandwidth timer.
+
+use super::config::Keys;
+use super::{BlockDevice, DevRq, QueueLimits};
+use crate::error::KeyError;
+use crate::sim::{Event, EventQueue, NSEC_PER_SEC, Ns};
+use std::collections::VecDeque;
+
+/// Token of the bandwidth timer event.
+const TICK: u64 = u64::MAX;
+/// null_blk's TICKS_PER_SEC.
+const TICKS_PER_SEC: u64 = 50;
+const TIMER_INTERVAL: Ns = NSEC_PER_SEC / TICKS_PER_SEC;
+
+/// mirrors mb_per_tick(): bytes granted per 20 ms tick.
+pub fn mb_per_tick(mbps: u64) -> i64 {
+    ((1u64 << 20) / TICKS_PER_SEC * mbps) as i64
+}
+
+/// Resolved null_blk configuration (configfs + queue sysfs names).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    pub irqmode: u64,
+    pub completion_nsec: u64,
+    pub hw_queue_depth: u32,
+    pub submit_queues: u64,
+    pub blocksize: u32,
+    /// MB (MiB, as null_blk's `size`).
+    pub size: u64,
+    pub memory_backed: u64,
+    pub mbps: u64,
+    pub max_sectors: u64,
+    pub rotational: bool,
+    pub nr_requests: u32,
+    pub max_sectors_kb: u32,
+    pub dev: (u32, u32),
+    pub name: String,
+}
+
+impl Config {
+    pub fn from_keys(k: &mut Keys) -> Result<Self, KeyError> {
+        let irqmode = k.u64("irqmode", 1, 0, 2)?;
+        let completion_nsec = k.u64("completion_nsec", 10_000, 0, u32::MAX as u64 * 1000)?;
+        let hw_queue_depth = k.u64("hw_queue_depth", 64, 1, 4096)? as u32;
+        let submit_queues = k.u64("submit_queues", 1, 1, 1024)?;
+        let blocksize = k.u64("blocksize", 512, 512, 4096)? as u32;
+        if !blocksize.is_power_of_two() {
+            return Err(KeyError::new(
+                "device.blocksize",
+                format!("`{blocksize}` is not accepted: expected a power of two in [512, 4096]"),
+            ));
+        }
+        let size = k.u64("size", 250, 1, 1 << 30)?;
+        let memory_backed = k.u64("memory_backed", 0, 0, 1)?;
+        let mbps = k.u64("mbps", 0, 0, 1 << 20)?;
+        // null_config_discard/null_add_dev: max_sectors 0 → BLK_DEF_MAX_SECTORS-ish 255,
+        // rounded down to the block size.
+        let bs_sectors = (blocksize / 512) as u64;
+        let ms = k.u64("max_sectors", 0, 0, 1 << 22)?;
+        let ms = if ms == 0 { 255 } else { ms };
+        let max_sectors = (ms / bs_sectors * bs_sectors).max(bs_sectors);
+        let rotational = k.u64("rotational", 0, 0, 1)? == 1;
+        let nr_requests = k.u64(
+            "nr_requests",
+            hw_queue_depth as u64,
+            hw_queue_depth as u64,
+            hw_queue_depth as u64,
+        )? as u32;
+        let max_kb_default = (max_sectors / 2).max(1);
+        let max_sectors_kb = k.u64(
+            "max_sectors_kb",
+            max_kb_default,
+            (blocksize as u64 / 1024).max(1),
+            max_kb_default,
+        )? as u32;
+        k.choice("scheduler", "none", &["none"])?; // mq-deadline/bfq/kyber are not modelled yet
+        let dev = k.dev((252, 0))?;
+        let name = k.name("nullb0")?;
+        Ok(Config {
+            irqmode,
+            completion_nsec,
+            hw_queue_depth,
+            submit_queues,
+            blocksize,
+            size,
+            memory_backed,
+            mbps,
+            max_sectors,
+            rotational,
+            nr_requests,
+            max_sectors_kb,
+            dev,
+            name,
+        })
+    }
+}
+
+/// The null_blk device state.
+pub struct NullBlk {
+    cfg: Config,
+    limits: QueueLimits,
+    /// Bytes left in this tick (`nullb->cur_bytes`).
+    cur_bytes: i64,
+    timer_active: bool,
+    stopped: bool,
+    /// Requests waiting while the queue is stopped (requeued one first).
+    waiting: VecDeque<DevRq>,
+}
+
+impl NullBlk {
+    pub fn new(cfg: Config) -> Self {
+        let limits = QueueLimits {
+            major: cfg.dev.0,
+            minor: cfg.dev.1,
+            name: cfg.name.clone(),
+            rotational: cfg.rotational,
+            hw_queue_depth: cfg.hw_queue_depth,
+            nr_requests: cfg.nr_requests,
+            max_sectors_kb: cfg.max_sectors_kb,
+            logical_block_size: cfg.blocksize,
+            capacity: cfg.size << 20,
+        };
+        let waiting = VecDeque::with_capacity(cfg.hw_queue_depth as usize);
+        NullBlk {
+            cur_bytes: mb_per_tick(cfg.mbps),
+            cfg,
+            limits,
+            timer_active: false,
+            stopped: false,
+            waiting,
+        }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// Bytes left in the current tick's grant.
+    pub fn grant(&self) -> i64 {
+        self.cur_bytes
+    }
+
+    fn complete(&self, now: Ns, rq: DevRq, q: &mut EventQueue) {
+        let at = if self.cfg.irqmode == 2 {
+            now + self.cfg.completion_nsec
+        } else {
+            now
+        };
+        q.push(at, Event::Device(rq.tag as u64));
+    }
+
+    /// mirrors null_handle_throttled(): false = requeued, queue stopped.
+    fn dispatch(&mut self, now: Ns, rq: DevRq, q: &mut EventQueue) -> bool {
+        if self.cfg.mbps > 0 {
+            if !self.timer_active {
+                self.timer_active = true;
+                q.push(now + TIMER_INTERVAL, Event::Device(TICK));
+            }
+            self.cur_bytes -= rq.bytes as i64;
+            if self.cur_bytes < 0 {
+                self.stopped = true;
+                self.waiting.push_front(rq);
+                return false;
+            }
+        }
+        self.complete(now, rq, q);
+        true
+    }
+}
+
+impl BlockDevice for NullBlk {
+    fn limits(&self) -> &QueueLimits {
+        &self.limits
+    }
+
+    fn submit(&mut self, now: Ns, rq: DevRq, q: &mut EventQueue) {
+        if self.stopped {
+            self.waiting.push_back(rq);
+        } else {
+            self.dispatch(now, rq, q);
+        }
+    }
+
+    fn on_event(&mut self, now: Ns, token: u64, q: &mut EventQueue, done: &mut Vec<u32>) {
+        if token != TICK {
+            done.push(token as u32);
+            return;
+        }
+        // mirrors nullb_bwtimer_fn()
+        let full = mb_per_tick(self.cfg.mbps);
+        if self.cur_bytes == full && self.waiting.is_empty() {
+            self.timer_active = false;
+            return;
+        }
+        self.cur_bytes = full;
+        self.stopped = false;
+        q.push(now + TIMER_INTERVAL, Event::Device(TICK));
+        while let Some(rq) = self.waiting.pop_front() {
+            if !self.dispatch(now, rq, q) {
+                break;
+            }
+        }
+    }
+
+    fn model(&self) -> &'static str {
+        "nullb"
+    }
+}
