@@ -349,7 +349,8 @@ impl Cloud {
             };
             q.push(now + lat * NSEC_PER_USEC, Event::Device(rq.tag as u64));
         }
-        if !self.timer_active && !(self.backlog.is_empty() && self.iops.full() && self.bps.full()) {
+        let idle = self.backlog.is_empty() && self.iops.full() && self.bps.full();
+        if !self.timer_active && !idle {
             self.timer_active = true;
             q.push(
                 now + self.cfg.refill_ms * NSEC_PER_MSEC,
