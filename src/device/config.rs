@@ -1,156 +1,204 @@
-//! Device configuration: the scenario's `[device]` table, read key by key.
+//! Device configuration: the scenario's `[device]` table → a boxed [`BlockDevice`].
 //!
-//! [`Keys`] hands out typed values with defaults and bounds, remembers which keys were
-//! read, and at the end rejects any key nobody read — so a typo is an error naming the
-//! key and the keys the model accepts. [`build`] dispatches on `model`.
+//! Design
+//! ------
+//! [`Keys`] wraps the TOML table, hands out typed values by key (recording which keys
+//! were read) and finally rejects any key nobody read, so a typo is an error naming the
+//! key and listing what is accepted. Each model's `Config::from_keys` reads its own keys
+//! with real defaults; [`resolve`] dispatches on `model` and also returns the resolved
+//! `key=value` list for `check`. Nothing here panics on input.
 
-use toml::{Table, Value};
-
-use super::BlockDevice;
+use super::{BlockDevice, cloud, hdd, nullb, ssd};
 use crate::error::KeyError;
-
-/// The `[device]` table and the scenario seed.
-pub struct DeviceConfig<'a> {
-    pub table: &'a Table,
-    pub seed: u64,
-}
+use std::collections::BTreeSet;
 
 /// Typed, tracked access to a `[device]` table.
 pub struct Keys<'a> {
-    cfg: &'a DeviceConfig<'a>,
-    model: &'static str,
-    used: Vec<&'static str>,
+    table: &'a toml::Table,
+    used: BTreeSet<&'static str>,
+    /// Resolved `key=value` pairs, in the order read.
+    pub resolved: Vec<(String, String)>,
+}
+
+fn full(key: &str) -> String {
+    format!("device.{key}")
 }
 
 impl<'a> Keys<'a> {
-    pub fn new(cfg: &'a DeviceConfig<'a>, model: &'static str) -> Self {
+    pub fn new(table: &'a toml::Table) -> Self {
         Keys {
-            cfg,
-            model,
-            used: vec!["model"],
+            table,
+            used: BTreeSet::new(),
+            resolved: Vec::new(),
         }
     }
 
-    pub fn err(&self, key: &str, msg: impl Into<String>) -> KeyError {
-        KeyError::new(format!("device.{key}"), msg)
+    /// Whether the scenario set `key` (explicit keys override presets).
+    pub fn has(&self, key: &str) -> bool {
+        self.table.contains_key(key)
     }
 
-    fn get(&mut self, key: &'static str) -> Option<&'a Value> {
-        self.used.push(key);
-        self.cfg.table.get(key)
-    }
-
-    /// An unsigned integer in [lo, hi], `def` when absent.
-    pub fn int(&mut self, key: &'static str, def: u64, lo: u64, hi: u64) -> Result<u64, KeyError> {
-        match self.get(key) {
-            None => Ok(def),
-            Some(Value::Integer(i)) if *i >= 0 && (*i as u64) >= lo && (*i as u64) <= hi => {
-                Ok(*i as u64)
+    /// A non-negative integer in `[min, max]`, or `default` when absent.
+    pub fn u64(
+        &mut self,
+        key: &'static str,
+        default: u64,
+        min: u64,
+        max: u64,
+    ) -> Result<u64, KeyError> {
+        self.used.insert(key);
+        let v = match self.table.get(key) {
+            None => default,
+            Some(toml::Value::Integer(i)) if *i >= min as i64 && (*i as u64) <= max => *i as u64,
+            Some(v) => {
+                return Err(KeyError::new(
+                    full(key),
+                    format!("`{v}` is not accepted: expected an integer in [{min}, {max}]"),
+                ));
             }
-            Some(Value::Integer(_)) => {
-                Err(self.err(key, format!("must be an integer in [{lo}, {hi}]")))
-            }
-            Some(_) => Err(self.err(key, format!("must be an integer in [{lo}, {hi}]"))),
-        }
-    }
-
-    /// A number (integer or float) in [lo, hi].
-    pub fn num(&mut self, key: &'static str, def: f64, lo: f64, hi: f64) -> Result<f64, KeyError> {
-        let v = match self.get(key) {
-            None => return Ok(def),
-            Some(Value::Integer(i)) => *i as f64,
-            Some(Value::Float(f)) => *f,
-            Some(_) => return Err(self.err(key, format!("must be a number in [{lo}, {hi}]"))),
         };
-        if v.is_finite() && v >= lo && v <= hi {
-            Ok(v)
-        } else {
-            Err(self.err(key, format!("must be a number in [{lo}, {hi}]")))
-        }
+        self.resolved.push((key.to_string(), v.to_string()));
+        Ok(v)
     }
 
-    pub fn string(&mut self, key: &'static str) -> Result<Option<&'a str>, KeyError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s)),
-            Some(_) => Err(self.err(key, "must be a string")),
-        }
-    }
-
-    /// `dev = "MAJ:MIN"`.
-    pub fn dev(&mut self, def: (u32, u32)) -> Result<(u32, u32), KeyError> {
-        let Some(s) = self.string("dev")? else {
-            return Ok(def);
-        };
-        let parsed = s
-            .split_once(':')
-            .and_then(|(a, b)| Some((a.trim().parse().ok()?, b.trim().parse().ok()?)));
-        parsed.ok_or_else(|| self.err("dev", format!("`{s}` is not MAJ:MIN (e.g. \"8:0\")")))
-    }
-
-    /// `name`, the /sys/block name.
-    pub fn name(&mut self, def: &str) -> Result<String, KeyError> {
-        Ok(self.string("name")?.unwrap_or(def).to_string())
-    }
-
-    /// `scheduler`: only `none` is modelled.
-    pub fn scheduler(&mut self) -> Result<(), KeyError> {
-        match self.string("scheduler")? {
-            None | Some("none") => Ok(()),
-            Some(s) => Err(self.err(
-                "scheduler",
-                format!("`{s}` is not modelled yet; accepted: \"none\""),
-            )),
-        }
-    }
-
-    /// Reject keys nobody read.
-    pub fn finish(self) -> Result<(), KeyError> {
-        for k in self.cfg.table.keys() {
-            if !self.used.contains(&k.as_str()) {
-                let mut accepted: Vec<&str> = self
-                    .used
-                    .iter()
-                    .copied()
-                    .filter(|u| *u != "model")
-                    .collect();
-                accepted.sort_unstable();
-                accepted.dedup();
-                return Err(self.err(
-                    k,
+    /// A string among `accepted`, or `default` when absent.
+    pub fn choice(
+        &mut self,
+        key: &'static str,
+        default: &'static str,
+        accepted: &[&'static str],
+    ) -> Result<&'static str, KeyError> {
+        self.used.insert(key);
+        let v = match self.table.get(key) {
+            None => default,
+            Some(toml::Value::String(s)) => match accepted.iter().find(|a| **a == s.as_str()) {
+                Some(a) => a,
+                None => {
+                    return Err(KeyError::new(
+                        full(key),
+                        format!(
+                            "`{s}` is not accepted: expected one of {}",
+                            accepted.join(", ")
+                        ),
+                    ));
+                }
+            },
+            Some(v) => {
+                return Err(KeyError::new(
+                    full(key),
                     format!(
-                        "unknown key for model `{}`; accepted: {}",
-                        self.model,
+                        "`{v}` is not accepted: expected a string, one of {}",
                         accepted.join(", ")
                     ),
                 ));
             }
+        };
+        self.resolved.push((key.to_string(), v.to_string()));
+        Ok(v)
+    }
+
+    /// `dev = "MAJ:MIN"`, or the model's default.
+    pub fn dev(&mut self, default: (u32, u32)) -> Result<(u32, u32), KeyError> {
+        self.used.insert("dev");
+        let v = match self.table.get("dev") {
+            None => default,
+            Some(toml::Value::String(s)) => {
+                let p = s
+                    .split_once(':')
+                    .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)));
+                p.ok_or_else(|| {
+                    KeyError::new(
+                        "device.dev",
+                        format!("`{s}` is not accepted: expected \"MAJ:MIN\" with decimal numbers"),
+                    )
+                })?
+            }
+            Some(v) => {
+                return Err(KeyError::new(
+                    "device.dev",
+                    format!("`{v}` is not accepted: expected a string \"MAJ:MIN\""),
+                ));
+            }
+        };
+        self.resolved
+            .push(("dev".into(), format!("{}:{}", v.0, v.1)));
+        Ok(v)
+    }
+
+    /// `name`, or the model's default.
+    pub fn name(&mut self, default: &str) -> Result<String, KeyError> {
+        self.used.insert("name");
+        let v = match self.table.get("name") {
+            None => default.to_string(),
+            Some(toml::Value::String(s)) if !s.is_empty() && !s.contains('/') => s.clone(),
+            Some(v) => {
+                return Err(KeyError::new(
+                    "device.name",
+                    format!("`{v}` is not accepted: expected a non-empty string without '/'"),
+                ));
+            }
+        };
+        self.resolved.push(("name".into(), v.clone()));
+        Ok(v)
+    }
+
+    /// Reject every key that no reader asked for.
+    pub fn finish(self) -> Result<Vec<(String, String)>, KeyError> {
+        for k in self.table.keys() {
+            if k != "model" && !self.used.contains(k.as_str()) {
+                let acc: Vec<&str> = self.used.iter().copied().collect();
+                return Err(KeyError::new(
+                    full(k),
+                    format!(
+                        "unknown key for this model; accepted: model, {}",
+                        acc.join(", ")
+                    ),
+                ));
+            }
         }
-        Ok(())
+        Ok(self.resolved)
     }
 }
 
-/// Models `build` knows.
-pub const MODELS: &[&str] = &["nullb"];
+/// The device plus its resolved configuration (`key=value` pairs, for `check`).
+pub type Resolved = (Box<dyn BlockDevice>, Vec<(String, String)>);
 
-/// Build the device a `[device]` table describes.
-pub fn build(table: &Table, seed: u64) -> Result<Box<dyn BlockDevice>, KeyError> {
-    let cfg = DeviceConfig { table, seed };
+/// Build the device described by `table`, returning its resolved key list too.
+pub fn resolve(table: &toml::Table, seed: u64) -> Result<Resolved, KeyError> {
     let model = match table.get("model") {
-        Some(Value::String(s)) => s.as_str(),
-        Some(_) => return Err(KeyError::new("device.model", "must be a string")),
-        None => {
+        None => "nullb",
+        Some(toml::Value::String(s)) => s.as_str(),
+        Some(v) => {
             return Err(KeyError::new(
                 "device.model",
-                format!("missing; accepted: {}", MODELS.join(", ")),
+                format!("`{v}` is not accepted: expected a string: nullb, ssd, hdd, cloud"),
             ));
         }
     };
-    match model {
-        "nullb" => Ok(Box::new(super::nullb::NullBlk::from_config(&cfg)?)),
-        m => Err(KeyError::new(
-            "device.model",
-            format!("unknown model `{m}`; accepted: {}", MODELS.join(", ")),
-        )),
-    }
+    let mut k = Keys::new(table);
+    let dev: Box<dyn BlockDevice> = match model {
+        "nullb" => Box::new(nullb::NullBlk::new(nullb::Config::from_keys(&mut k)?)),
+        "ssd" => Box::new(ssd::Ssd::new(ssd::Config::from_keys(&mut k)?, seed)),
+        "hdd" => Box::new(hdd::Hdd::new(hdd::Config::from_keys(&mut k)?, seed)),
+        "cloud" => Box::new(cloud::Cloud::new(cloud::Config::from_keys(&mut k)?)),
+        m => {
+            return Err(KeyError::new(
+                "device.model",
+                format!("`{m}` is not accepted: expected nullb, ssd, hdd or cloud"),
+            ));
+        }
+    };
+    let mut res = vec![("model".to_string(), model.to_string())];
+    res.extend(k.finish()?);
+    Ok((dev, res))
+}
+
+/// Build the device described by `table`.
+pub fn build(table: &toml::Table, seed: u64) -> Result<Box<dyn BlockDevice>, KeyError> {
+    resolve(table, seed).map(|r| r.0)
+}
+
+/// `key=value` lines of a resolved configuration, for `check`.
+pub fn describe(resolved: &[(String, String)]) -> String {
+    resolved.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
 }
