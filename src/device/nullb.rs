@@ -62,7 +62,8 @@ impl Config {
                 format!("`{blocksize}` is not accepted: expected a power of two in [512, 4096]"),
             ));
         }
-        let size = k.u64("size", 250, 1, 1 << 30)?;
+        // null_alloc_dev(): dev->size = g_gb * 1024 with the module default gb=250 (MB)
+        let size = k.u64("size", 250 * 1024, 1, 1 << 30)?;
         let memory_backed = k.u64("memory_backed", 0, 0, 1)?;
         let mbps = k.u64("mbps", 0, 0, 1 << 20)?;
         // null_config_discard/null_add_dev: max_sectors 0 → BLK_DEF_MAX_SECTORS-ish 255,

@@ -206,7 +206,10 @@ impl Scenario {
                 }
                 // a different device model is a different device: replace the table
                 (Some(Value::Table(bt)), Value::Table(over))
-                    if k == "device" && over.get("model").is_some_and(|m| bt.get("model") != Some(m)) =>
+                    if k == "device"
+                        && over
+                            .get("model")
+                            .is_some_and(|m| bt.get("model") != Some(m)) =>
                 {
                     *bt = over.clone();
                 }
