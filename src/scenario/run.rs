@@ -19,9 +19,12 @@ use crate::blkcg::{CgroupTree, DeviceTable};
 use crate::device::QueueLimits;
 use crate::iocost::ctl::PeriodRow;
 use crate::iocost::{self, Iocost, IocostConfig, TimerMode};
+use crate::report::fio::stats::percentiles;
+use crate::report::fio::{self as fioreport, JobReport, RunReport};
 use crate::report::plot::{Panel, Series, plot_panels};
 use crate::report::summary::{self, JobSummary};
 use crate::report::timeline;
+use crate::sim::NSEC_PER_SEC;
 use crate::sim::engine::{JobParams, Pipeline, RunOutput};
 use crate::throttle::{self, Throttle, ThrottleConfig};
 use crate::workload::fio as fiojob;
@@ -56,6 +59,8 @@ pub struct VariantRun {
     pub specs: Vec<fiojob::JobSpec>,
     pub global_options: Vec<(String, String)>,
     pub summaries: Vec<JobSummary>,
+    /// What fio would print for this variant.
+    pub fio: RunReport,
     pub warnings: Vec<String>,
     pub io_stat: String,
     pub extra: BTreeMap<String, f64>,
@@ -319,11 +324,8 @@ pub fn run_variant(
         pb.finish_and_clear();
     }
     warnings.extend(late_errors);
-    let summaries = out
-        .jobs
-        .iter()
-        .map(|(p, st, t)| job_summary(&tree.nodes[p.cgroup as usize].path, p, st, t))
-        .collect();
+    let fio = fio_report(&out, &specs, &tree, &global_options);
+    let summaries = fio.jobs.iter().map(job_summary).collect();
     let mut out = out;
     let mut extra = BTreeMap::new();
     let mut iocost_rows = Vec::new();
@@ -350,6 +352,7 @@ pub fn run_variant(
         specs,
         global_options,
         summaries,
+        fio,
         warnings,
         io_stat,
         extra,
@@ -378,28 +381,104 @@ fn apply_write(p: &mut Pipeline, w: &IfaceWrite, devs: &DeviceTable) -> Result<(
     }
 }
 
-/// The summary row of one job (what the seeds' `get_result` extracts from fio JSON).
-fn job_summary(
-    cgroup: &str,
-    p: &JobParams,
-    st: &crate::report::fio::JobStats,
-    t: &crate::sim::engine::JobTimes,
-) -> JobSummary {
-    let runtime_ms = (t.finished.saturating_sub(t.stats_start))
-        .div_ceil(1_000_000)
-        .max(1);
-    let ios: u64 = st.ios.iter().sum();
-    let bytes: u64 = st.bytes.iter().sum();
-    let n = ios.max(1) as f64;
+/// The fio report of a run: one entry per job, or per group with group_reporting.
+fn fio_report(
+    out: &RunOutput,
+    specs: &[fiojob::JobSpec],
+    tree: &CgroupTree,
+    global: &[(String, String)],
+) -> RunReport {
+    let mut reports = Vec::new();
+    for (i, ((p, st, t), spec)) in out.jobs.iter().zip(specs).enumerate() {
+        let runtime_ms = t.finished.saturating_sub(t.stats_start).div_ceil(1_000_000);
+        let engine = spec
+            .options
+            .iter()
+            .chain(global)
+            .find(|(k, _)| k == "ioengine")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| "psync".into());
+        let bs = |d: usize| format!("{}B-{}B", spec.bs_min[d], spec.bs_max[d]);
+        let header = format!(
+            "rw={}, bs=(R) {}, (W) {}, (T) {}, ioengine={engine}, iodepth={}",
+            rw_name(spec.rw),
+            bs(0),
+            bs(1),
+            bs(2),
+            spec.iodepth
+        );
+        let report = JobReport {
+            name: spec.name.clone(),
+            cgroup: tree.nodes[p.cgroup as usize].path.clone(),
+            groupid: spec.groupid,
+            jobs: 1,
+            options: spec.options.clone(),
+            elapsed_s: t.finished.div_ceil(NSEC_PER_SEC),
+            runtime_ms,
+            dirs: [spec.rw.reads(), spec.rw.writes(), spec.rw.trims()],
+            stats: st.clone(),
+            unified: spec.unified_rw_reporting,
+            percentile_list: spec.percentile_list.clone(),
+            clat_percentiles: spec.clat_percentiles,
+            lat_percentiles: spec.lat_percentiles,
+            slat_percentiles: spec.slat_percentiles,
+            iodepth: spec.iodepth,
+            kb_base: spec.kb_base,
+            sig_figs: spec.significant_figures,
+            header,
+            pid: 1000 + i as u32,
+            time: fioreport::ctime(fioreport::SIM_EPOCH + t.finished / NSEC_PER_SEC),
+        };
+        reports.push((report, spec.group_reporting));
+    }
+    let end = out.end;
+    RunReport {
+        version: "fio-3.33".into(),
+        timestamp: fioreport::SIM_EPOCH + end / NSEC_PER_SEC,
+        timestamp_ms: fioreport::SIM_EPOCH * 1000 + end / 1_000_000,
+        time: fioreport::ctime(fioreport::SIM_EPOCH + end / NSEC_PER_SEC),
+        global_options: global.to_vec(),
+        jobs: fioreport::group(reports),
+    }
+}
+
+fn rw_name(rw: fiojob::RwMode) -> &'static str {
+    use fiojob::RwMode::*;
+    match rw {
+        Read => "read",
+        Write => "write",
+        Trim => "trim",
+        RandRead => "randread",
+        RandWrite => "randwrite",
+        RandTrim => "randtrim",
+        ReadWrite => "rw",
+        RandRw => "randrw",
+        TrimWrite => "trimwrite",
+        RandTrimWrite => "randtrimwrite",
+    }
+}
+
+/// The summary row of one report entry, as the seeds' `get_result` reads fio's JSON
+/// (`mixed`, or read and write together).
+fn job_summary(r: &JobReport) -> JobSummary {
+    let m = r.stats.mixed();
+    let runtime = (0..3).map(|d| r.ddir_runtime(d)).max().unwrap_or(0).max(1);
+    let mut plist = r.percentile_list.clone();
+    plist.sort_by(f64::total_cmp);
+    let vals = percentiles(&m.clat.hist, &plist);
     JobSummary {
-        cgroup: cgroup.to_string(),
-        job: p.name.clone(),
-        iops: ios as f64 * 1000.0 / runtime_ms as f64,
-        mib_s: (bytes * 1000 / runtime_ms) as f64 / 1048576.0,
-        slat_mean_ms: st.slat_sum.iter().sum::<u64>() as f64 / n / 1e6,
-        clat_mean_ms: st.clat_sum.iter().sum::<u64>() as f64 / n / 1e6,
-        clat_max_ms: *st.clat_max.iter().max().unwrap_or(&0) as f64 / 1e6,
-        clat_pct_ms: Vec::new(),
+        cgroup: r.cgroup.clone(),
+        job: r.name.clone(),
+        iops: m.total_ios as f64 * 1000.0 / runtime as f64,
+        mib_s: (m.io_bytes * 1000 / runtime) as f64 / 1048576.0,
+        slat_mean_ms: m.slat.mean / 1e6,
+        clat_mean_ms: m.clat.mean / 1e6,
+        clat_max_ms: m.clat.max as f64 / 1e6,
+        clat_pct_ms: plist
+            .iter()
+            .zip(vals)
+            .map(|(p, v)| (*p, v as f64 / 1e6))
+            .collect(),
     }
 }
 
@@ -499,14 +578,16 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
     let mut stdout = String::new();
     let single = runs.len() == 1;
     for run in &runs {
-        if !single && o.format != OutputFormat::Summary {
+        // JSON: a stream of documents, one per variant (jq reads them in turn)
+        if !single && o.format == OutputFormat::Normal {
             stdout.push_str(&format!("=== variant {} ===\n", run.label));
         }
         match o.format {
             OutputFormat::Summary => {}
-            OutputFormat::Normal | OutputFormat::Json | OutputFormat::JsonPlus => {
-                stdout.push_str(&summary::summary_table(&run.summaries));
-            }
+            OutputFormat::Normal => stdout.push_str(&fioreport::text::to_normal(&run.fio)),
+            OutputFormat::Json | OutputFormat::JsonPlus => stdout.push_str(
+                &fioreport::json::to_json(&run.fio, o.format == OutputFormat::JsonPlus),
+            ),
         }
         if o.timeline {
             stdout.push_str(&summary::iostat_text(&run.limits.name, &run.out.iostat));
@@ -535,6 +616,8 @@ fn write_outputs(dir: &Path, run: &VariantRun) -> Result<(), String> {
     };
     let tree = &run.resolved.tree;
     write("summary.txt", &summary::summary_table(&run.summaries))?;
+    write("fio.json", &fioreport::json::to_json(&run.fio, false))?;
+    write("fio.txt", &fioreport::text::to_normal(&run.fio))?;
     write("iostat.csv", &summary::iostat_csv(&run.out.iostat))?;
     write("io.stat", &run.io_stat)?;
     if !run.iocost_rows.is_empty() {

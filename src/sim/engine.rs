@@ -1005,8 +1005,7 @@ impl Pipeline {
                 continue;
             }
             while job.next_sample <= now {
-                job.stats
-                    .sample((job.next_sample - job.stats_start) / NSEC_PER_MSEC);
+                job.stats.sample(FIO_SAMPLE / NSEC_PER_MSEC);
                 job.next_sample += FIO_SAMPLE;
             }
         }
@@ -1128,7 +1127,7 @@ mod tests {
         let st = &out.jobs[0].1;
         let per_io = 100_000 + HostCosts::default().submit_ns + HostCosts::default().complete_ns;
         let expect = NSEC_PER_SEC / per_io;
-        let got = st.ios[0];
+        let got = st.dd[0].total_ios;
         assert!(
             got.abs_diff(expect) <= expect / 100,
             "got {got}, expect {expect}"
@@ -1142,7 +1141,7 @@ mod tests {
         j.rate_iops = [100, 0];
         j.runtime = Some(10 * NSEC_PER_SEC);
         let out = run(vec![j], 50_000, 64);
-        let ios = out.jobs[0].1.ios[0];
+        let ios = out.jobs[0].1.dd[0].total_ios;
         assert!((990..=1010).contains(&ios), "ios={ios}");
     }
 
@@ -1152,8 +1151,8 @@ mod tests {
         j.iodepth = 32;
         let out = run(vec![j], 200_000, 64);
         let st = &out.jobs[0].1;
-        let iops = st.ios[0] as f64;
-        let mean_lat = (st.clat_sum[0] + st.slat_sum[0]) as f64 / st.ios[0] as f64 / 1e9;
+        let iops = st.dd[0].total_ios as f64;
+        let mean_lat = (st.dd[0].clat.mean + st.dd[0].slat.mean) / 1e9;
         let l = iops * mean_lat;
         assert!((l - 32.0).abs() < 0.5, "L={l}");
     }
@@ -1164,7 +1163,7 @@ mod tests {
         j.iodepth = 8;
         let out = run(vec![j], 100_000, 2);
         let st = &out.jobs[0].1;
-        let slat = st.slat_sum[0] / st.ios[0];
+        let slat = st.dd[0].slat.mean as u64;
         // 2 tags, 100 µs service: a completion every 50 µs; the submitter sleeps in
         // blk_mq_get_tag() for the next one, so each submit waits ~50 µs (the job cannot
         // queue more while it sleeps).
@@ -1180,7 +1179,7 @@ mod tests {
         j.runtime = None;
         j.io_limit = 16 << 20;
         let out = run(vec![j], 10_000, 64);
-        assert_eq!(out.jobs[0].1.ios[0], 16);
+        assert_eq!(out.jobs[0].1.dd[0].total_ios, 16);
         let dev_ios: u64 = out.iostat.iter().map(|r| r.r_ios).sum();
         assert_eq!(dev_ios, 16 * 8, "1 MiB bios split at 128 KiB");
         assert_eq!(out.cg_stat[0].rbytes, 16 << 20);
@@ -1202,7 +1201,7 @@ mod tests {
     fn same_seed_same_result() {
         let a = run(vec![job("d")], 30_000, 4);
         let b = run(vec![job("d")], 30_000, 4);
-        assert_eq!(a.jobs[0].1.ios, b.jobs[0].1.ios);
+        assert_eq!(a.jobs[0].1, b.jobs[0].1);
         assert_eq!(a.end, b.end);
     }
 }

@@ -1,31 +1,146 @@
-//! (stub until the fio-output branch lands)
-use crate::sim::Dir;
-#[derive(Debug, Default, Clone)]
-pub struct JobStats {
-    pub ios: [u64; 2],
-    pub bytes: [u64; 2],
-    pub clat_sum: [u64; 2],
-    pub clat_max: [u64; 2],
-    pub slat_sum: [u64; 2],
+//! fio-compatible statistics and output, laid out as fio 3.33 prints them.
+//!
+//! - `stats.rs`  — histograms, percentiles (x86 long-double exact), Welford stats,
+//!   depth maps and latency buckets: what the pipeline records per I/O;
+//! - `json.rs`   — `--output-format=json|json+` (stat.c `show_thread_status_json()`,
+//!   json.c printing: 2-space indent, `"key" : value`, `%f` floats);
+//! - `text.rs`   — the normal output (`show_thread_status_normal()`,
+//!   `show_run_stats()`), with fio's `num2str()` unit rules.
+//!
+//! A [`RunReport`] holds one fio process's worth of jobs; timestamps come from the
+//! simulation (a fixed epoch plus simulated time), never the wall clock.
+
+pub mod json;
+pub mod stats;
+pub mod text;
+
+pub use stats::JobStats;
+
+use crate::workload::fio::UnifiedRw;
+
+/// One job (or one reporting group, with group_reporting) as fio reports it.
+#[derive(Debug, Clone)]
+pub struct JobReport {
+    pub name: String,
+    /// The cgroup the job ran in (not printed by fio; used by our summary).
+    pub cgroup: String,
+    pub groupid: u32,
+    /// Number of jobs folded into this report (group_reporting).
+    pub jobs: u32,
+    /// The job's options exactly as written (fio's "job options").
+    pub options: Vec<(String, String)>,
+    /// Seconds since the run started when the job ended.
+    pub elapsed_s: u64,
+    /// Job runtime in ms (after ramp_time).
+    pub runtime_ms: u64,
+    /// Directions the job does (read, write, trim).
+    pub dirs: [bool; 3],
+    pub stats: JobStats,
+    pub unified: UnifiedRw,
+    pub percentile_list: Vec<f64>,
+    pub clat_percentiles: bool,
+    pub lat_percentiles: bool,
+    pub slat_percentiles: bool,
+    pub iodepth: u32,
+    pub kb_base: u64,
+    pub sig_figs: u32,
+    /// The header description: `rw=randread, bs=(R) 4096B-4096B, ..., ioengine=libaio, iodepth=1`.
+    pub header: String,
+    /// A stand-in process id (deterministic).
+    pub pid: u32,
+    /// The job's end time, as ctime text.
+    pub time: String,
 }
-impl JobStats {
-    pub fn add_slat(&mut self, d: Dir, ns: u64) {
-        self.slat_sum[d.idx()] += ns;
+
+impl JobReport {
+    /// Runtime of direction `d` in ms: the job's runtime if it moved bytes that way
+    /// (fio's update_runtime() only counts directions with I/O).
+    pub fn ddir_runtime(&self, d: usize) -> u64 {
+        if self.stats.dd[d].io_bytes > 0 {
+            self.runtime_ms
+        } else {
+            0
+        }
     }
-    pub fn add_clat(&mut self, d: Dir, ns: u64) {
-        self.clat_sum[d.idx()] += ns;
-        self.clat_max[d.idx()] = self.clat_max[d.idx()].max(ns);
+}
+
+/// One fio run: every job of every cgroup of a variant.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    pub version: String,
+    pub timestamp: u64,
+    pub timestamp_ms: u64,
+    /// ctime string without the newline.
+    pub time: String,
+    pub global_options: Vec<(String, String)>,
+    pub jobs: Vec<JobReport>,
+}
+
+/// The fixed epoch simulated runs start at: 2026-01-01 00:00:00 UTC.
+pub const SIM_EPOCH: u64 = 1_767_225_600;
+
+/// `ctime()`-style text in UTC: `Thu Jan  1 00:00:00 2026`.
+pub fn ctime(secs: u64) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    // civil_from_days (Howard Hinnant)
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{} {} {:>2} {:02}:{:02}:{:02} {}",
+        DAYS[(days % 7) as usize],
+        MONTHS[(m - 1) as usize],
+        d,
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        y
+    )
+}
+
+/// group_reporting: fold jobs of the same group that ask for it into one report.
+pub fn group(jobs: Vec<(JobReport, bool)>) -> Vec<JobReport> {
+    let mut out: Vec<(JobReport, bool)> = Vec::new();
+    for (j, grouped) in jobs {
+        if grouped
+            && let Some((first, _)) = out.iter_mut().find(|(f, g)| *g && f.groupid == j.groupid)
+        {
+            first.stats.merge(&j.stats);
+            first.jobs += 1;
+            first.runtime_ms = first.runtime_ms.max(j.runtime_ms);
+            first.elapsed_s = first.elapsed_s.max(j.elapsed_s);
+            for d in 0..3 {
+                first.dirs[d] |= j.dirs[d];
+            }
+            continue;
+        }
+        out.push((j, grouped));
     }
-    pub fn add_lat(&mut self, _d: Dir, _ns: u64) {}
-    pub fn add_io(&mut self, d: Dir, bytes: u64) {
-        self.ios[d.idx()] += 1;
-        self.bytes[d.idx()] += bytes;
-    }
-    pub fn mark_depth(&mut self, _depth: u32) {}
-    pub fn mark_submit(&mut self, _n: u32) {}
-    pub fn mark_complete(&mut self, _n: u32) {}
-    pub fn sample(&mut self, _elapsed_ms: u64) {}
-    pub fn reset(&mut self) {
-        *self = Self::default();
+    out.into_iter().map(|(j, _)| j).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ctime_utc() {
+        assert_eq!(ctime(SIM_EPOCH), "Thu Jan  1 00:00:00 2026");
+        assert_eq!(
+            ctime(SIM_EPOCH + 86_400 * 31 + 3_661),
+            "Sun Feb  1 01:01:01 2026"
+        );
+        assert_eq!(ctime(0), "Thu Jan  1 00:00:00 1970");
     }
 }

@@ -1,0 +1,326 @@
+//! fio's JSON output (`--output-format=json` and `json+`), key for key in fio 3.33's
+//! order (stat.c `show_thread_status_json()`, `add_ddir_status_json()`), printed as
+//! fio's json.c prints: two-space indentation, `"key" : value`, integers `%lld`,
+//! floats `%f`.
+
+use super::stats::{DdirStats, LAT_M_KEYS, LAT_N_KEYS, LatStat, percentiles};
+use super::{JobReport, RunReport};
+use crate::workload::fio::UnifiedRw;
+
+/// A JSON value in fio's printing style (order-preserving objects).
+enum J {
+    Int(i128),
+    Float(f64),
+    Str(String),
+    Obj(Vec<(String, J)>),
+    Arr(Vec<J>),
+}
+
+fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '\n' => o.push_str("\\n"),
+            '\t' => o.push_str("\\t"),
+            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+fn write(j: &J, level: usize, out: &mut String) {
+    let pad = |n: usize| "  ".repeat(n);
+    match j {
+        J::Int(i) => out.push_str(&i.to_string()),
+        J::Float(f) => out.push_str(&format!("{f:.6}")),
+        J::Str(s) => {
+            out.push('"');
+            out.push_str(&esc(s));
+            out.push('"');
+        }
+        J::Obj(kv) => {
+            out.push_str("{\n");
+            for (i, (k, v)) in kv.iter().enumerate() {
+                out.push_str(&pad(level + 1));
+                out.push_str(&format!("\"{}\" : ", esc(k)));
+                write(v, level + 1, out);
+                if i + 1 < kv.len() {
+                    out.push(',');
+                }
+                out.push('\n');
+            }
+            out.push_str(&pad(level));
+            out.push('}');
+        }
+        J::Arr(v) => {
+            out.push_str("[\n");
+            for (i, x) in v.iter().enumerate() {
+                out.push_str(&pad(level + 1));
+                write(x, level + 1, out);
+                if i + 1 < v.len() {
+                    out.push(',');
+                }
+                out.push('\n');
+            }
+            out.push_str(&pad(level));
+            out.push(']');
+        }
+    }
+}
+
+fn obj(kv: Vec<(&str, J)>) -> J {
+    J::Obj(kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+}
+
+fn lat_obj(s: &LatStat, pct: Option<&[f64]>, plus: bool) -> J {
+    let mut kv = vec![
+        ("min", J::Int(s.min.into())),
+        ("max", J::Int(s.max.into())),
+        ("mean", J::Float(if s.n > 0 { s.mean } else { 0.0 })),
+        ("stddev", J::Float(s.stddev())),
+        ("N", J::Int(s.n.into())),
+    ];
+    if let Some(plist) = pct
+        && s.n > 0
+    {
+        let mut sorted = plist.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let vals = percentiles(&s.hist, &sorted);
+        kv.push((
+            "percentile",
+            J::Obj(
+                sorted
+                    .iter()
+                    .zip(vals)
+                    .map(|(p, v)| (format!("{p:.6}"), J::Int(v.into())))
+                    .collect(),
+            ),
+        ));
+        if plus {
+            kv.push((
+                "bins",
+                J::Obj(
+                    s.hist
+                        .bins()
+                        .into_iter()
+                        .map(|(v, c)| (v.to_string(), J::Int(c.into())))
+                        .collect(),
+                ),
+            ));
+        }
+    }
+    obj(kv)
+}
+
+fn ddir_obj(r: &JobReport, s: &DdirStats, runtime: u64, group_bw: u64, plus: bool) -> J {
+    let bw_bytes = if runtime > 0 {
+        s.io_bytes * 1000 / runtime
+    } else {
+        0
+    };
+    let iops = if runtime > 0 {
+        s.total_ios as f64 * 1000.0 / runtime as f64
+    } else {
+        0.0
+    };
+    let pl = |on: bool| on.then_some(r.percentile_list.as_slice());
+    // convert_agg_kbytes_percent()
+    let mut agg = if group_bw > 1024 {
+        s.bw.mean * 100.0 / (group_bw as f64 / 1024.0)
+    } else {
+        100.0
+    };
+    if agg > 100.0 {
+        agg = 100.0;
+    }
+    if s.bw.n == 0 {
+        agg = 0.0;
+    }
+    obj(vec![
+        ("io_bytes", J::Int(s.io_bytes.into())),
+        ("io_kbytes", J::Int((s.io_bytes >> 10).into())),
+        ("bw_bytes", J::Int(bw_bytes.into())),
+        ("bw", J::Int((bw_bytes / 1024).into())),
+        ("iops", J::Float(iops)),
+        ("runtime", J::Int(runtime.into())),
+        ("total_ios", J::Int(s.total_ios.into())),
+        ("short_ios", J::Int(0)),
+        ("drop_ios", J::Int(0)),
+        ("slat_ns", lat_obj(&s.slat, pl(r.slat_percentiles), plus)),
+        ("clat_ns", lat_obj(&s.clat, pl(r.clat_percentiles), plus)),
+        ("lat_ns", lat_obj(&s.lat, pl(r.lat_percentiles), plus)),
+        ("bw_min", J::Int(s.bw.min.into())),
+        ("bw_max", J::Int(s.bw.max.into())),
+        ("bw_agg", J::Float(agg)),
+        ("bw_mean", J::Float(s.bw.mean)),
+        ("bw_dev", J::Float(s.bw.stddev())),
+        ("bw_samples", J::Int(s.bw.n.into())),
+        ("iops_min", J::Int(s.iops.min.into())),
+        ("iops_max", J::Int(s.iops.max.into())),
+        ("iops_mean", J::Float(s.iops.mean)),
+        ("iops_stddev", J::Float(s.iops.stddev())),
+        ("iops_samples", J::Int(s.iops.n.into())),
+    ])
+}
+
+fn dist(counts: &[u64], keys: &[&str]) -> J {
+    let total: u64 = counts.iter().sum();
+    J::Obj(
+        keys.iter()
+            .zip(counts)
+            .map(|(k, c)| {
+                let v = if total > 0 {
+                    *c as f64 * 100.0 / total as f64
+                } else {
+                    0.0
+                };
+                (k.to_string(), J::Float(v))
+            })
+            .collect(),
+    )
+}
+
+fn lat_dist(counts: &[u64], keys: &[&str], total: u64) -> J {
+    J::Obj(
+        keys.iter()
+            .zip(counts)
+            .map(|(k, c)| {
+                let v = if total > 0 {
+                    *c as f64 * 100.0 / total as f64
+                } else {
+                    0.0
+                };
+                (k.to_string(), J::Float(v))
+            })
+            .collect(),
+    )
+}
+
+/// The group's aggregate bandwidth per direction in bytes/s (run-status group `agg`).
+pub fn group_bw(jobs: &[JobReport], groupid: u32, d: usize) -> u64 {
+    let g: Vec<&JobReport> = jobs.iter().filter(|j| j.groupid == groupid).collect();
+    let bytes: u64 = g.iter().map(|j| j.stats.dd[d].io_bytes).sum();
+    let max_run = g.iter().map(|j| j.ddir_runtime(d)).max().unwrap_or(0);
+    if max_run > 0 {
+        bytes * 1000 / max_run
+    } else {
+        0
+    }
+}
+
+fn job_obj(r: &JobReport, all: &[JobReport], plus: bool) -> J {
+    let st = &r.stats;
+    let mut kv: Vec<(&str, J)> = vec![
+        ("jobname", J::Str(r.name.clone())),
+        ("groupid", J::Int(r.groupid.into())),
+        ("error", J::Int(0)),
+        ("eta", J::Int(2_147_483_647)),
+        ("elapsed", J::Int(r.elapsed_s.into())),
+        (
+            "job options",
+            J::Obj(
+                r.options
+                    .iter()
+                    .map(|(k, v)| (k.clone(), J::Str(v.clone())))
+                    .collect(),
+            ),
+        ),
+    ];
+    let names = ["read", "write", "trim"];
+    if r.unified != UnifiedRw::Mixed {
+        for (d, name) in names.iter().enumerate() {
+            kv.push((
+                name,
+                ddir_obj(
+                    r,
+                    &st.dd[d],
+                    r.ddir_runtime(d),
+                    group_bw(all, r.groupid, d),
+                    plus,
+                ),
+            ));
+        }
+    }
+    if r.unified != UnifiedRw::None {
+        let m = st.mixed();
+        let runtime = (0..3).map(|d| r.ddir_runtime(d)).max().unwrap_or(0);
+        let gbw = group_bw(all, r.groupid, 0) + group_bw(all, r.groupid, 1);
+        kv.push(("mixed", ddir_obj(r, &m, runtime, gbw, plus)));
+    }
+    kv.push((
+        "sync",
+        obj(vec![
+            ("total_ios", J::Int(0)),
+            ("lat_ns", lat_obj(&LatStat::default(), None, false)),
+        ]),
+    ));
+    let total_ios: u64 = st.dd.iter().map(|d| d.total_ios).sum();
+    kv.extend([
+        ("job_runtime", J::Int(r.runtime_ms.into())),
+        ("usr_cpu", J::Float(0.0)),
+        ("sys_cpu", J::Float(0.0)),
+        ("ctx", J::Int(st.ctx.into())),
+        ("majf", J::Int(0)),
+        ("minf", J::Int(st.minf.into())),
+        (
+            "iodepth_level",
+            dist(&st.io_u_map, &["1", "2", "4", "8", "16", "32", ">=64"]),
+        ),
+        (
+            "iodepth_submit",
+            dist(&st.io_u_submit, &["0", "4", "8", "16", "32", "64", ">=64"]),
+        ),
+        (
+            "iodepth_complete",
+            dist(
+                &st.io_u_complete,
+                &["0", "4", "8", "16", "32", "64", ">=64"],
+            ),
+        ),
+        ("latency_ns", lat_dist(&st.lat_n, &LAT_N_KEYS, total_ios)),
+        ("latency_us", lat_dist(&st.lat_u, &LAT_N_KEYS, total_ios)),
+        ("latency_ms", lat_dist(&st.lat_m, &LAT_M_KEYS, total_ios)),
+        ("latency_depth", J::Int(r.iodepth.into())),
+        ("latency_target", J::Int(0)),
+        ("latency_percentile", J::Float(100.0)),
+        ("latency_window", J::Int(0)),
+    ]);
+    obj(kv)
+}
+
+/// The whole JSON document, as `fio --output-format=json[+]` prints it.
+pub fn to_json(run: &RunReport, plus: bool) -> String {
+    let mut kv: Vec<(&str, J)> = vec![
+        ("fio version", J::Str(run.version.clone())),
+        ("timestamp", J::Int(run.timestamp.into())),
+        ("timestamp_ms", J::Int(run.timestamp_ms.into())),
+        ("time", J::Str(run.time.clone())),
+    ];
+    if !run.global_options.is_empty() {
+        kv.push((
+            "global options",
+            J::Obj(
+                run.global_options
+                    .iter()
+                    .map(|(k, v)| (k.clone(), J::Str(v.clone())))
+                    .collect(),
+            ),
+        ));
+    }
+    kv.push((
+        "jobs",
+        J::Arr(
+            run.jobs
+                .iter()
+                .map(|j| job_obj(j, &run.jobs, plus))
+                .collect(),
+        ),
+    ));
+    let mut out = String::new();
+    write(&obj(kv), 0, &mut out);
+    out.push('\n');
+    out
+}

@@ -1,0 +1,548 @@
+//! fio's statistics, collected as fio collects them (stat.c, stat.h, io_u.c).
+//!
+//! - [`LatHist`]: the 1,856-bucket latency histogram (`FIO_IO_U_PLAT_BITS = 6`):
+//!   values below 128 ns are exact, above that each power of two is cut into 64
+//!   buckets, so the relative error is below 1/128 (`plat_val_to_idx()`,
+//!   `plat_idx_to_val()`).
+//! - [`percentiles`]: `calc_clat_percentiles()`, including the x86 `long double`
+//!   threshold `(long double)p / 100.0 * N`, emulated exactly with integer arithmetic
+//!   (64-bit mantissa, round-half-even) so percentiles are byte-identical to x86 fio.
+//! - [`LatStat`]: min/max/mean/stddev by Welford's running sums (`add_stat_sample()`,
+//!   `calc_lat()`), plus the histogram.
+//! - [`SampleStat`]: the bw/iops log statistics (`__add_samples()`), one sample per
+//!   `bwavgtime`/`iopsavgtime` window.
+//! - [`JobStats`]: a job's per-direction counters, the I/O depth maps
+//!   (`io_u_mark_depth/submit/complete()`) and the latency distribution buckets
+//!   (`io_u_mark_lat_nsec/usec/msec()`), fed by the pipeline in O(1) per I/O.
+
+use crate::sim::Dir;
+
+pub const PLAT_BITS: u32 = 6;
+pub const PLAT_VAL: u64 = 1 << PLAT_BITS;
+pub const PLAT_GROUP_NR: usize = 29;
+pub const PLAT_NR: usize = PLAT_GROUP_NR * PLAT_VAL as usize;
+
+/// mirrors plat_val_to_idx()
+pub fn val_to_idx(val: u64) -> usize {
+    let msb = if val == 0 {
+        0
+    } else {
+        63 - val.leading_zeros()
+    };
+    if msb <= PLAT_BITS {
+        return val as usize;
+    }
+    let error_bits = msb - PLAT_BITS;
+    let base = (error_bits as usize + 1) << PLAT_BITS;
+    let offset = ((val >> error_bits) & (PLAT_VAL - 1)) as usize;
+    (base + offset).min(PLAT_NR - 1)
+}
+
+/// mirrors plat_idx_to_val(): the bucket's representative value (its middle).
+pub fn idx_to_val(idx: usize) -> u64 {
+    if idx < (PLAT_VAL << 1) as usize {
+        return idx as u64;
+    }
+    let error_bits = (idx >> PLAT_BITS) as u32 - 1;
+    let base = 1u64 << (error_bits + PLAT_BITS);
+    let k = (idx % PLAT_VAL as usize) as f64;
+    (base as f64 + (k + 0.5) * (1u64 << error_bits) as f64) as u64
+}
+
+/// fio's latency histogram.
+#[derive(Clone, PartialEq, Eq)]
+pub struct LatHist(Box<[u64; PLAT_NR]>);
+
+impl Default for LatHist {
+    fn default() -> Self {
+        LatHist(Box::new([0; PLAT_NR]))
+    }
+}
+
+impl std::fmt::Debug for LatHist {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "LatHist(n={})", self.0.iter().sum::<u64>())
+    }
+}
+
+impl LatHist {
+    #[inline]
+    pub fn add(&mut self, ns: u64) {
+        self.0[val_to_idx(ns)] += 1;
+    }
+    pub fn add_count(&mut self, idx: usize, n: u64) {
+        self.0[idx.min(PLAT_NR - 1)] += n;
+    }
+    pub fn merge(&mut self, o: &LatHist) {
+        for (a, b) in self.0.iter_mut().zip(o.0.iter()) {
+            *a += b;
+        }
+    }
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+    /// Non-empty buckets as (representative ns, count), ascending (json+ "bins").
+    pub fn bins(&self) -> Vec<(u64, u64)> {
+        self.0
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c > 0)
+            .map(|(i, c)| (idx_to_val(i), *c))
+            .collect()
+    }
+}
+
+/// The smallest integer count `c` with `c >= (long double)p / 100.0 * n`, as x86's
+/// 80-bit long double (64-bit mantissa, round to nearest even) computes it.
+pub fn x87_threshold(p: f64, n: u64) -> u64 {
+    if p <= 0.0 || n == 0 {
+        return 0;
+    }
+    // p = m * 2^e exactly
+    let bits = p.to_bits();
+    let exp_bits = ((bits >> 52) & 0x7ff) as i32;
+    let frac = bits & ((1u64 << 52) - 1);
+    let (m, e) = if exp_bits == 0 {
+        (frac, -1074)
+    } else {
+        (frac | (1u64 << 52), exp_bits - 1075)
+    };
+    // q = RN64(m * 2^e / 100): scale so the quotient has 64 significant bits
+    let mut s: i32 = 0;
+    while ((m as u128) << s) / 100 < (1u128 << 63) {
+        s += 1;
+    }
+    let num = (m as u128) << s;
+    let (mut q, r) = (num / 100, num % 100);
+    if 2 * r > 100 || (2 * r == 100 && q & 1 == 1) {
+        q += 1;
+    }
+    let mut qe = e - s;
+    if q == 1u128 << 64 {
+        q >>= 1;
+        qe += 1;
+    }
+    // x = RN64(q * n)
+    let prod = q * n as u128;
+    let len = 128 - prod.leading_zeros() as i32;
+    let (mut k, mut ke) = (prod, qe);
+    if len > 64 {
+        let sh = (len - 64) as u32;
+        let kept = prod >> sh;
+        let rem = prod & ((1u128 << sh) - 1);
+        let half = 1u128 << (sh - 1);
+        k = kept + u128::from(rem > half || (rem == half && kept & 1 == 1));
+        ke += sh as i32;
+    }
+    // ceil(k * 2^ke)
+    if ke >= 0 {
+        (k << ke as u32).min(u64::MAX as u128) as u64
+    } else {
+        let sh = (-ke) as u32;
+        if sh >= 128 {
+            return 1;
+        }
+        let whole = k >> sh;
+        let frac = k & ((1u128 << sh) - 1);
+        (whole + u128::from(frac != 0)) as u64
+    }
+}
+
+/// mirrors calc_clat_percentiles(): `plist` sorted ascending; one value per entry.
+pub fn percentiles(hist: &LatHist, plist: &[f64]) -> Vec<u64> {
+    let n = hist.total();
+    let mut out = vec![0u64; plist.len()];
+    if n == 0 || plist.is_empty() {
+        return out;
+    }
+    let thresholds: Vec<u64> = plist.iter().map(|&p| x87_threshold(p, n)).collect();
+    let mut j = 0;
+    let mut sum = 0u64;
+    for (i, c) in hist.0.iter().enumerate() {
+        sum += c;
+        while j < plist.len() && sum >= thresholds[j] {
+            out[j] = idx_to_val(i);
+            j += 1;
+        }
+        if j == plist.len() {
+            break;
+        }
+    }
+    out
+}
+
+/// A latency statistic: min, max, Welford mean/variance and the histogram.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LatStat {
+    pub min: u64,
+    pub max: u64,
+    pub n: u64,
+    pub mean: f64,
+    /// Σ (x - mean)^2 (fio's `S`).
+    pub s: f64,
+    pub hist: LatHist,
+}
+
+impl LatStat {
+    /// mirrors add_stat_sample()
+    #[inline]
+    pub fn add(&mut self, v: u64) {
+        if self.n == 0 || v < self.min {
+            self.min = v;
+        }
+        if v > self.max {
+            self.max = v;
+        }
+        let x = v as f64;
+        let delta = x - self.mean;
+        self.n += 1;
+        self.mean += delta / self.n as f64;
+        self.s += delta * (x - self.mean);
+        self.hist.add(v);
+    }
+
+    /// Sample standard deviation, 0 for n <= 1 (calc_lat()).
+    pub fn stddev(&self) -> f64 {
+        if self.n <= 1 {
+            0.0
+        } else {
+            (self.s / (self.n - 1) as f64).sqrt()
+        }
+    }
+
+    /// mirrors sum_stat(): the parallel mean/variance merge.
+    pub fn merge(&mut self, o: &LatStat) {
+        if o.n == 0 {
+            return;
+        }
+        if self.n == 0 {
+            *self = o.clone();
+            return;
+        }
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+        let n1 = self.n as f64;
+        let n2 = o.n as f64;
+        let delta = o.mean - self.mean;
+        let mean = self.mean + delta * n2 / (n1 + n2);
+        self.s += o.s + delta * delta * n1 * n2 / (n1 + n2);
+        self.mean = mean;
+        self.n += o.n;
+        self.hist.merge(&o.hist);
+    }
+}
+
+/// bw/iops log samples: min/max/mean/stddev over the windows (pure sums on merge).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SampleStat {
+    pub min: u64,
+    pub max: u64,
+    pub n: u64,
+    pub mean: f64,
+    pub s: f64,
+}
+
+impl SampleStat {
+    pub fn add(&mut self, v: u64) {
+        if self.n == 0 || v < self.min {
+            self.min = v;
+        }
+        self.max = self.max.max(v);
+        let x = v as f64;
+        let delta = x - self.mean;
+        self.n += 1;
+        self.mean += delta / self.n as f64;
+        self.s += delta * (x - self.mean);
+    }
+    pub fn stddev(&self) -> f64 {
+        if self.n <= 1 {
+            0.0
+        } else {
+            (self.s / (self.n - 1) as f64).sqrt()
+        }
+    }
+    /// group_reporting adds the sample statistics of the jobs (sum_stat with
+    /// first = false for the bw/iops logs is a plain sum in fio).
+    pub fn merge_sum(&mut self, o: &SampleStat) {
+        self.min += o.min;
+        self.max += o.max;
+        self.mean += o.mean;
+        self.s += o.s;
+        self.n = self.n.max(o.n);
+    }
+}
+
+/// One direction's counters.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DdirStats {
+    pub io_bytes: u64,
+    pub total_ios: u64,
+    pub slat: LatStat,
+    pub clat: LatStat,
+    pub lat: LatStat,
+    pub bw: SampleStat,
+    pub iops: SampleStat,
+    /// Bytes/ios at the last sample, for the window rate.
+    last_bytes: u64,
+    last_ios: u64,
+}
+
+/// Latency distribution buckets (io_u_mark_lat_*): ns, µs and ms tables.
+pub const LAT_N_KEYS: [&str; 10] = [
+    "2", "4", "10", "20", "50", "100", "250", "500", "750", "1000",
+];
+pub const LAT_M_KEYS: [&str; 12] = [
+    "2", "4", "10", "20", "50", "100", "250", "500", "750", "1000", "2000", ">=2000",
+];
+
+fn lat_bucket(v: u64) -> usize {
+    match v {
+        0..=1 => 0,
+        2..=3 => 1,
+        4..=9 => 2,
+        10..=19 => 3,
+        20..=49 => 4,
+        50..=99 => 5,
+        100..=249 => 6,
+        250..=499 => 7,
+        500..=749 => 8,
+        750..=999 => 9,
+        1000..=1999 => 10,
+        _ => 11,
+    }
+}
+
+/// mirrors the io_u_map/io_u_submit/io_u_complete bucket choice
+fn depth_idx(d: u32) -> usize {
+    match d {
+        0..=1 => 0,
+        2..=3 => 1,
+        4..=7 => 2,
+        8..=15 => 3,
+        16..=31 => 4,
+        32..=63 => 5,
+        _ => 6,
+    }
+}
+
+fn batch_idx(n: u32) -> usize {
+    match n {
+        0 => 0,
+        1..=4 => 1,
+        5..=8 => 2,
+        9..=16 => 3,
+        17..=32 => 4,
+        33..=64 => 5,
+        _ => 6,
+    }
+}
+
+/// Everything fio reports about one job.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JobStats {
+    /// read, write, trim
+    pub dd: [DdirStats; 3],
+    pub io_u_map: [u64; 7],
+    pub io_u_submit: [u64; 7],
+    pub io_u_complete: [u64; 7],
+    pub total_submit: u64,
+    pub total_complete: u64,
+    pub lat_n: [u64; 10],
+    pub lat_u: [u64; 10],
+    pub lat_m: [u64; 12],
+    pub ctx: u64,
+    pub minf: u64,
+}
+
+impl JobStats {
+    pub fn add_slat(&mut self, d: Dir, ns: u64) {
+        self.dd[d.idx()].slat.add(ns);
+    }
+
+    /// clat also feeds the latency distribution (io_u_mark_latency()).
+    pub fn add_clat(&mut self, d: Dir, ns: u64) {
+        self.dd[d.idx()].clat.add(ns);
+        if ns < 1000 {
+            self.lat_n[lat_bucket(ns)] += 1;
+        } else if ns < 1_000_000 {
+            self.lat_u[lat_bucket(ns / 1000)] += 1;
+        } else {
+            self.lat_m[lat_bucket(ns / 1_000_000)] += 1;
+        }
+    }
+
+    pub fn add_lat(&mut self, d: Dir, ns: u64) {
+        self.dd[d.idx()].lat.add(ns);
+    }
+
+    /// One completed I/O of `bytes`.
+    pub fn add_io(&mut self, d: Dir, bytes: u64) {
+        let s = &mut self.dd[d.idx()];
+        s.io_bytes += bytes;
+        s.total_ios += 1;
+    }
+
+    /// io_u_mark_depth(): the queue depth right after a submit.
+    pub fn mark_depth(&mut self, depth: u32) {
+        self.io_u_map[depth_idx(depth)] += 1;
+    }
+
+    /// io_u_mark_submit(): one submit call of `n` I/Os.
+    pub fn mark_submit(&mut self, n: u32) {
+        self.io_u_submit[batch_idx(n)] += 1;
+        self.total_submit += 1;
+    }
+
+    /// io_u_mark_complete(): one reap of `n` I/Os.
+    pub fn mark_complete(&mut self, n: u32) {
+        self.io_u_complete[batch_idx(n)] += 1;
+        self.total_complete += 1;
+    }
+
+    /// A bw/iops log window ended after `window_ms` ms (__add_samples()).
+    pub fn sample(&mut self, window_ms: u64) {
+        let w = window_ms.max(1);
+        for s in self.dd.iter_mut().take(2) {
+            let db = s.io_bytes - s.last_bytes;
+            let di = s.total_ios - s.last_ios;
+            s.last_bytes = s.io_bytes;
+            s.last_ios = s.total_ios;
+            s.bw.add(db * 1000 / w / 1024);
+            s.iops.add(di * 1000 / w);
+        }
+    }
+
+    /// group_reporting: fold another job in (sum_thread_stats()).
+    pub fn merge(&mut self, o: &JobStats) {
+        for (a, b) in self.dd.iter_mut().zip(o.dd.iter()) {
+            a.io_bytes += b.io_bytes;
+            a.total_ios += b.total_ios;
+            a.slat.merge(&b.slat);
+            a.clat.merge(&b.clat);
+            a.lat.merge(&b.lat);
+            a.bw.merge_sum(&b.bw);
+            a.iops.merge_sum(&b.iops);
+        }
+        let add = |a: &mut [u64], b: &[u64]| a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+        add(&mut self.io_u_map, &o.io_u_map);
+        add(&mut self.io_u_submit, &o.io_u_submit);
+        add(&mut self.io_u_complete, &o.io_u_complete);
+        add(&mut self.lat_n, &o.lat_n);
+        add(&mut self.lat_u, &o.lat_u);
+        add(&mut self.lat_m, &o.lat_m);
+        self.total_submit += o.total_submit;
+        self.total_complete += o.total_complete;
+        self.ctx += o.ctx;
+        self.minf += o.minf;
+    }
+
+    /// The read and write directions folded into one (unified_rw_reporting=mixed).
+    pub fn mixed(&self) -> DdirStats {
+        let mut m = self.dd[0].clone();
+        let w = &self.dd[1];
+        m.io_bytes += w.io_bytes;
+        m.total_ios += w.total_ios;
+        m.slat.merge(&w.slat);
+        m.clat.merge(&w.clat);
+        m.lat.merge(&w.lat);
+        m.bw.merge_sum(&w.bw);
+        m.iops.merge_sum(&w.iops);
+        m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bucket_edges() {
+        assert_eq!(val_to_idx(0), 0);
+        assert_eq!(val_to_idx(127), 127);
+        assert_eq!(val_to_idx(128), 128);
+        // fio's midpoint: bucket 128 holds 128..129 and reports 129
+        assert_eq!(idx_to_val(128), 129);
+        assert_eq!(val_to_idx(1 << 40), PLAT_NR - 1);
+        assert_eq!(idx_to_val(PLAT_NR - 1), 17_112_760_320);
+        // relative error below 1/128 and the value maps back to its own bucket
+        for v in [200u64, 4_000, 11_994_000, 23_725_000, 1_000_000_000] {
+            let r = idx_to_val(val_to_idx(v));
+            assert!(
+                (r as f64 - v as f64).abs() / (v as f64) < 1.0 / 64.0,
+                "{v} -> {r}"
+            );
+            assert_eq!(val_to_idx(r), val_to_idx(v));
+        }
+    }
+
+    #[test]
+    fn long_double_threshold_differs_from_f64_where_fio_does() {
+        // spec §1.6: N=25, p=60 needs cumulative >= 16 with long double (15 with f64)
+        assert_eq!(x87_threshold(60.0, 25), 16);
+        assert_eq!(((60.0f64 / 100.0) * 25.0).ceil() as u64, 15);
+        assert_eq!(x87_threshold(50.0, 10), 5);
+        assert_eq!(x87_threshold(99.99, 1_000_000), 999_900);
+        assert_eq!(x87_threshold(100.0, 7), 7);
+    }
+
+    #[test]
+    fn percentiles_walk_the_buckets() {
+        let mut h = LatHist::default();
+        for v in 1..=100u64 {
+            h.add(v);
+        }
+        assert_eq!(
+            percentiles(&h, &[1.0, 50.0, 99.0, 100.0]),
+            vec![1, 50, 99, 100]
+        );
+    }
+
+    #[test]
+    fn welford_and_merge() {
+        let mut a = LatStat::default();
+        let mut b = LatStat::default();
+        let mut all = LatStat::default();
+        for v in [10u64, 20, 30] {
+            a.add(v);
+            all.add(v);
+        }
+        for v in [40u64, 1000] {
+            b.add(v);
+            all.add(v);
+        }
+        assert!(
+            (all.stddev() - 436.176569751).abs() < 1e-6,
+            "{}",
+            all.stddev()
+        );
+        a.merge(&b);
+        assert_eq!((a.min, a.max, a.n), (10, 1000, 5));
+        assert!((a.mean - all.mean).abs() < 1e-9);
+        assert!((a.stddev() - all.stddev()).abs() < 1e-9);
+    }
+
+    #[test]
+    fn latency_buckets_and_depths() {
+        let mut s = JobStats::default();
+        s.add_clat(Dir::Read, 5); // ns "10"
+        s.add_clat(Dir::Read, 4_500); // us "10"
+        s.add_clat(Dir::Read, 4_500_000); // ms "10"
+        s.add_clat(Dir::Read, 3_000_000_000); // ms ">=2000"
+        assert_eq!(s.lat_n[2], 1);
+        assert_eq!(s.lat_u[2], 1);
+        assert_eq!(s.lat_m[2], 1);
+        assert_eq!(s.lat_m[11], 1);
+        s.mark_depth(1);
+        s.mark_depth(16);
+        s.mark_depth(128);
+        assert_eq!(s.io_u_map, [1, 0, 0, 0, 1, 0, 1]);
+        s.mark_submit(1);
+        assert_eq!(s.io_u_submit[1], 1);
+        // 50 I/Os of 4 KiB in a 500 ms window: 400 KiB/s, 100 IOPS
+        for _ in 0..50 {
+            s.add_io(Dir::Read, 4096);
+        }
+        s.sample(500);
+        assert_eq!((s.dd[0].bw.max, s.dd[0].iops.max), (400, 100));
+    }
+}
