@@ -206,8 +206,7 @@ impl Iocost {
         self.activate(now, cg, q);
         self.rt.iocgs[cg as usize].cursor = bio.sector + (bio.bytes >> 9);
         let vnow = self.vnow(now);
-        let (_, hwi) = self.rt.hier.hweight(cg);
-        let cost = scale_up(abs, hwi);
+        let cost = self.adjust_inuse_and_calc_cost(cg, abs, vnow);
         let g = &mut self.rt.iocgs[cg as usize];
         if (g.waiters.is_empty() && g.vtime + cost <= vnow) || bio.meta {
             g.vtime += cost;
@@ -216,6 +215,11 @@ impl Iocost {
             return true;
         }
         g.waiters.push_back((id, abs));
+        // a waiting cgroup never donates: inuse back to active
+        let active = self.rt.hier.active(cg);
+        if self.rt.hier.inuse(cg) < active {
+            self.rt.hier.propagate(cg, active, active);
+        }
         let mut woken = Vec::new();
         let mut committed = Vec::new();
         let mut record = |bid: BioId, c: u64| committed.push((bid, c));
@@ -230,6 +234,29 @@ impl Iocost {
             }
         }
         issued
+    }
+
+    /// Mirrors `adjust_inuse_and_calc_cost()`: a donating cgroup whose budget runs low
+    /// takes its weight back in steps of 25% of `active` until the IO fits.
+    fn adjust_inuse_and_calc_cost(&mut self, cg: u32, abs: u64, vnow: i64) -> i64 {
+        let (_, hwi) = self.rt.hier.hweight(cg);
+        let mut cost = scale_up(abs, hwi);
+        let low = self.derived.margins.low as i64;
+        let vtime = self.rt.iocgs[cg as usize].vtime;
+        let active = self.rt.hier.active(cg);
+        if vnow - vtime - cost >= low || self.rt.hier.inuse(cg) >= active {
+            return cost;
+        }
+        let step = (active * 25).div_ceil(100);
+        loop {
+            let inuse = (self.rt.hier.inuse(cg) + step).min(active);
+            self.rt.hier.propagate(cg, active, inuse);
+            let (_, hwi) = self.rt.hier.hweight(cg);
+            cost = scale_up(abs, hwi);
+            if vtime + cost <= vnow || inuse == active {
+                return cost;
+            }
+        }
     }
 
     /// Mirrors `iocg_kick_waitq()` (without debt): commits affordable waiters in FIFO
@@ -393,6 +420,7 @@ impl Iocost {
         }
         let pct_on = self.derived.thr_ppm != [1_000_000; 2];
         let (mut nr_lagging, mut nr_shortages, mut nr_donors) = (0u32, 0u32, 0u32);
+        let mut donors: Vec<(u32, u64, u64)> = Vec::new();
         let low = self.derived.margins.low as i64;
         let min_m = self.derived.margins.min as i64;
         for cg in 1..self.rt.iocgs.len() as u32 {
@@ -433,12 +461,21 @@ impl Iocost {
                 };
                 if new_hwi < hwa && hwa >= 2 {
                     nr_donors += 1;
+                    donors.push((cg, hwa, new_hwi));
                 } else {
+                    // iocost_inuse_shortage: take the whole weight back
+                    let active = self.rt.hier.active(cg);
+                    if self.rt.hier.inuse(cg) < active {
+                        self.rt.hier.propagate(cg, active, active);
+                    }
                     nr_shortages += 1;
                 }
             } else {
                 nr_shortages += 1;
             }
+        }
+        if !donors.is_empty() && nr_shortages > 0 {
+            self.transfer_surpluses(&donors);
         }
         let prev = self.rt.busy_level;
         self.rt.busy_level = next_busy_level(
@@ -500,6 +537,44 @@ impl Iocost {
             nr_donors,
             cgroups: row_cgs,
         });
+    }
+
+    /// Mirrors `transfer_surpluses()` in its flat form (every active cgroup a child of
+    /// the root, the seeds' layout): donors end at `hweight_inuse == after`, the others
+    /// keep their proportions and absorb the freed share. With deeper active cgroups
+    /// the general hierarchical form is not modelled yet and nothing is transferred.
+    fn transfer_surpluses(&mut self, donors: &[(u32, u64, u64)]) {
+        let active: Vec<u32> = (1..self.rt.iocgs.len() as u32)
+            .filter(|&c| self.rt.iocgs[c as usize].active)
+            .collect();
+        if active.iter().any(|&c| self.parent(c) != 0) {
+            return;
+        }
+        let sum_active: u64 = active.iter().map(|&c| self.rt.hier.active(c)).sum();
+        let t: u64 = donors.iter().map(|d| d.1).sum::<u64>().min(WEIGHT_ONE - 1);
+        let mut t_after: u64 = donors.iter().map(|d| d.2).sum();
+        let mut afters: Vec<u64> = donors.iter().map(|d| d.2).collect();
+        if t_after >= t {
+            // never donate negatively: keep each donor strictly below what it had
+            for (a, d) in afters.iter_mut().zip(donors) {
+                *a = (*a).min(d.1.saturating_sub(1)).max(1);
+            }
+            t_after = afters.iter().sum();
+        }
+        if t_after >= t || t >= WEIGHT_ONE {
+            return;
+        }
+        let s2 = (sum_active as u128 * (WEIGHT_ONE - t) as u128)
+            .div_ceil((WEIGHT_ONE - t_after) as u128) as u64;
+        for (d, after) in donors.iter().zip(afters) {
+            let inuse = (s2 as u128 * after as u128).div_ceil(WEIGHT_ONE as u128) as u64;
+            let act = self.rt.hier.active(d.0);
+            self.rt.hier.propagate(d.0, act, inuse.clamp(1, act));
+        }
+    }
+
+    fn parent(&self, cg: u32) -> u32 {
+        self.rt.hier.parent(cg).unwrap_or(0)
     }
 
     fn cg_rows(&mut self, _now: Ns, vnow: i64) -> Vec<CgRow> {

@@ -49,6 +49,11 @@ impl Hier {
         }
     }
 
+    /// The parent cgroup (None for the root).
+    pub fn parent(&self, cg: u32) -> Option<u32> {
+        self.nodes[cg as usize].parent
+    }
+
     pub fn active(&self, cg: u32) -> u64 {
         self.nodes[cg as usize].active
     }

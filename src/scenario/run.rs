@@ -197,9 +197,11 @@ pub fn run_variant(
     // fio jobs, in the order the scenario lists cgroups
     let mut params: Vec<JobParams> = Vec::new();
     let mut specs: Vec<fiojob::JobSpec> = Vec::new();
+    // which fio process (scenario `fio` entry) each job belongs to
+    let mut sources: Vec<usize> = Vec::new();
     let mut global_options = Vec::new();
     let mut tree = r.tree.clone();
-    for src in &r.fio {
+    for (src_idx, src) in r.fio.iter().enumerate() {
         if src.text.trim().is_empty() {
             continue;
         }
@@ -225,6 +227,7 @@ pub fn run_variant(
             warnings.extend(w.into_iter().map(|w| format!("{where_}: {w}")));
             params.push(p);
             specs.push(spec);
+            sources.push(src_idx);
         }
     }
     if params.is_empty() {
@@ -324,7 +327,7 @@ pub fn run_variant(
         pb.finish_and_clear();
     }
     warnings.extend(late_errors);
-    let fio = fio_report(&out, &specs, &tree, &global_options);
+    let fio = fio_report(&out, &specs, &sources, &tree, &global_options);
     let summaries = fio.jobs.iter().map(job_summary).collect();
     let mut out = out;
     let mut extra = BTreeMap::new();
@@ -374,10 +377,17 @@ fn apply_write(p: &mut Pipeline, w: &IfaceWrite, devs: &DeviceTable) -> Result<(
                 None => Err("blk-throttle is not set up".into()),
             }
         }
-        IfaceFile::IoWeight | IfaceFile::IoCostQos | IfaceFile::IoCostModel => Err(format!(
-            "{} is not available yet (blk-iocost pending)",
-            w.file.name()
-        )),
+        f => {
+            let Some(ioc) = p.iocost.as_mut() else {
+                return Err("blk-iocost is not set up".into());
+            };
+            let r = match f {
+                IfaceFile::IoCostQos => ioc.write_qos(now, &w.line, devs),
+                IfaceFile::IoCostModel => ioc.write_model(now, &w.line, devs),
+                _ => ioc.write_weight(now, w.cgroup, &w.line, devs),
+            };
+            r.map_err(|e| e.to_string())
+        }
     }
 }
 
@@ -385,6 +395,7 @@ fn apply_write(p: &mut Pipeline, w: &IfaceWrite, devs: &DeviceTable) -> Result<(
 fn fio_report(
     out: &RunOutput,
     specs: &[fiojob::JobSpec],
+    sources: &[usize],
     tree: &CgroupTree,
     global: &[(String, String)],
 ) -> RunReport {
@@ -429,7 +440,7 @@ fn fio_report(
             pid: 1000 + i as u32,
             time: fioreport::ctime(fioreport::SIM_EPOCH + t.finished / NSEC_PER_SEC),
         };
-        reports.push((report, spec.group_reporting));
+        reports.push((report, spec.group_reporting, sources[i]));
     }
     let end = out.end;
     RunReport {

@@ -116,11 +116,7 @@ fn lat_obj(s: &LatStat, pct: Option<&[f64]>, plus: bool) -> J {
 }
 
 fn ddir_obj(r: &JobReport, s: &DdirStats, runtime: u64, group_bw: u64, plus: bool) -> J {
-    let bw_bytes = if runtime > 0 {
-        s.io_bytes * 1000 / runtime
-    } else {
-        0
-    };
+    let bw_bytes = (s.io_bytes * 1000).checked_div(runtime).unwrap_or(0);
     let iops = if runtime > 0 {
         s.total_ios as f64 * 1000.0 / runtime as f64
     } else {
@@ -204,11 +200,7 @@ pub fn group_bw(jobs: &[JobReport], groupid: u32, d: usize) -> u64 {
     let g: Vec<&JobReport> = jobs.iter().filter(|j| j.groupid == groupid).collect();
     let bytes: u64 = g.iter().map(|j| j.stats.dd[d].io_bytes).sum();
     let max_run = g.iter().map(|j| j.ddir_runtime(d)).max().unwrap_or(0);
-    if max_run > 0 {
-        bytes * 1000 / max_run
-    } else {
-        0
-    }
+    (bytes * 1000).checked_div(max_run).unwrap_or(0)
 }
 
 fn job_obj(r: &JobReport, all: &[JobReport], plus: bool) -> J {

@@ -109,12 +109,15 @@ pub fn ctime(secs: u64) -> String {
     )
 }
 
-/// group_reporting: fold jobs of the same group that ask for it into one report.
-pub fn group(jobs: Vec<(JobReport, bool)>) -> Vec<JobReport> {
-    let mut out: Vec<(JobReport, bool)> = Vec::new();
-    for (j, grouped) in jobs {
+/// group_reporting: fold jobs of the same group of the same fio process (`source`)
+/// that ask for it into one report. Entries are `(report, group_reporting, source)`.
+pub fn group(jobs: Vec<(JobReport, bool, usize)>) -> Vec<JobReport> {
+    let mut out: Vec<(JobReport, bool, usize)> = Vec::new();
+    for (j, grouped, src) in jobs {
         if grouped
-            && let Some((first, _)) = out.iter_mut().find(|(f, g)| *g && f.groupid == j.groupid)
+            && let Some((first, _, _)) = out
+                .iter_mut()
+                .find(|(f, g, s)| *g && *s == src && f.groupid == j.groupid)
         {
             first.stats.merge(&j.stats);
             first.jobs += 1;
@@ -125,9 +128,9 @@ pub fn group(jobs: Vec<(JobReport, bool)>) -> Vec<JobReport> {
             }
             continue;
         }
-        out.push((j, grouped));
+        out.push((j, grouped, src));
     }
-    out.into_iter().map(|(j, _)| j).collect()
+    out.into_iter().map(|(j, _, _)| j).collect()
 }
 
 #[cfg(test)]

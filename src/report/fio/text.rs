@@ -245,11 +245,11 @@ fn job_block(r: &JobReport, all: &[JobReport]) -> String {
     );
     let names = ["read", "write", "trim"];
     if r.unified != UnifiedRw::Mixed {
-        for d in 0..3 {
+        for (d, name) in names.iter().enumerate() {
             if st.dd[d].total_ios > 0 {
                 out.push_str(&ddir_block(
                     r,
-                    names[d],
+                    name,
                     &st.dd[d],
                     r.ddir_runtime(d),
                     group_bw(all, r.groupid, d),
