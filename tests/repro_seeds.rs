@@ -23,7 +23,11 @@ fn assert_all_bands_pass(name: &str) {
         })
         .collect();
     assert!(!results.is_empty(), "{name}: no bands");
-    assert!(failed.is_empty(), "{name}: failing bands:\n{}", failed.join("\n"));
+    assert!(
+        failed.is_empty(),
+        "{name}: failing bands:\n{}",
+        failed.join("\n")
+    );
 }
 
 #[test]

@@ -76,12 +76,17 @@ fn parse_fio(text: &str, src: &str) -> Result<fiojob::FioJobs, String> {
     let no_include = |f: &str| -> Result<String, String> {
         std::fs::read_to_string(f).map_err(|e| format!("cannot read include `{f}`: {e}"))
     };
-    if t.starts_with("fio ") || t.starts_with("--") || t == "fio" {
+    if is_cmdline(t) {
         let args: Vec<String> = split_shell_words(t.strip_prefix("fio").unwrap_or(t))?;
         fiojob::parse_cmdline_with(&args, &no_env, &no_include).map_err(|e| format!("{src}: {e}"))
     } else {
         fiojob::parse_jobfile(t, src, &no_env, &no_include).map_err(|e| e.to_string())
     }
+}
+
+fn is_cmdline(text: &str) -> bool {
+    let t = text.trim();
+    t.starts_with("fio ") || t.starts_with("--") || t == "fio"
 }
 
 /// Split a command line as a POSIX shell would for plain words and quotes.
@@ -216,7 +221,14 @@ pub fn run_variant(
         global_options.extend(jobs.global_options.iter().cloned());
         let base = params.len() as u32;
         let deps = start_dependencies(&jobs.jobs, base);
-        for (spec, after) in jobs.jobs.into_iter().zip(deps) {
+        let cmdline = is_cmdline(&src.text);
+        for (mut spec, after) in jobs.jobs.into_iter().zip(deps) {
+            // on fio's command line `--name` is an option like any other and fio lists
+            // it in "job options"; in a job file it is the section header
+            if cmdline && !spec.options.iter().any(|(k, _)| k == "name") {
+                spec.options
+                    .insert(0, ("name".to_string(), spec.name.clone()));
+            }
             let cg = match &spec.cgroup {
                 Some(p) => tree.ensure(p),
                 None => src.cgroup,
