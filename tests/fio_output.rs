@@ -50,9 +50,9 @@ fn json_keys_and_order_match_fio_3_33() {
 }
 
 /// Golden: `fio --name=bins --filename=/tmp/f --size=16m --rw=randread --bs=4k
-/// --ioengine=libaio --iodepth=4 --runtime=2 --time_based --output-format=json+
-/// > tests/data/fio/libaio-jsonplus.json`. Rebuilding the histogram from fio's own
-/// bins must give fio's 17 percentiles exactly (x86 long-double thresholds).
+/// --ioengine=libaio --iodepth=4 --runtime=2 --time_based --output-format=json+`,
+/// saved as tests/data/fio/libaio-jsonplus.json. Rebuilding the histogram from fio's
+/// own bins must give fio's 17 percentiles exactly (x86 long-double thresholds).
 #[test]
 fn percentiles_match_fio_for_the_same_latencies() {
     let real: serde_json::Value = serde_json::from_str(
