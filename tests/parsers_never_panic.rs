@@ -1,0 +1,84 @@
+//! No input makes a parser panic: random bytes and near-miss strings go through the
+//! scenario loader, the kernel interface-file writers (io.max, io.cost.qos,
+//! io.cost.model, io.weight) and the device-spec parser. (The fio parsers have their
+//! own property tests in fio_parse.rs.)
+
+use blkcg_sim::blkcg::{CgroupTree, DeviceTable};
+use blkcg_sim::device::QueueLimits;
+use blkcg_sim::iocost::{Iocost, IocostBehaviour, IocostConfig, NoCompletion, TimerMode};
+use blkcg_sim::scenario::Scenario;
+use blkcg_sim::scenario::run::parse_device_spec;
+use blkcg_sim::sim::EventQueue;
+use blkcg_sim::throttle::{Throttle, ThrottleConfig, behaviour_for};
+use proptest::prelude::*;
+
+fn limits() -> QueueLimits {
+    QueueLimits {
+        major: 8,
+        minor: 0,
+        name: "sda".into(),
+        rotational: false,
+        hw_queue_depth: 64,
+        nr_requests: 64,
+        max_sectors_kb: 512,
+        logical_block_size: 512,
+        capacity: 1 << 30,
+    }
+}
+
+fn interface_line() -> impl Strategy<Value = String> {
+    prop_oneof![
+        any::<String>(),
+        "[0-9: ]{0,6}(rbps|wbps|riops|wiops|enable|ctrl|rpct|rlat|min|max|model|default|x)=[0-9a-z.\\-]{0,12}( [a-z]{1,6}=[0-9.]{0,8}){0,4}",
+        "8:0 [ -~]{0,40}",
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn scenario_loader_never_panics(text in any::<String>()) {
+        if let Ok(sc) = Scenario::parse(&text, "p.toml") {
+            let _ = sc.resolve(None);
+        }
+    }
+
+    #[test]
+    fn scenario_loader_never_panics_on_near_misses(
+        key in "(model|dev|seed|hz|version|io\\.max|fio|at|cgroup|submit_ns)",
+        val in "(\"[ -~]{0,20}\"|-?[0-9]{1,20}|true|\\[\\]|\\{\\})",
+    ) {
+        for t in [
+            format!("{key} = {val}\n"),
+            format!("[device]\nmodel = \"nullb\"\n{key} = {val}\n[cgroup.a]\nfio = \"fio --name=a\"\n"),
+            format!("[device]\nmodel = \"nullb\"\n[kernel]\n{key} = {val}\n"),
+            format!("[device]\nmodel = \"nullb\"\n[cgroup.a]\n\"{key}\" = {val}\n"),
+        ] {
+            if let Ok(sc) = Scenario::parse(&t, "p.toml") {
+                let _ = sc.resolve(None);
+            }
+        }
+    }
+
+    #[test]
+    fn interface_writers_never_panic(line in interface_line()) {
+        let mut tree = CgroupTree::default();
+        let cg = tree.ensure("a");
+        let devs = DeviceTable { disks: vec![(8, 0)] };
+        let mut q = EventQueue::new();
+        let b = behaviour_for("6.16", false, &[]).unwrap();
+        let mut t = Throttle::new(ThrottleConfig::new(250, b), &tree, &limits());
+        let _ = t.write_io_max(0, cg, &line, &devs, &mut q);
+        let cfg = IocostConfig {
+            timer: TimerMode::Exact,
+            behaviour: IocostBehaviour { no_completion: NoCompletion::KeepIfLagging },
+            debug_stats: false,
+        };
+        let mut ioc = Iocost::new(cfg, &tree, &limits());
+        let _ = ioc.write_qos(0, &line, &devs);
+        let _ = ioc.write_model(0, &line, &devs);
+        let _ = ioc.write_weight(0, cg, &line, &devs);
+        let _ = parse_device_spec(&line);
+    }
+}
