@@ -1,0 +1,157 @@
+//! The command line as a user runs it: good runs, and one-line errors (file:line, what
+//! is wrong, what is accepted) for bad input, never a panic.
+
+use std::process::Command;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_blkcg-sim"))
+}
+
+fn scenario_file(name: &str, text: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("blkcg-sim-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+fn run_err(args: &[&str]) -> String {
+    let out = bin().args(args).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let e = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!e.contains("panicked"), "{e}");
+    assert_eq!(e.trim_end().lines().count(), 1, "one line expected: {e}");
+    e
+}
+
+#[test]
+fn fio_drop_in_prints_fio_json() {
+    let out = bin()
+        .args([
+            "fio",
+            "--device",
+            "nullb:irqmode=2,completion_nsec=100000",
+            "--output-format",
+            "json",
+            "--name=a",
+            "--rw=randread",
+            "--bs=4k",
+            "--runtime=1",
+            "--time_based",
+            "--ioengine=libaio",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let iops = v["jobs"][0]["read"]["iops"].as_f64().unwrap();
+    assert!((9000.0..10000.0).contains(&iops), "{iops}");
+}
+
+#[test]
+fn same_seed_byte_identical_output() {
+    let a = bin()
+        .args([
+            "run",
+            "iocost-linear-max",
+            "--variant",
+            "mix-linear",
+            "--output-format",
+            "json+",
+        ])
+        .output()
+        .unwrap();
+    let b = bin()
+        .args([
+            "run",
+            "iocost-linear-max",
+            "--variant",
+            "mix-linear",
+            "--output-format",
+            "json+",
+        ])
+        .output()
+        .unwrap();
+    assert!(a.status.success());
+    assert_eq!(a.stdout, b.stdout);
+}
+
+#[test]
+fn bad_scenarios_get_one_line_errors_with_file_and_line() {
+    let f = scenario_file(
+        "unknown-key.toml",
+        "[device]\nmodel = \"nullb\"\nirqmod = 2\n[cgroup.a]\nfio = \"fio --name=a\"\n",
+    );
+    let e = run_err(&["run", &f]);
+    assert!(
+        e.contains("unknown-key.toml:3:") && e.contains("irqmode"),
+        "{e}"
+    );
+
+    let f = scenario_file(
+        "bad-model.toml",
+        "[device]\nmodel = \"floppy\"\n[cgroup.a]\nfio = \"fio --name=a\"\n",
+    );
+    let e = run_err(&["run", &f]);
+    assert!(
+        e.contains("bad-model.toml:2:") && e.contains("nullb"),
+        "{e}"
+    );
+
+    let f = scenario_file(
+        "bad-unit.toml",
+        "duration = \"3 fortnights\"\n[device]\nmodel = \"nullb\"\n",
+    );
+    let e = run_err(&["run", &f]);
+    assert!(e.contains("bad-unit.toml:1:"), "{e}");
+
+    let f = scenario_file(
+        "bad-fio.toml",
+        "[device]\nmodel = \"nullb\"\n[cgroup.a]\nfio = \"fio --name=a --bs=4q\"\n",
+    );
+    let e = run_err(&["run", &f]);
+    assert!(e.contains("bad-fio.toml:4") && e.contains("bs"), "{e}");
+
+    let f = scenario_file(
+        "bad-iomax.toml",
+        "[device]\nmodel = \"nullb\"\n[cgroup.a]\n\"io.max\" = \"252:0 riops=0\"\nfio = \"fio --name=a\"\n",
+    );
+    let e = run_err(&["run", &f]);
+    assert!(
+        e.contains("bad-iomax.toml:4:") && e.contains("ERANGE"),
+        "{e}"
+    );
+
+    let f = scenario_file(
+        "bad-dev.toml",
+        "[device]\nmodel = \"nullb\"\n[cgroup.a]\n\"io.max\" = \"8:0 riops=10\"\nfio = \"fio --name=a\"\n",
+    );
+    let e = run_err(&["run", &f]);
+    assert!(e.contains("ENODEV"), "{e}");
+
+    let e = run_err(&["run", "no-such-scenario"]);
+    assert!(e.contains("built in:"), "{e}");
+}
+
+#[test]
+fn check_prints_the_resolved_configuration() {
+    let out = bin()
+        .args(["check", "throttle-iops-tail-latency"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        s.contains("variant before:") && s.contains("V418") && s.contains("riops=100"),
+        "{s}"
+    );
+}
