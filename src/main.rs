@@ -88,9 +88,13 @@ enum Cmd {
         /// Override the scenario's seed.
         #[arg(long)]
         seed: Option<u64>,
-        /// Also print the device timeline (iostat -x 1) and controller state.
+        /// Also print the device timeline (iostat -x 1) and io.stat.
         #[arg(long)]
         timeline: bool,
+        /// Log the controllers' events: blk-throttle's blktrace-style `throtl` lines and
+        /// blk-iocost's tracepoints (to trace.txt with --output, else to stderr).
+        #[arg(long)]
+        trace: bool,
     },
     /// Act as fio against a simulated device: `blkcg-sim fio --device SPEC [fio args | jobfile]`.
     ///
@@ -158,6 +162,7 @@ fn main() -> ExitCode {
             output,
             seed,
             timeline,
+            trace,
         } => load(&scenario).and_then(|sc| {
             let opts = RunOptions {
                 variants: variant,
@@ -167,6 +172,7 @@ fn main() -> ExitCode {
                 seed,
                 timeline,
                 progress,
+                trace,
             };
             run::run_command(&sc, &opts)
         }),

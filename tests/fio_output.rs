@@ -126,5 +126,6 @@ fn run_options_struct_is_public() {
         seed: None,
         timeline: false,
         progress: false,
+        trace: false,
     };
 }

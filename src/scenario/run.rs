@@ -48,6 +48,8 @@ pub struct RunOptions {
     pub seed: Option<u64>,
     pub timeline: bool,
     pub progress: bool,
+    /// Collect the controllers' event logs (trace.txt with --output, else stderr).
+    pub trace: bool,
 }
 
 /// Everything one variant's run produced.
@@ -185,6 +187,19 @@ pub fn run_variant(
     seed: Option<u64>,
     progress: bool,
 ) -> Result<VariantRun, String> {
+    run_variant_traced(sc, variant, kernel_version, seed, progress, false)
+}
+
+/// `run_variant`, optionally with the controllers' event logs (blk-throttle's
+/// blktrace-style `throtl` lines) collected into `VariantRun::trace`.
+pub fn run_variant_traced(
+    sc: &Scenario,
+    variant: Option<&str>,
+    kernel_version: Option<&str>,
+    seed: Option<u64>,
+    progress: bool,
+    trace_on: bool,
+) -> Result<VariantRun, String> {
     let mut r = sc.resolve(variant).map_err(|e| e.to_string())?;
     if let Some(v) = kernel_version {
         r.kernel.version = v.to_string();
@@ -251,6 +266,10 @@ pub fn run_variant(
                 .unwrap_or_default()
         ));
     }
+    let params_end: Vec<crate::sim::Ns> = params
+        .iter()
+        .map(|p| p.startdelay + p.ramp + p.runtime.unwrap_or(0))
+        .collect();
     let mut pipe = Pipeline::new(dev, params, tree.len(), r.host, r.seed);
     pipe.set_duration(r.duration);
     // blk-throttle exists once a cgroup has an io.max line
@@ -269,6 +288,9 @@ pub fn run_variant(
             &tree,
             &limits,
         ));
+        if let Some(t) = pipe.throttle.as_mut() {
+            t.set_trace(trace_on);
+        }
     }
     // blk-iocost exists once the root has io.cost.* or a cgroup has io.weight
     if r.writes.iter().any(|w| w.file != IfaceFile::IoMax) {
@@ -319,7 +341,10 @@ pub fn run_variant(
         }
     }
     let label = variant.unwrap_or("default").to_string();
-    let horizon = r.duration.unwrap_or(0);
+    // the progress bar's length: the cap, or the longest job's planned time
+    let horizon = r
+        .duration
+        .unwrap_or_else(|| params_end.iter().copied().max().unwrap_or(0));
     let pb = progress_bar(progress, horizon, &label);
     let mut late_errors = Vec::new();
     let out = pipe.run(
@@ -344,10 +369,13 @@ pub fn run_variant(
     let mut out = out;
     let mut extra = BTreeMap::new();
     let mut iocost_rows = Vec::new();
-    let mut trace = Vec::new();
+    let mut trace = match out.throttle.as_mut() {
+        Some(t) => t.take_trace(),
+        None => Vec::new(),
+    };
     if let Some(ioc) = out.iocost.as_mut() {
         iocost_rows = ioc.take_rows();
-        trace = ioc.take_trace();
+        trace.extend(ioc.take_trace());
         // the bug of the no-completion seed: a period with no completion and lagging
         // IO that drops a positive busy_level to 0
         let resets = iocost_rows
@@ -591,7 +619,8 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
     let plan = plan(sc, &o.variants, &o.kernels)?;
     let mut runs = Vec::new();
     for (v, k) in &plan {
-        let mut run = run_variant(sc, v.as_deref(), k.as_deref(), o.seed, o.progress)?;
+        let mut run =
+            run_variant_traced(sc, v.as_deref(), k.as_deref(), o.seed, o.progress, o.trace)?;
         run.label = run_label(v, k);
         for w in &run.warnings {
             eprintln!("warning: {w}");
@@ -618,6 +647,10 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
         }
         if let Some(dir) = &o.output {
             write_outputs(&dir.join(&run.label), run)?;
+        } else if o.trace {
+            for l in &run.trace {
+                eprintln!("{l}");
+            }
         }
     }
     if o.format == OutputFormat::Summary || (!single && o.format == OutputFormat::Normal) {
@@ -734,6 +767,7 @@ pub fn fio_command(
         seed: None,
         timeline: false,
         progress: false,
+        trace: false,
     };
     run_command(&sc, &opts)
 }
