@@ -197,6 +197,7 @@ fn explicit_keys_override_preset() {
     assert_eq!(d.model(), "cloud");
     assert!(res.contains(&("iops".into(), "5000".into())));
     assert!(res.contains(&("bps".into(), (125u64 << 20).to_string())));
+    assert!(describe(&res).starts_with("model=cloud\npreset=aws-gp3\niops=5000\n"));
 }
 
 #[test]
