@@ -1,6 +1,6 @@
 //! Device models driven directly through the EventQueue.
 
-use blkcg_sim::device::config::{Keys, build, resolve};
+use blkcg_sim::device::config::{Keys, build, describe, resolve};
 use blkcg_sim::device::{BlockDevice, DevRq, cloud, hdd, nullb};
 use blkcg_sim::sim::{Dir, Event, EventQueue, NSEC_PER_MSEC, NSEC_PER_SEC, Ns};
 
