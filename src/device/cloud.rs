@@ -185,14 +185,25 @@ impl Config {
         };
         let refill_ms = k.u64("refill_ms", p.refill_ms, 1, 1000)?;
         let burst_ms = k.u64("burst_ms", p.burst_ms.max(refill_ms), refill_ms, 3_600_000)?;
-        let iops_burst = k.u64("iops_burst", (iops * burst_ms / 1000).max(1), 1, 1 << 40)?;
-        let bps_burst = k.u64("bps_burst", (bps * burst_ms / 1000).max(1), 1, 1 << 50)?;
-        let lat = k.u64("latency_us", p.latency_us, 0, 10_000_000)?;
-        let read_latency_us = k.u64("read_latency_us", lat, 0, 10_000_000)?;
-        let write_latency_us = k.u64("write_latency_us", lat, 0, 10_000_000)?;
         let bursting = k.u64("bursting", p.bursting as u64, 0, 1)? == 1;
         let burst_iops = k.u64("burst_iops", p.burst_iops.max(iops), iops, 100_000_000)?;
         let burst_bps = k.u64("burst_bps", p.burst_bps.max(bps), bps, 1 << 40)?;
+        // the bucket must hold a refill chunk at the burst rate
+        let (peak_iops, peak_bps) = if bursting {
+            (burst_iops, burst_bps)
+        } else {
+            (iops, bps)
+        };
+        let iops_burst = k.u64(
+            "iops_burst",
+            (peak_iops * burst_ms / 1000).max(1),
+            1,
+            1 << 40,
+        )?;
+        let bps_burst = k.u64("bps_burst", (peak_bps * burst_ms / 1000).max(1), 1, 1 << 50)?;
+        let lat = k.u64("latency_us", p.latency_us, 0, 10_000_000)?;
+        let read_latency_us = k.u64("read_latency_us", lat, 0, 10_000_000)?;
+        let write_latency_us = k.u64("write_latency_us", lat, 0, 10_000_000)?;
         let credit_secs = k.u64("credit_secs", p.credit_secs, 0, 1_000_000)?;
         let hw_queue_depth = k.u64("hw_queue_depth", 254, 1, 65536)? as u32;
         k.u64(
