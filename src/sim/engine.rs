@@ -271,6 +271,8 @@ pub struct Pipeline {
     dev_acct: DevAcct,
     cg_stat: Vec<CgIoStat>,
     scratch_done: Vec<u32>,
+    /// Jobs that have ended (the run stops when all have).
+    jobs_done: usize,
     /// blk-throttle state every sample tick (the throttle timeline).
     throttle_rows: Vec<(Ns, ThrotlRow)>,
     scratch_bios: Vec<BioId>,
@@ -359,6 +361,7 @@ impl Pipeline {
             dev_acct: DevAcct::default(),
             cg_stat: vec![CgIoStat::default(); nr_cgroups.max(1)],
             scratch_done: Vec::new(),
+            jobs_done: 0,
             throttle_rows: Vec::new(),
             scratch_bios: Vec::new(),
             duration: None,
@@ -464,7 +467,7 @@ impl Pipeline {
                 last_progress = now;
                 progress(now);
             }
-            if self.jobs.iter().all(|j| j.phase == Phase::Done) {
+            if self.jobs_done == self.jobs.len() {
                 break;
             }
         }
@@ -993,6 +996,7 @@ impl Pipeline {
         let now = self.q.now();
         let job = &mut self.jobs[j as usize];
         job.phase = Phase::Done;
+        self.jobs_done += 1;
         job.finished_at = now;
         self.start_ready();
     }
@@ -1016,7 +1020,7 @@ impl Pipeline {
             self.throttle_rows
                 .extend(t.rows(now).into_iter().map(|r| (now, r)));
         }
-        self.jobs.iter().any(|j| j.phase != Phase::Done)
+        self.jobs_done < self.jobs.len()
     }
 }
 
