@@ -179,6 +179,19 @@ fn key_err(sc: &Scenario, table: &[&str], e: &crate::error::KeyError) -> String 
     sc.err_at(table, key, e.to_string()).to_string()
 }
 
+/// blk-throttle's behaviours for the variant's kernel version and `throttle.*` switches.
+fn throttle_behaviour(sc: &Scenario, r: &Resolved) -> Result<throttle::ThrottleBehaviour, String> {
+    let ov: Vec<(String, String)> = r
+        .kernel
+        .overrides
+        .iter()
+        .filter(|(k, _)| k.starts_with("throttle."))
+        .cloned()
+        .collect();
+    throttle::behaviour_for(&r.kernel.version, r.kernel.throttling_low, &ov)
+        .map_err(|e| key_err(sc, &["kernel"], &e))
+}
+
 /// Build and run one variant (None: the scenario without variants).
 pub fn run_variant(
     sc: &Scenario,
@@ -274,15 +287,7 @@ pub fn run_variant_traced(
     pipe.set_duration(r.duration);
     // blk-throttle exists once a cgroup has an io.max line
     if r.writes.iter().any(|w| w.file == IfaceFile::IoMax) {
-        let ov: Vec<(String, String)> = r
-            .kernel
-            .overrides
-            .iter()
-            .filter(|(k, _)| k.starts_with("throttle."))
-            .cloned()
-            .collect();
-        let b = throttle::behaviour_for(&r.kernel.version, r.kernel.throttling_low, &ov)
-            .map_err(|e| key_err(sc, &["kernel"], &e))?;
+        let b = throttle_behaviour(sc, &r)?;
         pipe.throttle = Some(Throttle::new(
             ThrottleConfig::new(r.kernel.hz, b),
             &tree,
@@ -808,15 +813,7 @@ pub fn check_command(sc: &Scenario, variants: &[String]) -> Result<u8, String> {
             "  kernel   version={} hz={} throttling_low={}",
             r.kernel.version, r.kernel.hz, r.kernel.throttling_low
         );
-        let ov: Vec<(String, String)> = r
-            .kernel
-            .overrides
-            .iter()
-            .filter(|(k, _)| k.starts_with("throttle."))
-            .cloned()
-            .collect();
-        let b = throttle::behaviour_for(&r.kernel.version, r.kernel.throttling_low, &ov)
-            .map_err(|e| key_err(sc, &["kernel"], &e))?;
+        let b = throttle_behaviour(sc, &r)?;
         println!("  throttle {b:?}");
         println!("  host     {:?}", r.host);
         for w in &r.writes {

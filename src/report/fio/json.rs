@@ -162,24 +162,9 @@ fn ddir_obj(r: &JobReport, s: &DdirStats, runtime: u64, group_bw: u64, plus: boo
     ])
 }
 
-fn dist(counts: &[u64], keys: &[&str]) -> J {
-    let total: u64 = counts.iter().sum();
-    J::Obj(
-        keys.iter()
-            .zip(counts)
-            .map(|(k, c)| {
-                let v = if total > 0 {
-                    *c as f64 * 100.0 / total as f64
-                } else {
-                    0.0
-                };
-                (k.to_string(), J::Float(v))
-            })
-            .collect(),
-    )
-}
-
-fn lat_dist(counts: &[u64], keys: &[&str], total: u64) -> J {
+/// Percentages of `total` per bucket (`stat_calc_dist()` / `stat_calc_lat()`); the
+/// depth maps pass their own sum as `total`.
+fn dist(counts: &[u64], keys: &[&str], total: u64) -> J {
     J::Obj(
         keys.iter()
             .zip(counts)
@@ -259,22 +244,31 @@ fn job_obj(r: &JobReport, all: &[JobReport], plus: bool) -> J {
         ("minf", J::Int(st.minf.into())),
         (
             "iodepth_level",
-            dist(&st.io_u_map, &["1", "2", "4", "8", "16", "32", ">=64"]),
+            dist(
+                &st.io_u_map,
+                &["1", "2", "4", "8", "16", "32", ">=64"],
+                st.io_u_map.iter().sum(),
+            ),
         ),
         (
             "iodepth_submit",
-            dist(&st.io_u_submit, &["0", "4", "8", "16", "32", "64", ">=64"]),
+            dist(
+                &st.io_u_submit,
+                &["0", "4", "8", "16", "32", "64", ">=64"],
+                st.io_u_submit.iter().sum(),
+            ),
         ),
         (
             "iodepth_complete",
             dist(
                 &st.io_u_complete,
                 &["0", "4", "8", "16", "32", "64", ">=64"],
+                st.io_u_complete.iter().sum(),
             ),
         ),
-        ("latency_ns", lat_dist(&st.lat_n, &LAT_N_KEYS, total_ios)),
-        ("latency_us", lat_dist(&st.lat_u, &LAT_N_KEYS, total_ios)),
-        ("latency_ms", lat_dist(&st.lat_m, &LAT_M_KEYS, total_ios)),
+        ("latency_ns", dist(&st.lat_n, &LAT_N_KEYS, total_ios)),
+        ("latency_us", dist(&st.lat_u, &LAT_N_KEYS, total_ios)),
+        ("latency_ms", dist(&st.lat_m, &LAT_M_KEYS, total_ios)),
         ("latency_depth", J::Int(r.iodepth.into())),
         ("latency_target", J::Int(0)),
         ("latency_percentile", J::Float(100.0)),

@@ -171,6 +171,24 @@ pub fn percentiles(hist: &LatHist, plist: &[f64]) -> Vec<u64> {
     out
 }
 
+/// One step of Welford's running mean and sum of squared deviations (add_stat_sample()).
+#[inline]
+fn welford_add(n: &mut u64, mean: &mut f64, s: &mut f64, x: f64) {
+    let delta = x - *mean;
+    *n += 1;
+    *mean += delta / *n as f64;
+    *s += delta * (x - *mean);
+}
+
+/// Sample standard deviation from Welford's sums; 0 for n <= 1 (calc_lat()).
+fn sample_stddev(n: u64, s: f64) -> f64 {
+    if n <= 1 {
+        0.0
+    } else {
+        (s / (n - 1) as f64).sqrt()
+    }
+}
+
 /// A latency statistic: min, max, Welford mean/variance and the histogram.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LatStat {
@@ -193,21 +211,13 @@ impl LatStat {
         if v > self.max {
             self.max = v;
         }
-        let x = v as f64;
-        let delta = x - self.mean;
-        self.n += 1;
-        self.mean += delta / self.n as f64;
-        self.s += delta * (x - self.mean);
+        welford_add(&mut self.n, &mut self.mean, &mut self.s, v as f64);
         self.hist.add(v);
     }
 
     /// Sample standard deviation, 0 for n <= 1 (calc_lat()).
     pub fn stddev(&self) -> f64 {
-        if self.n <= 1 {
-            0.0
-        } else {
-            (self.s / (self.n - 1) as f64).sqrt()
-        }
+        sample_stddev(self.n, self.s)
     }
 
     /// mirrors sum_stat(): the parallel mean/variance merge.
@@ -248,18 +258,10 @@ impl SampleStat {
             self.min = v;
         }
         self.max = self.max.max(v);
-        let x = v as f64;
-        let delta = x - self.mean;
-        self.n += 1;
-        self.mean += delta / self.n as f64;
-        self.s += delta * (x - self.mean);
+        welford_add(&mut self.n, &mut self.mean, &mut self.s, v as f64);
     }
     pub fn stddev(&self) -> f64 {
-        if self.n <= 1 {
-            0.0
-        } else {
-            (self.s / (self.n - 1) as f64).sqrt()
-        }
+        sample_stddev(self.n, self.s)
     }
     /// group_reporting adds the sample statistics of the jobs (sum_stat with
     /// first = false for the bw/iops logs is a plain sum in fio).
