@@ -1008,7 +1008,9 @@ impl Pipeline {
             if job.phase == Phase::NotStarted || job.phase == Phase::Done {
                 continue;
             }
-            while job.next_sample <= now {
+            // fio's log helper takes no sample at (or after) the end of the runtime:
+            // a 2 s job has 3 bw samples, a 3 s job 5
+            while job.next_sample <= now && job.end.is_none_or(|e| job.next_sample < e) {
                 job.stats.sample(FIO_SAMPLE / NSEC_PER_MSEC);
                 job.next_sample += FIO_SAMPLE;
             }
@@ -1199,6 +1201,16 @@ mod tests {
         let (ta, tb) = (out.jobs[0].2, out.jobs[1].2);
         assert_eq!(tb.epoch, ta.finished);
         assert!(ta.finished >= NSEC_PER_SEC / 2);
+    }
+
+    #[test]
+    fn bw_samples_every_500ms_but_not_at_the_end() {
+        let mut j = job("s");
+        j.runtime = Some(2 * NSEC_PER_SEC);
+        let out = run(vec![j], 100_000, 8);
+        // real fio 3.33: a 2 s job logs 3 bw/iops samples, a 3 s job 5
+        assert_eq!(out.jobs[0].1.dd[0].bw.n, 3);
+        assert_eq!(out.jobs[0].1.dd[0].iops.n, 3);
     }
 
     #[test]

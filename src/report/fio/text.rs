@@ -357,7 +357,6 @@ pub fn to_normal(run: &RunReport) -> String {
     ));
     for j in &run.jobs {
         out.push_str(&job_block(j, &run.jobs));
-        out.push('\n');
     }
     let mut gids: Vec<u32> = run.jobs.iter().map(|j| j.groupid).collect();
     gids.dedup();
