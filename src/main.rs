@@ -88,7 +88,8 @@ enum Cmd {
         /// Override the scenario's seed.
         #[arg(long)]
         seed: Option<u64>,
-        /// Also print the device timeline (iostat -x 1) and io.stat.
+        /// Also print the device timeline (iostat -x 1), io.stat and, with blk-iocost,
+        /// the iocost_monitor view at the end of the run.
         #[arg(long)]
         timeline: bool,
         /// Log the controllers' events: blk-throttle's blktrace-style `throtl` lines and

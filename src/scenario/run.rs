@@ -69,6 +69,8 @@ pub struct VariantRun {
     /// blk-iocost: one row per period, and the trace lines.
     pub iocost_rows: Vec<PeriodRow>,
     pub trace: Vec<String>,
+    /// blk-iocost as `iocost_monitor.py` shows it at the end of the run.
+    pub monitor: String,
 }
 
 /// Read a fio source (command line or job-file text) of one cgroup.
@@ -392,6 +394,13 @@ pub fn run_variant_traced(
         extra.insert("iocost.no_completion_resets".to_string(), resets as f64);
     }
     let io_stat = io_stat_text(&mut out, &tree, &limits);
+    // iocost_monitor.py's view of the device at the end of the run
+    let end = out.end;
+    let monitor = out
+        .iocost
+        .as_mut()
+        .map(|ioc| ioc.monitor_text(end))
+        .unwrap_or_default();
     Ok(VariantRun {
         label,
         resolved: Resolved { tree, ..r },
@@ -406,6 +415,7 @@ pub fn run_variant_traced(
         extra,
         iocost_rows,
         trace,
+        monitor,
     })
 }
 
@@ -649,6 +659,7 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
         if o.timeline {
             stdout.push_str(&summary::iostat_text(&run.limits.name, &run.out.iostat));
             stdout.push_str(&run.io_stat);
+            stdout.push_str(&run.monitor);
         }
         if let Some(dir) = &o.output {
             write_outputs(&dir.join(&run.label), run)?;
@@ -681,6 +692,9 @@ fn write_outputs(dir: &Path, run: &VariantRun) -> Result<(), String> {
     write("fio.txt", &fioreport::text::to_normal(&run.fio))?;
     write("iostat.csv", &summary::iostat_csv(&run.out.iostat))?;
     write("io.stat", &run.io_stat)?;
+    if !run.monitor.is_empty() {
+        write("iocost_monitor.txt", &run.monitor)?;
+    }
     if !run.iocost_rows.is_empty() {
         write(
             "timeline.csv",
