@@ -50,13 +50,13 @@ fn sanity_nullb_ssd() {
     assert_all_bands_pass("sanity-nullb-ssd");
 }
 
-/// Not reproduced yet: cgA's clat mean comes out at ~420 ms instead of ~750 ms (fio
-/// reaps cgA's completions in one large batch per cycle in the simulation, while the
-/// real run kept ~122 of 128 in flight), and before the fix cgB waits ~75 ms on
-/// average instead of 170-190 ms. `blkcg-sim repro iocost-no-completion` shows every
-/// band; run this with `cargo test -- --ignored` to see which still fail.
+/// Not reproduced yet (28 of 33 bands pass): before the fix cgB waits ~75 ms on
+/// average instead of 170-190 ms (the device backlog behind cgA drains more often than
+/// on the real disk), and at 256 KiB cgB reaches 149 IOPS after the fix instead of
+/// 200. `blkcg-sim repro iocost-no-completion` shows every band; run this with
+/// `cargo test -- --ignored` to see which still fail.
 #[test]
-#[ignore = "iocost-no-completion: 8 of 33 bands still fail (see the note above)"]
+#[ignore = "iocost-no-completion: 5 of 33 bands still fail (see the note above)"]
 fn iocost_no_completion() {
     assert_all_bands_pass("iocost-no-completion");
 }

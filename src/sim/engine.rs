@@ -167,7 +167,7 @@ struct JobRt {
     /// Submitted and not yet reaped (fio's cur_depth).
     inflight: u32,
     /// Completed at the device, not yet reaped.
-    completed: Vec<u32>,
+    completed: VecDeque<u32>,
     blocks_counter: u64,
     last_think_blocks: u64,
     wake_scheduled: bool,
@@ -332,7 +332,7 @@ impl Pipeline {
                     end: None,
                     issued_bytes: 0,
                     inflight: 0,
-                    completed: Vec::new(),
+                    completed: VecDeque::new(),
                     blocks_counter: 0,
                     last_think_blocks: 0,
                     wake_scheduled: false,
@@ -707,7 +707,7 @@ impl Pipeline {
         if iou.pieces == 0 {
             let j = iou.job;
             let job = &mut self.jobs[j as usize];
-            job.completed.push(io);
+            job.completed.push_back(io);
             if !job.p.thinktime_count_issue {
                 job.blocks_counter += 1;
             }
@@ -840,7 +840,8 @@ impl Pipeline {
                     if job.completed.is_empty() {
                         return;
                     }
-                    self.reap(j);
+                    let max = job.p.reap_batch_max.max(1) as usize;
+                    self.reap(j, max);
                     self.after_reap(j);
                 }
                 Phase::Quiesce(then) => {
@@ -848,7 +849,7 @@ impl Pipeline {
                         return;
                     }
                     if job.inflight > 0 {
-                        self.reap(j);
+                        self.reap(j, usize::MAX);
                     }
                     let job = &mut self.jobs[j as usize];
                     match then {
@@ -888,7 +889,7 @@ impl Pipeline {
                         return;
                     }
                     if job.inflight > 0 {
-                        self.reap(j);
+                        self.reap(j, usize::MAX);
                     }
                     self.finish_job(j);
                     return;
@@ -971,13 +972,15 @@ impl Pipeline {
     }
 
     /// Reap every completed I/O now (io_u_queued_complete()).
-    fn reap(&mut self, j: u32) {
+    /// Reap up to `max` completed I/Os, oldest first (io_u_queued_complete()). A full
+    /// queue reaps at most `iodepth_batch_complete_max` — 1 by default, since fio lifts
+    /// the unset max to the min — so a deep queue stays full, one reap per submit.
+    fn reap(&mut self, j: u32, max: usize) {
         let now = self.q.now();
         let job = &mut self.jobs[j as usize];
-        let n = job.completed.len() as u32;
+        let n = job.completed.len().min(max);
         let logging = now >= job.stats_start;
-        for k in 0..job.completed.len() {
-            let io = job.completed[k];
+        for io in job.completed.drain(..n) {
             let iou = &self.ios[io as usize];
             let dir = if iou.dir_write { Dir::Write } else { Dir::Read };
             if logging {
@@ -987,9 +990,8 @@ impl Pipeline {
             }
             self.free_ios.push(io);
         }
-        job.completed.clear();
-        job.inflight -= n;
-        job.stats.mark_complete(n);
+        job.inflight -= n as u32;
+        job.stats.mark_complete(n as u32);
     }
 
     fn finish_job(&mut self, j: u32) {
@@ -1119,6 +1121,7 @@ mod tests {
             meta: false,
             after: Vec::new(),
             seed_name: name.into(),
+            reap_batch_max: 1,
         }
     }
 
@@ -1201,6 +1204,21 @@ mod tests {
         let (ta, tb) = (out.jobs[0].2, out.jobs[1].2);
         assert_eq!(tb.epoch, ta.finished);
         assert!(ta.finished >= NSEC_PER_SEC / 2);
+    }
+
+    #[test]
+    fn a_full_queue_reaps_one_completion_at_a_time() {
+        // fio's default iodepth_batch_complete_max (lifted to the min, 1): the job
+        // stays at full depth, one reap per submit
+        let mut j = job("f");
+        j.iodepth = 8;
+        let out = run(vec![j], 100_000, 64);
+        let st = &out.jobs[0].1;
+        let reaps: u64 = st.io_u_complete.iter().sum();
+        assert_eq!(st.io_u_complete[1], reaps, "every reap took 1..4 events");
+        let at_depth_8: u64 = st.io_u_map[3];
+        let submits: u64 = st.io_u_map.iter().sum();
+        assert!(at_depth_8 * 100 >= submits * 99, "{:?}", st.io_u_map);
     }
 
     #[test]

@@ -62,6 +62,9 @@ pub struct JobParams {
     pub after: Vec<u32>,
     /// Seed stream name (fio seeds each job from its name and number).
     pub seed_name: String,
+    /// At most this many completions are reaped when the queue is full
+    /// (`iodepth_batch_complete_max`, which fio lifts to the min, 1, when unset).
+    pub reap_batch_max: u32,
 }
 
 /// Direction mix of a job (`rw=`).
@@ -453,6 +456,7 @@ impl JobParams {
                 meta: spec.blkcg_meta,
                 after,
                 seed_name,
+                reap_batch_max: spec.iodepth_batch_complete_max.max(1),
             },
             warnings,
         ))
