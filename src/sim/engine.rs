@@ -1215,7 +1215,8 @@ mod tests {
         let out = run(vec![j], 100_000, 64);
         let st = &out.jobs[0].1;
         let reaps: u64 = st.io_u_complete.iter().sum();
-        assert_eq!(st.io_u_complete[1], reaps, "every reap took 1..4 events");
+        // every reap but the final drain took 1..4 events
+        assert!(reaps - st.io_u_complete[1] <= 1, "{:?}", st.io_u_complete);
         let at_depth_8: u64 = st.io_u_map[3];
         let submits: u64 = st.io_u_map.iter().sum();
         assert!(at_depth_8 * 100 >= submits * 99, "{:?}", st.io_u_map);
