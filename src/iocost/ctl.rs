@@ -664,8 +664,8 @@ impl Iocost {
         );
         for r in rows {
             s.push_str(&format!(
-                "cg{:<6} * {:6.2}/{:6.2} {:6.2}/{:6.2} {:6} {:7.2}ms {:7.2}ms {:3}%\n",
-                r.cg,
+                "{:<16} * {:6.2}/{:6.2} {:6.2}/{:6.2} {:6} {:7.2}ms {:7.2}ms {:3}%\n",
+                self.paths[r.cg as usize],
                 r.inuse as f64 / w1,
                 r.active as f64 / w1,
                 r.hwi as f64 * 100.0 / w1,

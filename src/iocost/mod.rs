@@ -159,6 +159,8 @@ pub struct Iocost {
     /// `vtime_base_rate`.
     pub vrate: u64,
     rt: ctl::Runtime,
+    /// Cgroup paths, for the monitor view.
+    paths: Vec<String>,
 }
 
 impl Iocost {
@@ -182,6 +184,7 @@ impl Iocost {
                 hweight::Hier::new(tree, |_| ioweight_default()),
                 VTIME_PER_USEC,
             ),
+            paths: tree.nodes.iter().map(|n| n.path.clone()).collect(),
         };
         ioc.refresh();
         ioc
