@@ -11,4 +11,5 @@ pub mod report;
 pub mod scenario;
 pub mod sim;
 pub mod throttle;
+pub mod validate;
 pub mod workload;

@@ -31,6 +31,14 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "example-iocost-hierarchy",
         include_str!("../../scenarios/example-iocost-hierarchy.toml"),
     ),
+    (
+        "validate-iomax-riops",
+        include_str!("../../scenarios/validate-iomax-riops.toml"),
+    ),
+    (
+        "validate-iocost-weights",
+        include_str!("../../scenarios/validate-iocost-weights.toml"),
+    ),
 ];
 
 /// Names of the built-in scenarios, in order.

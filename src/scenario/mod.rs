@@ -160,6 +160,30 @@ impl Scenario {
             .unwrap_or_default()
     }
 
+    /// The same scenario pinned to kernel `version` and `hz` (every variant too), as
+    /// `validate` needs to simulate the kernel it booted.
+    pub fn with_kernel(&self, version: &str, hz: u32) -> Scenario {
+        let mut sc = self.clone();
+        let pin = |t: &mut Table| {
+            let k = t
+                .entry("kernel")
+                .or_insert_with(|| Value::Table(Table::new()));
+            if let Value::Table(k) = k {
+                k.insert("version".into(), Value::String(version.into()));
+                k.insert("hz".into(), Value::Integer(hz.into()));
+            }
+        };
+        pin(&mut sc.table);
+        if let Some(Value::Array(vs)) = sc.table.get_mut("variant") {
+            for v in vs.iter_mut().filter_map(Value::as_table_mut) {
+                if v.contains_key("kernel") {
+                    pin(v);
+                }
+            }
+        }
+        sc
+    }
+
     /// The scenario table with variant `name` merged in (None: the base scenario).
     pub fn merged(&self, variant: Option<&str>) -> Result<Table, ScenarioError> {
         let mut base = self.table.clone();

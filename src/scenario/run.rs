@@ -74,7 +74,7 @@ pub struct VariantRun {
 }
 
 /// Read a fio source (command line or job-file text) of one cgroup.
-fn parse_fio(text: &str, src: &str) -> Result<fiojob::FioJobs, String> {
+pub fn parse_fio(text: &str, src: &str) -> Result<fiojob::FioJobs, String> {
     let t = text.trim();
     let no_env = |_: &str| None;
     let no_include = |f: &str| -> Result<String, String> {
@@ -88,7 +88,8 @@ fn parse_fio(text: &str, src: &str) -> Result<fiojob::FioJobs, String> {
     }
 }
 
-fn is_cmdline(text: &str) -> bool {
+/// Whether a scenario's `fio` text is a command line (else a job file).
+pub fn is_cmdline(text: &str) -> bool {
     let t = text.trim();
     t.starts_with("fio ") || t.starts_with("--") || t == "fio"
 }
@@ -549,9 +550,23 @@ fn job_summary(r: &JobReport) -> JobSummary {
 }
 
 /// `io.stat` of every cgroup with I/O, as the kernel prints it.
+/// `io.stat` of every cgroup with I/O. As in the kernel, a cgroup's counters include
+/// its descendants' (blkcg_rstat_flush() propagates them up) and the root's are the
+/// whole disk's (blkcg_fill_root_iostats()).
 fn io_stat_text(out: &mut RunOutput, tree: &CgroupTree, limits: &QueueLimits) -> String {
-    let mut s = String::new();
+    let mut totals = vec![crate::sim::engine::CgIoStat::default(); out.cg_stat.len()];
     for (i, st) in out.cg_stat.iter().enumerate() {
+        let up = tree.ancestry(i as u32).chain((i != 0).then_some(0));
+        for a in up {
+            let t = &mut totals[a as usize];
+            t.rbytes += st.rbytes;
+            t.wbytes += st.wbytes;
+            t.rios += st.rios;
+            t.wios += st.wios;
+        }
+    }
+    let mut s = String::new();
+    for (i, st) in totals.iter().enumerate() {
         if st.rios + st.wios == 0 {
             continue;
         }

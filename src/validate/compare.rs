@@ -1,0 +1,272 @@
+//! Real beside simulated: the same figures read from both sides' fio JSON, and the
+//! blk-iocost vrate trajectories.
+//!
+//! Design
+//! ------
+//! Both sides are fio JSON documents (real fio's, ours), so one reader
+//! ([`job_figures`]) serves both: per job and direction with I/O, IOPS, MiB/s, slat and
+//! clat means, clat p50/p90/p95/p99/p99.9 and max. [`table`] lines them up by job name
+//! and direction; with several real runs it shows their mean and range, so a
+//! difference can be judged against the kernel's own run-to-run noise. The vrate
+//! trajectory of the real side comes from the `iocost_ioc_vrate_adj` tracepoint
+//! (timestamps relative to our `trace_marker`), the simulated one from the period
+//! rows, both sampled once a second ([`vrate_table`]).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use crate::iocost::model::VTIME_PER_USEC;
+
+/// The figures compared, with how to read each from one direction of a fio job.
+pub const FIGURES: [(&str, &str); 10] = [
+    ("IOPS", "iops"),
+    ("MiB/s", "bw_bytes"),
+    ("slat mean µs", "slat_ns.mean"),
+    ("clat mean µs", "clat_ns.mean"),
+    ("clat p50 µs", "clat_ns.percentile.50.000000"),
+    ("clat p90 µs", "clat_ns.percentile.90.000000"),
+    ("clat p95 µs", "clat_ns.percentile.95.000000"),
+    ("clat p99 µs", "clat_ns.percentile.99.000000"),
+    ("clat p99.9 µs", "clat_ns.percentile.99.900000"),
+    ("clat max µs", "clat_ns.max"),
+];
+
+/// (job name, direction) → one value per figure.
+pub type Figures = BTreeMap<(String, String), Vec<Option<f64>>>;
+
+fn lookup(dir: &Value, path: &str) -> Option<f64> {
+    let (head, rest) = path.split_once('.').unwrap_or((path, ""));
+    let v = dir.get(head)?;
+    let v = match head {
+        "slat_ns" | "clat_ns" => {
+            let (k, p) = rest.split_once('.').unwrap_or((rest, ""));
+            if k == "percentile" {
+                v.get("percentile")?.get(p)?
+            } else {
+                v.get(k)?
+            }
+        }
+        _ => v,
+    };
+    let x = v.as_f64()?;
+    Some(match path {
+        "bw_bytes" => x / 1_048_576.0,
+        p if p.ends_with("_ns") || p.contains("_ns.") => x / 1000.0,
+        _ => x,
+    })
+}
+
+/// Every job × direction with I/O in a fio JSON document.
+pub fn job_figures(doc: &Value) -> Figures {
+    let mut out = Figures::new();
+    for job in doc
+        .get("jobs")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let name = job
+            .get("jobname")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_string();
+        for dir in ["read", "write", "trim", "mixed"] {
+            let Some(d) = job.get(dir) else { continue };
+            if d.get("total_ios").and_then(Value::as_u64).unwrap_or(0) == 0 {
+                continue;
+            }
+            let vals = FIGURES.iter().map(|(_, p)| lookup(d, p)).collect();
+            out.insert((name.clone(), dir.to_string()), vals);
+        }
+    }
+    out
+}
+
+fn fmt_val(v: f64) -> String {
+    if v.abs() >= 1000.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// The side-by-side table: `real` has one [`Figures`] per run.
+pub fn table(real: &[Figures], sim: &Figures) -> String {
+    let mut s = String::new();
+    let many = real.len() > 1;
+    let mut keys: Vec<&(String, String)> = sim.keys().collect();
+    for r in real {
+        for k in r.keys() {
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+    }
+    keys.sort();
+    for key in keys {
+        let _ = writeln!(s, "fio job `{}`, {}:", key.0, key.1);
+        if many {
+            let _ = writeln!(
+                s,
+                "  {:<15} {:>10} {:>21} {:>10} {:>9}",
+                "", "real mean", "real min..max", "sim", "sim/real"
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "  {:<15} {:>10} {:>10} {:>9}",
+                "", "real", "sim", "sim/real"
+            );
+        }
+        for (i, (label, _)) in FIGURES.iter().enumerate() {
+            let runs: Vec<f64> = real
+                .iter()
+                .filter_map(|r| r.get(key).and_then(|v| v[i]))
+                .collect();
+            let mean = (!runs.is_empty()).then(|| runs.iter().sum::<f64>() / runs.len() as f64);
+            let simv = sim.get(key).and_then(|v| v[i]);
+            let cell = |v: Option<f64>| v.map(fmt_val).unwrap_or_else(|| "-".into());
+            let ratio = match (simv, mean) {
+                (Some(a), Some(b)) if b != 0.0 => format!("{:.2}", a / b),
+                _ => "-".into(),
+            };
+            if many {
+                let lo = runs.iter().cloned().fold(f64::INFINITY, f64::min);
+                let hi = runs.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                let range = if runs.is_empty() {
+                    "-".into()
+                } else {
+                    format!("{}..{}", fmt_val(lo), fmt_val(hi))
+                };
+                let _ = writeln!(
+                    s,
+                    "  {label:<15} {:>10} {range:>21} {:>10} {ratio:>9}",
+                    cell(mean),
+                    cell(simv)
+                );
+            } else {
+                let _ = writeln!(
+                    s,
+                    "  {label:<15} {:>10} {:>10} {ratio:>9}",
+                    cell(mean),
+                    cell(simv)
+                );
+            }
+        }
+    }
+    s
+}
+
+/// The vrate trajectory from an ftrace buffer: (seconds since `blkcg-sim-start`,
+/// vrate % after each adjustment).
+pub fn real_vrate(trace: &str) -> Vec<(f64, f64)> {
+    let stamp = |l: &str| -> Option<f64> {
+        // "  task-1  [000] d..1.  12.345678: event: ..."
+        let before = l.split(": ").next()?;
+        before.split_whitespace().last()?.parse().ok()
+    };
+    let mut t0 = None;
+    let mut out = Vec::new();
+    for l in trace.lines() {
+        if l.contains("blkcg-sim-start") {
+            t0 = stamp(l);
+        } else if l.contains("iocost_ioc_vrate_adj:")
+            && let (Some(t), Some(v)) = (stamp(l), l.split("->").nth(1))
+            && let Some(pct) = vrate_pct(v.split_whitespace().next().unwrap_or(""))
+        {
+            out.push((t - t0.unwrap_or(0.0), pct));
+        }
+    }
+    out
+}
+
+/// A tracepoint's vrate: `126.23%` (newer kernels print a percentage), or the raw
+/// `vtime_base_rate` (6.1 prints `137438` for 100%: `VTIME_PER_USEC`).
+fn vrate_pct(v: &str) -> Option<f64> {
+    match v.strip_suffix('%') {
+        Some(p) => p.parse().ok(),
+        None => v
+            .parse::<f64>()
+            .ok()
+            .map(|raw| raw * 100.0 / VTIME_PER_USEC as f64),
+    }
+}
+
+/// Every tenth of a second through the first, then once a second: the vrate in force on each side (the last value at or before t).
+pub fn vrate_table(real: &[(f64, f64)], sim: &[(f64, f64)], seconds: u64) -> String {
+    let at = |series: &[(f64, f64)], t: f64| {
+        series
+            .iter()
+            .take_while(|(ts, _)| *ts <= t)
+            .last()
+            .map(|(_, v)| format!("{v:.2}%"))
+            .unwrap_or_else(|| "-".into())
+    };
+    let mut s = format!("{:>6} {:>12} {:>12}\n", "t(s)", "real vrate", "sim vrate");
+    // tenths through the first second, where vrate moves most, then whole seconds
+    let times = (1..10)
+        .map(|d| d as f64 / 10.0)
+        .chain((1..=seconds).map(|t| t as f64));
+    for t in times {
+        let _ = writeln!(s, "{t:>6.1} {:>12} {:>12}", at(real, t), at(sim, t));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_from_a_real_fio_document() {
+        let doc: Value =
+            serde_json::from_str(include_str!("../../tests/data/fio/null-randrw.json"))
+                .expect("golden fio JSON");
+        let f = job_figures(&doc);
+        let read = f
+            .iter()
+            .find(|((_, d), _)| d == "read")
+            .map(|(_, v)| v.clone())
+            .expect("a read direction");
+        assert!(read[0].is_some_and(|iops| iops > 0.0));
+        assert!(read[4].is_some(), "p50 present");
+        assert!(read.iter().all(Option::is_some));
+    }
+
+    #[test]
+    fn ratios_and_ranges() {
+        let key = ("a".to_string(), "read".to_string());
+        let mk = |iops: f64| {
+            let mut f = Figures::new();
+            f.insert(key.clone(), vec![Some(iops); FIGURES.len()]);
+            f
+        };
+        let t = table(&[mk(100.0)], &mk(99.0));
+        assert!(t.contains("fio job `a`, read:"));
+        assert!(
+            t.lines()
+                .any(|l| l.contains("IOPS") && l.trim_end().ends_with("0.99")),
+            "{t}"
+        );
+        let t = table(&[mk(98.0), mk(102.0)], &mk(100.0));
+        assert!(t.contains("98.0..102"), "{t}");
+    }
+
+    #[test]
+    fn vrate_from_ftrace() {
+        let tr = "# tracer: nop\n\
+                  sh-1 [000] ..... 10.000000: tracing_mark_write: blkcg-sim-start\n\
+                  kworker/0:1-9 [000] ..s1. 10.500000: iocost_ioc_vrate_adj: [nullb0] vrate=100.00%->98.50% busy=1 missed_ppm=0:0 rq_wait_pct=0 lagging=0 shortages=0\n";
+        let v = real_vrate(tr);
+        assert_eq!(v, vec![(0.5, 98.5)]);
+        // 6.1 prints the raw vtime_base_rate
+        let raw = tr.replace("vrate=100.00%->98.50%", "vrate=137438->206157");
+        assert_eq!(real_vrate(&raw)[0].1.round(), 150.0);
+        let t = vrate_table(&v, &[(0.2, 100.0)], 1);
+        assert!(t.contains("98.50%") && t.contains("100.00%"), "{t}");
+    }
+}

@@ -1,0 +1,428 @@
+//! What runs inside the guest: the scenario turned into a shell `/init` for busybox.
+//!
+//! Design
+//! ------
+//! [`GuestPlan::from_resolved`] reads one resolved scenario variant and keeps only what
+//! a real machine needs: the null_blk configfs attributes (from the same
+//! `nullb::Config` the simulator uses, so both sides see one device), the cgroups to
+//! create, every interface write with its time, and each cgroup's fio job.
+//! [`GuestPlan::init_script`] prints that as `/init` — pure text, golden-tested without
+//! booting. The script:
+//!
+//! 1. mounts proc/sys/devtmpfs/tmpfs/configfs/cgroup2/tracefs and loads the modules;
+//! 2. creates the null_blk device through configfs and reads its real `MAJ:MIN` (the
+//!    guest's differs from the scenario's: every interface line written there has the
+//!    scenario's `MAJ:MIN` replaced by the guest's);
+//! 3. creates the cgroups, enables `+io` on every parent, writes the time-0 interface
+//!    lines — a refused write is reported with the kernel's own error, not fatal;
+//! 4. starts every cgroup's fio inside its cgroup at once, and the scheduled writes
+//!    with `sleep`, then waits;
+//! 5. prints fio's JSON, each cgroup's `io.stat` and the iocost tracepoint between
+//!    `@@blkcg-sim` markers on the console ([`super::console`] reads them back), and
+//!    powers off.
+
+use std::fmt::Write as _;
+
+use crate::device::config::Keys;
+use crate::device::nullb;
+use crate::scenario::resolve::{IfaceFile, Resolved};
+use crate::scenario::run::{is_cmdline, split_shell_words};
+use crate::sim::Ns;
+
+/// The console marker every line of ours starts with.
+pub const MARK: &str = "@@blkcg-sim";
+
+/// How one cgroup runs fio.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FioInvocation {
+    /// fio's own arguments (after `fio`).
+    Args(Vec<String>),
+    /// A job file, written to `/jobs/N.fio` in the initramfs.
+    JobFile(String),
+}
+
+/// One fio process of the scenario.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuestFio {
+    /// Cgroup path relative to the root ("" = root).
+    pub cgroup: String,
+    pub invocation: FioInvocation,
+}
+
+/// One interface write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuestWrite {
+    pub at: Ns,
+    pub cgroup: String,
+    pub file: &'static str,
+    /// The line as the scenario wrote it.
+    pub line: String,
+}
+
+/// One null_blk configfs attribute.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NullbAttr {
+    pub name: &'static str,
+    pub value: u64,
+    /// Differs from null_blk's default: a kernel without the attribute cannot run
+    /// the scenario.
+    pub required: bool,
+}
+
+/// Everything the guest needs to know about one scenario variant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuestPlan {
+    pub title: String,
+    /// The null_blk disk name (configfs directory, `/dev/NAME`, `/sys/block/NAME`).
+    pub disk: String,
+    /// The scenario's `MAJ:MIN`, replaced in interface lines by the guest's.
+    pub scenario_dev: String,
+    /// configfs attributes in the order they are written (`power` last).
+    pub nullb_attrs: Vec<NullbAttr>,
+    /// `/sys/block/NAME/queue/` attributes.
+    pub queue_attrs: Vec<(&'static str, String)>,
+    /// Non-root cgroups, parents first.
+    pub cgroups: Vec<String>,
+    pub writes: Vec<GuestWrite>,
+    pub fio: Vec<GuestFio>,
+    /// blk-iocost is enabled somewhere: collect its tracepoint.
+    pub iocost: bool,
+    /// `kernel.config.blkcg_debug_stats`: the debug keys in `io.stat`.
+    pub debug_stats: bool,
+}
+
+/// Quote `s` for a POSIX shell.
+pub fn sh_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_=./:,+%@".contains(&b))
+    {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+fn cgroup_dir(path: &str) -> String {
+    if path.is_empty() {
+        "/sys/fs/cgroup".to_string()
+    } else {
+        sh_quote(&format!("/sys/fs/cgroup/{path}"))
+    }
+}
+
+/// Seconds with millisecond precision, as busybox `sleep` takes them.
+fn secs(ns: Ns) -> String {
+    format!("{}.{:03}", ns / 1_000_000_000, ns / 1_000_000 % 1000)
+}
+
+impl GuestPlan {
+    /// The guest's view of a resolved variant; errors say why a scenario cannot run
+    /// on a real kernel.
+    pub fn from_resolved(r: &Resolved) -> Result<GuestPlan, String> {
+        let model = r
+            .device
+            .get("model")
+            .and_then(toml::Value::as_str)
+            .unwrap_or("nullb");
+        if model != "nullb" {
+            return Err(format!(
+                "device model `{model}` has no real counterpart inside the guest yet: validate \
+                 recreates the device in the booted kernel, which can only be null_blk \
+                 (model = \"nullb\"); an ssd/hdd/cloud model would need real hardware or a \
+                 backend that behaves like it"
+            ));
+        }
+        let mut keys = Keys::new(&r.device);
+        let c = nullb::Config::from_keys(&mut keys).map_err(|e| e.to_string())?;
+        // (attribute, value, null_blk's default): an attribute this kernel lacks is
+        // fine at its default, an error otherwise
+        let mut nullb_attrs: Vec<NullbAttr> = [
+            ("size", c.size, 250 * 1024),
+            ("blocksize", c.blocksize.into(), 512),
+            ("memory_backed", c.memory_backed, 0),
+            ("submit_queues", c.submit_queues, 1),
+            ("hw_queue_depth", c.hw_queue_depth.into(), 64),
+            ("irqmode", c.irqmode, 1),
+            ("completion_nsec", c.completion_nsec, 10_000),
+            ("max_sectors", c.max_sectors, 255),
+            ("rotational", c.rotational.into(), 0),
+            ("mbps", c.mbps, 0),
+        ]
+        .into_iter()
+        .map(|(name, value, default)| NullbAttr {
+            name,
+            value,
+            required: value != default,
+        })
+        .collect();
+        nullb_attrs.push(NullbAttr {
+            name: "power",
+            value: 1,
+            required: true,
+        });
+        let queue_attrs = vec![
+            ("scheduler", "none".to_string()),
+            ("max_sectors_kb", c.max_sectors_kb.to_string()),
+        ];
+        let tree = &r.tree;
+        let cgroups = tree.nodes.iter().skip(1).map(|n| n.path.clone()).collect();
+        let path_of = |cg: u32| tree.nodes[cg as usize].path.clone();
+        let writes = r
+            .writes
+            .iter()
+            .map(|w| GuestWrite {
+                at: w.at,
+                cgroup: path_of(w.cgroup),
+                file: w.file.name(),
+                line: w.line.clone(),
+            })
+            .collect();
+        let mut fio = Vec::new();
+        for src in &r.fio {
+            let text = src.text.trim();
+            if text.is_empty() {
+                continue;
+            }
+            let invocation = if is_cmdline(text) {
+                FioInvocation::Args(split_shell_words(text.strip_prefix("fio").unwrap_or(text))?)
+            } else {
+                FioInvocation::JobFile(text.to_string())
+            };
+            fio.push(GuestFio {
+                cgroup: path_of(src.cgroup),
+                invocation,
+            });
+        }
+        if fio.is_empty() {
+            return Err("the scenario runs no fio job: nothing to compare".into());
+        }
+        let iocost = r
+            .writes
+            .iter()
+            .any(|w| w.file == IfaceFile::IoCostQos && w.line.contains("enable=1"));
+        Ok(GuestPlan {
+            title: match &r.variant {
+                Some(v) => format!("{} (variant {v})", r.scenario),
+                None => r.scenario.clone(),
+            },
+            disk: c.name,
+            scenario_dev: format!("{}:{}", c.dev.0, c.dev.1),
+            nullb_attrs,
+            queue_attrs,
+            cgroups,
+            writes,
+            fio,
+            iocost,
+            debug_stats: r.kernel.debug_stats,
+        })
+    }
+
+    /// Job files to place in the initramfs: (`jobs/N.fio`, text), with the guest's disk
+    /// as the default `filename`.
+    pub fn job_files(&self) -> Vec<(String, String)> {
+        self.fio
+            .iter()
+            .enumerate()
+            .filter_map(|(n, f)| match &f.invocation {
+                FioInvocation::JobFile(t) => Some((
+                    format!("jobs/{n}.fio"),
+                    format!("[global]\nfilename=/dev/{}\n\n{t}\n", self.disk),
+                )),
+                FioInvocation::Args(_) => None,
+            })
+            .collect()
+    }
+
+    /// An interface line for the shell, with the scenario's `MAJ:MIN` replaced by the
+    /// guest's (`$DEV`).
+    fn shell_line(&self, line: &str) -> String {
+        match line.split_once(' ') {
+            Some((dev, rest)) if dev == self.scenario_dev => {
+                format!("\"$DEV\"{}", sh_quote(&format!(" {rest}")))
+            }
+            _ if line == self.scenario_dev => "\"$DEV\"".into(),
+            _ => sh_quote(line),
+        }
+    }
+
+    /// `/init` for the guest; `modules` are the module files to load, dependencies
+    /// first (names under `/lib/modules/`).
+    pub fn init_script(&self, modules: &[(String, String)]) -> String {
+        let mut s = String::new();
+        let disk = &self.disk;
+        let _ = writeln!(s, "#!/bin/busybox sh");
+        let _ = writeln!(s, "# generated by blkcg-sim validate: {}", self.title);
+        s.push_str(&format!(
+            "/bin/busybox --install -s /bin
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mount -t tmpfs tmp /tmp
+say() {{ echo \"{MARK} $*\"; }}
+die() {{ say \"error $*\"; poweroff -f; }}
+# w CGROUP-DIR FILE LINE: a write the kernel may refuse (reported, not fatal)
+w() {{
+  if ! echo \"$3\" > \"$1/$2\" 2>/tmp/werr; then
+    say \"refused $1/$2 $3: $(cat /tmp/werr)\"
+  fi
+}}
+say \"kernel $(uname -r)\"
+"
+        ));
+        for (file, params) in modules {
+            let _ = writeln!(
+                s,
+                "insmod /lib/modules/{file}{}{} || die \"insmod {file} failed\"",
+                if params.is_empty() { "" } else { " " },
+                params
+            );
+        }
+        s.push_str(
+            "mount -t configfs none /sys/kernel/config || die \"no configfs\"
+mount -t cgroup2 none /sys/fs/cgroup || die \"no cgroup2\"
+mount -t tracefs none /sys/kernel/tracing 2>/dev/null
+",
+        );
+        if self.debug_stats {
+            s.push_str("echo 1 > /sys/module/blk_cgroup/parameters/blkcg_debug_stats\n");
+        }
+        let _ = writeln!(s, "# null_blk through configfs");
+        let _ = writeln!(s, "N=/sys/kernel/config/nullb/{disk}");
+        let _ = writeln!(s, "mkdir $N || die \"cannot create null_blk {disk}\"");
+        // a ATTR VALUE [required]: set a configfs attribute this kernel may lack
+        s.push_str(
+            "a() {
+  if [ -e $N/$1 ]; then echo $2 > $N/$1 || die \"null_blk refused $1=$2\"
+  elif [ -n \"$3\" ]; then die \"this kernel's null_blk has no $1 attribute (the scenario needs $1=$2)\"
+  fi
+}
+",
+        );
+        for a in &self.nullb_attrs {
+            let _ = writeln!(
+                s,
+                "a {} {}{}",
+                a.name,
+                a.value,
+                if a.required { " required" } else { "" }
+            );
+        }
+        let _ = writeln!(
+            s,
+            "DEV=$(cat /sys/block/{disk}/dev) || die \"no /sys/block/{disk}\""
+        );
+        let _ = writeln!(s, "say \"dev $DEV\"");
+        for (k, v) in &self.queue_attrs {
+            let _ = writeln!(s, "w /sys/block/{disk}/queue {k} {}", sh_quote(v));
+        }
+        let _ = writeln!(s, "# cgroups");
+        let mut parents: Vec<&str> = vec![""];
+        for cg in &self.cgroups {
+            if let Some((p, _)) = cg.rsplit_once('/')
+                && !parents.contains(&p)
+            {
+                parents.push(p);
+            }
+        }
+        let _ = writeln!(s, "w /sys/fs/cgroup cgroup.subtree_control +io");
+        for cg in &self.cgroups {
+            let _ = writeln!(s, "mkdir {}", cgroup_dir(cg));
+            if parents.contains(&cg.as_str()) {
+                let _ = writeln!(s, "w {} cgroup.subtree_control +io", cgroup_dir(cg));
+            }
+        }
+        let _ = writeln!(s, "# interface files at time 0");
+        for w in self.writes.iter().filter(|w| w.at == 0) {
+            let _ = writeln!(
+                s,
+                "w {} {} {}",
+                cgroup_dir(&w.cgroup),
+                w.file,
+                self.shell_line(&w.line)
+            );
+        }
+        if self.iocost {
+            s.push_str(
+                "T=/sys/kernel/tracing
+echo 8192 > $T/buffer_size_kb
+echo 1 > $T/events/iocost/iocost_ioc_vrate_adj/enable
+echo blkcg-sim-start > $T/trace_marker
+",
+            );
+        }
+        let _ = writeln!(s, "say start");
+        let _ = writeln!(s, "# every cgroup's fio at once, each inside its cgroup");
+        for (n, f) in self.fio.iter().enumerate() {
+            let mut cmd = format!(
+                "sh -c 'echo $$ > \"$0/cgroup.procs\" && exec \"$@\"' {} fio --output-format=json --output=/tmp/fio-{n}.json",
+                cgroup_dir(&f.cgroup)
+            );
+            match &f.invocation {
+                FioInvocation::Args(args) => {
+                    let _ = write!(cmd, " --filename=/dev/{disk}");
+                    for a in args {
+                        cmd.push(' ');
+                        cmd.push_str(&sh_quote(a));
+                    }
+                }
+                FioInvocation::JobFile(_) => {
+                    let _ = write!(cmd, " /jobs/{n}.fio");
+                }
+            }
+            let _ = writeln!(s, "{cmd} >/tmp/fio-{n}.log 2>&1 &");
+        }
+        for w in self.writes.iter().filter(|w| w.at > 0) {
+            let _ = writeln!(
+                s,
+                "(sleep {}; w {} {} {}) &",
+                secs(w.at),
+                cgroup_dir(&w.cgroup),
+                w.file,
+                self.shell_line(&w.line)
+            );
+        }
+        let _ = writeln!(s, "wait");
+        let _ = writeln!(s, "say finish");
+        for n in 0..self.fio.len() {
+            let _ = writeln!(
+                s,
+                "say \"begin fio {n}\"; cat /tmp/fio-{n}.json; say end\n\
+                 if [ -s /tmp/fio-{n}.log ]; then say \"begin fio-log {n}\"; cat /tmp/fio-{n}.log; say end; fi"
+            );
+        }
+        for cg in std::iter::once(&String::new()).chain(&self.cgroups) {
+            let _ = writeln!(
+                s,
+                "say \"begin io.stat {cg}\"; cat {}/io.stat; say end",
+                cgroup_dir(cg)
+            );
+        }
+        if self.iocost {
+            let _ = writeln!(s, "say \"begin trace\"; cat $T/trace; say end");
+        }
+        let _ = writeln!(s, "say done");
+        let _ = writeln!(s, "poweroff -f");
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_is_shell_safe() {
+        assert_eq!(sh_quote("--bs=4k"), "--bs=4k");
+        assert_eq!(sh_quote("a b"), "'a b'");
+        assert_eq!(sh_quote("it's"), "'it'\\''s'");
+        assert_eq!(sh_quote(""), "''");
+        assert_eq!(sh_quote("$DEV"), "'$DEV'");
+    }
+
+    #[test]
+    fn seconds_for_sleep() {
+        assert_eq!(secs(5_000_000_000), "5.000");
+        assert_eq!(secs(1_250_000_000), "1.250");
+    }
+}

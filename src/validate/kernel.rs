@@ -1,0 +1,463 @@
+//! The kernel to boot: found, downloaded and unpacked, and read.
+//!
+//! Design
+//! ------
+//! `--kernel` names one of: nothing (Debian's current `linux-image-amd64` dependency),
+//! a Debian package name (`linux-image-6.12.48+deb12-amd64`), a `.deb` file, or an
+//! unpacked package tree (a folder with `boot/vmlinuz-*` and `lib/modules/*`). Packages
+//! are fetched with `apt-get download` and unpacked with `dpkg-deb -x` into the cache
+//! folder (`$BLKCG_SIM_CACHE`, else `$XDG_CACHE_HOME/blkcg-sim`, else
+//! `~/.cache/blkcg-sim`), once.
+//!
+//! From the tree we read the release (`uname -r`), `CONFIG_HZ` and whether blk-throttle
+//! and blk-iocost are built in, from `boot/config-*`. The bzImage's xz/zstd/gzip
+//! payload is unpacked to an ELF `vmlinux` once: qemu boots it through its PVH entry in
+//! about half the time (decompressing under TCG is slow). Modules are found by name
+//! under `lib/modules/RELEASE/kernel`, their dependencies read with `modinfo -F
+//! depends`, and handed over decompressed (busybox `insmod` reads plain `.ko`).
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// A kernel ready to boot.
+#[derive(Debug, Clone)]
+pub struct Kernel {
+    /// `uname -r`, e.g. `6.1.0-56-amd64`.
+    pub release: String,
+    /// What to hand to qemu's `-kernel` (an ELF vmlinux when one could be extracted).
+    pub image: PathBuf,
+    /// `lib/modules/RELEASE`.
+    pub modules: PathBuf,
+    /// The kernel's build configuration (`CONFIG_*` → value).
+    pub config: BTreeMap<String, String>,
+}
+
+impl Kernel {
+    /// `CONFIG_HZ` (Debian: 250).
+    pub fn hz(&self) -> Option<u32> {
+        self.config.get("CONFIG_HZ").and_then(|v| v.parse().ok())
+    }
+
+    /// The blkcg-sim version preset for this kernel: `MAJOR.MINOR` of the release.
+    pub fn preset(&self) -> String {
+        let mut it = self.release.split(|c: char| !c.is_ascii_digit());
+        match (it.next(), it.next()) {
+            (Some(a), Some(b)) if !a.is_empty() && !b.is_empty() => format!("{a}.{b}"),
+            _ => self.release.clone(),
+        }
+    }
+
+    /// Whether `CONFIG_name` is `y` (built in) or `m` (a module).
+    pub fn has(&self, name: &str) -> Option<&str> {
+        self.config.get(name).map(String::as_str)
+    }
+
+    /// Module files to load for `names`, dependencies first: (file name in the
+    /// initramfs, host path of the decompressed module to copy there). Built-in
+    /// modules are skipped.
+    pub fn modules_for(
+        &self,
+        names: &[&str],
+        work: &Path,
+    ) -> Result<Vec<(String, PathBuf)>, String> {
+        let index = module_index(&self.modules.join("kernel"))?;
+        let builtin =
+            std::fs::read_to_string(self.modules.join("modules.builtin")).unwrap_or_default();
+        let is_builtin = |n: &str| {
+            builtin.lines().any(|l| {
+                Path::new(l)
+                    .file_name()
+                    .and_then(|f| f.to_str())
+                    .is_some_and(|f| module_name(f) == Some(n.replace('-', "_")))
+            })
+        };
+        let mut order: Vec<String> = Vec::new();
+        let mut stack: Vec<(String, bool)> = names
+            .iter()
+            .rev()
+            .map(|n| (n.replace('-', "_"), false))
+            .collect();
+        while let Some((name, deps_done)) = stack.pop() {
+            if order.contains(&name) {
+                continue;
+            }
+            let Some(path) = index.get(&name) else {
+                if is_builtin(&name) {
+                    continue;
+                }
+                return Err(format!(
+                    "module `{name}` is neither built into {} nor under {}",
+                    self.release,
+                    self.modules.display()
+                ));
+            };
+            if deps_done {
+                order.push(name);
+                continue;
+            }
+            stack.push((name.clone(), true));
+            for d in module_depends(path)? {
+                if !order.contains(&d) {
+                    stack.push((d, false));
+                }
+            }
+        }
+        std::fs::create_dir_all(work).map_err(|e| format!("{}: {e}", work.display()))?;
+        order
+            .iter()
+            .map(|name| {
+                let src = &index[name];
+                let file = format!("{name}.ko");
+                let dst = work.join(&file);
+                let data = read_maybe_compressed(src)?;
+                std::fs::write(&dst, data).map_err(|e| format!("{}: {e}", dst.display()))?;
+                Ok((file, dst))
+            })
+            .collect()
+    }
+}
+
+/// `null_blk.ko.xz` → `null_blk` (dashes as underscores, as modprobe does).
+fn module_name(file: &str) -> Option<String> {
+    let stem = file
+        .strip_suffix(".ko")
+        .or_else(|| file.strip_suffix(".ko.xz"))
+        .or_else(|| file.strip_suffix(".ko.zst"))
+        .or_else(|| file.strip_suffix(".ko.gz"))?;
+    Some(stem.replace('-', "_"))
+}
+
+fn module_index(dir: &Path) -> Result<BTreeMap<String, PathBuf>, String> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let rd = std::fs::read_dir(&d).map_err(|e| format!("{}: {e}", d.display()))?;
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                todo.push(p);
+            } else if let Some(n) = p.file_name().and_then(|f| f.to_str()).and_then(module_name) {
+                out.insert(n, p);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn module_depends(path: &Path) -> Result<Vec<String>, String> {
+    let out = tool("modinfo", "kmod")?
+        .args(["-F", "depends"])
+        .arg(path)
+        .output()
+        .map_err(|e| format!("modinfo: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "modinfo {}: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(|s| s.replace('-', "_"))
+        .collect())
+}
+
+/// A command, or an error naming the Debian package that provides it.
+pub fn tool(cmd: &str, package: &str) -> Result<Command, String> {
+    let path_dirs = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default();
+    path_dirs
+        .into_iter()
+        .chain([PathBuf::from("/sbin"), PathBuf::from("/usr/sbin")])
+        .map(|d| d.join(cmd))
+        .find(|p| p.is_file())
+        .map(Command::new)
+        .ok_or_else(|| {
+            format!(
+                "`{cmd}` is not installed; it comes with the Debian package `{package}` \
+                 (all of validate's tools: {INSTALL_LINE})"
+            )
+        })
+}
+
+/// The one line that installs everything validate needs.
+pub const INSTALL_LINE: &str =
+    "apt-get install -y qemu-system-x86 busybox-static fio cpio xz-utils zstd kmod";
+
+/// Run `cmd` with `input` on stdin; its stdout.
+fn pipe_through(cmd: &mut Command, input: &[u8]) -> Result<Vec<u8>, String> {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("{cmd:?}: {e}"))?;
+    let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    let data = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        // a decompressor may stop reading at the end of its stream: not an error
+        let _ = stdin.write_all(&data);
+    });
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("{cmd:?}: {e}"))?;
+    let _ = writer.join();
+    Ok(out.stdout)
+}
+
+fn read_maybe_compressed(path: &Path) -> Result<Vec<u8>, String> {
+    let data = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let name = path.to_string_lossy();
+    for (ext, cmd, pkg) in [
+        (".xz", "xz", "xz-utils"),
+        (".zst", "zstd", "zstd"),
+        (".gz", "gzip", "gzip"),
+    ] {
+        if name.ends_with(ext) {
+            return pipe_through(tool(cmd, pkg)?.arg("-dc"), &data);
+        }
+    }
+    Ok(data)
+}
+
+/// The cache folder for kernels.
+pub fn cache_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("BLKCG_SIM_CACHE") {
+        return PathBuf::from(d);
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("blkcg-sim")
+}
+
+/// Read a kernel configuration file into `CONFIG_*` → value.
+pub fn parse_config(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|l| l.split_once('='))
+        .filter(|(k, _)| k.starts_with("CONFIG_"))
+        .map(|(k, v)| (k.to_string(), v.trim_matches('"').to_string()))
+        .collect()
+}
+
+/// Find or fetch the kernel `spec` names (None: Debian's current default).
+pub fn obtain(spec: Option<&str>, log: &mut dyn FnMut(&str)) -> Result<Kernel, String> {
+    let cache = cache_dir().join("kernels");
+    let tree = match spec {
+        Some(s) if Path::new(s).is_dir() => PathBuf::from(s),
+        Some(s) if s.ends_with(".deb") => {
+            let deb = Path::new(s);
+            if !deb.is_file() {
+                return Err(format!("{s}: no such file"));
+            }
+            let stem = deb.file_stem().and_then(|f| f.to_str()).unwrap_or("kernel");
+            unpack(deb, &cache.join(stem), log)?
+        }
+        Some(s) if s.contains('/') => {
+            return Err(format!(
+                "{s}: not a folder or .deb; --kernel takes an unpacked package tree (with \
+                 boot/vmlinuz-* and lib/modules/), a .deb file, or a Debian package name"
+            ));
+        }
+        _ => {
+            let pkg = match spec {
+                Some(p) => p.to_string(),
+                None => default_package()?,
+            };
+            let dir = cache.join(&pkg);
+            if dir.join(".unpacked").is_file() {
+                dir
+            } else {
+                log(&format!("downloading {pkg} (apt-get download)"));
+                std::fs::create_dir_all(&cache).map_err(|e| format!("{}: {e}", cache.display()))?;
+                let out = tool("apt-get", "apt")?
+                    .args(["download", &pkg])
+                    .current_dir(&cache)
+                    .output()
+                    .map_err(|e| format!("apt-get: {e}"))?;
+                if !out.status.success() {
+                    return Err(format!(
+                        "apt-get download {pkg} failed: {}",
+                        String::from_utf8_lossy(&out.stderr).trim()
+                    ));
+                }
+                let deb = std::fs::read_dir(&cache)
+                    .map_err(|e| e.to_string())?
+                    .flatten()
+                    .map(|e| e.path())
+                    .find(|p| {
+                        p.file_name().and_then(|f| f.to_str()).is_some_and(|f| {
+                            f.starts_with(&format!("{pkg}_")) && f.ends_with(".deb")
+                        })
+                    })
+                    .ok_or_else(|| {
+                        format!(
+                            "apt-get download {pkg}: no .deb appeared in {}",
+                            cache.display()
+                        )
+                    })?;
+                let t = unpack(&deb, &dir, log)?;
+                let _ = std::fs::remove_file(&deb);
+                t
+            }
+        }
+    };
+    from_tree(&tree, log)
+}
+
+/// The package `linux-image-amd64` depends on today.
+fn default_package() -> Result<String, String> {
+    let out = tool("apt-cache", "apt")?
+        .args(["depends", "linux-image-amd64"])
+        .output()
+        .map_err(|e| format!("apt-cache: {e}"))?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("Depends: "))
+        .find(|p| p.starts_with("linux-image-"))
+        .map(str::to_string)
+        .ok_or_else(|| {
+            "cannot tell which kernel package linux-image-amd64 stands for (run `apt-get \
+             update` first, or name one with --kernel)"
+                .into()
+        })
+}
+
+fn unpack(deb: &Path, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<PathBuf, String> {
+    if dir.join(".unpacked").is_file() {
+        return Ok(dir.to_path_buf());
+    }
+    log(&format!("unpacking {}", deb.display()));
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let st = tool("dpkg-deb", "dpkg")?
+        .arg("-x")
+        .arg(deb)
+        .arg(dir)
+        .status()
+        .map_err(|e| format!("dpkg-deb: {e}"))?;
+    if !st.success() {
+        return Err(format!("dpkg-deb -x {} failed", deb.display()));
+    }
+    std::fs::write(dir.join(".unpacked"), "").map_err(|e| e.to_string())?;
+    Ok(dir.to_path_buf())
+}
+
+/// A kernel from an unpacked package tree.
+fn from_tree(tree: &Path, log: &mut dyn FnMut(&str)) -> Result<Kernel, String> {
+    let boot = tree.join("boot");
+    let vmlinuz = std::fs::read_dir(&boot)
+        .map_err(|e| {
+            format!(
+                "{}: {e} (expected an unpacked linux-image package)",
+                boot.display()
+            )
+        })?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|f| f.to_str())
+                .is_some_and(|f| f.starts_with("vmlinuz-"))
+        })
+        .ok_or_else(|| format!("{}: no vmlinuz-* there", boot.display()))?;
+    let release = vmlinuz
+        .file_name()
+        .and_then(|f| f.to_str())
+        .and_then(|f| f.strip_prefix("vmlinuz-"))
+        .unwrap_or_default()
+        .to_string();
+    let config_path = boot.join(format!("config-{release}"));
+    let config = parse_config(
+        &std::fs::read_to_string(&config_path)
+            .map_err(|e| format!("{}: {e}", config_path.display()))?,
+    );
+    let modules = tree.join("lib/modules").join(&release);
+    if !modules.is_dir() {
+        return Err(format!(
+            "{}: missing (the package's modules)",
+            modules.display()
+        ));
+    }
+    let vmlinux = tree.join(format!("vmlinux-{release}"));
+    let image = if vmlinux.is_file() {
+        vmlinux
+    } else if config.get("CONFIG_PVH").map(String::as_str) == Some("y") {
+        log("extracting an ELF vmlinux from the bzImage (boots twice as fast under TCG)");
+        match extract_vmlinux(&vmlinuz) {
+            Some(elf) => {
+                std::fs::write(&vmlinux, elf).map_err(|e| format!("{}: {e}", vmlinux.display()))?;
+                vmlinux
+            }
+            None => vmlinuz,
+        }
+    } else {
+        vmlinuz
+    };
+    Ok(Kernel {
+        release,
+        image,
+        modules,
+        config,
+    })
+}
+
+/// The ELF kernel inside a bzImage: the first compressed stream that unpacks to ELF.
+fn extract_vmlinux(bzimage: &Path) -> Option<Vec<u8>> {
+    let data = std::fs::read(bzimage).ok()?;
+    let formats: [(&[u8], &str, &str); 3] = [
+        (b"\xfd7zXZ\x00", "xz", "xz-utils"),
+        (b"\x28\xb5\x2f\xfd", "zstd", "zstd"),
+        (b"\x1f\x8b\x08\x00", "gzip", "gzip"),
+    ];
+    for (magic, cmd, pkg) in formats {
+        let Some(at) = data.windows(magic.len()).position(|w| w == magic) else {
+            continue;
+        };
+        let mut c = tool(cmd, pkg).ok()?;
+        c.arg("-dc");
+        if cmd == "xz" {
+            c.arg("--single-stream");
+        }
+        if let Ok(elf) = pipe_through(&mut c, &data[at..])
+            && elf.starts_with(b"\x7fELF")
+        {
+            return Some(elf);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_and_preset() {
+        let k = Kernel {
+            release: "6.12.48+deb12-amd64".into(),
+            image: PathBuf::new(),
+            modules: PathBuf::new(),
+            config: parse_config(
+                "# comment\nCONFIG_HZ=250\nCONFIG_BLK_CGROUP_IOCOST=y\n# CONFIG_X is not set\n",
+            ),
+        };
+        assert_eq!(k.hz(), Some(250));
+        assert_eq!(k.preset(), "6.12");
+        assert_eq!(k.has("CONFIG_BLK_CGROUP_IOCOST"), Some("y"));
+        assert_eq!(k.has("CONFIG_X"), None);
+    }
+
+    #[test]
+    fn module_names() {
+        assert_eq!(module_name("null_blk.ko.xz").as_deref(), Some("null_blk"));
+        assert_eq!(module_name("crc-t10dif.ko").as_deref(), Some("crc_t10dif"));
+        assert_eq!(module_name("README"), None);
+    }
+}

@@ -1,0 +1,252 @@
+//! `blkcg-sim validate`: run a scenario on a real Linux kernel under qemu and beside
+//! its simulation.
+//!
+//! Design
+//! ------
+//! The scenario is the single source: one resolved variant yields both the guest's
+//! `/init` and the simulation, so the two sides cannot drift apart. The moving parts:
+//!
+//! - `kernel.rs`  — obtain a kernel (Debian package via `apt-get download`, a `.deb`,
+//!   or an unpacked tree), cache it, read `CONFIG_HZ`, extract a PVH `vmlinux`, resolve
+//!   module dependencies;
+//! - `guest.rs`   — the scenario as a busybox `/init` (pure text, golden-tested);
+//! - `boot.rs`    — the initramfs (busybox, the host's fio and its libraries, modules)
+//!   and the qemu run with its console captured (TCG icount by default; KVM only if
+//!   it really boots);
+//! - `console.rs` — the `@@blkcg-sim` marker protocol read back;
+//! - `compare.rs` — both sides' fio JSON read by one reader, lined up with ratios, plus
+//!   the vrate trajectories.
+//!
+//! The simulation runs with `kernel.version` set to the booted kernel's `MAJOR.MINOR`
+//! and `hz` to its `CONFIG_HZ`; everything else (host costs, behaviour switches) is the
+//! scenario's, so a disagreement is the simulator's to explain.
+
+pub mod boot;
+pub mod compare;
+pub mod console;
+pub mod guest;
+pub mod kernel;
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::report::fio as fioreport;
+use crate::scenario::Scenario;
+use crate::scenario::run::{parse_fio, run_variant};
+pub use boot::Timing;
+use compare::Figures;
+use console::GuestOutput;
+use guest::GuestPlan;
+
+/// `blkcg-sim validate` options.
+#[derive(Debug, Clone)]
+pub struct ValidateOptions {
+    pub variant: Option<String>,
+    /// Debian package name, `.deb`, or unpacked tree; None: Debian's current kernel.
+    pub kernel: Option<String>,
+    pub runs: u32,
+    pub timing: Timing,
+    /// Keep the console captures and both sides' fio JSON here.
+    pub output: Option<PathBuf>,
+}
+
+/// Check that the booted kernel has the controllers the scenario uses.
+fn check_config(plan: &GuestPlan, k: &kernel::Kernel) -> Result<(), String> {
+    let needs = |file: &str| plan.writes.iter().any(|w| w.file.starts_with(file));
+    for (file, opt) in [
+        ("io.max", "CONFIG_BLK_DEV_THROTTLING"),
+        ("io.cost", "CONFIG_BLK_CGROUP_IOCOST"),
+    ] {
+        if needs(file) && k.has(opt) != Some("y") {
+            return Err(format!(
+                "kernel {} is built without {opt}, which the scenario's {file} lines need",
+                k.release
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// fio options validate cannot carry over to real fio.
+fn check_fio(sc: &Scenario, plan: &GuestPlan) -> Result<(), String> {
+    for f in &plan.fio {
+        let text = match &f.invocation {
+            guest::FioInvocation::Args(a) => format!("fio {}", a.join(" ")),
+            guest::FioInvocation::JobFile(t) => t.clone(),
+        };
+        let jobs = parse_fio(&text, &sc.file)?;
+        for j in &jobs.jobs {
+            if j.cgroup.is_some() {
+                return Err(format!(
+                    "{}: fio job `{}` sets fio's `cgroup=` option; validate starts each fio \
+                     inside its scenario cgroup instead: put the job under [cgroup.NAME]",
+                    sc.file, j.name
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn parse_json(text: &str, what: &str) -> Result<serde_json::Value, String> {
+    serde_json::from_str(text).map_err(|e| format!("{what} is not valid JSON ({e})"))
+}
+
+/// `blkcg-sim validate`.
+pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String> {
+    let resolved = sc
+        .resolve(o.variant.as_deref())
+        .map_err(|e| e.to_string())?;
+    let plan = GuestPlan::from_resolved(&resolved).map_err(|e| format!("{}: {e}", sc.file))?;
+    check_fio(sc, &plan)?;
+    let log = &mut |m: &str| eprintln!("validate: {m}");
+    let kernel = kernel::obtain(o.kernel.as_deref(), log)?;
+    check_config(&plan, &kernel)?;
+    let hz = kernel
+        .hz()
+        .ok_or_else(|| format!("kernel {}: no CONFIG_HZ in its config file", kernel.release))?;
+    let preset = kernel.preset();
+
+    // the simulation first: it is quick, and its run length sizes the guest's deadline
+    let pinned = sc.with_kernel(&preset, hz);
+    let sim = run_variant(&pinned, o.variant.as_deref(), None, None, false)?;
+    let sim_json = fioreport::json::to_json(&sim.fio, false);
+    let sim_doc = parse_json(&sim_json, "the simulator's fio JSON")?;
+    let sim_figs = compare::job_figures(&sim_doc);
+    let seconds = sim_doc["jobs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|j| j["elapsed"].as_u64())
+        .max()
+        .unwrap_or(0);
+
+    let work = match &o.output {
+        Some(d) => d.clone(),
+        None => kernel::cache_dir().join(format!("work-{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+    log(&format!(
+        "building the initramfs (busybox, fio, null_blk) for {}",
+        kernel.release
+    ));
+    let initrd = boot::build_initramfs(&plan, &kernel, &work)?;
+    let budget = Duration::from_secs(90 + 4 * seconds);
+
+    let mut real: Vec<Figures> = Vec::new();
+    let mut last = GuestOutput::default();
+    let mut accel = String::new();
+    let mut walls = Vec::new();
+    for run in 1..=o.runs.max(1) {
+        log(&format!(
+            "booting Linux {} under qemu, run {run} of {} (about {} s)",
+            kernel.release,
+            o.runs.max(1),
+            seconds * 2 + 10
+        ));
+        let b = boot::boot(&kernel, &initrd, o.timing, 2048, budget, &mut |m| {
+            eprintln!("  guest: {m}")
+        })?;
+        if o.output.is_some() {
+            let p = work.join(format!("console-{run}.txt"));
+            std::fs::write(&p, &b.console).map_err(|e| format!("{}: {e}", p.display()))?;
+        }
+        let g = GuestOutput::parse(&b.console);
+        if !g.errors.is_empty() || !g.done {
+            return Err(format!(
+                "the guest did not complete: {}",
+                if g.errors.is_empty() {
+                    "no `done` marker (see the console with --output DIR)".to_string()
+                } else {
+                    g.errors.join("; ")
+                }
+            ));
+        }
+        let mut figs = Figures::new();
+        for n in 0..plan.fio.len() {
+            let Some(text) = g.fio.get(&n) else {
+                return Err(format!(
+                    "real fio #{n} (cgroup `{}`) wrote no JSON: {}",
+                    plan.fio[n].cgroup,
+                    g.fio_logs
+                        .get(&n)
+                        .map(String::as_str)
+                        .unwrap_or("no output")
+                        .trim()
+                ));
+            };
+            if o.output.is_some() {
+                let p = work.join(format!("real-fio-{n}-run{run}.json"));
+                std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))?;
+            }
+            figs.extend(compare::job_figures(&parse_json(text, "real fio's JSON")?));
+        }
+        real.push(figs);
+        accel = b.accel;
+        walls.push(b.wall.as_secs_f64());
+        last = g;
+    }
+    if o.output.is_some() {
+        let p = work.join("sim-fio.json");
+        std::fs::write(&p, &sim_json).map_err(|e| format!("{}: {e}", p.display()))?;
+    } else {
+        let _ = std::fs::remove_dir_all(&work);
+    }
+
+    let mut s = String::new();
+    let _ = writeln!(s, "validate: {}", plan.title);
+    let _ = writeln!(
+        s,
+        "real: Linux {} (CONFIG_HZ={hz}) under qemu, {accel}; {} run(s), {:.1} s wall each",
+        last.kernel.as_deref().unwrap_or(&kernel.release),
+        real.len(),
+        walls.iter().sum::<f64>() / walls.len().max(1) as f64
+    );
+    let _ = writeln!(
+        s,
+        "sim:  kernel.version = \"{preset}\", hz = {hz}, seed {}",
+        resolved.seed
+    );
+    if o.timing == Timing::Icount && real.len() > 1 {
+        let _ = writeln!(
+            s,
+            "      (icount runs repeat exactly; --timing realtime shows the kernel's run-to-run noise)"
+        );
+    }
+    for r in &last.refused {
+        let _ = writeln!(s, "the real kernel refused: {r}");
+    }
+    s.push('\n');
+    s.push_str(&compare::table(&real, &sim_figs));
+    let _ = writeln!(
+        s,
+        "\nio.stat, real (guest device {}):",
+        last.dev.as_deref().unwrap_or("?")
+    );
+    for (cg, text) in &last.io_stat {
+        let _ = write!(s, "  {}: {text}", if cg.is_empty() { "/" } else { cg });
+    }
+    let _ = writeln!(s, "io.stat, simulated:");
+    for l in sim.io_stat.lines() {
+        let _ = writeln!(s, "  {l}");
+    }
+    if plan.iocost {
+        let sim_vrate: Vec<(f64, f64)> = sim
+            .iocost_rows
+            .iter()
+            .map(|r| (r.t as f64 / 1e9, r.vrate_base_pct))
+            .collect();
+        let _ = writeln!(
+            s,
+            "\nblk-iocost vrate (real: iocost_ioc_vrate_adj tracepoint; sim: period rows):"
+        );
+        s.push_str(&compare::vrate_table(
+            &compare::real_vrate(&last.trace),
+            &sim_vrate,
+            seconds,
+        ));
+    }
+    print!("{s}");
+    Ok(0)
+}
