@@ -165,9 +165,20 @@ enum Cmd {
         /// Keep the console captures and both sides' fio JSON in this folder.
         #[arg(long)]
         output: Option<PathBuf>,
+        /// Host costs of the simulation: guest (measured in the qemu guest, so the
+        /// comparison is of the kernels) or scenario (the scenario's [host], e.g. a
+        /// seed's noisy VM).
+        #[arg(long, value_enum, default_value = "guest")]
+        host: HostArg,
     },
     /// List the built-in scenarios, or print one (`blkcg-sim scenarios NAME`).
     Scenarios { name: Option<String> },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum HostArg {
+    Guest,
+    Scenario,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -243,6 +254,7 @@ fn main() -> ExitCode {
             runs,
             timing,
             output,
+            host,
         } => load(&scenario).and_then(|sc| {
             let opts = validate::ValidateOptions {
                 variant,
@@ -253,6 +265,10 @@ fn main() -> ExitCode {
                     TimingArg::Realtime => validate::Timing::Realtime,
                 },
                 output,
+                host: match host {
+                    HostArg::Guest => validate::HostProfile::Guest,
+                    HostArg::Scenario => validate::HostProfile::Scenario,
+                },
             };
             validate::validate_command(&sc, &opts)
         }),

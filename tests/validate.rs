@@ -67,7 +67,7 @@ fn devices_without_a_guest_counterpart_are_refused() {
 #[test]
 fn job_files_get_the_guest_disk() {
     let sc = Scenario::parse(
-        "[device]\nmodel = \"nullb\"\nname = \"disk1\"\n[cgroup.a]\nfio = \"\"\"\n[a]\nrw=randread\nruntime=1\n\"\"\"\n",
+        "[device]\nmodel = \"nullb\"\nname = \"disk1\"\n[cgroup.a]\nfio = \"\"\"\n[a]\nfilename=/dev/sdz\nrw=randread\nruntime=1\n\"\"\"\n",
         "t.toml",
     )
     .expect("parses");
@@ -75,6 +75,7 @@ fn job_files_get_the_guest_disk() {
     let files = p.job_files();
     assert_eq!(files.len(), 1);
     assert!(files[0].1.starts_with("[global]\nfilename=/dev/disk1\n"));
+    assert!(!files[0].1.contains("sdz"), "the job's own filename is dropped");
     assert!(p.init_script(&[]).contains("/jobs/0.fio"));
 }
 

@@ -160,24 +160,39 @@ impl Scenario {
             .unwrap_or_default()
     }
 
-    /// The same scenario pinned to kernel `version` and `hz` (every variant too), as
-    /// `validate` needs to simulate the kernel it booted.
-    pub fn with_kernel(&self, version: &str, hz: u32) -> Scenario {
-        let mut sc = self.clone();
-        let pin = |t: &mut Table| {
-            let k = t
-                .entry("kernel")
-                .or_insert_with(|| Value::Table(Table::new()));
-            if let Value::Table(k) = k {
-                k.insert("version".into(), Value::String(version.into()));
-                k.insert("hz".into(), Value::Integer(hz.into()));
+    /// The same scenario with `values` pinned — each a (table path, key, value), e.g.
+    /// (`["kernel"]`, `"hz"`, 250) — at the top level and in every variant that sets
+    /// that table, so no variant can override them. `validate` pins the booted
+    /// kernel's version, HZ and build options, and the guest's host costs.
+    pub fn pinned(&self, values: &[(&[&str], &str, Value)]) -> Scenario {
+        fn pin(t: &mut Table, path: &[&str], key: &str, v: &Value) {
+            let mut t = t;
+            for p in path {
+                let e = t
+                    .entry(p.to_string())
+                    .or_insert_with(|| Value::Table(Table::new()));
+                if !e.is_table() {
+                    *e = Value::Table(Table::new());
+                }
+                let Value::Table(inner) = e else { return };
+                t = inner;
             }
-        };
-        pin(&mut sc.table);
-        if let Some(Value::Array(vs)) = sc.table.get_mut("variant") {
-            for v in vs.iter_mut().filter_map(Value::as_table_mut) {
-                if v.contains_key("kernel") {
-                    pin(v);
+            t.insert(key.to_string(), v.clone());
+        }
+        let mut sc = self.clone();
+        for (path, key, v) in values {
+            pin(&mut sc.table, path, key, v);
+            if let Some(Value::Array(vs)) = sc.table.get_mut("variant") {
+                for vt in vs.iter_mut().filter_map(Value::as_table_mut) {
+                    // merging is shallow below the top tables: pin only where the
+                    // variant has the whole path, else the base's value shows through
+                    let mut has = Some(&*vt);
+                    for p in path.iter() {
+                        has = has.and_then(|t| t.get(*p)).and_then(Value::as_table);
+                    }
+                    if has.is_some() {
+                        pin(vt, path, key, v);
+                    }
                 }
             }
         }
@@ -438,5 +453,26 @@ cgroup.a = { "io.max" = "252:0 riops=50" }
         );
         assert_eq!(parse_duration(&Value::Integer(7)), Ok(7));
         assert!(parse_duration(&Value::String("3 parsecs".into())).is_err());
+    }
+
+    #[test]
+    fn pinned_values_reach_every_variant_without_hiding_base_tables() {
+        let sc = Scenario::parse(
+            "[kernel]\nversion = \"4.18\"\nconfig = { blkcg_debug_stats = true }\n\
+             [device]\nmodel = \"nullb\"\n\
+             [[variant]]\nname = \"a\"\nkernel = { version = \"6.16\" }\n",
+            "t.toml",
+        )
+        .unwrap();
+        let p = sc.pinned(&[
+            (&["kernel"], "version", Value::from("6.1")),
+            (&["kernel", "config"], "throttling_low", Value::from(false)),
+        ]);
+        for v in [None, Some("a")] {
+            let r = p.resolve(v).unwrap();
+            assert_eq!(r.kernel.version, "6.1", "variant {v:?}");
+            assert!(r.kernel.debug_stats, "base config kept in variant {v:?}");
+            assert!(!r.kernel.throttling_low);
+        }
     }
 }

@@ -183,10 +183,25 @@ impl GuestPlan {
             if text.is_empty() {
                 continue;
             }
+            // the job's own filename= names a disk of the scenario's author; in the
+            // guest every job reads and writes our null_blk
             let invocation = if is_cmdline(text) {
-                FioInvocation::Args(split_shell_words(text.strip_prefix("fio").unwrap_or(text))?)
+                let args = split_shell_words(text.strip_prefix("fio").unwrap_or(text))?;
+                FioInvocation::Args(
+                    args.into_iter()
+                        .filter(|a| !a.starts_with("--filename="))
+                        .collect(),
+                )
             } else {
-                FioInvocation::JobFile(text.to_string())
+                FioInvocation::JobFile(
+                    text.lines()
+                        .filter(|l| {
+                            l.split_once('=')
+                                .is_none_or(|(k, _)| k.trim() != "filename")
+                        })
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                )
             };
             fio.push(GuestFio {
                 cgroup: path_of(src.cgroup),
