@@ -75,7 +75,10 @@ fn job_files_get_the_guest_disk() {
     let files = p.job_files();
     assert_eq!(files.len(), 1);
     assert!(files[0].1.starts_with("[global]\nfilename=/dev/disk1\n"));
-    assert!(!files[0].1.contains("sdz"), "the job's own filename is dropped");
+    assert!(
+        !files[0].1.contains("sdz"),
+        "the job's own filename is dropped"
+    );
     assert!(p.init_script(&[]).contains("/jobs/0.fio"));
 }
 

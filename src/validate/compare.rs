@@ -9,8 +9,8 @@
 //! and direction; with several real runs it shows their mean and range, so a
 //! difference can be judged against the kernel's own run-to-run noise. The vrate
 //! trajectory of the real side comes from the `iocost_ioc_vrate_adj` tracepoint
-//! (timestamps relative to our `trace_marker`), the simulated one from the period
-//! rows, both sampled once a second ([`vrate_table`]).
+//! (timestamps relative to the first `iocost_iocg_activate`, i.e. the first I/O), the
+//! simulated one from the period rows, both sampled once a second ([`vrate_table`]).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -161,20 +161,22 @@ pub fn table(real: &[Figures], sim: &Figures) -> String {
     s
 }
 
-/// The vrate trajectory from an ftrace buffer: (seconds since `blkcg-sim-start`,
-/// vrate % after each adjustment).
+/// The vrate trajectory from an ftrace buffer: (seconds since the first
+/// `iocost_iocg_activate`, else since our `blkcg-sim-start` marker; vrate % after each
+/// adjustment).
 pub fn real_vrate(trace: &str) -> Vec<(f64, f64)> {
     let stamp = |l: &str| -> Option<f64> {
         // "  task-1  [000] d..1.  12.345678: event: ..."
         let before = l.split(": ").next()?;
         before.split_whitespace().last()?.parse().ok()
     };
-    let mut t0 = None;
+    // time 0 is the first activation (the first I/O), as in the simulation: fio's
+    // own start-up after our marker takes a few hundred ms of guest time
+    let first = |what: &str| trace.lines().find(|l| l.contains(what)).and_then(stamp);
+    let t0 = first("iocost_iocg_activate:").or_else(|| first("blkcg-sim-start"));
     let mut out = Vec::new();
     for l in trace.lines() {
-        if l.contains("blkcg-sim-start") {
-            t0 = stamp(l);
-        } else if l.contains("iocost_ioc_vrate_adj:")
+        if l.contains("iocost_ioc_vrate_adj:")
             && let (Some(t), Some(v)) = (stamp(l), l.split("->").nth(1))
             && let Some(pct) = vrate_pct(v.split_whitespace().next().unwrap_or(""))
         {

@@ -362,6 +362,7 @@ mount -t tracefs none /sys/kernel/tracing 2>/dev/null
                 "T=/sys/kernel/tracing
 echo 8192 > $T/buffer_size_kb
 echo 1 > $T/events/iocost/iocost_ioc_vrate_adj/enable
+echo 1 > $T/events/iocost/iocost_iocg_activate/enable
 echo blkcg-sim-start > $T/trace_marker
 ",
             );

@@ -10,7 +10,8 @@
 //! `~/.cache/blkcg-sim`), once.
 //!
 //! From the tree we read the release (`uname -r`), `CONFIG_HZ` and whether blk-throttle
-//! and blk-iocost are built in, from `boot/config-*`. The bzImage's xz/zstd/gzip
+//! and blk-iocost are built in, from `boot/config-*`, and the upstream stable version
+//! from the bzImage's banner (Debian's `6.1.0-56` is 6.1.192). The bzImage's xz/zstd/gzip
 //! payload is unpacked to an ELF `vmlinux` once: qemu boots it through its PVH entry in
 //! about half the time (decompressing under TCG is slow). Modules are found by name
 //! under `lib/modules/RELEASE/kernel`, their dependencies read with `modinfo -F
@@ -32,6 +33,8 @@ pub struct Kernel {
     pub modules: PathBuf,
     /// The kernel's build configuration (`CONFIG_*` → value).
     pub config: BTreeMap<String, String>,
+    /// The bzImage's version banner (`6.1.0-56-amd64 (...) #1 SMP ... Debian 6.1.192-2`).
+    pub banner: String,
 }
 
 impl Kernel {
@@ -40,13 +43,24 @@ impl Kernel {
         self.config.get("CONFIG_HZ").and_then(|v| v.parse().ok())
     }
 
-    /// The blkcg-sim version preset for this kernel: `MAJOR.MINOR` of the release.
-    pub fn preset(&self) -> String {
-        let mut it = self.release.split(|c: char| !c.is_ascii_digit());
-        match (it.next(), it.next()) {
-            (Some(a), Some(b)) if !a.is_empty() && !b.is_empty() => format!("{a}.{b}"),
-            _ => self.release.clone(),
-        }
+    /// The upstream version this kernel is built from, `MAJOR.MINOR.PATCH`, for
+    /// `kernel.version` (stable series carry backported fixes, and presets know some).
+    /// Debian's release names hide the patch level (`6.1.0-56-amd64` is 6.1.192), so
+    /// the bzImage's version banner (`... Debian 6.1.192-2 ...`) is read first.
+    pub fn upstream_version(&self) -> String {
+        let from = |s: &str| -> Option<String> {
+            let v: Vec<&str> = s
+                .split(|c: char| !c.is_ascii_digit())
+                .take(3)
+                .take_while(|p| !p.is_empty())
+                .collect();
+            (v.len() >= 2).then(|| v.join("."))
+        };
+        self.banner
+            .split_once("Debian ")
+            .and_then(|(_, rest)| from(rest))
+            .or_else(|| from(&self.release))
+            .unwrap_or_else(|| self.release.clone())
     }
 
     /// Whether `CONFIG_name` is `y` (built in) or `m` (a module).
@@ -385,6 +399,10 @@ fn from_tree(tree: &Path, log: &mut dyn FnMut(&str)) -> Result<Kernel, String> {
             modules.display()
         ));
     }
+    let banner = std::fs::read(&vmlinuz)
+        .ok()
+        .and_then(|d| bzimage_banner(&d))
+        .unwrap_or_default();
     let vmlinux = tree.join(format!("vmlinux-{release}"));
     let image = if vmlinux.is_file() {
         vmlinux
@@ -405,7 +423,17 @@ fn from_tree(tree: &Path, log: &mut dyn FnMut(&str)) -> Result<Kernel, String> {
         image,
         modules,
         config,
+        banner,
     })
+}
+
+/// The version string a bzImage points at (boot protocol: `kernel_version` at 0x20e,
+/// an offset from 0x200).
+fn bzimage_banner(d: &[u8]) -> Option<String> {
+    let at = u16::from_le_bytes([*d.get(0x20e)?, *d.get(0x20f)?]) as usize + 0x200;
+    let s = d.get(at..)?;
+    let end = s.iter().take(512).position(|&b| b == 0)?;
+    Some(String::from_utf8_lossy(&s[..end]).into_owned())
 }
 
 /// The ELF kernel inside a bzImage: the first compressed stream that unpacks to ELF.
@@ -439,19 +467,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn config_and_preset() {
-        let k = Kernel {
+    fn config_and_version() {
+        let mut k = Kernel {
             release: "6.12.48+deb12-amd64".into(),
             image: PathBuf::new(),
             modules: PathBuf::new(),
             config: parse_config(
                 "# comment\nCONFIG_HZ=250\nCONFIG_BLK_CGROUP_IOCOST=y\n# CONFIG_X is not set\n",
             ),
+            banner: String::new(),
         };
         assert_eq!(k.hz(), Some(250));
-        assert_eq!(k.preset(), "6.12");
+        assert_eq!(k.upstream_version(), "6.12.48");
         assert_eq!(k.has("CONFIG_BLK_CGROUP_IOCOST"), Some("y"));
         assert_eq!(k.has("CONFIG_X"), None);
+        k.release = "6.1.0-56-amd64".into();
+        k.banner = "6.1.0-56-amd64 (debian-kernel@lists.debian.org) #1 SMP PREEMPT_DYNAMIC \
+                    Debian 6.1.192-2 (2026-11-16)"
+            .into();
+        assert_eq!(k.upstream_version(), "6.1.192");
     }
 
     #[test]

@@ -125,14 +125,18 @@ pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String
     let hz = kernel
         .hz()
         .ok_or_else(|| format!("kernel {}: no CONFIG_HZ in its config file", kernel.release))?;
-    let preset = kernel.preset();
+    let preset = kernel.upstream_version();
 
     // the simulation first: it is quick, and its run length sizes the guest's deadline
     let throttling_low = kernel.has("CONFIG_BLK_DEV_THROTTLING_LOW") == Some("y");
     let mut pins: Vec<(&[&str], &str, toml::Value)> = vec![
         (&["kernel"], "version", preset.clone().into()),
         (&["kernel"], "hz", i64::from(hz).into()),
-        (&["kernel", "config"], "throttling_low", throttling_low.into()),
+        (
+            &["kernel", "config"],
+            "throttling_low",
+            throttling_low.into(),
+        ),
     ];
     if o.host == HostProfile::Guest {
         pins.extend(
