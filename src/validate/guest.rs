@@ -145,7 +145,6 @@ impl GuestPlan {
             ("irqmode", c.irqmode, 1),
             ("completion_nsec", c.completion_nsec, 10_000),
             ("max_sectors", c.max_sectors, 255),
-            ("rotational", c.rotational.into(), 0),
             ("mbps", c.mbps, 0),
         ]
         .into_iter()
@@ -160,9 +159,12 @@ impl GuestPlan {
             value: 1,
             required: true,
         });
+        // `rotational` through the queue's sysfs file, which every kernel has (null_blk's
+        // configfs attribute is recent: neither Debian's 6.1 nor 6.12 has it)
         let queue_attrs = vec![
             ("scheduler", "none".to_string()),
             ("max_sectors_kb", c.max_sectors_kb.to_string()),
+            ("rotational", u8::from(c.rotational).to_string()),
         ];
         let tree = &r.tree;
         let cgroups = tree.nodes.iter().skip(1).map(|n| n.path.clone()).collect();
