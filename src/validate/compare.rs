@@ -186,6 +186,60 @@ pub fn real_vrate(trace: &str) -> Vec<(f64, f64)> {
     out
 }
 
+/// One second of the device timeline.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DiskSecond {
+    pub r_iops: f64,
+    pub w_iops: f64,
+    pub r_mib: f64,
+    pub w_mib: f64,
+}
+
+/// Per-second rates from `UPTIME <fields of /sys/block/NAME/stat>` samples (fields 1,
+/// 3, 5, 7: read I/Os, read sectors, write I/Os, write sectors).
+pub fn real_iostat(diskstat: &str) -> Vec<DiskSecond> {
+    let samples: Vec<(f64, [f64; 4])> = diskstat
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<f64> = l.split_whitespace().map_while(|w| w.parse().ok()).collect();
+            (f.len() >= 8).then(|| (f[0], [f[1], f[3], f[5], f[7]]))
+        })
+        .collect();
+    samples
+        .windows(2)
+        .filter(|w| w[1].0 > w[0].0)
+        .map(|w| {
+            let dt = w[1].0 - w[0].0;
+            let d = |i: usize| (w[1].1[i] - w[0].1[i]) / dt;
+            DiskSecond {
+                r_iops: d(0),
+                w_iops: d(2),
+                r_mib: d(1) * 512.0 / 1_048_576.0,
+                w_mib: d(3) * 512.0 / 1_048_576.0,
+            }
+        })
+        .collect()
+}
+
+/// The device timeline of both sides, second by second.
+pub fn iostat_table(real: &[DiskSecond], sim: &[DiskSecond]) -> String {
+    let mut s = format!(
+        "{:>5}  {:>9} {:>9} {:>9} {:>9}   {:>9} {:>9} {:>9} {:>9}\n",
+        "t(s)", "real r/s", "w/s", "rMiB/s", "wMiB/s", "sim r/s", "w/s", "rMiB/s", "wMiB/s"
+    );
+    let cells = |d: Option<&DiskSecond>| match d {
+        Some(d) => format!(
+            "{:>9.1} {:>9.1} {:>9.2} {:>9.2}",
+            d.r_iops, d.w_iops, d.r_mib, d.w_mib
+        ),
+        None => format!("{:>9} {:>9} {:>9} {:>9}", "-", "-", "-", "-"),
+    };
+    for t in 0..real.len().max(sim.len()) {
+        let _ = writeln!(s, "{t:>5}  {}   {}", cells(real.get(t)), cells(sim.get(t)));
+    }
+    s
+}
+
 /// A tracepoint's vrate: `126.23%` (newer kernels print a percentage), or the raw
 /// `vtime_base_rate` (6.1 prints `137438` for 100%: `VTIME_PER_USEC`).
 fn vrate_pct(v: &str) -> Option<f64> {
@@ -256,6 +310,23 @@ mod tests {
         );
         let t = table(&[mk(98.0), mk(102.0)], &mk(100.0));
         assert!(t.contains("98.0..102"), "{t}");
+    }
+
+    #[test]
+    fn iostat_from_diskstat_samples() {
+        let d = "10.00 0 0 0 0 100 0 2048 5 0 0 0\n11.00 10 0 80 1 300 0 4096 9 0 0 0\n";
+        let r = real_iostat(d);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].r_iops, 10.0);
+        assert_eq!(r[0].w_iops, 200.0);
+        assert!((r[0].w_mib - 1.0).abs() < 1e-9);
+        let t = iostat_table(&r, &[]);
+        assert!(
+            t.lines()
+                .nth(1)
+                .is_some_and(|l| l.contains("200.0") && l.ends_with("-")),
+            "{t}"
+        );
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! Single lines: `kernel RELEASE`, `dev MAJ:MIN`, `refused PATH LINE: ERROR`,
 //! `error TEXT`, `start`, `finish`, `done`. Blocks: `begin fio N` (fio's JSON of the
 //! N-th fio process), `begin fio-log N` (what fio printed besides), `begin io.stat
-//! CGROUP`, `begin trace` (the tracefs buffer) — each closed by `end`. Kernel messages
+//! CGROUP`, `begin trace` (the tracefs buffer), `begin diskstat` (the disk's counters
+//! once a second) — each closed by `end`. Kernel messages
 //! may interleave anywhere; serial line endings (`\r\n`) are normalised.
 
 use std::collections::BTreeMap;
@@ -25,6 +26,8 @@ pub struct GuestOutput {
     /// `io.stat` by cgroup path.
     pub io_stat: Vec<(String, String)>,
     pub trace: String,
+    /// `UPTIME FIELDS...` of `/sys/block/NAME/stat`, once a second.
+    pub diskstat: String,
     pub done: bool,
 }
 
@@ -88,6 +91,7 @@ impl GuestOutput {
             }
             "io.stat" => self.io_stat.push((v.to_string(), body)),
             "trace" => self.trace = body,
+            "diskstat" => self.diskstat = body,
             _ => {}
         }
     }

@@ -17,7 +17,9 @@
 //!    lines — a refused write is reported with the kernel's own error, not fatal;
 //! 4. starts every cgroup's fio inside its cgroup at once, and the scheduled writes
 //!    with `sleep`, then waits;
-//! 5. prints fio's JSON, each cgroup's `io.stat` and the iocost tracepoint between
+//! 5. samples the disk's `/sys/block/NAME/stat` once a second meanwhile (the real
+//!    side of the iostat timeline);
+//! 6. prints fio's JSON, each cgroup's `io.stat` and the iocost tracepoint between
 //!    `@@blkcg-sim` markers on the console ([`super::console`] reads them back), and
 //!    powers off.
 
@@ -370,7 +372,14 @@ echo blkcg-sim-start > $T/trace_marker
             );
         }
         let _ = writeln!(s, "say start");
+        let _ = writeln!(
+            s,
+            "# the disk's counters once a second, as iostat reads them\n\
+             (while :; do read up idle < /proc/uptime; echo \"$up $(cat /sys/block/{disk}/stat)\"; sleep 1; done) >/tmp/diskstat 2>&1 &\n\
+             SAMPLER=$!"
+        );
         let _ = writeln!(s, "# every cgroup's fio at once, each inside its cgroup");
+        let _ = writeln!(s, "P=");
         for (n, f) in self.fio.iter().enumerate() {
             let mut cmd = format!(
                 "sh -c 'echo $$ > \"$0/cgroup.procs\" && exec \"$@\"' {} fio --output-format=json --output=/tmp/fio-{n}.json",
@@ -388,7 +397,7 @@ echo blkcg-sim-start > $T/trace_marker
                     let _ = write!(cmd, " /jobs/{n}.fio");
                 }
             }
-            let _ = writeln!(s, "{cmd} >/tmp/fio-{n}.log 2>&1 &");
+            let _ = writeln!(s, "{cmd} >/tmp/fio-{n}.log 2>&1 &\nP=\"$P $!\"");
         }
         for w in self.writes.iter().filter(|w| w.at > 0) {
             let _ = writeln!(
@@ -400,8 +409,10 @@ echo blkcg-sim-start > $T/trace_marker
                 self.shell_line(&w.line)
             );
         }
-        let _ = writeln!(s, "wait");
+        let _ = writeln!(s, "wait $P");
+        let _ = writeln!(s, "kill $SAMPLER");
         let _ = writeln!(s, "say finish");
+        let _ = writeln!(s, "say \"begin diskstat\"; cat /tmp/diskstat; say end");
         for n in 0..self.fio.len() {
             let _ = writeln!(
                 s,

@@ -271,6 +271,26 @@ pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String
     for l in sim.io_stat.lines() {
         let _ = writeln!(s, "  {l}");
     }
+    let sim_disk: Vec<compare::DiskSecond> = sim
+        .out
+        .iostat
+        .iter()
+        .map(|r| compare::DiskSecond {
+            r_iops: r.r_ios as f64,
+            w_iops: r.w_ios as f64,
+            r_mib: r.r_bytes as f64 / 1_048_576.0,
+            w_mib: r.w_bytes as f64 / 1_048_576.0,
+        })
+        .collect();
+    let _ = writeln!(
+        s,
+        "\ndevice timeline (real: /sys/block/{}/stat once a second):",
+        plan.disk
+    );
+    s.push_str(&compare::iostat_table(
+        &compare::real_iostat(&last.diskstat),
+        &sim_disk,
+    ));
     if plan.iocost {
         let sim_vrate: Vec<(f64, f64)> = sim
             .iocost_rows
