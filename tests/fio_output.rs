@@ -129,3 +129,44 @@ fn run_options_struct_is_public() {
         trace: false,
     };
 }
+
+/// The shape of fio's normal text output: each line's label (the text before its first
+/// `=` or `:`), with numbers and magnitude-dependent units (nsec/usec/msec, KiB/MiB)
+/// blanked, and repeats of one label (percentile rows, `lat (usec)` rows, whose count
+/// depends on the values) folded into one.
+fn text_shape(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let head = line.split(['=', ':']).next().unwrap_or("");
+        let mut label: String = head
+            .chars()
+            .map(|c| if c.is_ascii_digit() { '#' } else { c })
+            .collect();
+        for unit in ["nsec", "usec", "msec", "KiB/s", "MiB/s", "GiB/s"] {
+            label = label.replace(unit, "UNIT");
+        }
+        let label = label.split_whitespace().collect::<Vec<_>>().join(" ");
+        if out.last() != Some(&label) {
+            out.push(label);
+        }
+    }
+    out
+}
+
+/// Golden: `fio --name=keys --ioengine=null --size=32m --rw=randrw --bs=4k
+/// --output-format=normal > tests/data/fio/null-randrw.txt`: our normal output has the
+/// same lines in the same order (values and units aside).
+#[test]
+fn normal_text_lines_match_fio_3_33() {
+    let real = std::fs::read_to_string("tests/data/fio/null-randrw.txt").unwrap();
+    let text = "[device]\nmodel = \"nullb\"\n[cgroup.c]\nfio = \"fio --name=keys --ioengine=null --size=32m --rw=randrw --bs=4k\"\n";
+    let sc = Scenario::parse(text, "t.toml").unwrap();
+    let run = run_variant(&sc, None, None, None, false).unwrap();
+    let ours = blkcg_sim::report::fio::text::to_normal(&run.fio);
+    let (r, o) = (text_shape(&real), text_shape(&ours));
+    assert_eq!(r, o, "fio's lines (left) and ours (right) differ\n{ours}");
+    // and the header names the engine and depth as fio does
+    assert!(ours.starts_with(
+        "keys: (g=0): rw=randrw, bs=(R) 4096B-4096B, (W) 4096B-4096B, (T) 4096B-4096B, ioengine=null, iodepth=1\n"
+    ));
+}

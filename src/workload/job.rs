@@ -437,7 +437,7 @@ impl JobParams {
                 bs,
                 align,
                 iodepth: spec.iodepth.max(1),
-                sync_engine: spec.ioengine.is_sync(),
+                sync_engine: spec.ioengine.is_sync_at(spec.iodepth),
                 offset,
                 size,
                 io_limit,

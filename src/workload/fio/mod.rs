@@ -165,6 +165,12 @@ impl IoEngine {
             Self::Psync | Self::Sync | Self::Pvsync | Self::Pvsync2 | Self::Mmap
         )
     }
+
+    /// Whether a job at `iodepth` runs synchronously: the sync engines, and the null
+    /// engine at depth 1, which sets `FIO_SYNCIO` then (engines/null.c).
+    pub fn is_sync_at(&self, iodepth: u32) -> bool {
+        self.is_sync() || (*self == Self::Null && iodepth <= 1)
+    }
 }
 
 /// One bssplit entry: `size` bytes chosen `pct` percent of the time.
