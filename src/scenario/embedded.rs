@@ -39,6 +39,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "validate-iocost-weights",
         include_str!("../../scenarios/validate-iocost-weights.toml"),
     ),
+    (
+        "validate-iocost-saturated",
+        include_str!("../../scenarios/validate-iocost-saturated.toml"),
+    ),
 ];
 
 /// Names of the built-in scenarios, in order.

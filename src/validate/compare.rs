@@ -161,22 +161,40 @@ pub fn table(real: &[Figures], sim: &Figures) -> String {
     s
 }
 
-/// The vrate trajectory from an ftrace buffer: (seconds since the first
-/// `iocost_iocg_activate`, else since our `blkcg-sim-start` marker; vrate % after each
-/// adjustment).
+/// The base vrate trajectory from an ftrace buffer: (seconds since the first
+/// `iocost_iocg_activate`, else since our `blkcg-sim-start` marker; base vrate % after
+/// each adjustment).
+///
+/// The tracepoint prints `vrate=OLD->NEW` where OLD is the effective `vtime_rate` (loss
+/// compensation included). `ioc_adjust_base_vrate()` fires it on two paths: when it
+/// adjusts (NEW = the new base rate) and when it returns early — busy_level 0, or
+/// negative with lagging iocgs — where NEW is the effective rate again and the base is
+/// unchanged. Only the first kind moves the base.
 pub fn real_vrate(trace: &str) -> Vec<(f64, f64)> {
     let stamp = |l: &str| -> Option<f64> {
         // "  task-1  [000] d..1.  12.345678: event: ..."
         let before = l.split(": ").next()?;
         before.split_whitespace().last()?.parse().ok()
     };
+    let field = |l: &str, key: &str| -> Option<i64> {
+        l.split_whitespace()
+            .find_map(|w| w.strip_prefix(key))
+            .and_then(|v| v.parse().ok())
+    };
     // time 0 is the first activation (the first I/O), as in the simulation: fio's
     // own start-up after our marker takes a few hundred ms of guest time
     let first = |what: &str| trace.lines().find(|l| l.contains(what)).and_then(stamp);
     let t0 = first("iocost_iocg_activate:").or_else(|| first("blkcg-sim-start"));
     let mut out = Vec::new();
-    for l in trace.lines() {
-        if l.contains("iocost_ioc_vrate_adj:")
+    for l in trace
+        .lines()
+        .filter(|l| l.contains("iocost_ioc_vrate_adj:"))
+    {
+        let (Some(busy), Some(lagging)) = (field(l, "busy="), field(l, "lagging=")) else {
+            continue;
+        };
+        let early_return = busy == 0 || (busy < 0 && lagging > 0);
+        if !early_return
             && let (Some(t), Some(v)) = (stamp(l), l.split("->").nth(1))
             && let Some(pct) = vrate_pct(v.split_whitespace().next().unwrap_or(""))
         {
@@ -333,8 +351,10 @@ mod tests {
     fn vrate_from_ftrace() {
         let tr = "# tracer: nop\n\
                   sh-1 [000] ..... 10.000000: tracing_mark_write: blkcg-sim-start\n\
-                  kworker/0:1-9 [000] ..s1. 10.500000: iocost_ioc_vrate_adj: [nullb0] vrate=100.00%->98.50% busy=1 missed_ppm=0:0 rq_wait_pct=0 lagging=0 shortages=0\n";
+                  kworker/0:1-9 [000] ..s1. 10.500000: iocost_ioc_vrate_adj: [nullb0] vrate=100.00%->98.50% busy=1 missed_ppm=0:0 rq_wait_pct=0 lagging=0 shortages=0\n\
+                  kworker/0:1-9 [000] ..s1. 10.600000: iocost_ioc_vrate_adj: [nullb0] vrate=200.00%->200.00% busy=0 missed_ppm=0:0 rq_wait_pct=0 lagging=1 shortages=0\n";
         let v = real_vrate(tr);
+        // the second line returned early: its 200% is the effective rate, not the base
         assert_eq!(v, vec![(0.5, 98.5)]);
         // 6.1 prints the raw vtime_base_rate
         let raw = tr.replace("vrate=100.00%->98.50%", "vrate=137438->206157");
