@@ -170,6 +170,10 @@ enum Cmd {
         /// seed's noisy VM).
         #[arg(long, value_enum, default_value = "guest")]
         host: HostArg,
+        /// Also record this kernel tracepoint in the guest (SYSTEM:EVENT, repeatable,
+        /// e.g. block:block_rq_requeue); the buffer is kept as trace-N.txt with --output.
+        #[arg(long = "trace-event")]
+        trace_event: Vec<String>,
     },
     /// List the built-in scenarios, or print one (`blkcg-sim scenarios NAME`).
     Scenarios { name: Option<String> },
@@ -255,6 +259,7 @@ fn main() -> ExitCode {
             timing,
             output,
             host,
+            trace_event,
         } => load(&scenario).and_then(|sc| {
             let opts = validate::ValidateOptions {
                 variant,
@@ -269,6 +274,7 @@ fn main() -> ExitCode {
                     HostArg::Guest => validate::HostProfile::Guest,
                     HostArg::Scenario => validate::HostProfile::Scenario,
                 },
+                trace_events: trace_event,
             };
             validate::validate_command(&sc, &opts)
         }),

@@ -19,7 +19,8 @@
 //!    with `sleep`, then waits;
 //! 5. samples the disk's `/sys/block/NAME/stat` once a second meanwhile (the real
 //!    side of the iostat timeline);
-//! 6. prints fio's JSON, each cgroup's `io.stat` and the iocost tracepoint between
+//! 6. prints fio's JSON, each cgroup's `io.stat` and the tracepoints (iocost's, and any
+//!    the user asked for) between
 //!    `@@blkcg-sim` markers on the console ([`super::console`] reads them back), and
 //!    powers off.
 
@@ -91,6 +92,8 @@ pub struct GuestPlan {
     pub iocost: bool,
     /// `kernel.config.blkcg_debug_stats`: the debug keys in `io.stat`.
     pub debug_stats: bool,
+    /// More tracepoints to record (`--trace-event block:block_rq_requeue`).
+    pub extra_events: Vec<String>,
 }
 
 /// Quote `s` for a POSIX shell.
@@ -233,6 +236,7 @@ impl GuestPlan {
             fio,
             iocost,
             debug_stats: r.kernel.debug_stats,
+            extra_events: Vec::new(),
         })
     }
 
@@ -250,6 +254,23 @@ impl GuestPlan {
                 FioInvocation::Args(_) => None,
             })
             .collect()
+    }
+
+    /// Tracepoints to record (`SYSTEM/EVENT`): blk-iocost's vrate adjustments and
+    /// activations when it is on, plus the user's `--trace-event`s.
+    pub fn trace_events(&self) -> Vec<String> {
+        let mut ev: Vec<String> = Vec::new();
+        if self.iocost {
+            ev.push("iocost/iocost_ioc_vrate_adj".into());
+            ev.push("iocost/iocost_iocg_activate".into());
+        }
+        for e in &self.extra_events {
+            let e = e.replace(':', "/");
+            if !ev.contains(&e) {
+                ev.push(e);
+            }
+        }
+        ev
     }
 
     /// An interface line for the shell, with the scenario's `MAJ:MIN` replaced by the
@@ -361,15 +382,16 @@ mount -t tracefs none /sys/kernel/tracing 2>/dev/null
                 self.shell_line(&w.line)
             );
         }
-        if self.iocost {
-            s.push_str(
-                "T=/sys/kernel/tracing
-echo 8192 > $T/buffer_size_kb
-echo 1 > $T/events/iocost/iocost_ioc_vrate_adj/enable
-echo 1 > $T/events/iocost/iocost_iocg_activate/enable
-echo blkcg-sim-start > $T/trace_marker
-",
-            );
+        let events = self.trace_events();
+        if !events.is_empty() {
+            s.push_str("T=/sys/kernel/tracing\necho 65536 > $T/buffer_size_kb\n");
+            for e in &events {
+                let _ = writeln!(
+                    s,
+                    "echo 1 > $T/events/{e}/enable || say \"error no tracepoint {e}\""
+                );
+            }
+            s.push_str("echo blkcg-sim-start > $T/trace_marker\n");
         }
         let _ = writeln!(s, "say start");
         let _ = writeln!(
@@ -427,7 +449,7 @@ echo blkcg-sim-start > $T/trace_marker
                 cgroup_dir(cg)
             );
         }
-        if self.iocost {
+        if !events.is_empty() {
             let _ = writeln!(s, "say \"begin trace\"; cat $T/trace; say end");
         }
         let _ = writeln!(s, "say done");

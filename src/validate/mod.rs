@@ -68,6 +68,8 @@ pub struct ValidateOptions {
     /// Keep the console captures and both sides' fio JSON here.
     pub output: Option<PathBuf>,
     pub host: HostProfile,
+    /// More tracepoints to record in the guest (`SYSTEM:EVENT`), kept with --output.
+    pub trace_events: Vec<String>,
 }
 
 /// Check that the booted kernel has the controllers the scenario uses.
@@ -117,7 +119,25 @@ pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String
     let resolved = sc
         .resolve(o.variant.as_deref())
         .map_err(|e| e.to_string())?;
-    let plan = GuestPlan::from_resolved(&resolved).map_err(|e| format!("{}: {e}", sc.file))?;
+    let mut plan = GuestPlan::from_resolved(&resolved).map_err(|e| format!("{}: {e}", sc.file))?;
+    for e in &o.trace_events {
+        match e.split_once(':') {
+            Some((sys, ev))
+                if !sys.is_empty()
+                    && !ev.is_empty()
+                    && e.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b':') =>
+            {
+                plan.extra_events.push(e.clone());
+            }
+            _ => {
+                return Err(format!(
+                    "--trace-event `{e}`: expected SYSTEM:EVENT as in /sys/kernel/tracing/events, \
+                     e.g. block:block_rq_requeue"
+                ));
+            }
+        }
+    }
     check_fio(sc, &plan)?;
     let log = &mut |m: &str| eprintln!("validate: {m}");
     let kernel = kernel::obtain(o.kernel.as_deref(), log)?;
@@ -184,11 +204,13 @@ pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String
         let b = boot::boot(&kernel, &initrd, o.timing, 2048, budget, &mut |m| {
             eprintln!("  guest: {m}")
         })?;
-        if o.output.is_some() {
-            let p = work.join(format!("console-{run}.txt"));
-            std::fs::write(&p, &b.console).map_err(|e| format!("{}: {e}", p.display()))?;
-        }
         let g = GuestOutput::parse(&b.console);
+        if o.output.is_some() {
+            for (name, text) in [("console", &b.console), ("trace", &g.trace)] {
+                let p = work.join(format!("{name}-{run}.txt"));
+                std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))?;
+            }
+        }
         if !g.errors.is_empty() || !g.done {
             return Err(format!(
                 "the guest did not complete: {}",
