@@ -158,7 +158,7 @@ enum Cmd {
         /// Boot this many times to show the real side's run-to-run spread.
         #[arg(long, default_value_t = 1)]
         runs: u32,
-        /// The guest's clock: icount (TCG, guest time by instruction count; repeatable)
+        /// The guest's clock: icount (TCG, guest time by instruction count; runs repeat closely)
         /// or realtime (host time; KVM when it works here, else TCG).
         #[arg(long, value_enum, default_value = "icount")]
         timing: TimingArg,

@@ -8,7 +8,7 @@
 //! costs seconds under TCG). [`boot`] runs `qemu-system-x86_64` with the serial
 //! console on stdout, reads it line by line on a thread, and kills the guest at a
 //! deadline. Two clocks ([`Timing`]): `icount` (TCG with `-icount shift=0,sleep=off`:
-//! guest time follows instructions, idle time is skipped; runs are repeatable) and
+//! guest time follows instructions, idle time is skipped; runs repeat closely) and
 //! `realtime` (guest time is host time: KVM when it works here, else TCG). KVM is
 //! never assumed: on these machines `/dev/kvm` is a software hypervisor that a stock
 //! kernel dies under, so a KVM boot that does not reach `/init` falls back to TCG.

@@ -28,12 +28,12 @@ pub mod guest;
 pub mod kernel;
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::report::fio as fioreport;
 use crate::scenario::Scenario;
-use crate::scenario::run::{parse_fio, run_variant};
+use crate::scenario::run::{VariantRun, parse_fio, run_variant};
 pub use boot::Timing;
 use compare::Figures;
 use console::GuestOutput;
@@ -114,43 +114,55 @@ fn parse_json(text: &str, what: &str) -> Result<serde_json::Value, String> {
     serde_json::from_str(text).map_err(|e| format!("{what} is not valid JSON ({e})"))
 }
 
-/// `blkcg-sim validate`.
-pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String> {
-    let resolved = sc
-        .resolve(o.variant.as_deref())
-        .map_err(|e| e.to_string())?;
-    let mut plan = GuestPlan::from_resolved(&resolved).map_err(|e| format!("{}: {e}", sc.file))?;
-    for e in &o.trace_events {
-        match e.split_once(':') {
+fn write_file(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// `--trace-event` values, checked: `SYSTEM:EVENT` as tracefs names them.
+fn trace_events(given: &[String]) -> Result<Vec<String>, String> {
+    given
+        .iter()
+        .map(|e| match e.split_once(':') {
             Some((sys, ev))
                 if !sys.is_empty()
                     && !ev.is_empty()
                     && e.bytes()
                         .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b':') =>
             {
-                plan.extra_events.push(e.clone());
+                Ok(e.clone())
             }
-            _ => {
-                return Err(format!(
-                    "--trace-event `{e}`: expected SYSTEM:EVENT as in /sys/kernel/tracing/events, \
-                     e.g. block:block_rq_requeue"
-                ));
-            }
-        }
-    }
-    check_fio(sc, &plan)?;
-    let log = &mut |m: &str| eprintln!("validate: {m}");
-    let kernel = kernel::obtain(o.kernel.as_deref(), log)?;
-    check_config(&plan, &kernel)?;
+            _ => Err(format!(
+                "--trace-event `{e}`: expected SYSTEM:EVENT as in /sys/kernel/tracing/events, \
+                 e.g. block:block_rq_requeue"
+            )),
+        })
+        .collect()
+}
+
+/// The simulated side: the scenario pinned to the booted kernel.
+struct SimSide {
+    run: VariantRun,
+    json: String,
+    figures: Figures,
+    /// The longest job's run time, seconds.
+    seconds: u64,
+    version: String,
+    hz: u32,
+    throttling_low: bool,
+}
+
+fn simulate(
+    sc: &Scenario,
+    o: &ValidateOptions,
+    kernel: &kernel::Kernel,
+) -> Result<SimSide, String> {
     let hz = kernel
         .hz()
         .ok_or_else(|| format!("kernel {}: no CONFIG_HZ in its config file", kernel.release))?;
-    let preset = kernel.upstream_version();
-
-    // the simulation first: it is quick, and its run length sizes the guest's deadline
+    let version = kernel.upstream_version();
     let throttling_low = kernel.has("CONFIG_BLK_DEV_THROTTLING_LOW") == Some("y");
     let mut pins: Vec<(&[&str], &str, toml::Value)> = vec![
-        (&["kernel"], "version", preset.clone().into()),
+        (&["kernel"], "version", version.clone().into()),
         (&["kernel"], "hz", i64::from(hz).into()),
         (
             &["kernel", "config"],
@@ -165,51 +177,65 @@ pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String
                 .map(|(k, v)| (&["host"][..], *k, toml::Value::Integer(*v))),
         );
     }
-    let pinned = sc.pinned(&pins);
-    let sim = run_variant(&pinned, o.variant.as_deref(), None, None, false)?;
-    let sim_json = fioreport::json::to_json(&sim.fio, false);
-    let sim_doc = parse_json(&sim_json, "the simulator's fio JSON")?;
-    let sim_figs = compare::job_figures(&sim_doc);
-    let seconds = sim_doc["jobs"]
+    let run = run_variant(&sc.pinned(&pins), o.variant.as_deref(), None, None, false)?;
+    let json = fioreport::json::to_json(&run.fio, false);
+    let doc = parse_json(&json, "the simulator's fio JSON")?;
+    let seconds = doc["jobs"]
         .as_array()
         .into_iter()
         .flatten()
         .filter_map(|j| j["elapsed"].as_u64())
         .max()
         .unwrap_or(0);
+    Ok(SimSide {
+        figures: compare::job_figures(&doc),
+        run,
+        json,
+        seconds,
+        version,
+        hz,
+        throttling_low,
+    })
+}
 
-    let work = match &o.output {
-        Some(d) => d.clone(),
-        None => kernel::cache_dir().join(format!("work-{}", std::process::id())),
-    };
-    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
-    log(&format!(
-        "building the initramfs (busybox, fio, null_blk) for {}",
-        kernel.release
-    ));
-    let initrd = boot::build_initramfs(&plan, &kernel, &work)?;
+/// The real side: one set of figures per boot, and the last boot's other outputs.
+struct RealSide {
+    runs: Vec<Figures>,
+    last: GuestOutput,
+    accel: String,
+    mean_wall_s: f64,
+}
+
+fn boot_runs(
+    plan: &GuestPlan,
+    kernel: &kernel::Kernel,
+    o: &ValidateOptions,
+    work: &Path,
+    seconds: u64,
+) -> Result<RealSide, String> {
+    let initrd = boot::build_initramfs(plan, kernel, work)?;
     let budget = Duration::from_secs(90 + 4 * seconds);
-
-    let mut real: Vec<Figures> = Vec::new();
-    let mut last = GuestOutput::default();
-    let mut accel = String::new();
-    let mut walls = Vec::new();
-    for run in 1..=o.runs.max(1) {
-        log(&format!(
-            "booting Linux {} under qemu, run {run} of {} (about {} s)",
+    let keep = o.output.is_some();
+    let n_runs = o.runs.max(1);
+    let mut real = RealSide {
+        runs: Vec::new(),
+        last: GuestOutput::default(),
+        accel: String::new(),
+        mean_wall_s: 0.0,
+    };
+    for run in 1..=n_runs {
+        eprintln!(
+            "validate: booting Linux {} under qemu, run {run} of {n_runs} (about {} s)",
             kernel.release,
-            o.runs.max(1),
             seconds * 2 + 10
-        ));
-        let b = boot::boot(&kernel, &initrd, o.timing, 2048, budget, &mut |m| {
+        );
+        let b = boot::boot(kernel, &initrd, o.timing, 2048, budget, &mut |m| {
             eprintln!("  guest: {m}")
         })?;
         let g = GuestOutput::parse(&b.console);
-        if o.output.is_some() {
-            for (name, text) in [("console", &b.console), ("trace", &g.trace)] {
-                let p = work.join(format!("{name}-{run}.txt"));
-                std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))?;
-            }
+        if keep {
+            write_file(&work.join(format!("console-{run}.txt")), &b.console)?;
+            write_file(&work.join(format!("trace-{run}.txt")), &g.trace)?;
         }
         if !g.errors.is_empty() || !g.done {
             return Err(format!(
@@ -222,11 +248,11 @@ pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String
             ));
         }
         let mut figs = Figures::new();
-        for n in 0..plan.fio.len() {
+        for (n, f) in plan.fio.iter().enumerate() {
             let Some(text) = g.fio.get(&n) else {
                 return Err(format!(
                     "real fio #{n} (cgroup `{}`) wrote no JSON: {}",
-                    plan.fio[n].cgroup,
+                    f.cgroup,
                     g.fio_logs
                         .get(&n)
                         .map(String::as_str)
@@ -234,53 +260,62 @@ pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String
                         .trim()
                 ));
             };
-            if o.output.is_some() {
-                let p = work.join(format!("real-fio-{n}-run{run}.json"));
-                std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))?;
+            if keep {
+                write_file(&work.join(format!("real-fio-{n}-run{run}.json")), text)?;
             }
             figs.extend(compare::job_figures(&parse_json(text, "real fio's JSON")?));
         }
-        real.push(figs);
-        accel = b.accel;
-        walls.push(b.wall.as_secs_f64());
-        last = g;
+        real.runs.push(figs);
+        real.accel = b.accel;
+        real.mean_wall_s += b.wall.as_secs_f64() / f64::from(n_runs);
+        real.last = g;
     }
-    if o.output.is_some() {
-        let p = work.join("sim-fio.json");
-        std::fs::write(&p, &sim_json).map_err(|e| format!("{}: {e}", p.display()))?;
-    } else {
-        let _ = std::fs::remove_dir_all(&work);
-    }
+    Ok(real)
+}
 
+/// The side-by-side report.
+fn render(
+    plan: &GuestPlan,
+    o: &ValidateOptions,
+    kernel: &kernel::Kernel,
+    seed: u64,
+    real: &RealSide,
+    sim: &SimSide,
+) -> String {
+    let last = &real.last;
     let mut s = String::new();
     let _ = writeln!(s, "validate: {}", plan.title);
     let _ = writeln!(
         s,
-        "real: Linux {} (CONFIG_HZ={hz}) under qemu, {accel}; {} run(s), {:.1} s wall each",
+        "real: Linux {} (CONFIG_HZ={}) under qemu, {}; {} run(s), {:.1} s wall each",
         last.kernel.as_deref().unwrap_or(&kernel.release),
-        real.len(),
-        walls.iter().sum::<f64>() / walls.len().max(1) as f64
+        sim.hz,
+        real.accel,
+        real.runs.len(),
+        real.mean_wall_s
     );
     let _ = writeln!(
         s,
-        "sim:  kernel.version = \"{preset}\", hz = {hz}, throttling_low = {throttling_low}, seed {}, {}",
-        resolved.seed,
+        "sim:  kernel.version = \"{}\", hz = {}, throttling_low = {}, seed {seed}, {}",
+        sim.version,
+        sim.hz,
+        sim.throttling_low,
         match o.host {
             HostProfile::Guest => "host costs of the qemu guest (--host guest)",
             HostProfile::Scenario => "the scenario's host costs (--host scenario)",
         }
     );
-    if o.timing == Timing::Icount && real.len() > 1 {
+    if o.timing == Timing::Icount && real.runs.len() > 1 {
         let _ = writeln!(
             s,
-            "      (icount runs repeat exactly; --timing realtime shows the kernel's run-to-run noise)"
+            "      (icount runs differ only slightly; --timing realtime shows the kernel's run-to-run noise)"
         );
     }
     for r in &last.refused {
         let _ = writeln!(s, "the real kernel refused: {r}");
     }
     s.push('\n');
-    s.push_str(&compare::table(&real, &sim_figs));
+    s.push_str(&compare::table(&real.runs, &sim.figures));
     let _ = writeln!(
         s,
         "\nio.stat, real (guest device {}):",
@@ -290,10 +325,11 @@ pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String
         let _ = write!(s, "  {}: {text}", if cg.is_empty() { "/" } else { cg });
     }
     let _ = writeln!(s, "io.stat, simulated:");
-    for l in sim.io_stat.lines() {
+    for l in sim.run.io_stat.lines() {
         let _ = writeln!(s, "  {l}");
     }
     let sim_disk: Vec<compare::DiskSecond> = sim
+        .run
         .out
         .iostat
         .iter()
@@ -315,6 +351,7 @@ pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String
     ));
     if plan.iocost {
         let sim_vrate: Vec<(f64, f64)> = sim
+            .run
             .iocost_rows
             .iter()
             .map(|r| (r.t as f64 / 1e9, r.vrate_base_pct))
@@ -326,9 +363,39 @@ pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String
         s.push_str(&compare::vrate_table(
             &compare::real_vrate(&last.trace),
             &sim_vrate,
-            seconds,
+            sim.seconds,
         ));
     }
-    print!("{s}");
+    s
+}
+
+/// `blkcg-sim validate`.
+pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String> {
+    let resolved = sc
+        .resolve(o.variant.as_deref())
+        .map_err(|e| e.to_string())?;
+    let mut plan = GuestPlan::from_resolved(&resolved).map_err(|e| format!("{}: {e}", sc.file))?;
+    plan.extra_events = trace_events(&o.trace_events)?;
+    check_fio(sc, &plan)?;
+    let kernel = kernel::obtain(o.kernel.as_deref(), &mut |m| eprintln!("validate: {m}"))?;
+    check_config(&plan, &kernel)?;
+    // the simulation first: it is quick, and its run length sizes the guest's deadline
+    let sim = simulate(sc, o, &kernel)?;
+    let work = match &o.output {
+        Some(d) => d.clone(),
+        None => kernel::cache_dir().join(format!("work-{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+    eprintln!(
+        "validate: building the initramfs (busybox, fio, null_blk) for {}",
+        kernel.release
+    );
+    let real = boot_runs(&plan, &kernel, o, &work, sim.seconds);
+    if o.output.is_some() {
+        write_file(&work.join("sim-fio.json"), &sim.json)?;
+    } else {
+        let _ = std::fs::remove_dir_all(&work);
+    }
+    print!("{}", render(&plan, o, &kernel, resolved.seed, &real?, &sim));
     Ok(0)
 }
