@@ -9,13 +9,16 @@
 //! - Events: the period timer uses token `PERIOD_BIT | seq`; an iocg's wait-queue timer
 //!   uses `(cg << 32) | seq`. Stale tokens (older seq) are ignored.
 //!
-//! Not modelled yet (see the report): donation transfer (`transfer_surpluses`), the
-//! in-period inuse snap-back (inuse always equals active here, so it never triggers),
-//! debt and issuer delay (REQ_META bios are charged like others), autop switching.
+//! Donation: the period timer classifies donors against `current_hweight_max()` and
+//! hands them to `Hier::transfer_surpluses` (general hierarchical form); an in-period
+//! `adjust_inuse_and_calc_cost()` snaps a low donor back.
+//!
+//! Not modelled yet: debt and issuer delay (REQ_META bios issue at once, charged like
+//! others), autop switching.
 
 use std::collections::VecDeque;
 
-use super::hweight::{Hier, WEIGHT_ONE};
+use super::hweight::{Donor, Hier, WEIGHT_ONE};
 use super::period::{LatStats, adjust_base_vrate, next_busy_level, vrate_adj_line};
 use super::{Iocost, TimerMode};
 use crate::sim::Ns;
@@ -420,7 +423,7 @@ impl Iocost {
         }
         let pct_on = self.derived.thr_ppm != [1_000_000; 2];
         let (mut nr_lagging, mut nr_shortages, mut nr_donors) = (0u32, 0u32, 0u32);
-        let mut donors: Vec<(u32, u64, u64)> = Vec::new();
+        let mut donors: Vec<Donor> = Vec::new();
         let low = self.derived.margins.low as i64;
         let min_m = self.derived.margins.min as i64;
         for cg in 1..self.rt.iocgs.len() as u32 {
@@ -440,15 +443,17 @@ impl Iocost {
             {
                 nr_lagging += 1;
             }
-            // donation classification (hweight_after_donation(), flat: hwm = hwa)
+            // donation classification (hweight_after_donation(), bounded by hwm)
             if hwi < hwa || (g.waiters.is_empty() && g.vtime < vnow - low) {
                 let inflight = (g.vtime - g.done_vtime).max(0) as u64;
                 let infl_us = (inflight * hwi).div_ceil(WEIGHT_ONE).div_ceil(base);
                 let usage_us = g.usage_delta_us.max(infl_us);
                 let dur = (us(now) - g.activated_at_us.max(self.rt.period_at_us)).max(1) as u64;
                 let usage = (usage_us * WEIGHT_ONE).div_ceil(dur).clamp(1, WEIGHT_ONE);
+                let hwm = self.rt.hier.hweight_max(cg);
+                let g = &mut self.rt.iocgs[cg as usize];
                 let new_hwi = if !g.waiters.is_empty() || g.vtime > vnow - min_m {
-                    hwa
+                    hwm
                 } else {
                     let excess = vnow - g.vtime - target;
                     if excess > 0 {
@@ -457,11 +462,15 @@ impl Iocost {
                         self.rt.vtime_err -= excess * hwi as i64 / WEIGHT_ONE as i64;
                     }
                     let delta = (WEIGHT_ONE as i64 * (vnow - g.vtime) / period_vtime).max(0) as u64;
-                    (WEIGHT_ONE * usage / (WEIGHT_ONE - WEIGHT_ONE / 2 + delta)).clamp(1, hwa)
+                    (WEIGHT_ONE * usage / (WEIGHT_ONE - WEIGHT_ONE / 2 + delta)).clamp(1, hwm)
                 };
-                if new_hwi < hwa && hwa >= 2 {
+                if new_hwi < hwm && hwa >= 2 {
                     nr_donors += 1;
-                    donors.push((cg, hwa, new_hwi));
+                    donors.push(Donor {
+                        cg,
+                        hwa,
+                        after: new_hwi,
+                    });
                 } else {
                     // iocost_inuse_shortage: take the whole weight back
                     let active = self.rt.hier.active(cg);
@@ -539,42 +548,13 @@ impl Iocost {
         });
     }
 
-    /// Mirrors `transfer_surpluses()` in its flat form (every active cgroup a child of
-    /// the root, the seeds' layout): donors end at `hweight_inuse == after`, the others
-    /// keep their proportions and absorb the freed share. With deeper active cgroups
-    /// the general hierarchical form is not modelled yet and nothing is transferred.
-    fn transfer_surpluses(&mut self, donors: &[(u32, u64, u64)]) {
-        let active: Vec<u32> = (1..self.rt.iocgs.len() as u32)
-            .filter(|&c| self.rt.iocgs[c as usize].active)
-            .collect();
-        if active.iter().any(|&c| self.parent(c) != 0) {
-            return;
+    /// Mirrors the end of `transfer_surpluses()`: each donor gets the inuse computed by
+    /// [`Hier::transfer_surpluses`], propagated with `save`.
+    fn transfer_surpluses(&mut self, donors: &[Donor]) {
+        for (cg, inuse) in self.rt.hier.transfer_surpluses(donors) {
+            let act = self.rt.hier.active(cg);
+            self.rt.hier.propagate(cg, act, inuse);
         }
-        let sum_active: u64 = active.iter().map(|&c| self.rt.hier.active(c)).sum();
-        let t: u64 = donors.iter().map(|d| d.1).sum::<u64>().min(WEIGHT_ONE - 1);
-        let mut t_after: u64 = donors.iter().map(|d| d.2).sum();
-        let mut afters: Vec<u64> = donors.iter().map(|d| d.2).collect();
-        if t_after >= t {
-            // never donate negatively: keep each donor strictly below what it had
-            for (a, d) in afters.iter_mut().zip(donors) {
-                *a = (*a).min(d.1.saturating_sub(1)).max(1);
-            }
-            t_after = afters.iter().sum();
-        }
-        if t_after >= t || t >= WEIGHT_ONE {
-            return;
-        }
-        let s2 = (sum_active as u128 * (WEIGHT_ONE - t) as u128)
-            .div_ceil((WEIGHT_ONE - t_after) as u128) as u64;
-        for (d, after) in donors.iter().zip(afters) {
-            let inuse = (s2 as u128 * after as u128).div_ceil(WEIGHT_ONE as u128) as u64;
-            let act = self.rt.hier.active(d.0);
-            self.rt.hier.propagate(d.0, act, inuse.clamp(1, act));
-        }
-    }
-
-    fn parent(&self, cg: u32) -> u32 {
-        self.rt.hier.parent(cg).unwrap_or(0)
     }
 
     fn cg_rows(&mut self, _now: Ns, vnow: i64) -> Vec<CgRow> {
