@@ -4,6 +4,7 @@
 
 use blkcg_sim::blkcg::{CgroupTree, DeviceTable};
 use blkcg_sim::device::QueueLimits;
+use blkcg_sim::iocost::ctl::PeriodRow;
 use blkcg_sim::iocost::{Iocost, IocostConfig, TimerMode, behaviour_for};
 use blkcg_sim::sim::bio::{Bio, BioSlab, Dir};
 use blkcg_sim::sim::queue::{Event, EventQueue};
@@ -14,6 +15,10 @@ struct Out {
     done: Vec<u64>,
     waiting_left: usize,
     trace: Vec<String>,
+    rows: Vec<PeriodRow>,
+    /// Issuer delays (ns) handed out on return to user space, in order.
+    delays: Vec<u64>,
+    io_stat: Vec<String>,
 }
 
 struct Rig {
@@ -23,6 +28,8 @@ struct Rig {
     waiting: usize,
     seq: u64,
     free_at: u64,
+    meta: Vec<bool>,
+    delays: Vec<u64>,
 }
 
 impl Rig {
@@ -40,7 +47,7 @@ impl Rig {
             dir: Dir::Read,
             sector,
             bytes: 4096,
-            meta: false,
+            meta: self.meta[cg as usize],
             bps_throttled: false,
             tg_bps_charged: false,
             iocost_cost: 0,
@@ -50,6 +57,10 @@ impl Rig {
         let id = self.bios.alloc(bio.clone());
         let issue = self.ioc.throttle(now, id, &mut bio, &mut self.q);
         *self.bios.get_mut(id) = bio;
+        let d = self.ioc.user_delay(now, cg);
+        if d > 0 {
+            self.delays.push(d);
+        }
         if issue {
             self.dispatch(now, id);
         } else {
@@ -59,6 +70,11 @@ impl Rig {
 }
 
 fn run(qos: &str, weights: &[u32], qd: usize, secs: u64) -> Out {
+    run_meta(qos, weights, &[], qd, secs)
+}
+
+/// `run` where cgroup `c{i}` issues REQ_META bios when `meta[i]`.
+fn run_meta(qos: &str, weights: &[u32], meta: &[bool], qd: usize, secs: u64) -> Out {
     let mut tree = CgroupTree::default();
     let cgs: Vec<u32> = (0..weights.len())
         .map(|i| tree.ensure(&format!("c{i}")))
@@ -100,6 +116,10 @@ fn run(qos: &str, weights: &[u32], qd: usize, secs: u64) -> Out {
         waiting: 0,
         seq: 0,
         free_at: 0,
+        meta: std::iter::once(false)
+            .chain((0..weights.len()).map(|i| meta.get(i).copied().unwrap_or(false)))
+            .collect(),
+        delays: Vec::new(),
     };
     let mut done = vec![0; weights.len()];
     let end = secs * 1_000_000_000;
@@ -143,6 +163,9 @@ fn run(qos: &str, weights: &[u32], qd: usize, secs: u64) -> Out {
         done,
         waiting_left: rig.waiting,
         trace: rig.ioc.take_trace(),
+        rows: rig.ioc.take_rows(),
+        delays: rig.delays,
+        io_stat: cgs.iter().map(|&c| rig.ioc.io_stat(c)).collect(),
     }
 }
 
@@ -181,4 +204,100 @@ fn deterministic() {
     );
     assert_eq!(a.done, b.done);
     assert_eq!(a.trace, b.trace);
+}
+
+/// Parses `a->b` out of `key=a->b` in a trace line.
+fn arrow(line: &str, key: &str) -> (u64, u64) {
+    let v = line.split(' ').find_map(|t| t.strip_prefix(key)).unwrap();
+    let (a, b) = v.split_once("->").unwrap();
+    (a.parse().unwrap(), b.parse().unwrap())
+}
+
+#[test]
+fn metadata_debt_delay_and_forgiveness() {
+    // c0 (weight 100) issues REQ_META only, c1 (weight 300) normal reads; both QD32
+    // for 2 s on the 10,000-IOPS FIFO. c0's bios are never blocked, so it takes about
+    // half the device against a quarter share: debt.
+    let o = run_meta("max=100", &[100, 300], &[true, false], 32, 2);
+    let c0: Vec<_> = o
+        .rows
+        .iter()
+        .filter_map(|r| r.cgroups.iter().find(|c| c.cg == 1))
+        .collect();
+    let max_debt = c0.iter().map(|c| c.debt).max().unwrap();
+    assert!(max_debt > 0, "debt grows");
+    // debt handling owns inuse: a debtor sits at the minimum (iocg_incur_debt)
+    assert!(c0.iter().filter(|c| c.debt > 0).all(|c| c.inuse == 1));
+    // the debt keeps growing while c0 issues: later debt above the first one seen
+    let first = c0.iter().find(|c| c.debt > 0).unwrap().debt;
+    assert!(max_debt > first);
+    // issuer delay: MIN_DELAY..=MAX_DELAY (250 us .. 250 ms), handed out as ns
+    assert!(!o.delays.is_empty(), "delay applied");
+    assert!(
+        o.delays
+            .iter()
+            .all(|&d| (250_000..=250_000_000).contains(&d))
+    );
+    assert!(c0.iter().any(|c| c.delay >= 250));
+    // the normal cgroup is never in debt
+    assert!(o.rows.iter().all(|r| {
+        r.cgroups
+            .iter()
+            .filter(|c| c.cg == 2)
+            .all(|c| c.debt == 0 && c.delay == 0)
+    }));
+    // forgiveness once the device idles after 2 s: each line halves debt and delay
+    // the same number of times (>> n, never to 0), at ≤ 50% usage
+    let fg: Vec<&String> = o
+        .trace
+        .iter()
+        .filter(|l| l.starts_with("iocost_iocg_forgive_debt: [fake:/c0] "))
+        .collect();
+    assert!(!fg.is_empty(), "forgiveness kicks in");
+    for l in &fg {
+        let usage: u64 = l
+            .split(' ')
+            .find_map(|t| t.strip_prefix("usage="))
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(usage <= 50, "{l}");
+        let (d0, d1) = arrow(l, "debt=");
+        let (_, y1) = arrow(l, "delay=");
+        // halved at least once (abs_vdebt >>= n ?: 1), then the kick may pay more
+        assert!(d1 <= (d0 >> 1).max(1), "{l}");
+        assert!(y1 <= 250_000, "{l}");
+    }
+    // in the end the debt is gone and the cgroup went idle
+    let last = o.rows.last().unwrap();
+    assert!(last.cgroups.iter().all(|c| c.debt == 0), "{:?}", last);
+    assert_eq!(o.waiting_left, 0);
+    assert!(o.io_stat[0].contains("cost.usage="));
+}
+
+#[test]
+fn debt_scenario_delay_lands_in_slat() {
+    use blkcg_sim::scenario::Scenario;
+    use blkcg_sim::scenario::run::run_variant;
+    let text = std::fs::read_to_string("scenarios/example-iocost-debt.toml").unwrap();
+    let sc = Scenario::parse(&text, "example-iocost-debt.toml").unwrap();
+    let run = run_variant(&sc, None, None, None, false).unwrap();
+    let job = |cg: &str| run.summaries.iter().find(|s| s.cgroup == cg).unwrap();
+    // the issuer delay is part of the submitting syscall: meta's slat, not data's
+    assert!(
+        job("meta").slat_mean_ms > 1.0,
+        "{}",
+        job("meta").slat_mean_ms
+    );
+    assert!(job("data").slat_mean_ms < 0.01);
+    assert!(
+        run.iocost_rows
+            .iter()
+            .any(|r| r.cgroups.iter().any(|c| c.debt > 0))
+    );
+    assert!(
+        run.trace
+            .iter()
+            .any(|l| l.starts_with("iocost_iocg_forgive_debt: "))
+    );
 }

@@ -13,11 +13,18 @@
 //! hands them to `Hier::transfer_surpluses` (general hierarchical form); an in-period
 //! `adjust_inuse_and_calc_cost()` snaps a low donor back.
 //!
-//! Not modelled yet: debt and issuer delay (REQ_META bios issue at once, charged like
-//! others), autop switching.
+//! Debt: a REQ_META bio over budget is issued at once and charged as `abs_vdebt`
+//! (`iocg_incur_debt()`); kicks pay it from the budget first (`iocg_pay_debt()`) and
+//! refresh the issuer delay (`iocg_kick_delay()`), which [`Iocost::user_delay`] hands
+//! to the submitter on its return to user space; the period timer forgives debt on an
+//! idle device (`ioc_forgive_debts()`, arithmetic in `debt.rs`).
+//!
+//! Not modelled yet: autop switching, `blkcg_scale_delay()`'s extra decay of the blkg
+//! delay.
 
 use std::collections::VecDeque;
 
+use super::debt::{Forgiveness, MIN_DELAY, decayed_delay, delay_for_overage, halve};
 use super::hweight::{Donor, Hier, WEIGHT_ONE};
 use super::period::{LatStats, adjust_base_vrate, next_busy_level, vrate_adj_line};
 use super::{Iocost, TimerMode};
@@ -45,6 +52,26 @@ pub struct Iocg {
     usage_delta_us: u64,
     /// Cumulative `cost.usage` in us.
     pub usage_us: u64,
+    /// `abs_vdebt`: absolute cost issued on credit (REQ_META bios over budget).
+    pub abs_vdebt: u64,
+    /// `delay` (us) and `delay_at` (us): the issuer delay and when it was set.
+    pub delay: u64,
+    delay_at: i64,
+    /// The blkg's `delay_nsec` while `use_delay` is set (`blkcg_set_delay()`), else 0.
+    blkg_delay_ns: u64,
+    /// `blkcg_schedule_throttle()` called: the next issuer returning to user space
+    /// sleeps for the blkg delay.
+    throttle_pending: bool,
+    /// inuse before debt took it to the minimum (`last_inuse`), restored when paid.
+    last_inuse: u64,
+    /// `wait_since`, `indebt_since`, `indelay_since` (us).
+    wait_since: Option<i64>,
+    indebt_since: Option<i64>,
+    indelay_since: Option<i64>,
+    /// Cumulative `cost.wait`, `cost.indebt`, `cost.indelay` in us.
+    pub wait_us: u64,
+    pub indebt_us: u64,
+    pub indelay_us: u64,
 }
 
 /// Per-cgroup columns of a [`PeriodRow`].
@@ -101,6 +128,7 @@ pub struct Runtime {
     /// Earlier waiters committed by a kick on the submit path, with their cost; handed
     /// out (and their cost stored) at the next `on_event`.
     pending_woken: Vec<(BioId, u64)>,
+    dfgv: Forgiveness,
     rows: Vec<PeriodRow>,
     trace: Vec<String>,
 }
@@ -123,6 +151,7 @@ impl Runtime {
             rq_wait_ns: 0,
             last: ([0; 2], [0; 2], 0),
             pending_woken: Vec::new(),
+            dfgv: Forgiveness::default(),
             rows: Vec::new(),
             trace: Vec::new(),
         }
@@ -133,8 +162,19 @@ fn us(now: Ns) -> i64 {
     (now / 1000) as i64
 }
 
+/// iocost_monitor's `debt_ms`: abs_vdebt in ms of device time at 100%.
+fn debt_ms(abs_vdebt: u64) -> f64 {
+    abs_vdebt as f64 / super::model::VTIME_PER_USEC as f64 / 1000.0
+}
+
+/// `abs_cost_to_cost()`.
 fn scale_up(abs: u64, hw: u64) -> i64 {
     (abs * WEIGHT_ONE).div_ceil(hw) as i64
+}
+
+/// `cost_to_abs_cost()`.
+fn scale_down(cost: u64, hw: u64) -> u64 {
+    cost * hw / WEIGHT_ONE
 }
 
 impl Iocost {
@@ -167,6 +207,7 @@ impl Iocost {
         if !self.rt.running {
             let vnow = self.vnow(now);
             self.rt.running = true;
+            self.rt.dfgv.reset(us(now));
             self.rt.period_at_us = us(now);
             self.rt.period_at_vtime = vnow;
             self.arm_period(now, q);
@@ -211,16 +252,24 @@ impl Iocost {
         let vnow = self.vnow(now);
         let cost = self.adjust_inuse_and_calc_cost(cg, abs, vnow);
         let g = &mut self.rt.iocgs[cg as usize];
-        if (g.waiters.is_empty() && g.vtime + cost <= vnow) || bio.meta {
+        if g.waiters.is_empty() && g.abs_vdebt == 0 && g.vtime + cost <= vnow {
             g.vtime += cost;
             g.abs_vusage += abs;
             bio.iocost_cost = cost as u64;
             return true;
         }
-        g.waiters.push_back((id, abs));
-        // a waiting cgroup never donates: inuse back to active
+        // REQ_META (bio_issue_as_root_blkg()): issue now, on credit
+        if bio.meta {
+            self.incur_debt(now, cg, abs);
+            if self.kick_delay(now, cg) {
+                self.rt.iocgs[cg as usize].throttle_pending = true;
+            }
+            return true;
+        }
+        self.rt.iocgs[cg as usize].waiters.push_back((id, abs));
+        // a waiting cgroup never donates: inuse back to active (debt owns a debtor's)
         let active = self.rt.hier.active(cg);
-        if self.rt.hier.inuse(cg) < active {
+        if self.rt.iocgs[cg as usize].abs_vdebt == 0 && self.rt.hier.inuse(cg) < active {
             self.rt.hier.propagate(cg, active, active);
         }
         let mut woken = Vec::new();
@@ -247,7 +296,8 @@ impl Iocost {
         let low = self.derived.margins.low as i64;
         let vtime = self.rt.iocgs[cg as usize].vtime;
         let active = self.rt.hier.active(cg);
-        if vnow - vtime - cost >= low || self.rt.hier.inuse(cg) >= active {
+        let in_debt = self.rt.iocgs[cg as usize].abs_vdebt > 0;
+        if in_debt || vnow - vtime - cost >= low || self.rt.hier.inuse(cg) >= active {
             return cost;
         }
         let step = (active * 25).div_ceil(100);
@@ -262,8 +312,66 @@ impl Iocost {
         }
     }
 
-    /// Mirrors `iocg_kick_waitq()` (without debt): commits affordable waiters in FIFO
-    /// order, costed now, and arms the wait timer for the first one left.
+    /// Mirrors `iocg_incur_debt()`: the first debt takes inuse to the minimum.
+    fn incur_debt(&mut self, now: Ns, cg: u32, abs: u64) {
+        let inuse = self.rt.hier.inuse(cg);
+        let active = self.rt.hier.active(cg);
+        let g = &mut self.rt.iocgs[cg as usize];
+        if g.abs_vdebt == 0 && abs > 0 {
+            g.indebt_since = Some(us(now));
+            g.last_inuse = inuse;
+            self.rt.hier.propagate(cg, active, 0);
+        }
+        let g = &mut self.rt.iocgs[cg as usize];
+        g.abs_vdebt += abs;
+        g.abs_vusage += abs;
+    }
+
+    /// Mirrors `iocg_pay_debt()`: paid in full restores the pre-debt inuse.
+    fn pay_debt(&mut self, now: Ns, cg: u32, abs_vpay: u64) {
+        let g = &mut self.rt.iocgs[cg as usize];
+        g.abs_vdebt -= abs_vpay.min(g.abs_vdebt);
+        if g.abs_vdebt == 0 {
+            g.indebt_us += g.indebt_since.take().map_or(0, |t| (us(now) - t) as u64);
+            let last = g.last_inuse;
+            let active = self.rt.hier.active(cg);
+            self.rt.hier.propagate(cg, active, last);
+        }
+    }
+
+    /// Mirrors `iocg_kick_delay()`: true when an issuer delay (≥ MIN_DELAY) is in force.
+    fn kick_delay(&mut self, now: Ns, cg: u32) -> bool {
+        let now_us = us(now);
+        let vnow = self.vnow(now);
+        let (hwa, _) = self.rt.hier.hweight(cg);
+        let per = self.derived.period_us as i64 * self.vrate.max(1) as i64;
+        let g = &mut self.rt.iocgs[cg as usize];
+        if now_us < g.delay_at {
+            return false;
+        }
+        let mut delay = decayed_delay(g.delay, (now_us - g.delay_at) as u64);
+        let vover = g.vtime + scale_up(g.abs_vdebt, hwa) - vnow;
+        let new_delay = delay_for_overage(vover.saturating_mul(100) / per);
+        if new_delay > delay {
+            g.delay = new_delay;
+            g.delay_at = now_us;
+            delay = new_delay;
+        }
+        if delay >= MIN_DELAY {
+            g.indelay_since.get_or_insert(now_us);
+            g.blkg_delay_ns = delay * 1000;
+            true
+        } else {
+            g.indelay_us += g.indelay_since.take().map_or(0, |t| (now_us - t) as u64);
+            g.delay = 0;
+            g.blkg_delay_ns = 0;
+            false
+        }
+    }
+
+    /// Mirrors `iocg_kick_waitq()`: pays debt from the budget, refreshes the delay,
+    /// commits affordable waiters in FIFO order, costed now, and arms the wait timer
+    /// for the first one left.
     fn kick(
         &mut self,
         now: Ns,
@@ -273,11 +381,35 @@ impl Iocost {
         woken: &mut Vec<BioId>,
     ) {
         let vnow = self.vnow(now);
+        let (hwa, _) = self.rt.hier.hweight(cg);
+        let g = &mut self.rt.iocgs[cg as usize];
+        let mut vbudget = vnow - g.vtime;
+        if g.abs_vdebt > 0 && vbudget > 0 {
+            let abs_vpay = scale_down(vbudget as u64, hwa).min(g.abs_vdebt);
+            let vpay = scale_up(abs_vpay, hwa);
+            g.vtime += vpay;
+            g.done_vtime += vpay;
+            vbudget -= vpay;
+            self.pay_debt(now, cg, abs_vpay);
+        }
+        let g = &self.rt.iocgs[cg as usize];
+        if g.abs_vdebt > 0 || g.delay > 0 {
+            self.kick_delay(now, cg);
+        }
+        let debt = self.rt.iocgs[cg as usize].abs_vdebt;
+        if debt > 0 {
+            vbudget = (vbudget - scale_up(debt, hwa)).min(0);
+        }
         let (_, hwi) = self.rt.hier.hweight(cg);
         let slack = self.derived.period_us * 1000 / 100;
         let base = self.vrate.max(1) as i64;
         let g = &mut self.rt.iocgs[cg as usize];
-        let mut vbudget = vnow - g.vtime;
+        let now_us = us(now);
+        if g.waiters.is_empty() {
+            g.wait_us += g.wait_since.take().map_or(0, |t| (now_us - t) as u64);
+            return;
+        }
+        g.wait_since.get_or_insert(now_us);
         while let Some(&(bid, abs)) = g.waiters.front() {
             let cost = scale_up(abs, hwi);
             if vbudget - cost < 0 {
@@ -301,6 +433,7 @@ impl Iocost {
             set_cost(bid, cost as u64);
             woken.push(bid);
         }
+        g.wait_us += g.wait_since.take().map_or(0, |t| (now_us - t) as u64);
     }
 
     /// Period timer and wait-queue timers.
@@ -370,9 +503,24 @@ impl Iocost {
         }
     }
 
-    /// Issuer delay: debt is not modelled yet, so there is never one.
-    pub fn user_delay(&mut self, _now: Ns, _cg: u32) -> Ns {
-        0
+    /// Mirrors `blkcg_maybe_throttle_current()` for an issuer of cgroup `cg` returning
+    /// to user space: if `blkcg_schedule_throttle()` was called for it, it sleeps for
+    /// the largest blkg delay on the way to the root (iocost's `use_delay` is negative,
+    /// so no 250 ms clamp; `blkcg_scale_delay()`'s own decay is not modelled).
+    pub fn user_delay(&mut self, _now: Ns, cg: u32) -> Ns {
+        let Some(g) = self.rt.iocgs.get_mut(cg as usize) else {
+            return 0;
+        };
+        if !std::mem::take(&mut g.throttle_pending) {
+            return 0;
+        }
+        let mut delay = 0;
+        let mut c = Some(cg);
+        while let Some(x) = c.filter(|&x| x != 0) {
+            delay = delay.max(self.rt.iocgs[x as usize].blkg_delay_ns);
+            c = self.rt.hier.parent(x);
+        }
+        delay
     }
 
     /// Mirrors `ioc_timer_fn()` in the kernel's order (without donation transfer/debt).
@@ -399,17 +547,42 @@ impl Iocost {
         }
         let target = self.derived.margins.target as i64;
         let base = self.vrate.max(1);
-        // ioc_check_iocgs(): kick waiters, deactivate idle iocgs
+        // ioc_check_iocgs(): flush wait/debt/delay stats, kick waiters and debtors,
+        // deactivate idle iocgs
+        let mut nr_debtors = 0u32;
+        let now_us = us(now);
         for cg in 1..self.rt.iocgs.len() as u32 {
-            let g = &self.rt.iocgs[cg as usize];
+            let cur = self.rt.cur_period;
+            let g = &mut self.rt.iocgs[cg as usize];
             if !g.active {
                 continue;
             }
-            if !g.waiters.is_empty() {
+            let idle = g.active_period != cur && g.done_vtime == g.vtime;
+            let owes = g.abs_vdebt > 0 || g.delay > 0;
+            if g.waiters.is_empty() && !owes && !idle {
+                continue;
+            }
+            for (since, total) in [
+                (&mut g.wait_since, &mut g.wait_us),
+                (&mut g.indebt_since, &mut g.indebt_us),
+                (&mut g.indelay_since, &mut g.indelay_us),
+            ] {
+                if let Some(t) = since.replace(now_us) {
+                    *total += (now_us - t) as u64;
+                } else {
+                    *since = None;
+                }
+            }
+            if !g.waiters.is_empty() || owes {
                 self.kick(now, cg, q, set, woken);
-            } else if g.active_period != self.rt.cur_period && g.done_vtime == g.vtime {
+                let g = &self.rt.iocgs[cg as usize];
+                if g.abs_vdebt > 0 || g.delay > 0 {
+                    nr_debtors += 1;
+                }
+            } else {
+                let vtime = g.vtime;
                 let (_, hwi) = self.rt.hier.hweight(cg);
-                let excess = vnow - g.vtime - target;
+                let excess = vnow - vtime - target;
                 if excess > 0 {
                     self.rt.vtime_err -= excess * hwi as i64 / WEIGHT_ONE as i64;
                 }
@@ -423,6 +596,7 @@ impl Iocost {
         }
         let pct_on = self.derived.thr_ppm != [1_000_000; 2];
         let (mut nr_lagging, mut nr_shortages, mut nr_donors) = (0u32, 0u32, 0u32);
+        let mut usage_us_sum = 0u64;
         let mut donors: Vec<Donor> = Vec::new();
         let low = self.derived.margins.low as i64;
         let min_m = self.derived.margins.min as i64;
@@ -436,7 +610,10 @@ impl Iocost {
             g.last_abs_vusage = g.abs_vusage;
             g.usage_delta_us = d / base;
             g.usage_us += g.usage_delta_us;
+            usage_us_sum += g.usage_delta_us;
+            let in_debt = g.abs_vdebt > 0;
             if pct_on
+                && g.blkg_delay_ns == 0
                 && g.vtime > g.done_vtime
                 && g.vtime > vnow - MAX_LAGGING_PERIODS * period_vtime
                 && g.done_vtime < vnow - period_vtime
@@ -452,7 +629,9 @@ impl Iocost {
                 let usage = (usage_us * WEIGHT_ONE).div_ceil(dur).clamp(1, WEIGHT_ONE);
                 let hwm = self.rt.hier.hweight_max(cg);
                 let g = &mut self.rt.iocgs[cg as usize];
-                let new_hwi = if !g.waiters.is_empty() || g.vtime > vnow - min_m {
+                let new_hwi = if in_debt {
+                    1 // debt handling owns a debtor's inuse
+                } else if !g.waiters.is_empty() || g.vtime > vnow - min_m {
                     hwm
                 } else {
                     let excess = vnow - g.vtime - target;
@@ -471,7 +650,7 @@ impl Iocost {
                         hwa,
                         after: new_hwi,
                     });
-                } else {
+                } else if !in_debt {
                     // iocost_inuse_shortage: take the whole weight back
                     let active = self.rt.hier.active(cg);
                     if self.rt.hier.inuse(cg) < active {
@@ -510,6 +689,7 @@ impl Iocost {
         }
         self.vrate = nv;
         self.refresh();
+        self.forgive_debts(now, usage_us_sum, nr_debtors, q, set, woken);
         self.rt.cur_period += 1;
         let row_cgs = self.cg_rows(now, vnow);
         if self.rt.iocgs.iter().any(|g| g.active) {
@@ -550,8 +730,55 @@ impl Iocost {
 
     /// Mirrors the end of `transfer_surpluses()`: each donor gets the inuse computed by
     /// [`Hier::transfer_surpluses`], propagated with `save`.
+    /// Mirrors `ioc_forgive_debts()`: on a mostly idle device, halve every active
+    /// iocg's debt and delay once per `DFGV_PERIOD` elapsed, then kick it.
+    fn forgive_debts(
+        &mut self,
+        now: Ns,
+        usage_us_sum: u64,
+        nr_debtors: u32,
+        q: &mut EventQueue,
+        set: &mut dyn FnMut(BioId, u64),
+        woken: &mut Vec<BioId>,
+    ) {
+        let busy = self.rt.busy_level > 0;
+        let Some((usage_pct, n)) = self.rt.dfgv.tick(
+            us(now),
+            usage_us_sum,
+            nr_debtors,
+            busy,
+            self.derived.period_us,
+        ) else {
+            return;
+        };
+        for cg in 1..self.rt.iocgs.len() as u32 {
+            let g = &mut self.rt.iocgs[cg as usize];
+            if !g.active || (g.abs_vdebt == 0 && g.delay == 0) {
+                continue;
+            }
+            let (old_debt, old_delay) = (g.abs_vdebt, g.delay);
+            g.abs_vdebt = halve(g.abs_vdebt, n);
+            g.delay = halve(g.delay, n);
+            self.kick(now, cg, q, set, woken);
+            let g = &self.rt.iocgs[cg as usize];
+            let line = format!(
+                "iocost_iocg_forgive_debt: {} now={}:{} usage={usage_pct} debt={old_debt}->{} delay={old_delay}->{}",
+                self.tp_head(cg),
+                us(now),
+                self.vnow(now),
+                g.abs_vdebt,
+                g.delay
+            );
+            self.rt.trace.push(line);
+        }
+    }
+
+    /// Debtors take part in the calculation but keep their minimum inuse.
     fn transfer_surpluses(&mut self, donors: &[Donor]) {
         for (cg, inuse) in self.rt.hier.transfer_surpluses(donors) {
+            if self.rt.iocgs[cg as usize].abs_vdebt > 0 {
+                continue;
+            }
             let act = self.rt.hier.active(cg);
             self.rt.hier.propagate(cg, act, inuse);
         }
@@ -578,8 +805,8 @@ impl Iocost {
                     / (p * self.rt.vtime_rate.max(1) as u64),
                 usage_pct: g.usage_delta_us * 100 / p,
                 waiters: g.waiters.len(),
-                debt: 0,
-                delay: 0,
+                debt: g.abs_vdebt,
+                delay: g.delay,
             });
         }
         out
@@ -651,8 +878,8 @@ impl Iocost {
                 r.hwi as f64 * 100.0 / w1,
                 r.hwa as f64 * 100.0 / w1,
                 r.inflight_pct,
-                0.0,
-                0.0,
+                debt_ms(r.debt),
+                r.delay as f64 / 1000.0,
                 r.usage_pct
             ));
         }
@@ -675,8 +902,8 @@ impl Iocost {
                     "hweight_active_pct": r.hwa as f64 * 100.0 / w1,
                     "hweight_inuse_pct": r.hwi as f64 * 100.0 / w1,
                     "inflight_pct": r.inflight_pct,
-                    "debt_ms": 0.0,
-                    "delay_ms": 0.0,
+                    "debt_ms": debt_ms(r.debt),
+                    "delay_ms": r.delay as f64 / 1000.0,
                     "usage_pct": r.usage_pct,
                 })
             })

@@ -20,6 +20,7 @@
 //!   (`ioc_refresh_params()`): coefficients, period, margins, vrate bounds.
 
 pub mod ctl;
+pub mod debt;
 pub mod hweight;
 pub mod model;
 pub mod period;
@@ -161,6 +162,8 @@ pub struct Iocost {
     rt: ctl::Runtime,
     /// Cgroup paths, for the monitor view.
     paths: Vec<String>,
+    /// Disk name (`ioc_name()`), for trace lines.
+    name: String,
 }
 
 impl Iocost {
@@ -185,9 +188,17 @@ impl Iocost {
                 VTIME_PER_USEC,
             ),
             paths: tree.nodes.iter().map(|n| n.path.clone()).collect(),
+            name: limits.name.clone(),
         };
         ioc.refresh();
         ioc
+    }
+
+    /// `[devname:cgroup]`, the head of the kernel's per-iocg trace lines
+    /// (`TRACE_IOCG_PATH`, cgroup path from the root).
+    fn tp_head(&self, cg: u32) -> String {
+        let path = self.paths.get(cg as usize).map_or("", String::as_str);
+        format!("[{}:/{}]", self.name, path)
     }
 
     fn derive(q: &QosParams, m: &ModelParams, vrate: u64) -> Derived {

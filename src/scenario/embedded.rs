@@ -31,6 +31,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "example-iocost-hierarchy",
         include_str!("../../scenarios/example-iocost-hierarchy.toml"),
     ),
+    (
+        "example-iocost-debt",
+        include_str!("../../scenarios/example-iocost-debt.toml"),
+    ),
 ];
 
 /// Names of the built-in scenarios, in order.
