@@ -93,7 +93,7 @@ fn run_meta(qos: &str, weights: &[u32], meta: &[bool], qd: usize, secs: u64) -> 
     let cfg = IocostConfig {
         timer: TimerMode::Jiffies { hz: 1000 },
         behaviour: behaviour_for("newest", &[]).unwrap(),
-        debug_stats: false,
+        debug_stats: true,
     };
     let devs = DeviceTable {
         disks: vec![(8, 0)],
@@ -165,7 +165,10 @@ fn run_meta(qos: &str, weights: &[u32], meta: &[bool], qd: usize, secs: u64) -> 
         trace: rig.ioc.take_trace(),
         rows: rig.ioc.take_rows(),
         delays: rig.delays,
-        io_stat: cgs.iter().map(|&c| rig.ioc.io_stat(c)).collect(),
+        io_stat: std::iter::once(0)
+            .chain(cgs.iter().copied())
+            .map(|c| rig.ioc.io_stat(c))
+            .collect(),
     }
 }
 
@@ -272,7 +275,28 @@ fn metadata_debt_delay_and_forgiveness() {
     let last = o.rows.last().unwrap();
     assert!(last.cgroups.iter().all(|c| c.debt == 0), "{:?}", last);
     assert_eq!(o.waiting_left, 0);
-    assert!(o.io_stat[0].contains("cost.usage="));
+    // io.stat (blkcg_debug_stats): c0 spent time in debt and in delay, never waiting
+    // (REQ_META is never queued); c1 waited; the root sums its children
+    let key = |line: &str, k: &str| -> u64 {
+        line.split(' ')
+            .find_map(|t| t.strip_prefix(k))
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let (root, c0s, c1s) = (&o.io_stat[0], &o.io_stat[1], &o.io_stat[2]);
+    assert!(root.starts_with("cost.vrate="), "{root}");
+    assert!(key(c0s, "cost.indebt=") > 100_000, "{c0s}");
+    assert!(key(c0s, "cost.indelay=") > 0, "{c0s}");
+    assert_eq!(key(c0s, "cost.wait="), 0, "{c0s}");
+    assert!(key(c1s, "cost.wait=") > 100_000, "{c1s}");
+    assert_eq!(key(c1s, "cost.indebt="), 0, "{c1s}");
+    for k in ["cost.usage=", "cost.wait=", "cost.indebt=", "cost.indelay="] {
+        assert_eq!(key(root, k), key(c0s, k) + key(c1s, k), "{k}");
+    }
+    // wall-clock counters cannot exceed the run (2 s plus the drain)
+    let end_us = o.rows.last().unwrap().t / 1000;
+    assert!(key(c0s, "cost.indebt=") <= end_us);
 }
 
 #[test]

@@ -50,8 +50,6 @@ pub struct Iocg {
     abs_vusage: u64,
     last_abs_vusage: u64,
     usage_delta_us: u64,
-    /// Cumulative `cost.usage` in us.
-    pub usage_us: u64,
     /// `abs_vdebt`: absolute cost issued on credit (REQ_META bios over budget).
     pub abs_vdebt: u64,
     /// `delay` (us) and `delay_at` (us): the issuer delay and when it was set.
@@ -68,7 +66,16 @@ pub struct Iocg {
     wait_since: Option<i64>,
     indebt_since: Option<i64>,
     indelay_since: Option<i64>,
-    /// Cumulative `cost.wait`, `cost.indebt`, `cost.indelay` in us.
+    /// Cumulative counters, and their values at the last flush (what io.stat shows).
+    stat: IocgStat,
+    last_stat: IocgStat,
+}
+
+/// `struct iocg_stat`: cumulative `cost.usage`, `cost.wait`, `cost.indebt`,
+/// `cost.indelay`, all in us.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IocgStat {
+    pub usage_us: u64,
     pub wait_us: u64,
     pub indebt_us: u64,
     pub indelay_us: u64,
@@ -332,7 +339,7 @@ impl Iocost {
         let g = &mut self.rt.iocgs[cg as usize];
         g.abs_vdebt -= abs_vpay.min(g.abs_vdebt);
         if g.abs_vdebt == 0 {
-            g.indebt_us += g.indebt_since.take().map_or(0, |t| (us(now) - t) as u64);
+            g.stat.indebt_us += g.indebt_since.take().map_or(0, |t| (us(now) - t) as u64);
             let last = g.last_inuse;
             let active = self.rt.hier.active(cg);
             self.rt.hier.propagate(cg, active, last);
@@ -362,7 +369,7 @@ impl Iocost {
             g.blkg_delay_ns = delay * 1000;
             true
         } else {
-            g.indelay_us += g.indelay_since.take().map_or(0, |t| (now_us - t) as u64);
+            g.stat.indelay_us += g.indelay_since.take().map_or(0, |t| (now_us - t) as u64);
             g.delay = 0;
             g.blkg_delay_ns = 0;
             false
@@ -406,7 +413,7 @@ impl Iocost {
         let g = &mut self.rt.iocgs[cg as usize];
         let now_us = us(now);
         if g.waiters.is_empty() {
-            g.wait_us += g.wait_since.take().map_or(0, |t| (now_us - t) as u64);
+            g.stat.wait_us += g.wait_since.take().map_or(0, |t| (now_us - t) as u64);
             return;
         }
         g.wait_since.get_or_insert(now_us);
@@ -433,7 +440,7 @@ impl Iocost {
             set_cost(bid, cost as u64);
             woken.push(bid);
         }
-        g.wait_us += g.wait_since.take().map_or(0, |t| (now_us - t) as u64);
+        g.stat.wait_us += g.wait_since.take().map_or(0, |t| (now_us - t) as u64);
     }
 
     /// Period timer and wait-queue timers.
@@ -563,9 +570,9 @@ impl Iocost {
                 continue;
             }
             for (since, total) in [
-                (&mut g.wait_since, &mut g.wait_us),
-                (&mut g.indebt_since, &mut g.indebt_us),
-                (&mut g.indelay_since, &mut g.indelay_us),
+                (&mut g.wait_since, &mut g.stat.wait_us),
+                (&mut g.indebt_since, &mut g.stat.indebt_us),
+                (&mut g.indelay_since, &mut g.stat.indelay_us),
             ] {
                 if let Some(t) = since.replace(now_us) {
                     *total += (now_us - t) as u64;
@@ -594,6 +601,7 @@ impl Iocost {
                 ));
             }
         }
+        self.flush_stat(base);
         let pct_on = self.derived.thr_ppm != [1_000_000; 2];
         let (mut nr_lagging, mut nr_shortages, mut nr_donors) = (0u32, 0u32, 0u32);
         let mut usage_us_sum = 0u64;
@@ -606,10 +614,6 @@ impl Iocost {
             }
             let (hwa, hwi) = self.rt.hier.hweight(cg);
             let g = &mut self.rt.iocgs[cg as usize];
-            let d = g.abs_vusage - g.last_abs_vusage;
-            g.last_abs_vusage = g.abs_vusage;
-            g.usage_delta_us = d / base;
-            g.usage_us += g.usage_delta_us;
             usage_us_sum += g.usage_delta_us;
             let in_debt = g.abs_vdebt > 0;
             if pct_on
@@ -730,6 +734,47 @@ impl Iocost {
 
     /// Mirrors the end of `transfer_surpluses()`: each donor gets the inuse computed by
     /// [`Hier::transfer_surpluses`], propagated with `save`.
+    /// Mirrors `iocg_flush_stat()`: active leaves turn their usage into us at the base
+    /// rate, then every counter's delta since the last flush goes up to the parent,
+    /// deepest inner nodes first (`iocg_flush_stat_upward()`), root included.
+    fn flush_stat(&mut self, base: u64) {
+        let n = self.rt.iocgs.len();
+        let mut inner = vec![false; n];
+        for cg in 1..n {
+            let g = &mut self.rt.iocgs[cg];
+            if !g.active {
+                continue;
+            }
+            g.usage_delta_us = (g.abs_vusage - g.last_abs_vusage) / base;
+            g.last_abs_vusage = g.abs_vusage;
+            g.stat.usage_us += g.usage_delta_us;
+            self.flush_stat_upward(cg);
+            let mut c = cg as u32;
+            while let Some(p) = self.rt.hier.parent(c) {
+                inner[p as usize] = true;
+                c = p;
+            }
+        }
+        // a parent's index is below its children's: descending order is bottom-up
+        for cg in (0..n).rev().filter(|&c| inner[c]) {
+            self.flush_stat_upward(cg);
+        }
+    }
+
+    /// Mirrors `iocg_flush_stat_upward()`.
+    fn flush_stat_upward(&mut self, cg: usize) {
+        let g = &self.rt.iocgs[cg];
+        let (st, last) = (g.stat, g.last_stat);
+        if let Some(p) = self.rt.hier.parent(cg as u32) {
+            let ps = &mut self.rt.iocgs[p as usize].stat;
+            ps.usage_us += st.usage_us - last.usage_us;
+            ps.wait_us += st.wait_us - last.wait_us;
+            ps.indebt_us += st.indebt_us - last.indebt_us;
+            ps.indelay_us += st.indelay_us - last.indelay_us;
+        }
+        self.rt.iocgs[cg].last_stat = st;
+    }
+
     /// Mirrors `ioc_forgive_debts()`: on a mostly idle device, halve every active
     /// iocg's debt and delay once per `DFGV_PERIOD` elapsed, then kick it.
     fn forgive_debts(
@@ -827,15 +872,24 @@ impl Iocost {
         if !self.enabled() {
             return String::new();
         }
+        // ioc_pd_stat(): the values as of the last flush
         let mut s = String::new();
         if cg == 0 {
-            let h = self.vrate * 10_000 / super::model::VTIME_PER_USEC;
+            let per_usec = super::model::VTIME_PER_USEC;
+            let h = (self.vrate * 10_000 + per_usec / 2) / per_usec;
             s.push_str(&format!("cost.vrate={}.{:02} ", h / 100, h % 100));
         }
-        let usage = self.rt.iocgs.get(cg as usize).map_or(0, |g| g.usage_us);
-        s.push_str(&format!("cost.usage={usage}"));
+        let st = self
+            .rt
+            .iocgs
+            .get(cg as usize)
+            .map_or(IocgStat::default(), |g| g.last_stat);
+        s.push_str(&format!("cost.usage={}", st.usage_us));
         if self.cfg.debug_stats {
-            s.push_str(" cost.wait=0 cost.indebt=0 cost.indelay=0");
+            s.push_str(&format!(
+                " cost.wait={} cost.indebt={} cost.indelay={}",
+                st.wait_us, st.indebt_us, st.indelay_us
+            ));
         }
         s
     }

@@ -549,9 +549,23 @@ fn job_summary(r: &JobReport) -> JobSummary {
 }
 
 /// `io.stat` of every cgroup with I/O, as the kernel prints it.
+/// `io.stat` of every cgroup whose subtree did I/O: cgroup v2 counts are hierarchical
+/// (a cgroup's line includes its descendants'), as are the iocost keys.
 fn io_stat_text(out: &mut RunOutput, tree: &CgroupTree, limits: &QueueLimits) -> String {
+    let mut sums = out.cg_stat.clone();
+    // a parent's index is below its children's: descending order is bottom-up
+    for i in (1..sums.len().min(tree.nodes.len())).rev() {
+        if let Some(p) = tree.nodes[i].parent {
+            let c = sums[i];
+            let ps = &mut sums[p as usize];
+            ps.rbytes += c.rbytes;
+            ps.wbytes += c.wbytes;
+            ps.rios += c.rios;
+            ps.wios += c.wios;
+        }
+    }
     let mut s = String::new();
-    for (i, st) in out.cg_stat.iter().enumerate() {
+    for (i, st) in sums.iter().enumerate() {
         if st.rios + st.wios == 0 {
             continue;
         }
