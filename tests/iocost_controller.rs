@@ -157,7 +157,29 @@ fn run_meta(qos: &str, weights: &[u32], meta: &[bool], qd: usize, secs: u64) -> 
     }
     let mon = rig.ioc.monitor_text(end);
     assert!(mon.starts_with("8:0 "), "{mon}");
-    assert!(rig.ioc.monitor_json(end)["period_ms"].as_u64() == Some(4));
+    let json = rig.ioc.monitor_json(end);
+    let dev: serde_json::Value = serde_json::from_str(json.lines().next().unwrap()).unwrap();
+    assert_eq!(dev["period_ms"].as_u64(), Some(4));
+    for l in json.lines().skip(1) {
+        let cg: serde_json::Value = serde_json::from_str(l).unwrap();
+        for k in [
+            "cgroup",
+            "timestamp",
+            "is_active",
+            "weight",
+            "weight_active",
+            "weight_inuse",
+            "hweight_active_pct",
+            "hweight_inuse_pct",
+            "inflight_pct",
+            "debt_ms",
+            "delay_ms",
+            "usage_pct",
+            "address",
+        ] {
+            assert!(cg.get(k).is_some(), "{k} in {l}");
+        }
+    }
     assert!(rig.ioc.io_stat(0).starts_with("cost.vrate="));
     Out {
         done,
@@ -202,7 +224,9 @@ fn deterministic() {
     let a = run("", &[100, 300], 8, 2);
     let b = run("", &[100, 300], 8, 2);
     assert!(
-        a.trace.iter().any(|l| l.starts_with("vrate=")),
+        a.trace
+            .iter()
+            .any(|l| l.starts_with("iocost_ioc_vrate_adj: [fake] vrate=")),
         "vrate_adj traced"
     );
     assert_eq!(a.done, b.done);
@@ -324,4 +348,65 @@ fn debt_scenario_delay_lands_in_slat() {
             .iter()
             .any(|l| l.starts_with("iocost_iocg_forgive_debt: "))
     );
+}
+
+/// Every iocost trace line has its tracepoint's TP_printk shape (include/trace/events/
+/// iocost.h): `name: [dev:/cgroup] key=value ...` with the kernel's keys in order.
+#[test]
+fn trace_lines_follow_the_tracepoint_formats() {
+    use blkcg_sim::scenario::Scenario;
+    use blkcg_sim::scenario::embedded::SCENARIOS;
+    use blkcg_sim::scenario::run::run_variant;
+    let mut seen = std::collections::BTreeSet::new();
+    for name in ["iocost-no-completion", "example-iocost-debt"] {
+        let text = SCENARIOS.iter().find(|(n, _)| *n == name).unwrap().1;
+        let sc = Scenario::parse(text, name).unwrap();
+        let run = run_variant(
+            &sc,
+            sc.variants().last().map(|s| s.as_str()),
+            None,
+            None,
+            false,
+        )
+        .unwrap();
+        for l in &run.trace {
+            let (ev, rest) = l.split_once(": [").unwrap();
+            let (head, body) = rest.split_once("] ").unwrap();
+            let keys: Vec<&str> = body
+                .split(' ')
+                .map(|t| t.split('=').next().unwrap())
+                .collect();
+            let want: &[&str] = match ev {
+                "iocost_iocg_activate" | "iocost_iocg_idle" => {
+                    &["now", "vrate", "period", "vtime", "weight", "hweight"]
+                }
+                "iocost_inuse_shortage" | "iocost_inuse_transfer" | "iocost_inuse_adjust" => {
+                    &["now", "inuse", "hw_inuse"]
+                }
+                "iocost_iocg_forgive_debt" => &["now", "usage", "debt", "delay"],
+                "iocost_ioc_vrate_adj" => &[
+                    "vrate",
+                    "busy",
+                    "missed_ppm",
+                    "rq_wait_pct",
+                    "lagging",
+                    "shortages",
+                ],
+                other => panic!("unexpected trace line {other}: {l}"),
+            };
+            assert_eq!(keys, want, "{l}");
+            assert_eq!(head.contains(":/"), ev != "iocost_ioc_vrate_adj", "{l}");
+            seen.insert(ev.to_string());
+        }
+    }
+    for ev in [
+        "iocost_iocg_activate",
+        "iocost_iocg_idle",
+        "iocost_inuse_transfer",
+        "iocost_inuse_adjust",
+        "iocost_ioc_vrate_adj",
+        "iocost_iocg_forgive_debt",
+    ] {
+        assert!(seen.contains(ev), "{ev} never traced");
+    }
 }

@@ -229,14 +229,39 @@ impl Iocost {
         g.vtime += delta;
         g.done_vtime += delta;
         g.active = true;
-        g.active_period = cur;
+        let last_period = std::mem::replace(&mut g.active_period, cur);
         g.activated_at_us = us(now);
+        let vtime = g.vtime;
+        self.trace_state("iocost_iocg_activate", cg, now, vnow, last_period, vtime);
+    }
+
+    /// The `iocost_iocg_state` tracepoints (activate, idle), as their TP_printk.
+    fn trace_state(&mut self, ev: &str, cg: u32, now: Ns, vnow: i64, last: u64, vtime: i64) {
         let (hwa, hwi) = self.rt.hier.hweight(cg);
-        self.rt.trace.push(format!(
-            "iocost_iocg_activate: cg={cg} now={} vnow={vnow} vrate={} hwa={hwa} hwi={hwi}",
+        let line = format!(
+            "{ev}: {} now={}:{vnow} vrate={} period={last}->{} vtime={vtime} weight={}/{} hweight={hwi}/{hwa}",
+            self.tp_head(cg),
             us(now),
-            self.vrate
-        ));
+            self.vrate,
+            self.rt.cur_period,
+            self.rt.hier.inuse(cg),
+            u64::from(self.weight(cg)) * WEIGHT_ONE,
+        );
+        self.rt.trace.push(line);
+    }
+
+    /// The `iocg_inuse_update` tracepoints (shortage, transfer, adjust).
+    fn trace_inuse(&mut self, ev: &str, cg: u32, now: Ns, inuse: (u64, u64), hwi: (u64, u64)) {
+        let line = format!(
+            "{ev}: {} now={} inuse={}->{} hw_inuse={}->{}",
+            self.tp_head(cg),
+            us(now),
+            inuse.0,
+            inuse.1,
+            hwi.0,
+            hwi.1
+        );
+        self.rt.trace.push(line);
     }
 
     /// `ioc_rqos_throttle()`: true = issue now.
@@ -257,7 +282,7 @@ impl Iocost {
         self.activate(now, cg, q);
         self.rt.iocgs[cg as usize].cursor = bio.sector + (bio.bytes >> 9);
         let vnow = self.vnow(now);
-        let cost = self.adjust_inuse_and_calc_cost(cg, abs, vnow);
+        let cost = self.adjust_inuse_and_calc_cost(now, cg, abs, vnow);
         let g = &mut self.rt.iocgs[cg as usize];
         if g.waiters.is_empty() && g.abs_vdebt == 0 && g.vtime + cost <= vnow {
             g.vtime += cost;
@@ -297,7 +322,7 @@ impl Iocost {
 
     /// Mirrors `adjust_inuse_and_calc_cost()`: a donating cgroup whose budget runs low
     /// takes its weight back in steps of 25% of `active` until the IO fits.
-    fn adjust_inuse_and_calc_cost(&mut self, cg: u32, abs: u64, vnow: i64) -> i64 {
+    fn adjust_inuse_and_calc_cost(&mut self, now: Ns, cg: u32, abs: u64, vnow: i64) -> i64 {
         let (_, hwi) = self.rt.hier.hweight(cg);
         let mut cost = scale_up(abs, hwi);
         let low = self.derived.margins.low as i64;
@@ -308,12 +333,15 @@ impl Iocost {
             return cost;
         }
         let step = (active * 25).div_ceil(100);
+        let (old_inuse, old_hwi) = (self.rt.hier.inuse(cg), hwi);
         loop {
             let inuse = (self.rt.hier.inuse(cg) + step).min(active);
             self.rt.hier.propagate(cg, active, inuse);
             let (_, hwi) = self.rt.hier.hweight(cg);
             cost = scale_up(abs, hwi);
             if vtime + cost <= vnow || inuse == active {
+                let io = (old_inuse, inuse);
+                self.trace_inuse("iocost_inuse_adjust", cg, now, io, (old_hwi, hwi));
                 return cost;
             }
         }
@@ -587,18 +615,15 @@ impl Iocost {
                     nr_debtors += 1;
                 }
             } else {
-                let vtime = g.vtime;
+                let (vtime, last) = (g.vtime, g.active_period);
                 let (_, hwi) = self.rt.hier.hweight(cg);
                 let excess = vnow - vtime - target;
                 if excess > 0 {
                     self.rt.vtime_err -= excess * hwi as i64 / WEIGHT_ONE as i64;
                 }
+                self.trace_state("iocost_iocg_idle", cg, now, vnow, last, vtime);
                 self.rt.hier.propagate(cg, 0, 0);
                 self.rt.iocgs[cg as usize].active = false;
-                self.rt.trace.push(format!(
-                    "iocost_iocg_idle: cg={cg} now={} vnow={vnow}",
-                    us(now)
-                ));
             }
         }
         self.flush_stat(base);
@@ -655,9 +680,12 @@ impl Iocost {
                         after: new_hwi,
                     });
                 } else if !in_debt {
-                    // iocost_inuse_shortage: take the whole weight back
+                    // not enough to donate: take the whole weight back
                     let active = self.rt.hier.active(cg);
-                    if self.rt.hier.inuse(cg) < active {
+                    let inuse = self.rt.hier.inuse(cg);
+                    let io = (inuse, active);
+                    self.trace_inuse("iocost_inuse_shortage", cg, now, io, (hwi, new_hwi));
+                    if inuse < active {
                         self.rt.hier.propagate(cg, active, active);
                     }
                     nr_shortages += 1;
@@ -667,7 +695,7 @@ impl Iocost {
             }
         }
         if !donors.is_empty() && nr_shortages > 0 {
-            self.transfer_surpluses(&donors);
+            self.transfer_surpluses(now, &donors);
         }
         let prev = self.rt.busy_level;
         self.rt.busy_level = next_busy_level(
@@ -682,14 +710,16 @@ impl Iocost {
         let (nv, emit) =
             adjust_base_vrate(self.vrate, self.rt.busy_level, prev, nr_lagging, bounds);
         if emit {
-            self.rt.trace.push(vrate_adj_line(
+            let body = vrate_adj_line(
                 self.vrate,
                 nv,
                 self.rt.busy_level,
                 &lat,
                 nr_lagging,
                 nr_shortages,
-            ));
+            );
+            let line = format!("iocost_ioc_vrate_adj: [{}] {body}", self.name);
+            self.rt.trace.push(line);
         }
         self.vrate = nv;
         self.refresh();
@@ -819,11 +849,20 @@ impl Iocost {
     }
 
     /// Debtors take part in the calculation but keep their minimum inuse.
-    fn transfer_surpluses(&mut self, donors: &[Donor]) {
-        for (cg, inuse) in self.rt.hier.transfer_surpluses(donors) {
+    fn transfer_surpluses(&mut self, now: Ns, donors: &[Donor]) {
+        for (d, (cg, inuse)) in donors.iter().zip(self.rt.hier.transfer_surpluses(donors)) {
             if self.rt.iocgs[cg as usize].abs_vdebt > 0 {
                 continue;
             }
+            let (_, hwi) = self.rt.hier.hweight(cg);
+            let old = self.rt.hier.inuse(cg);
+            self.trace_inuse(
+                "iocost_inuse_transfer",
+                cg,
+                now,
+                (old, inuse),
+                (hwi, d.after),
+            );
             let act = self.rt.hier.active(cg);
             self.rt.hier.propagate(cg, act, inuse);
         }
@@ -933,38 +972,24 @@ impl Iocost {
                 r.hwa as f64 * 100.0 / w1,
                 r.inflight_pct,
                 debt_ms(r.debt),
-                r.delay as f64 / 1000.0,
+                self.rt.iocgs[r.cg as usize].blkg_delay_ns as f64 / 1e6,
                 r.usage_pct
             ));
         }
         s
     }
 
-    /// The `--json` fields of `iocost_monitor.py`.
-    pub fn monitor_json(&mut self, now: Ns) -> serde_json::Value {
+    /// `iocost_monitor.py --json` at `now`: one JSON object per line, the device first,
+    /// then each active cgroup, with the script's keys (`address`, a kernel pointer
+    /// there, is 0 here; `timestamp` is simulated seconds).
+    pub fn monitor_json(&mut self, now: Ns) -> String {
         let (_, rows) = self.monitor_rows(now);
         let w1 = WEIGHT_ONE as f64;
-        let cgs: Vec<serde_json::Value> = rows
-            .iter()
-            .map(|r| {
-                serde_json::json!({
-                    "cgroup": r.cg,
-                    "is_active": true,
-                    "weight": self.weight(r.cg),
-                    "weight_active": r.active as f64 / w1,
-                    "weight_inuse": r.inuse as f64 / w1,
-                    "hweight_active_pct": r.hwa as f64 * 100.0 / w1,
-                    "hweight_inuse_pct": r.hwi as f64 * 100.0 / w1,
-                    "inflight_pct": r.inflight_pct,
-                    "debt_ms": debt_ms(r.debt),
-                    "delay_ms": r.delay as f64 / 1000.0,
-                    "usage_pct": r.usage_pct,
-                })
-            })
-            .collect();
-        serde_json::json!({
-            "device": format!("{}:{}", self.dev.0, self.dev.1),
-            "timestamp_ns": now,
+        let ts = now as f64 / 1e9;
+        let per_us = self.derived.period_us as f64;
+        let mut out = vec![serde_json::json!({
+            "device": self.name,
+            "timestamp": ts,
             "enabled": self.enabled(),
             "running": self.rt.running,
             "period_ms": self.derived.period_us / 1000,
@@ -972,8 +997,25 @@ impl Iocost {
             "period_vtime_at": self.rt.period_at_vtime as f64 / super::model::VTIME_PER_SEC as f64,
             "busy_level": self.rt.busy_level,
             "vrate_pct": self.vrate as f64 * 100.0 / super::model::VTIME_PER_USEC as f64,
-            "params": self.params_name(),
-            "cgroups": cgs,
-        })
+        })];
+        for r in &rows {
+            let g = &self.rt.iocgs[r.cg as usize];
+            out.push(serde_json::json!({
+                "cgroup": format!("/{}", self.paths[r.cg as usize]),
+                "timestamp": ts,
+                "is_active": true,
+                "weight": self.weight(r.cg),
+                "weight_active": r.active as f64 / w1,
+                "weight_inuse": r.inuse as f64 / w1,
+                "hweight_active_pct": r.hwa as f64 * 100.0 / w1,
+                "hweight_inuse_pct": r.hwi as f64 * 100.0 / w1,
+                "inflight_pct": r.inflight_pct,
+                "debt_ms": debt_ms(r.debt),
+                "delay_ms": g.blkg_delay_ns as f64 / 1e6,
+                "usage_pct": 100.0 * g.usage_delta_us as f64 / per_us,
+                "address": 0,
+            }));
+        }
+        out.iter().map(|v| v.to_string() + "\n").collect()
     }
 }

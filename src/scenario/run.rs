@@ -69,8 +69,10 @@ pub struct VariantRun {
     /// blk-iocost: one row per period, and the trace lines.
     pub iocost_rows: Vec<PeriodRow>,
     pub trace: Vec<String>,
-    /// blk-iocost as `iocost_monitor.py` shows it at the end of the run.
+    /// blk-iocost as `iocost_monitor.py` shows it at the end of the run, as text and
+    /// as its `--json` lines.
     pub monitor: String,
+    pub monitor_json: String,
 }
 
 /// Read a fio source (command line or job-file text) of one cgroup.
@@ -396,10 +398,10 @@ pub fn run_variant_traced(
     let io_stat = io_stat_text(&mut out, &tree, &limits);
     // iocost_monitor.py's view of the device at the end of the run
     let end = out.end;
-    let monitor = out
+    let (monitor, monitor_json) = out
         .iocost
         .as_mut()
-        .map(|ioc| ioc.monitor_text(end))
+        .map(|ioc| (ioc.monitor_text(end), ioc.monitor_json(end)))
         .unwrap_or_default();
     Ok(VariantRun {
         label,
@@ -416,6 +418,7 @@ pub fn run_variant_traced(
         iocost_rows,
         trace,
         monitor,
+        monitor_json,
     })
 }
 
@@ -708,6 +711,7 @@ fn write_outputs(dir: &Path, run: &VariantRun) -> Result<(), String> {
     write("io.stat", &run.io_stat)?;
     if !run.monitor.is_empty() {
         write("iocost_monitor.txt", &run.monitor)?;
+        write("iocost_monitor.json", &run.monitor_json)?;
     }
     if !run.iocost_rows.is_empty() {
         write(
