@@ -12,8 +12,13 @@
 //! - `period.rs` — period length, margins, vrate bounds, lat stats, the busy_level
 //!   state machine (three named variants), `ioc_adjust_base_vrate()`, the vrate_adj
 //!   trace line;
-//! - `hweight.rs`— `propagate_weights()` sums and `current_hweight()` (WEIGHT_ONE
-//!   fixed point) over the cgroup tree;
+//! - `hweight.rs`— `propagate_weights()` sums, `current_hweight()`,
+//!   `current_hweight_max()` and `transfer_surpluses()`'s donation arithmetic
+//!   (WEIGHT_ONE fixed point) over the cgroup tree;
+//! - `debt.rs`   — debt/issuer-delay/forgiveness arithmetic (`iocg_kick_delay()`,
+//!   `ioc_forgive_debts()`);
+//! - `ctl.rs`    — the running controller: vtime, issue path, waiters, debt, the
+//!   period timer, stats flush, trace lines and the monitor views;
 //! - this file  — [`IocostConfig`], [`behaviour_for`], and [`Iocost`], which owns the
 //!   device's interface state (`io.cost.qos`, `io.cost.model`, `io.weight`) parsed by
 //!   `crate::blkcg::{iocost_qos, iocost_model, ioweight}` and derives the parameters
