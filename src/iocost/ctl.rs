@@ -9,13 +9,23 @@
 //! - Events: the period timer uses token `PERIOD_BIT | seq`; an iocg's wait-queue timer
 //!   uses `(cg << 32) | seq`. Stale tokens (older seq) are ignored.
 //!
-//! Not modelled yet (see the report): donation transfer (`transfer_surpluses`), the
-//! in-period inuse snap-back (inuse always equals active here, so it never triggers),
-//! debt and issuer delay (REQ_META bios are charged like others), autop switching.
+//! Donation: the period timer classifies donors against `current_hweight_max()` and
+//! hands them to `Hier::transfer_surpluses` (general hierarchical form); an in-period
+//! `adjust_inuse_and_calc_cost()` snaps a low donor back.
+//!
+//! Debt: a REQ_META bio over budget is issued at once and charged as `abs_vdebt`
+//! (`iocg_incur_debt()`); kicks pay it from the budget first (`iocg_pay_debt()`) and
+//! refresh the issuer delay (`iocg_kick_delay()`), which [`Iocost::user_delay`] hands
+//! to the submitter on its return to user space; the period timer forgives debt on an
+//! idle device (`ioc_forgive_debts()`, arithmetic in `debt.rs`).
+//!
+//! Not modelled yet: autop switching, `blkcg_scale_delay()`'s extra decay of the blkg
+//! delay.
 
 use std::collections::VecDeque;
 
-use super::hweight::{Hier, WEIGHT_ONE};
+use super::debt::{Forgiveness, MIN_DELAY, decayed_delay, delay_for_overage, halve};
+use super::hweight::{Donor, Hier, WEIGHT_ONE};
 use super::period::{LatStats, adjust_base_vrate, next_busy_level, vrate_adj_line};
 use super::{Iocost, TimerMode};
 use crate::sim::Ns;
@@ -40,8 +50,35 @@ pub struct Iocg {
     abs_vusage: u64,
     last_abs_vusage: u64,
     usage_delta_us: u64,
-    /// Cumulative `cost.usage` in us.
+    /// `abs_vdebt`: absolute cost issued on credit (REQ_META bios over budget).
+    pub abs_vdebt: u64,
+    /// `delay` (us) and `delay_at` (us): the issuer delay and when it was set.
+    pub delay: u64,
+    delay_at: i64,
+    /// The blkg's `delay_nsec` while `use_delay` is set (`blkcg_set_delay()`), else 0.
+    blkg_delay_ns: u64,
+    /// `blkcg_schedule_throttle()` called: the next issuer returning to user space
+    /// sleeps for the blkg delay.
+    throttle_pending: bool,
+    /// inuse before debt took it to the minimum (`last_inuse`), restored when paid.
+    last_inuse: u64,
+    /// `wait_since`, `indebt_since`, `indelay_since` (us).
+    wait_since: Option<i64>,
+    indebt_since: Option<i64>,
+    indelay_since: Option<i64>,
+    /// Cumulative counters, and their values at the last flush (what io.stat shows).
+    stat: IocgStat,
+    last_stat: IocgStat,
+}
+
+/// `struct iocg_stat`: cumulative `cost.usage`, `cost.wait`, `cost.indebt`,
+/// `cost.indelay`, all in us.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IocgStat {
     pub usage_us: u64,
+    pub wait_us: u64,
+    pub indebt_us: u64,
+    pub indelay_us: u64,
 }
 
 /// Per-cgroup columns of a [`PeriodRow`].
@@ -98,6 +135,7 @@ pub struct Runtime {
     /// Earlier waiters committed by a kick on the submit path, with their cost; handed
     /// out (and their cost stored) at the next `on_event`.
     pending_woken: Vec<(BioId, u64)>,
+    dfgv: Forgiveness,
     rows: Vec<PeriodRow>,
     trace: Vec<String>,
 }
@@ -120,6 +158,7 @@ impl Runtime {
             rq_wait_ns: 0,
             last: ([0; 2], [0; 2], 0),
             pending_woken: Vec::new(),
+            dfgv: Forgiveness::default(),
             rows: Vec::new(),
             trace: Vec::new(),
         }
@@ -130,8 +169,19 @@ fn us(now: Ns) -> i64 {
     (now / 1000) as i64
 }
 
+/// iocost_monitor's `debt_ms`: abs_vdebt in ms of device time at 100%.
+fn debt_ms(abs_vdebt: u64) -> f64 {
+    abs_vdebt as f64 / super::model::VTIME_PER_USEC as f64 / 1000.0
+}
+
+/// `abs_cost_to_cost()`.
 fn scale_up(abs: u64, hw: u64) -> i64 {
     (abs * WEIGHT_ONE).div_ceil(hw) as i64
+}
+
+/// `cost_to_abs_cost()`.
+fn scale_down(cost: u64, hw: u64) -> u64 {
+    cost * hw / WEIGHT_ONE
 }
 
 impl Iocost {
@@ -168,6 +218,7 @@ impl Iocost {
         if !self.rt.running {
             let vnow = self.vnow(now);
             self.rt.running = true;
+            self.rt.dfgv.reset(us(now));
             self.rt.period_at_us = us(now);
             self.rt.period_at_vtime = vnow;
             self.arm_period(now, q);
@@ -182,14 +233,39 @@ impl Iocost {
         g.vtime += delta;
         g.done_vtime += delta;
         g.active = true;
-        g.active_period = cur;
+        let last_period = std::mem::replace(&mut g.active_period, cur);
         g.activated_at_us = us(now);
+        let vtime = g.vtime;
+        self.trace_state("iocost_iocg_activate", cg, now, vnow, last_period, vtime);
+    }
+
+    /// The `iocost_iocg_state` tracepoints (activate, idle), as their TP_printk.
+    fn trace_state(&mut self, ev: &str, cg: u32, now: Ns, vnow: i64, last: u64, vtime: i64) {
         let (hwa, hwi) = self.rt.hier.hweight(cg);
-        self.rt.trace.push(format!(
-            "iocost_iocg_activate: cg={cg} now={} vnow={vnow} vrate={} hwa={hwa} hwi={hwi}",
+        let line = format!(
+            "{ev}: {} now={}:{vnow} vrate={} period={last}->{} vtime={vtime} weight={}/{} hweight={hwi}/{hwa}",
+            self.tp_head(cg),
             us(now),
-            self.vrate
-        ));
+            self.vrate,
+            self.rt.cur_period,
+            self.rt.hier.inuse(cg),
+            u64::from(self.weight(cg)) * WEIGHT_ONE,
+        );
+        self.rt.trace.push(line);
+    }
+
+    /// The `iocg_inuse_update` tracepoints (shortage, transfer, adjust).
+    fn trace_inuse(&mut self, ev: &str, cg: u32, now: Ns, inuse: (u64, u64), hwi: (u64, u64)) {
+        let line = format!(
+            "{ev}: {} now={} inuse={}->{} hw_inuse={}->{}",
+            self.tp_head(cg),
+            us(now),
+            inuse.0,
+            inuse.1,
+            hwi.0,
+            hwi.1
+        );
+        self.rt.trace.push(line);
     }
 
     /// `ioc_rqos_throttle()`: true = issue now.
@@ -210,18 +286,26 @@ impl Iocost {
         self.activate(now, cg, q);
         self.rt.iocgs[cg as usize].cursor = bio.sector + (bio.bytes >> 9);
         let vnow = self.vnow(now);
-        let cost = self.adjust_inuse_and_calc_cost(cg, abs, vnow);
+        let cost = self.adjust_inuse_and_calc_cost(now, cg, abs, vnow);
         let g = &mut self.rt.iocgs[cg as usize];
-        if (g.waiters.is_empty() && g.vtime + cost <= vnow) || bio.meta {
+        if g.waiters.is_empty() && g.abs_vdebt == 0 && g.vtime + cost <= vnow {
             g.vtime += cost;
             g.abs_vusage += abs;
             bio.iocost_cost = cost as u64;
             return true;
         }
-        g.waiters.push_back((id, abs));
-        // a waiting cgroup never donates: inuse back to active
+        // REQ_META (bio_issue_as_root_blkg()): issue now, on credit
+        if bio.meta {
+            self.incur_debt(now, cg, abs);
+            if self.kick_delay(now, cg) {
+                self.rt.iocgs[cg as usize].throttle_pending = true;
+            }
+            return true;
+        }
+        self.rt.iocgs[cg as usize].waiters.push_back((id, abs));
+        // a waiting cgroup never donates: inuse back to active (debt owns a debtor's)
         let active = self.rt.hier.active(cg);
-        if self.rt.hier.inuse(cg) < active {
+        if self.rt.iocgs[cg as usize].abs_vdebt == 0 && self.rt.hier.inuse(cg) < active {
             self.rt.hier.propagate(cg, active, active);
         }
         let mut woken = Vec::new();
@@ -242,29 +326,91 @@ impl Iocost {
 
     /// Mirrors `adjust_inuse_and_calc_cost()`: a donating cgroup whose budget runs low
     /// takes its weight back in steps of 25% of `active` until the IO fits.
-    fn adjust_inuse_and_calc_cost(&mut self, cg: u32, abs: u64, vnow: i64) -> i64 {
+    fn adjust_inuse_and_calc_cost(&mut self, now: Ns, cg: u32, abs: u64, vnow: i64) -> i64 {
         let (_, hwi) = self.rt.hier.hweight(cg);
         let mut cost = scale_up(abs, hwi);
         let low = self.derived.margins.low as i64;
         let vtime = self.rt.iocgs[cg as usize].vtime;
         let active = self.rt.hier.active(cg);
-        if vnow - vtime - cost >= low || self.rt.hier.inuse(cg) >= active {
+        let in_debt = self.rt.iocgs[cg as usize].abs_vdebt > 0;
+        if in_debt || vnow - vtime - cost >= low || self.rt.hier.inuse(cg) >= active {
             return cost;
         }
         let step = (active * 25).div_ceil(100);
+        let (old_inuse, old_hwi) = (self.rt.hier.inuse(cg), hwi);
         loop {
             let inuse = (self.rt.hier.inuse(cg) + step).min(active);
             self.rt.hier.propagate(cg, active, inuse);
             let (_, hwi) = self.rt.hier.hweight(cg);
             cost = scale_up(abs, hwi);
             if vtime + cost <= vnow || inuse == active {
+                let io = (old_inuse, inuse);
+                self.trace_inuse("iocost_inuse_adjust", cg, now, io, (old_hwi, hwi));
                 return cost;
             }
         }
     }
 
-    /// Mirrors `iocg_kick_waitq()` (without debt): commits affordable waiters in FIFO
-    /// order, costed now, and arms the wait timer for the first one left.
+    /// Mirrors `iocg_incur_debt()`: the first debt takes inuse to the minimum.
+    fn incur_debt(&mut self, now: Ns, cg: u32, abs: u64) {
+        let inuse = self.rt.hier.inuse(cg);
+        let active = self.rt.hier.active(cg);
+        let g = &mut self.rt.iocgs[cg as usize];
+        if g.abs_vdebt == 0 && abs > 0 {
+            g.indebt_since = Some(us(now));
+            g.last_inuse = inuse;
+            self.rt.hier.propagate(cg, active, 0);
+        }
+        let g = &mut self.rt.iocgs[cg as usize];
+        g.abs_vdebt += abs;
+        g.abs_vusage += abs;
+    }
+
+    /// Mirrors `iocg_pay_debt()`: paid in full restores the pre-debt inuse.
+    fn pay_debt(&mut self, now: Ns, cg: u32, abs_vpay: u64) {
+        let g = &mut self.rt.iocgs[cg as usize];
+        g.abs_vdebt -= abs_vpay.min(g.abs_vdebt);
+        if g.abs_vdebt == 0 {
+            g.stat.indebt_us += g.indebt_since.take().map_or(0, |t| (us(now) - t) as u64);
+            let last = g.last_inuse;
+            let active = self.rt.hier.active(cg);
+            self.rt.hier.propagate(cg, active, last);
+        }
+    }
+
+    /// Mirrors `iocg_kick_delay()`: true when an issuer delay (≥ MIN_DELAY) is in force.
+    fn kick_delay(&mut self, now: Ns, cg: u32) -> bool {
+        let now_us = us(now);
+        let vnow = self.vnow(now);
+        let (hwa, _) = self.rt.hier.hweight(cg);
+        let per = self.derived.period_us as i64 * self.vrate.max(1) as i64;
+        let g = &mut self.rt.iocgs[cg as usize];
+        if now_us < g.delay_at {
+            return false;
+        }
+        let mut delay = decayed_delay(g.delay, (now_us - g.delay_at) as u64);
+        let vover = g.vtime + scale_up(g.abs_vdebt, hwa) - vnow;
+        let new_delay = delay_for_overage(vover.saturating_mul(100) / per);
+        if new_delay > delay {
+            g.delay = new_delay;
+            g.delay_at = now_us;
+            delay = new_delay;
+        }
+        if delay >= MIN_DELAY {
+            g.indelay_since.get_or_insert(now_us);
+            g.blkg_delay_ns = delay * 1000;
+            true
+        } else {
+            g.stat.indelay_us += g.indelay_since.take().map_or(0, |t| (now_us - t) as u64);
+            g.delay = 0;
+            g.blkg_delay_ns = 0;
+            false
+        }
+    }
+
+    /// Mirrors `iocg_kick_waitq()`: pays debt from the budget, refreshes the delay,
+    /// commits affordable waiters in FIFO order, costed now, and arms the wait timer
+    /// for the first one left.
     fn kick(
         &mut self,
         now: Ns,
@@ -274,11 +420,35 @@ impl Iocost {
         woken: &mut Vec<BioId>,
     ) {
         let vnow = self.vnow(now);
+        let (hwa, _) = self.rt.hier.hweight(cg);
+        let g = &mut self.rt.iocgs[cg as usize];
+        let mut vbudget = vnow - g.vtime;
+        if g.abs_vdebt > 0 && vbudget > 0 {
+            let abs_vpay = scale_down(vbudget as u64, hwa).min(g.abs_vdebt);
+            let vpay = scale_up(abs_vpay, hwa);
+            g.vtime += vpay;
+            g.done_vtime += vpay;
+            vbudget -= vpay;
+            self.pay_debt(now, cg, abs_vpay);
+        }
+        let g = &self.rt.iocgs[cg as usize];
+        if g.abs_vdebt > 0 || g.delay > 0 {
+            self.kick_delay(now, cg);
+        }
+        let debt = self.rt.iocgs[cg as usize].abs_vdebt;
+        if debt > 0 {
+            vbudget = (vbudget - scale_up(debt, hwa)).min(0);
+        }
         let (_, hwi) = self.rt.hier.hweight(cg);
         let slack = self.derived.period_us * 1000 / 100;
         let base = self.vrate.max(1) as i64;
         let g = &mut self.rt.iocgs[cg as usize];
-        let mut vbudget = vnow - g.vtime;
+        let now_us = us(now);
+        if g.waiters.is_empty() {
+            g.stat.wait_us += g.wait_since.take().map_or(0, |t| (now_us - t) as u64);
+            return;
+        }
+        g.wait_since.get_or_insert(now_us);
         while let Some(&(bid, abs)) = g.waiters.front() {
             let cost = scale_up(abs, hwi);
             if vbudget - cost < 0 {
@@ -302,6 +472,7 @@ impl Iocost {
             set_cost(bid, cost as u64);
             woken.push(bid);
         }
+        g.stat.wait_us += g.wait_since.take().map_or(0, |t| (now_us - t) as u64);
     }
 
     /// Period timer and wait-queue timers.
@@ -371,9 +542,24 @@ impl Iocost {
         }
     }
 
-    /// Issuer delay: debt is not modelled yet, so there is never one.
-    pub fn user_delay(&mut self, _now: Ns, _cg: u32) -> Ns {
-        0
+    /// Mirrors `blkcg_maybe_throttle_current()` for an issuer of cgroup `cg` returning
+    /// to user space: if `blkcg_schedule_throttle()` was called for it, it sleeps for
+    /// the largest blkg delay on the way to the root (iocost's `use_delay` is negative,
+    /// so no 250 ms clamp; `blkcg_scale_delay()`'s own decay is not modelled).
+    pub fn user_delay(&mut self, _now: Ns, cg: u32) -> Ns {
+        let Some(g) = self.rt.iocgs.get_mut(cg as usize) else {
+            return 0;
+        };
+        if !std::mem::take(&mut g.throttle_pending) {
+            return 0;
+        }
+        let mut delay = 0;
+        let mut c = Some(cg);
+        while let Some(x) = c.filter(|&x| x != 0) {
+            delay = delay.max(self.rt.iocgs[x as usize].blkg_delay_ns);
+            c = self.rt.hier.parent(x);
+        }
+        delay
     }
 
     /// Mirrors `ioc_timer_fn()` in the kernel's order (without donation transfer/debt).
@@ -400,31 +586,55 @@ impl Iocost {
         }
         let target = self.derived.margins.target as i64;
         let base = self.vrate.max(1);
-        // ioc_check_iocgs(): kick waiters, deactivate idle iocgs
+        // ioc_check_iocgs(): flush wait/debt/delay stats, kick waiters and debtors,
+        // deactivate idle iocgs
+        let mut nr_debtors = 0u32;
+        let now_us = us(now);
         for cg in 1..self.rt.iocgs.len() as u32 {
-            let g = &self.rt.iocgs[cg as usize];
+            let cur = self.rt.cur_period;
+            let g = &mut self.rt.iocgs[cg as usize];
             if !g.active {
                 continue;
             }
-            if !g.waiters.is_empty() {
+            let idle = g.active_period != cur && g.done_vtime == g.vtime;
+            let owes = g.abs_vdebt > 0 || g.delay > 0;
+            if g.waiters.is_empty() && !owes && !idle {
+                continue;
+            }
+            for (since, total) in [
+                (&mut g.wait_since, &mut g.stat.wait_us),
+                (&mut g.indebt_since, &mut g.stat.indebt_us),
+                (&mut g.indelay_since, &mut g.stat.indelay_us),
+            ] {
+                if let Some(t) = since.replace(now_us) {
+                    *total += (now_us - t) as u64;
+                } else {
+                    *since = None;
+                }
+            }
+            if !g.waiters.is_empty() || owes {
                 self.kick(now, cg, q, set, woken);
-            } else if g.active_period != self.rt.cur_period && g.done_vtime == g.vtime {
+                let g = &self.rt.iocgs[cg as usize];
+                if g.abs_vdebt > 0 || g.delay > 0 {
+                    nr_debtors += 1;
+                }
+            } else {
+                let (vtime, last) = (g.vtime, g.active_period);
                 let (_, hwi) = self.rt.hier.hweight(cg);
-                let excess = vnow - g.vtime - target;
+                let excess = vnow - vtime - target;
                 if excess > 0 {
                     self.rt.vtime_err -= excess * hwi as i64 / WEIGHT_ONE as i64;
                 }
+                self.trace_state("iocost_iocg_idle", cg, now, vnow, last, vtime);
                 self.rt.hier.propagate(cg, 0, 0);
                 self.rt.iocgs[cg as usize].active = false;
-                self.rt.trace.push(format!(
-                    "iocost_iocg_idle: cg={cg} now={} vnow={vnow}",
-                    us(now)
-                ));
             }
         }
+        self.flush_stat(base);
         let pct_on = self.derived.thr_ppm != [1_000_000; 2];
         let (mut nr_lagging, mut nr_shortages, mut nr_donors) = (0u32, 0u32, 0u32);
-        let mut donors: Vec<(u32, u64, u64)> = Vec::new();
+        let mut usage_us_sum = 0u64;
+        let mut donors: Vec<Donor> = Vec::new();
         let low = self.derived.margins.low as i64;
         let min_m = self.derived.margins.min as i64;
         for cg in 1..self.rt.iocgs.len() as u32 {
@@ -433,26 +643,29 @@ impl Iocost {
             }
             let (hwa, hwi) = self.rt.hier.hweight(cg);
             let g = &mut self.rt.iocgs[cg as usize];
-            let d = g.abs_vusage - g.last_abs_vusage;
-            g.last_abs_vusage = g.abs_vusage;
-            g.usage_delta_us = d / base;
-            g.usage_us += g.usage_delta_us;
+            usage_us_sum += g.usage_delta_us;
+            let in_debt = g.abs_vdebt > 0;
             if pct_on
+                && g.blkg_delay_ns == 0
                 && g.vtime > g.done_vtime
                 && g.vtime > vnow - MAX_LAGGING_PERIODS * period_vtime
                 && g.done_vtime < vnow - period_vtime
             {
                 nr_lagging += 1;
             }
-            // donation classification (hweight_after_donation(), flat: hwm = hwa)
+            // donation classification (hweight_after_donation(), bounded by hwm)
             if hwi < hwa || (g.waiters.is_empty() && g.vtime < vnow - low) {
                 let inflight = (g.vtime - g.done_vtime).max(0) as u64;
                 let infl_us = (inflight * hwi).div_ceil(WEIGHT_ONE).div_ceil(base);
                 let usage_us = g.usage_delta_us.max(infl_us);
                 let dur = (us(now) - g.activated_at_us.max(self.rt.period_at_us)).max(1) as u64;
                 let usage = (usage_us * WEIGHT_ONE).div_ceil(dur).clamp(1, WEIGHT_ONE);
-                let new_hwi = if !g.waiters.is_empty() || g.vtime > vnow - min_m {
-                    hwa
+                let hwm = self.rt.hier.hweight_max(cg);
+                let g = &mut self.rt.iocgs[cg as usize];
+                let new_hwi = if in_debt {
+                    1 // debt handling owns a debtor's inuse
+                } else if !g.waiters.is_empty() || g.vtime > vnow - min_m {
+                    hwm
                 } else {
                     let excess = vnow - g.vtime - target;
                     if excess > 0 {
@@ -461,15 +674,22 @@ impl Iocost {
                         self.rt.vtime_err -= excess * hwi as i64 / WEIGHT_ONE as i64;
                     }
                     let delta = (WEIGHT_ONE as i64 * (vnow - g.vtime) / period_vtime).max(0) as u64;
-                    (WEIGHT_ONE * usage / (WEIGHT_ONE - WEIGHT_ONE / 2 + delta)).clamp(1, hwa)
+                    (WEIGHT_ONE * usage / (WEIGHT_ONE - WEIGHT_ONE / 2 + delta)).clamp(1, hwm)
                 };
-                if new_hwi < hwa && hwa >= 2 {
+                if new_hwi < hwm && hwa >= 2 {
                     nr_donors += 1;
-                    donors.push((cg, hwa, new_hwi));
-                } else {
-                    // iocost_inuse_shortage: take the whole weight back
+                    donors.push(Donor {
+                        cg,
+                        hwa,
+                        after: new_hwi,
+                    });
+                } else if !in_debt {
+                    // not enough to donate: take the whole weight back
                     let active = self.rt.hier.active(cg);
-                    if self.rt.hier.inuse(cg) < active {
+                    let inuse = self.rt.hier.inuse(cg);
+                    let io = (inuse, active);
+                    self.trace_inuse("iocost_inuse_shortage", cg, now, io, (hwi, new_hwi));
+                    if inuse < active {
                         self.rt.hier.propagate(cg, active, active);
                     }
                     nr_shortages += 1;
@@ -479,7 +699,7 @@ impl Iocost {
             }
         }
         if !donors.is_empty() && nr_shortages > 0 {
-            self.transfer_surpluses(&donors);
+            self.transfer_surpluses(now, &donors);
         }
         let prev = self.rt.busy_level;
         self.rt.busy_level = next_busy_level(
@@ -494,17 +714,20 @@ impl Iocost {
         let (nv, emit) =
             adjust_base_vrate(self.vrate, self.rt.busy_level, prev, nr_lagging, bounds);
         if emit {
-            self.rt.trace.push(vrate_adj_line(
+            let body = vrate_adj_line(
                 self.vrate,
                 nv,
                 self.rt.busy_level,
                 &lat,
                 nr_lagging,
                 nr_shortages,
-            ));
+            );
+            let line = format!("iocost_ioc_vrate_adj: [{}] {body}", self.name);
+            self.rt.trace.push(line);
         }
         self.vrate = nv;
         self.refresh();
+        self.forgive_debts(now, usage_us_sum, nr_debtors, q, set, woken);
         self.rt.cur_period += 1;
         let row_cgs = self.cg_rows(now, vnow);
         if self.rt.iocgs.iter().any(|g| g.active) {
@@ -543,42 +766,110 @@ impl Iocost {
         });
     }
 
-    /// Mirrors `transfer_surpluses()` in its flat form (every active cgroup a child of
-    /// the root, the seeds' layout): donors end at `hweight_inuse == after`, the others
-    /// keep their proportions and absorb the freed share. With deeper active cgroups
-    /// the general hierarchical form is not modelled yet and nothing is transferred.
-    fn transfer_surpluses(&mut self, donors: &[(u32, u64, u64)]) {
-        let active: Vec<u32> = (1..self.rt.iocgs.len() as u32)
-            .filter(|&c| self.rt.iocgs[c as usize].active)
-            .collect();
-        if active.iter().any(|&c| self.parent(c) != 0) {
-            return;
-        }
-        let sum_active: u64 = active.iter().map(|&c| self.rt.hier.active(c)).sum();
-        let t: u64 = donors.iter().map(|d| d.1).sum::<u64>().min(WEIGHT_ONE - 1);
-        let mut t_after: u64 = donors.iter().map(|d| d.2).sum();
-        let mut afters: Vec<u64> = donors.iter().map(|d| d.2).collect();
-        if t_after >= t {
-            // never donate negatively: keep each donor strictly below what it had
-            for (a, d) in afters.iter_mut().zip(donors) {
-                *a = (*a).min(d.1.saturating_sub(1)).max(1);
+    /// Mirrors the end of `transfer_surpluses()`: each donor gets the inuse computed by
+    /// [`Hier::transfer_surpluses`], propagated with `save`.
+    /// Mirrors `iocg_flush_stat()`: active leaves turn their usage into us at the base
+    /// rate, then every counter's delta since the last flush goes up to the parent,
+    /// deepest inner nodes first (`iocg_flush_stat_upward()`), root included.
+    fn flush_stat(&mut self, base: u64) {
+        let n = self.rt.iocgs.len();
+        let mut inner = vec![false; n];
+        for cg in 1..n {
+            let g = &mut self.rt.iocgs[cg];
+            if !g.active {
+                continue;
             }
-            t_after = afters.iter().sum();
+            g.usage_delta_us = (g.abs_vusage - g.last_abs_vusage) / base;
+            g.last_abs_vusage = g.abs_vusage;
+            g.stat.usage_us += g.usage_delta_us;
+            self.flush_stat_upward(cg);
+            let mut c = cg as u32;
+            while let Some(p) = self.rt.hier.parent(c) {
+                inner[p as usize] = true;
+                c = p;
+            }
         }
-        if t_after >= t || t >= WEIGHT_ONE {
-            return;
-        }
-        let s2 = (sum_active as u128 * (WEIGHT_ONE - t) as u128)
-            .div_ceil((WEIGHT_ONE - t_after) as u128) as u64;
-        for (d, after) in donors.iter().zip(afters) {
-            let inuse = (s2 as u128 * after as u128).div_ceil(WEIGHT_ONE as u128) as u64;
-            let act = self.rt.hier.active(d.0);
-            self.rt.hier.propagate(d.0, act, inuse.clamp(1, act));
+        // a parent's index is below its children's: descending order is bottom-up
+        for cg in (0..n).rev().filter(|&c| inner[c]) {
+            self.flush_stat_upward(cg);
         }
     }
 
-    fn parent(&self, cg: u32) -> u32 {
-        self.rt.hier.parent(cg).unwrap_or(0)
+    /// Mirrors `iocg_flush_stat_upward()`.
+    fn flush_stat_upward(&mut self, cg: usize) {
+        let g = &self.rt.iocgs[cg];
+        let (st, last) = (g.stat, g.last_stat);
+        if let Some(p) = self.rt.hier.parent(cg as u32) {
+            let ps = &mut self.rt.iocgs[p as usize].stat;
+            ps.usage_us += st.usage_us - last.usage_us;
+            ps.wait_us += st.wait_us - last.wait_us;
+            ps.indebt_us += st.indebt_us - last.indebt_us;
+            ps.indelay_us += st.indelay_us - last.indelay_us;
+        }
+        self.rt.iocgs[cg].last_stat = st;
+    }
+
+    /// Mirrors `ioc_forgive_debts()`: on a mostly idle device, halve every active
+    /// iocg's debt and delay once per `DFGV_PERIOD` elapsed, then kick it.
+    fn forgive_debts(
+        &mut self,
+        now: Ns,
+        usage_us_sum: u64,
+        nr_debtors: u32,
+        q: &mut EventQueue,
+        set: &mut dyn FnMut(BioId, u64),
+        woken: &mut Vec<BioId>,
+    ) {
+        let busy = self.rt.busy_level > 0;
+        let Some((usage_pct, n)) = self.rt.dfgv.tick(
+            us(now),
+            usage_us_sum,
+            nr_debtors,
+            busy,
+            self.derived.period_us,
+        ) else {
+            return;
+        };
+        for cg in 1..self.rt.iocgs.len() as u32 {
+            let g = &mut self.rt.iocgs[cg as usize];
+            if !g.active || (g.abs_vdebt == 0 && g.delay == 0) {
+                continue;
+            }
+            let (old_debt, old_delay) = (g.abs_vdebt, g.delay);
+            g.abs_vdebt = halve(g.abs_vdebt, n);
+            g.delay = halve(g.delay, n);
+            self.kick(now, cg, q, set, woken);
+            let g = &self.rt.iocgs[cg as usize];
+            let line = format!(
+                "iocost_iocg_forgive_debt: {} now={}:{} usage={usage_pct} debt={old_debt}->{} delay={old_delay}->{}",
+                self.tp_head(cg),
+                us(now),
+                self.vnow(now),
+                g.abs_vdebt,
+                g.delay
+            );
+            self.rt.trace.push(line);
+        }
+    }
+
+    /// Debtors take part in the calculation but keep their minimum inuse.
+    fn transfer_surpluses(&mut self, now: Ns, donors: &[Donor]) {
+        for (d, (cg, inuse)) in donors.iter().zip(self.rt.hier.transfer_surpluses(donors)) {
+            if self.rt.iocgs[cg as usize].abs_vdebt > 0 {
+                continue;
+            }
+            let (_, hwi) = self.rt.hier.hweight(cg);
+            let old = self.rt.hier.inuse(cg);
+            self.trace_inuse(
+                "iocost_inuse_transfer",
+                cg,
+                now,
+                (old, inuse),
+                (hwi, d.after),
+            );
+            let act = self.rt.hier.active(cg);
+            self.rt.hier.propagate(cg, act, inuse);
+        }
     }
 
     fn cg_rows(&mut self, _now: Ns, vnow: i64) -> Vec<CgRow> {
@@ -602,8 +893,8 @@ impl Iocost {
                     / (p * self.rt.vtime_rate.max(1) as u64),
                 usage_pct: g.usage_delta_us * 100 / p,
                 waiters: g.waiters.len(),
-                debt: 0,
-                delay: 0,
+                debt: g.abs_vdebt,
+                delay: g.delay,
             });
         }
         out
@@ -624,15 +915,24 @@ impl Iocost {
         if !self.enabled() {
             return String::new();
         }
+        // ioc_pd_stat(): the values as of the last flush
         let mut s = String::new();
         if cg == 0 {
-            let h = self.vrate * 10_000 / super::model::VTIME_PER_USEC;
+            let per_usec = super::model::VTIME_PER_USEC;
+            let h = (self.vrate * 10_000 + per_usec / 2) / per_usec;
             s.push_str(&format!("cost.vrate={}.{:02} ", h / 100, h % 100));
         }
-        let usage = self.rt.iocgs.get(cg as usize).map_or(0, |g| g.usage_us);
-        s.push_str(&format!("cost.usage={usage}"));
+        let st = self
+            .rt
+            .iocgs
+            .get(cg as usize)
+            .map_or(IocgStat::default(), |g| g.last_stat);
+        s.push_str(&format!("cost.usage={}", st.usage_us));
         if self.cfg.debug_stats {
-            s.push_str(" cost.wait=0 cost.indebt=0 cost.indelay=0");
+            s.push_str(&format!(
+                " cost.wait={} cost.indebt={} cost.indelay={}",
+                st.wait_us, st.indebt_us, st.indelay_us
+            ));
         }
         s
     }
@@ -675,39 +975,25 @@ impl Iocost {
                 r.hwi as f64 * 100.0 / w1,
                 r.hwa as f64 * 100.0 / w1,
                 r.inflight_pct,
-                0.0,
-                0.0,
+                debt_ms(r.debt),
+                self.rt.iocgs[r.cg as usize].blkg_delay_ns as f64 / 1e6,
                 r.usage_pct
             ));
         }
         s
     }
 
-    /// The `--json` fields of `iocost_monitor.py`.
-    pub fn monitor_json(&mut self, now: Ns) -> serde_json::Value {
+    /// `iocost_monitor.py --json` at `now`: one JSON object per line, the device first,
+    /// then each active cgroup, with the script's keys (`address`, a kernel pointer
+    /// there, is 0 here; `timestamp` is simulated seconds).
+    pub fn monitor_json(&mut self, now: Ns) -> String {
         let (_, rows) = self.monitor_rows(now);
         let w1 = WEIGHT_ONE as f64;
-        let cgs: Vec<serde_json::Value> = rows
-            .iter()
-            .map(|r| {
-                serde_json::json!({
-                    "cgroup": r.cg,
-                    "is_active": true,
-                    "weight": self.weight(r.cg),
-                    "weight_active": r.active as f64 / w1,
-                    "weight_inuse": r.inuse as f64 / w1,
-                    "hweight_active_pct": r.hwa as f64 * 100.0 / w1,
-                    "hweight_inuse_pct": r.hwi as f64 * 100.0 / w1,
-                    "inflight_pct": r.inflight_pct,
-                    "debt_ms": 0.0,
-                    "delay_ms": 0.0,
-                    "usage_pct": r.usage_pct,
-                })
-            })
-            .collect();
-        serde_json::json!({
-            "device": format!("{}:{}", self.dev.0, self.dev.1),
-            "timestamp_ns": now,
+        let ts = now as f64 / 1e9;
+        let per_us = self.derived.period_us as f64;
+        let mut out = vec![serde_json::json!({
+            "device": self.name,
+            "timestamp": ts,
             "enabled": self.enabled(),
             "running": self.rt.running,
             "period_ms": self.derived.period_us / 1000,
@@ -715,8 +1001,25 @@ impl Iocost {
             "period_vtime_at": self.rt.period_at_vtime as f64 / super::model::VTIME_PER_SEC as f64,
             "busy_level": self.rt.busy_level,
             "vrate_pct": self.vrate as f64 * 100.0 / super::model::VTIME_PER_USEC as f64,
-            "params": self.params_name(),
-            "cgroups": cgs,
-        })
+        })];
+        for r in &rows {
+            let g = &self.rt.iocgs[r.cg as usize];
+            out.push(serde_json::json!({
+                "cgroup": format!("/{}", self.paths[r.cg as usize]),
+                "timestamp": ts,
+                "is_active": true,
+                "weight": self.weight(r.cg),
+                "weight_active": r.active as f64 / w1,
+                "weight_inuse": r.inuse as f64 / w1,
+                "hweight_active_pct": r.hwa as f64 * 100.0 / w1,
+                "hweight_inuse_pct": r.hwi as f64 * 100.0 / w1,
+                "inflight_pct": r.inflight_pct,
+                "debt_ms": debt_ms(r.debt),
+                "delay_ms": g.blkg_delay_ns as f64 / 1e6,
+                "usage_pct": 100.0 * g.usage_delta_us as f64 / per_us,
+                "address": 0,
+            }));
+        }
+        out.iter().map(|v| v.to_string() + "\n").collect()
     }
 }

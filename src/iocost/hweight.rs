@@ -3,6 +3,10 @@
 //! weights by [`Hier::hweight`] (mirrors `current_hweight()`), all in `WEIGHT_ONE`
 //! fixed point. Hweights are cached per node and recomputed only after a propagation
 //! changed something (the kernel's `hweight_gen`), so the per-bio path stays O(depth).
+//! [`Hier::hweight_max`] mirrors `current_hweight_max()` and [`Hier::transfer_surpluses`]
+//! the donation arithmetic of `transfer_surpluses()` (it returns the donors' new inuse;
+//! the caller propagates them). Node indices follow `CgroupTree`, where a parent always
+//! precedes its children, so index order is a valid pre-order walk.
 
 use crate::blkcg::CgroupTree;
 
@@ -129,6 +133,150 @@ impl Hier {
     }
 }
 
+/// A donating leaf for [`Hier::transfer_surpluses`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Donor {
+    pub cg: u32,
+    /// `hweight_donating`: the donor's hweight_active at classification.
+    pub hwa: u64,
+    /// `hweight_after_donation`: the hweight_inuse it should end at.
+    pub after: u64,
+}
+
+/// Per-inner-node scratch values of `transfer_surpluses()`.
+#[derive(Debug, Clone, Copy, Default)]
+struct Inner {
+    on_walk: bool,
+    donating: u64,
+    after: u64,
+    hwa: u64,
+    hwi: u64,
+    adjusted_sum: u64,
+}
+
+impl Hier {
+    /// Mirrors `current_hweight_max()`: the hweight_inuse `cg` would get with inuse
+    /// raised to active, every other weight unchanged.
+    pub fn hweight_max(&self, cg: u32) -> u64 {
+        let mut hwm = WEIGHT_ONE;
+        let mut inuse = self.nodes[cg as usize].active;
+        let mut child = cg as usize;
+        while let Some(p) = self.nodes[child].parent {
+            let pn = &self.nodes[p as usize];
+            let child_inuse_sum = pn.child_inuse_sum + inuse - self.nodes[child].inuse;
+            if child_inuse_sum == 0 || pn.child_active_sum == 0 {
+                return 1;
+            }
+            hwm = hwm * inuse / child_inuse_sum;
+            inuse = (pn.active * child_inuse_sum).div_ceil(pn.child_active_sum);
+            child = p as usize;
+        }
+        hwm.max(1)
+    }
+
+    /// Mirrors the arithmetic of `transfer_surpluses()` (the three passes described in
+    /// the comment above it in blk-iocost.c): returns each donor's new inuse so that its
+    /// hweight_inuse becomes `after` while every non-donating pair keeps its relative
+    /// share. Inner-node values are scratch and discarded, as in the kernel.
+    pub fn transfer_surpluses(&self, donors: &[Donor]) -> Vec<(u32, u64)> {
+        let mut donors = donors.to_vec();
+        // keep the sum of afters below WEIGHT_ONE by scaling down those above their hwa
+        let after_sum: u64 = donors.iter().map(|d| d.after).sum();
+        let over_sum: u64 = donors
+            .iter()
+            .filter(|d| d.after > d.hwa)
+            .map(|d| d.after)
+            .sum();
+        if after_sum >= WEIGHT_ONE {
+            let over_target = over_sum.saturating_sub(after_sum - (WEIGHT_ONE - 1));
+            if over_target > 0 {
+                for d in donors.iter_mut().filter(|d| d.after > d.hwa) {
+                    d.after = d.after * over_target / over_sum;
+                }
+            }
+        }
+        // pass 1: donating and after-donation budgets summed up the tree
+        let mut inner = vec![Inner::default(); self.nodes.len()];
+        for d in &donors {
+            let mut c = d.cg as usize;
+            while let Some(p) = self.nodes[c].parent {
+                inner[p as usize].on_walk = true;
+                c = p as usize;
+            }
+        }
+        for d in &donors {
+            if let Some(p) = self.nodes[d.cg as usize].parent {
+                inner[p as usize].donating += d.hwa;
+                inner[p as usize].after += d.after;
+            }
+        }
+        for i in (1..self.nodes.len()).rev() {
+            if let (true, Some(p)) = (inner[i].on_walk, self.nodes[i].parent) {
+                inner[p as usize].donating += inner[i].donating;
+                inner[p as usize].after += inner[i].after;
+            }
+        }
+        // pass 2: inner hwa, donation values clamped into range (pre-order)
+        for i in 0..self.nodes.len() {
+            if !inner[i].on_walk {
+                continue;
+            }
+            inner[i].hwa = match self.nodes[i].parent {
+                None => WEIGHT_ONE,
+                Some(p) => (inner[p as usize].hwa * self.nodes[i].active)
+                    .div_ceil(self.nodes[p as usize].child_active_sum.max(1)),
+            };
+            let n = &mut inner[i];
+            n.donating = n.donating.min(n.hwa);
+            if n.donating > 0 {
+                n.after = n.after.min(n.donating - 1);
+            }
+        }
+        // gamma = (1 - t_r') / (1 - t_r), the growth of non-donating budgets
+        let root = inner[0];
+        if !root.on_walk || root.after >= WEIGHT_ONE {
+            return Vec::new();
+        }
+        let gamma = ((WEIGHT_ONE - root.after) * WEIGHT_ONE)
+            .div_ceil(WEIGHT_ONE - root.donating.min(WEIGHT_ONE - 1));
+        // pass 3: adjusted hwi, inuse and children's adjusted sum (pre-order)
+        for i in 0..self.nodes.len() {
+            if !inner[i].on_walk {
+                continue;
+            }
+            let node = &self.nodes[i];
+            let Some(p) = node.parent else {
+                // s' = s * b_pf / b'_pf
+                inner[i].hwi = WEIGHT_ONE;
+                inner[i].adjusted_sum = (node.child_active_sum * (WEIGHT_ONE - root.donating))
+                    .div_ceil(WEIGHT_ONE - root.after);
+                continue;
+            };
+            let par = inner[p as usize];
+            let n = inner[i];
+            // b' = gamma * b_f + b'_t ; w' = s' * b' / b'_p
+            let hwi = (gamma * (n.hwa - n.donating)).div_ceil(WEIGHT_ONE) + n.after;
+            let inuse = (par.adjusted_sum * hwi).div_ceil(par.hwi.max(1));
+            // s' = s_f + s_t * w'_pt / w_pt
+            let st = (node.child_active_sum * n.donating).div_ceil(n.hwa.max(1));
+            let sf = node.child_active_sum - st.min(node.child_active_sum);
+            let wpt = (node.active * n.donating).div_ceil(n.hwa.max(1));
+            let wptp = (inuse * n.after).div_ceil(hwi.max(1));
+            inner[i].hwi = hwi;
+            // u64 as in the kernel (wraps only far beyond realistic weight sums)
+            inner[i].adjusted_sum = sf + st.wrapping_mul(wptp).div_ceil(wpt.max(1));
+        }
+        // leaves: w' = s' * b'_t / b'_p
+        donors
+            .iter()
+            .filter_map(|d| {
+                let par = inner[self.nodes[d.cg as usize].parent? as usize];
+                Some((d.cg, (par.adjusted_sum * d.after).div_ceil(par.hwi.max(1))))
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,5 +309,47 @@ mod tests {
         let (hwa, hwi) = h2.hweight(b);
         assert_eq!(hwa, WEIGHT_ONE / 2);
         assert_eq!(hwi, WEIGHT_ONE / 3);
+    }
+
+    /// Root → {A → {A0, A1}, B}, all weight 100 and active; A0 (hwa 1/4) donates down
+    /// to hwi 1/16. By hand, following transfer_surpluses(): root and A carry
+    /// donating 16384 / after 4096; A's hwa = ceil(65536·w/2w) = 32768;
+    /// gamma = ceil(61440·65536/49152) = 81920; root s' = ceil(2w·49152/61440) = 1.6w;
+    /// A: hwi' = ceil(81920·16384/65536) + 4096 = 24576, inuse' = ceil(1.6w·24576/65536)
+    /// = 0.6w, st = sf = w, wpt = w/2, wptp = ceil(0.6w·4096/24576) = 0.1w,
+    /// s' = w + ceil(w·0.1w/(w/2)) = 1.2w; A0: inuse = ceil(1.2w·4096/24576) = 0.2w
+    /// (w = 6553600). The flat formula (every leaf under the root) would give
+    /// ceil(3w·49152/61440) = 2.4w, then 2.4w·4096/65536 = 0.15w, which leaves A0 at
+    /// hwi 3120 instead of 4096.
+    #[test]
+    fn hierarchical_transfer_differs_from_flat() {
+        let mut t = CgroupTree::default();
+        let a0 = t.ensure("A/A0");
+        let a1 = t.ensure("A/A1");
+        let b = t.ensure("B");
+        let mut h = Hier::new(&t, |_| 100);
+        let w = 100 * WEIGHT_ONE;
+        for cg in [a0, a1, b] {
+            h.propagate(cg, w, w);
+        }
+        assert_eq!(h.hweight(a0).0, 16384);
+        assert_eq!(h.hweight_max(a0), 16384);
+        let donor = Donor {
+            cg: a0,
+            hwa: 16384,
+            after: 4096,
+        };
+        let out = h.transfer_surpluses(&[donor]);
+        assert_eq!(out, vec![(a0, w / 5)]);
+        h.propagate(a0, w, w / 5);
+        assert_eq!(h.hweight(a0).1, 4096);
+        // non-donors keep their 1:2 ratio and absorb the freed share
+        assert_eq!(h.hweight(a1).1, 20480);
+        assert_eq!(h.hweight(b).1, 40960);
+        // hwm: B, already at inuse == active, could use more than its hwa now
+        assert_eq!((h.hweight(b).0, h.hweight_max(b)), (32768, 40960));
+        // what the flat formula would have set, for contrast
+        h.propagate(a0, w, (3 * w * 49152).div_ceil(61440) * 4096 / WEIGHT_ONE);
+        assert_eq!(h.hweight(a0).1, 3120);
     }
 }

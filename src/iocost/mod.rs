@@ -12,14 +12,20 @@
 //! - `period.rs` — period length, margins, vrate bounds, lat stats, the busy_level
 //!   state machine (three named variants), `ioc_adjust_base_vrate()`, the vrate_adj
 //!   trace line;
-//! - `hweight.rs`— `propagate_weights()` sums and `current_hweight()` (WEIGHT_ONE
-//!   fixed point) over the cgroup tree;
+//! - `hweight.rs`— `propagate_weights()` sums, `current_hweight()`,
+//!   `current_hweight_max()` and `transfer_surpluses()`'s donation arithmetic
+//!   (WEIGHT_ONE fixed point) over the cgroup tree;
+//! - `debt.rs`   — debt/issuer-delay/forgiveness arithmetic (`iocg_kick_delay()`,
+//!   `ioc_forgive_debts()`);
+//! - `ctl.rs`    — the running controller: vtime, issue path, waiters, debt, the
+//!   period timer, stats flush, trace lines and the monitor views;
 //! - this file  — [`IocostConfig`], [`behaviour_for`], and [`Iocost`], which owns the
 //!   device's interface state (`io.cost.qos`, `io.cost.model`, `io.weight`) parsed by
 //!   `crate::blkcg::{iocost_qos, iocost_model, ioweight}` and derives the parameters
 //!   (`ioc_refresh_params()`): coefficients, period, margins, vrate bounds.
 
 pub mod ctl;
+pub mod debt;
 pub mod hweight;
 pub mod model;
 pub mod period;
@@ -161,6 +167,8 @@ pub struct Iocost {
     rt: ctl::Runtime,
     /// Cgroup paths, for the monitor view.
     paths: Vec<String>,
+    /// Disk name (`ioc_name()`), for trace lines.
+    name: String,
 }
 
 impl Iocost {
@@ -185,9 +193,17 @@ impl Iocost {
                 VTIME_PER_USEC,
             ),
             paths: tree.nodes.iter().map(|n| n.path.clone()).collect(),
+            name: limits.name.clone(),
         };
         ioc.refresh();
         ioc
+    }
+
+    /// `[devname:cgroup]`, the head of the kernel's per-iocg trace lines
+    /// (`TRACE_IOCG_PATH`, cgroup path from the root).
+    fn tp_head(&self, cg: u32) -> String {
+        let path = self.paths.get(cg as usize).map_or("", String::as_str);
+        format!("[{}:/{}]", self.name, path)
     }
 
     fn derive(q: &QosParams, m: &ModelParams, vrate: u64) -> Derived {

@@ -20,7 +20,7 @@ fn cg_name(tree: &CgroupTree, cg: u32) -> String {
 /// blk-iocost: one line per period per active cgroup (device fields repeated).
 pub fn iocost_csv(rows: &[PeriodRow], tree: &CgroupTree) -> String {
     let mut s = String::from(
-        "t_s,period_us,vrate_base_pct,vrate_eff_pct,busy_before,busy_after,nr_done,missed_ppm_r,missed_ppm_w,rq_wait_pct,nr_lagging,nr_shortages,nr_donors,cgroup,active,inuse,hweight_active,hweight_inuse,budget_us,inflight_pct,usage_pct,waiters,debt,delay\n",
+        "t_s,period_us,vrate_base_pct,vrate_eff_pct,busy_before,busy_after,nr_done,missed_ppm_r,missed_ppm_w,rq_wait_pct,nr_lagging,nr_shortages,nr_donors,cgroup,active,inuse,hweight_active,hweight_inuse,budget_us,inflight_pct,usage_pct,waiters,abs_vdebt,delay_us\n",
     );
     for r in rows {
         let dev = format!(

@@ -32,6 +32,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/example-iocost-hierarchy.toml"),
     ),
     (
+        "example-iocost-debt",
+        include_str!("../../scenarios/example-iocost-debt.toml"),
+    ),
+    (
         "validate-iomax-riops",
         include_str!("../../scenarios/validate-iomax-riops.toml"),
     ),

@@ -69,8 +69,10 @@ pub struct VariantRun {
     /// blk-iocost: one row per period, and the trace lines.
     pub iocost_rows: Vec<PeriodRow>,
     pub trace: Vec<String>,
-    /// blk-iocost as `iocost_monitor.py` shows it at the end of the run.
+    /// blk-iocost as `iocost_monitor.py` shows it at the end of the run, as text and
+    /// as its `--json` lines.
     pub monitor: String,
+    pub monitor_json: String,
 }
 
 /// Read a fio source (command line or job-file text) of one cgroup.
@@ -397,10 +399,10 @@ pub fn run_variant_traced(
     let io_stat = io_stat_text(&mut out, &tree, &limits);
     // iocost_monitor.py's view of the device at the end of the run
     let end = out.end;
-    let monitor = out
+    let (monitor, monitor_json) = out
         .iocost
         .as_mut()
-        .map(|ioc| ioc.monitor_text(end))
+        .map(|ioc| (ioc.monitor_text(end), ioc.monitor_json(end)))
         .unwrap_or_default();
     Ok(VariantRun {
         label,
@@ -417,6 +419,7 @@ pub fn run_variant_traced(
         iocost_rows,
         trace,
         monitor,
+        monitor_json,
     })
 }
 
@@ -549,24 +552,24 @@ fn job_summary(r: &JobReport) -> JobSummary {
     }
 }
 
-/// `io.stat` of every cgroup with I/O, as the kernel prints it.
-/// `io.stat` of every cgroup with I/O. As in the kernel, a cgroup's counters include
-/// its descendants' (blkcg_rstat_flush() propagates them up) and the root's are the
-/// whole disk's (blkcg_fill_root_iostats()).
+/// `io.stat` of every cgroup whose subtree did I/O: cgroup v2 counts are hierarchical
+/// (a cgroup's line includes its descendants', `blkcg_rstat_flush()`), as are the
+/// iocost keys; the root's are the whole disk's (`blkcg_fill_root_iostats()`).
 fn io_stat_text(out: &mut RunOutput, tree: &CgroupTree, limits: &QueueLimits) -> String {
-    let mut totals = vec![crate::sim::engine::CgIoStat::default(); out.cg_stat.len()];
-    for (i, st) in out.cg_stat.iter().enumerate() {
-        let up = tree.ancestry(i as u32).chain((i != 0).then_some(0));
-        for a in up {
-            let t = &mut totals[a as usize];
-            t.rbytes += st.rbytes;
-            t.wbytes += st.wbytes;
-            t.rios += st.rios;
-            t.wios += st.wios;
+    let mut sums = out.cg_stat.clone();
+    // a parent's index is below its children's: descending order is bottom-up
+    for i in (1..sums.len().min(tree.nodes.len())).rev() {
+        if let Some(p) = tree.nodes[i].parent {
+            let c = sums[i];
+            let ps = &mut sums[p as usize];
+            ps.rbytes += c.rbytes;
+            ps.wbytes += c.wbytes;
+            ps.rios += c.rios;
+            ps.wios += c.wios;
         }
     }
     let mut s = String::new();
-    for (i, st) in totals.iter().enumerate() {
+    for (i, st) in sums.iter().enumerate() {
         if st.rios + st.wios == 0 {
             continue;
         }
@@ -709,6 +712,7 @@ fn write_outputs(dir: &Path, run: &VariantRun) -> Result<(), String> {
     write("io.stat", &run.io_stat)?;
     if !run.monitor.is_empty() {
         write("iocost_monitor.txt", &run.monitor)?;
+        write("iocost_monitor.json", &run.monitor_json)?;
     }
     if !run.iocost_rows.is_empty() {
         write(

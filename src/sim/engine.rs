@@ -129,7 +129,7 @@ enum Phase {
     Reap,
     /// io_u_quiesce(): wait for every in-flight I/O, then go on.
     Quiesce(AfterQuiesce),
-    /// Sleeping (rate/thinktime/issuer delay); the job event resumes at `Loop`/`Issue`.
+    /// Sleeping (rate/thinktime); the job event resumes at `Loop`/`Issue`.
     Sleeping(Resume),
     /// Runtime over: waiting for everything in flight.
     Drain,
@@ -579,7 +579,17 @@ impl Pipeline {
         if let Some(j) = self.ctxs[c as usize].job
             && let Phase::InSubmit(io) = self.jobs[j as usize].phase
         {
-            self.submit_returned(j, io);
+            // blk-iocost issuer delay on return to user space: part of the syscall,
+            // so it lands in this I/O's slat
+            let delay = match self.iocost.as_mut() {
+                Some(ioc) => ioc.user_delay(now, self.jobs[j as usize].p.cgroup),
+                None => 0,
+            };
+            if delay > 0 {
+                self.kick_ctx(c, delay);
+            } else {
+                self.submit_returned(j, io);
+            }
         }
     }
 
@@ -942,20 +952,7 @@ impl Pipeline {
         if !full {
             self.after_reap(j);
         }
-        // blk-iocost issuer delay on return to user space
-        let delay = match self.iocost.as_mut() {
-            Some(ioc) => ioc.user_delay(now, self.jobs[j as usize].p.cgroup),
-            None => 0,
-        };
-        let job = &mut self.jobs[j as usize];
-        if delay > 0 {
-            if let Phase::Loop = job.phase {
-                job.phase = Phase::Sleeping(Resume::Loop);
-            }
-            self.wake_job(j, delay);
-        } else {
-            self.job_step(j);
-        }
+        self.job_step(j);
     }
 
     /// After a submit or reap: fio's handle_thinktime() decision.
