@@ -50,14 +50,31 @@ fn key_time(k: Key) -> Ns {
     (k >> 64) as Ns
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct EventQueue {
     /// Each lane's keys ascend from front to back.
     lanes: [VecDeque<(Key, Event)>; LANES],
+    /// Each lane's front key (`Key::MAX` when empty), for a pop to scan.
+    fronts: [Key; LANES],
+    /// Each lane's back key (0 when empty), for a push to scan.
+    backs: [Key; LANES],
     /// Events that fit no lane.
     heap: BinaryHeap<Reverse<(Key, Event)>>,
     seq: u64,
     now: Ns,
+}
+
+impl Default for EventQueue {
+    fn default() -> Self {
+        EventQueue {
+            lanes: Default::default(),
+            fronts: [Key::MAX; LANES],
+            backs: [0; LANES],
+            heap: BinaryHeap::new(),
+            seq: 0,
+            now: 0,
+        }
+    }
 }
 
 impl EventQueue {
@@ -78,18 +95,25 @@ impl EventQueue {
         self.seq += 1;
         let key = (at as Key) << 64 | self.seq as Key;
         // best fit: the lane whose last key is the largest below `key`; an empty lane
-        // fits anything but is taken only if no busy lane does
-        let mut best: Option<(usize, Key)> = None;
-        for (i, lane) in self.lanes.iter().enumerate() {
-            let back = lane.back().map_or(0, |&(k, _)| k);
-            if back < key && best.is_none_or(|(_, b)| back > b) {
-                best = Some((i, back));
+        // (back 0) fits anything but is taken only if no busy lane does
+        let mut best = LANES;
+        let mut best_back = 0;
+        for (i, &back) in self.backs.iter().enumerate() {
+            if back < key && (best == LANES || back > best_back) {
+                best = i;
+                best_back = back;
             }
         }
-        match best {
-            Some((i, _)) => self.lanes[i].push_back((key, ev)),
-            None => self.heap.push(Reverse((key, ev))),
+        if best == LANES {
+            self.heap.push(Reverse((key, ev)));
+            return;
         }
+        let lane = &mut self.lanes[best];
+        if lane.is_empty() {
+            self.fronts[best] = key;
+        }
+        lane.push_back((key, ev));
+        self.backs[best] = key;
     }
 
     /// Schedule `ev` after `delay` from now.
@@ -101,15 +125,19 @@ impl EventQueue {
     /// The lane holding the smallest front key (`LANES` for the heap), and that key.
     #[inline]
     fn first(&self) -> Option<(usize, Key)> {
-        let mut best = self.heap.peek().map(|Reverse((k, _))| (LANES, *k));
-        for (i, lane) in self.lanes.iter().enumerate() {
-            if let Some(&(k, _)) = lane.front()
-                && best.is_none_or(|(_, b)| k < b)
-            {
-                best = Some((i, k));
+        let mut best = LANES;
+        let mut best_key = match self.heap.peek() {
+            Some(Reverse((k, _))) => *k,
+            None => Key::MAX,
+        };
+        for (i, &k) in self.fronts.iter().enumerate() {
+            if k < best_key {
+                best = i;
+                best_key = k;
             }
         }
-        best
+        // no key is Key::MAX: seq never reaches u64::MAX
+        (best_key != Key::MAX).then_some((best, best_key))
     }
 
     /// Pop the next event and advance the clock to it.
@@ -119,7 +147,16 @@ impl EventQueue {
         let (k, ev) = if i == LANES {
             self.heap.pop()?.0
         } else {
-            self.lanes[i].pop_front()?
+            let lane = &mut self.lanes[i];
+            let item = lane.pop_front()?;
+            match lane.front() {
+                Some(&(k, _)) => self.fronts[i] = k,
+                None => {
+                    self.fronts[i] = Key::MAX;
+                    self.backs[i] = 0;
+                }
+            }
+            item
         };
         self.now = key_time(k);
         Some((self.now, ev))
