@@ -56,8 +56,10 @@ pub struct EventQueue {
     lanes: [VecDeque<(Key, Event)>; LANES],
     /// Each lane's front key (`Key::MAX` when empty), for a pop to scan.
     fronts: [Key; LANES],
-    /// Each lane's back key (0 when empty), for a push to scan.
-    backs: [Key; LANES],
+    /// The time of each lane's last event (0 when empty), for a push to scan: the new
+    /// key is larger than every key pushed before, so it fits behind a lane's last
+    /// key exactly when its time is not earlier.
+    back_times: [Ns; LANES],
     /// Events that fit no lane.
     heap: BinaryHeap<Reverse<(Key, Event)>>,
     seq: u64,
@@ -69,7 +71,7 @@ impl Default for EventQueue {
         EventQueue {
             lanes: Default::default(),
             fronts: [Key::MAX; LANES],
-            backs: [0; LANES],
+            back_times: [0; LANES],
             heap: BinaryHeap::new(),
             seq: 0,
             now: 0,
@@ -94,15 +96,15 @@ impl EventQueue {
         let at = at.max(self.now);
         self.seq += 1;
         let key = (at as Key) << 64 | self.seq as Key;
-        // best fit: the lane whose last key is the largest below `key`; an empty lane
-        // (back 0) fits anything but is taken only if no busy lane does
+        // best fit: the lane whose last event is the latest not after `at`; an empty
+        // lane (0) fits anything but is taken only if no busy lane does
         let mut best = LANES;
         let mut best_back = 0;
-        for (i, &back) in self.backs.iter().enumerate() {
-            if back < key && (best == LANES || back > best_back) {
-                best = i;
-                best_back = back;
-            }
+        for (i, &back) in self.back_times.iter().enumerate() {
+            // branch-free: which lane fits varies from push to push
+            let fit = (back <= at) & (back >= best_back);
+            best = if fit { i } else { best };
+            best_back = if fit { back } else { best_back };
         }
         if best == LANES {
             self.heap.push(Reverse((key, ev)));
@@ -113,7 +115,7 @@ impl EventQueue {
             self.fronts[best] = key;
         }
         lane.push_back((key, ev));
-        self.backs[best] = key;
+        self.back_times[best] = at;
     }
 
     /// Schedule `ev` after `delay` from now.
@@ -131,10 +133,9 @@ impl EventQueue {
             None => Key::MAX,
         };
         for (i, &k) in self.fronts.iter().enumerate() {
-            if k < best_key {
-                best = i;
-                best_key = k;
-            }
+            let less = k < best_key;
+            best = if less { i } else { best };
+            best_key = if less { k } else { best_key };
         }
         // no key is Key::MAX: seq never reaches u64::MAX
         (best_key != Key::MAX).then_some((best, best_key))
@@ -149,13 +150,11 @@ impl EventQueue {
         } else {
             let lane = &mut self.lanes[i];
             let item = lane.pop_front()?;
-            match lane.front() {
-                Some(&(k, _)) => self.fronts[i] = k,
-                None => {
-                    self.fronts[i] = Key::MAX;
-                    self.backs[i] = 0;
-                }
-            }
+            // branch-free: whether the lane empties varies from pop to pop
+            let next = lane.front().map_or(Key::MAX, |&(k, _)| k);
+            let emptied = next == Key::MAX;
+            self.fronts[i] = next;
+            self.back_times[i] = if emptied { 0 } else { self.back_times[i] };
             item
         };
         self.now = key_time(k);
