@@ -18,7 +18,7 @@
 
 use super::Ns;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 
 /// Who an event is for. Each layer interprets its own token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -50,10 +50,55 @@ fn key_time(k: Key) -> Ns {
     (k >> 64) as Ns
 }
 
+/// One lane: a ring buffer whose capacity is a power of two (indices are masked, not
+/// wrapped by comparison), grown by doubling.
+#[derive(Debug, Default)]
+struct Lane {
+    buf: Vec<(Key, Event)>,
+    head: usize,
+    len: usize,
+}
+
+impl Lane {
+    #[inline]
+    fn push_back(&mut self, item: (Key, Event)) {
+        if self.len == self.buf.len() {
+            self.grow();
+        }
+        let mask = self.buf.len() - 1;
+        self.buf[(self.head + self.len) & mask] = item;
+        self.len += 1;
+    }
+
+    /// The front item and the key of the one after it (`Key::MAX` if none). The lane
+    /// must not be empty.
+    #[inline]
+    fn pop_front(&mut self) -> ((Key, Event), Key) {
+        let mask = self.buf.len() - 1;
+        let item = self.buf[self.head];
+        self.head = (self.head + 1) & mask;
+        self.len -= 1;
+        // read the slot even when the lane is now empty (a stale key), then select:
+        // no branch on whether the lane emptied
+        let after = self.buf[self.head].0;
+        (item, if self.len > 0 { after } else { Key::MAX })
+    }
+
+    fn grow(&mut self) {
+        let cap = (self.buf.len() * 2).max(64);
+        let mut buf = Vec::with_capacity(cap);
+        let mask = self.buf.len().wrapping_sub(1);
+        buf.extend((0..self.len).map(|i| self.buf[(self.head + i) & mask]));
+        buf.resize(cap, (0, Event::Sample));
+        self.buf = buf;
+        self.head = 0;
+    }
+}
+
 #[derive(Debug)]
 pub struct EventQueue {
     /// Each lane's keys ascend from front to back.
-    lanes: [VecDeque<(Key, Event)>; LANES],
+    lanes: [Lane; LANES],
     /// Each lane's front key (`Key::MAX` when empty), for a pop to scan.
     fronts: [Key; LANES],
     /// The time of each lane's last event (0 when empty), for a push to scan: the new
@@ -111,7 +156,7 @@ impl EventQueue {
             return;
         }
         let lane = &mut self.lanes[best];
-        if lane.is_empty() {
+        if lane.len == 0 {
             self.fronts[best] = key;
         }
         lane.push_back((key, ev));
@@ -148,10 +193,8 @@ impl EventQueue {
         let (k, ev) = if i == LANES {
             self.heap.pop()?.0
         } else {
-            let lane = &mut self.lanes[i];
-            let item = lane.pop_front()?;
+            let (item, next) = self.lanes[i].pop_front();
             // branch-free: whether the lane empties varies from pop to pop
-            let next = lane.front().map_or(Key::MAX, |&(k, _)| k);
             let emptied = next == Key::MAX;
             self.fronts[i] = next;
             self.back_times[i] = if emptied { 0 } else { self.back_times[i] };
@@ -167,7 +210,7 @@ impl EventQueue {
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len() + self.lanes.iter().map(VecDeque::len).sum::<usize>()
+        self.heap.len() + self.lanes.iter().map(|l| l.len).sum::<usize>()
     }
 
     pub fn is_empty(&self) -> bool {
