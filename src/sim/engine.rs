@@ -970,7 +970,6 @@ impl Pipeline {
         }
     }
 
-    /// Reap every completed I/O now (io_u_queued_complete()).
     /// Reap up to `max` completed I/Os, oldest first (io_u_queued_complete()). A full
     /// queue reaps at most `iodepth_batch_complete_max` — 1 by default, since fio lifts
     /// the unset max to the min — so a deep queue stays full, one reap per submit.
@@ -979,7 +978,10 @@ impl Pipeline {
         let job = &mut self.jobs[j as usize];
         let n = job.completed.len().min(max);
         let logging = now >= job.stats_start;
-        for io in job.completed.drain(..n) {
+        for _ in 0..n {
+            let Some(io) = job.completed.pop_front() else {
+                break;
+            };
             let iou = &self.ios[io as usize];
             let dir = if iou.dir_write { Dir::Write } else { Dir::Read };
             if logging {
