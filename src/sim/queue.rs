@@ -15,7 +15,7 @@
 //! lane fronts and the heap's top, so a push or pop costs a handful of comparisons
 //! instead of O(log n) sifting. With four lanes nothing reaches the heap in runs
 //! without blk-iocost (the null_blk benchmarks, the blk-throttle seeds); blk-iocost's
-//! per-cgroup timers send a sixth to almost half of the events there (six lanes took
+//! per-cgroup timers send a tenth to almost half of the events there (six lanes took
 //! them all in our runs, at the price of longer scans for every event).
 
 use super::Ns;
