@@ -89,7 +89,8 @@ struct IoU {
     bytes_counted: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where a bio is on its way down; declared in pipeline order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Stage {
     Throttle,
     Split,
@@ -513,67 +514,48 @@ impl Pipeline {
     }
 
     /// Push the context's bios down the stack until it sleeps or has nothing left.
+    /// A bio goes from the stage it is at straight through the later ones; only a bio
+    /// that has to wait records the stage it waits at.
     fn run_ctx(&mut self, c: u32) {
         let now = self.q.now();
         loop {
-            let ctx = &mut self.ctxs[c as usize];
+            let ctx = &self.ctxs[c as usize];
             if ctx.blocked {
                 return;
             }
             let Some(&(b, stage)) = ctx.pending.front() else {
                 break;
             };
-            match stage {
-                Stage::Throttle => {
-                    let passes = match self.throttle.as_mut() {
-                        Some(t) => t.submit(now, b, self.bios.get_mut(b), &mut self.q),
-                        None => true,
-                    };
-                    if passes {
-                        self.account_cg(b);
-                        self.ctxs[c as usize].pending[0].1 = Stage::Split;
-                    } else {
-                        self.ctxs[c as usize].pending.pop_front();
-                    }
+            if stage == Stage::Throttle {
+                let passes = match self.throttle.as_mut() {
+                    Some(t) => t.submit(now, b, self.bios.get_mut(b), &mut self.q),
+                    None => true,
+                };
+                if !passes {
+                    self.ctxs[c as usize].pending.pop_front();
+                    continue;
                 }
-                Stage::Split => {
-                    self.split(c, b);
-                    self.ctxs[c as usize].pending[0].1 = Stage::Iocost;
-                }
-                Stage::Iocost => {
-                    let mut woken = std::mem::take(&mut self.scratch_bios);
-                    let go = match self.iocost.as_mut() {
-                        Some(ioc) => {
-                            let go = ioc.throttle(now, b, self.bios.get_mut(b), &mut self.q);
-                            ioc.drain_woken(&mut self.bios, &mut woken);
-                            go
-                        }
-                        None => true,
-                    };
-                    // other submitters of this cgroup whose waits the kick ended
-                    for &w in &woken {
-                        self.iocost_woken(w);
-                    }
-                    woken.clear();
-                    self.scratch_bios = woken;
-                    if go {
-                        self.ctxs[c as usize].pending[0].1 = Stage::Alloc;
-                    } else {
-                        self.set_bio_ctx(b, c);
-                        self.ctxs[c as usize].blocked = true;
-                        return;
-                    }
-                }
-                Stage::Alloc => {
-                    if let Some(tag) = self.free_tags.pop() {
-                        self.ctxs[c as usize].pending.pop_front();
-                        self.issue(b, tag, now, now);
-                    } else {
-                        self.tag_waiters.push_back((c, b, now));
-                        self.ctxs[c as usize].blocked = true;
-                        return;
-                    }
-                }
+                self.account_cg(b);
+            }
+            if stage <= Stage::Split {
+                self.split(c, b);
+            }
+            if stage <= Stage::Iocost && self.iocost.is_some() && !self.iocost_throttle(b, now) {
+                self.set_bio_ctx(b, c);
+                let ctx = &mut self.ctxs[c as usize];
+                ctx.pending[0].1 = Stage::Iocost;
+                ctx.blocked = true;
+                return;
+            }
+            if let Some(tag) = self.free_tags.pop() {
+                self.ctxs[c as usize].pending.pop_front();
+                self.issue(b, tag, now, now);
+            } else {
+                self.tag_waiters.push_back((c, b, now));
+                let ctx = &mut self.ctxs[c as usize];
+                ctx.pending[0].1 = Stage::Alloc;
+                ctx.blocked = true;
+                return;
             }
         }
         if let Some(j) = self.ctxs[c as usize].job
@@ -591,6 +573,23 @@ impl Pipeline {
                 self.submit_returned(j, io);
             }
         }
+    }
+
+    /// blk-iocost's `ioc_rqos_throttle()` for `b`: false if the submitter must wait.
+    /// Other submitters of the cgroup whose waits the kick ended go on first.
+    fn iocost_throttle(&mut self, b: BioId, now: Ns) -> bool {
+        let Some(ioc) = self.iocost.as_mut() else {
+            return true;
+        };
+        let mut woken = std::mem::take(&mut self.scratch_bios);
+        let go = ioc.throttle(now, b, self.bios.get_mut(b), &mut self.q);
+        ioc.drain_woken(&mut self.bios, &mut woken);
+        for &w in &woken {
+            self.iocost_woken(w);
+        }
+        woken.clear();
+        self.scratch_bios = woken;
+        go
     }
 
     fn set_bio_ctx(&mut self, b: BioId, c: u32) {
@@ -968,7 +967,6 @@ impl Pipeline {
         }
     }
 
-    /// Reap every completed I/O now (io_u_queued_complete()).
     /// Reap up to `max` completed I/Os, oldest first (io_u_queued_complete()). A full
     /// queue reaps at most `iodepth_batch_complete_max` — 1 by default, since fio lifts
     /// the unset max to the min — so a deep queue stays full, one reap per submit.
@@ -977,7 +975,10 @@ impl Pipeline {
         let job = &mut self.jobs[j as usize];
         let n = job.completed.len().min(max);
         let logging = now >= job.stats_start;
-        for io in job.completed.drain(..n) {
+        for _ in 0..n {
+            let Some(io) = job.completed.pop_front() else {
+                break;
+            };
             let iou = &self.ios[io as usize];
             let dir = if iou.dir_write { Dir::Write } else { Dir::Read };
             if logging {

@@ -16,7 +16,8 @@
 //! or compares the token with the deadline it still wants).
 //!
 //! Where things live:
-//! - `queue.rs`  — the binary-heap event queue, O(log n) per event;
+//! - `queue.rs`  — the event queue: sorted FIFO lanes in front of a binary heap (most
+//!   events are a fixed delay after now, so they arrive in order and skip the heap);
 //! - `rng.rs`    — the seeded PRNG (PCG) and the per-component seed derivation;
 //! - `bio.rs`    — `Bio` (what the controllers see) and `Dir`;
 //! - `engine.rs` — the request pipeline of DESIGN.md §1 wiring all layers together.

@@ -194,7 +194,12 @@ impl OffsetGen {
 
     /// Byte offset of the next I/O of `len` bytes.
     pub fn next(&mut self, len: u64, rng: &mut SimRng) -> u64 {
-        let span = (len / self.align).max(1);
+        // one block per I/O is the common case: skip the division
+        let span = if len == self.align {
+            1
+        } else {
+            (len / self.align).max(1)
+        };
         let usable = self.blocks.saturating_sub(span - 1).max(1);
         let block = if !self.random {
             if self.pos >= usable {

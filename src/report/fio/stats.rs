@@ -176,6 +176,13 @@ pub fn percentiles(hist: &LatHist, plist: &[f64]) -> Vec<u64> {
 fn welford_add(n: &mut u64, mean: &mut f64, s: &mut f64, x: f64) {
     let delta = x - *mean;
     *n += 1;
+    // A sample equal to the mean adds +0.0 to both sums, which leaves them bit for bit
+    // as they are (neither is ever -0.0: they start at +0.0 and the samples are >= 0),
+    // so the division can be skipped; this is common (slat is constant when
+    // submission never waits).
+    if delta == 0.0 {
+        return;
+    }
     *mean += delta / *n as f64;
     *s += delta * (x - *mean);
 }
@@ -497,6 +504,25 @@ mod tests {
             percentiles(&h, &[1.0, 50.0, 99.0, 100.0]),
             vec![1, 50, 99, 100]
         );
+    }
+
+    #[test]
+    fn welford_skip_of_a_sample_at_the_mean_is_exact() {
+        // fio's add_stat_sample() without the shortcut, bit for bit
+        let (mut n, mut mean, mut m2) = (0u64, 0.0f64, 0.0f64);
+        let mut st = LatStat::default();
+        for v in [0u64, 0, 2000, 2000, 2000, 7, 1000, 1000, 1000, 1003, 0] {
+            let x = v as f64;
+            let delta = x - mean;
+            n += 1;
+            mean += delta / n as f64;
+            m2 += delta * (x - mean);
+            st.add(v);
+            assert_eq!(
+                (st.n, st.mean.to_bits(), st.s.to_bits()),
+                (n, mean.to_bits(), m2.to_bits())
+            );
+        }
     }
 
     #[test]
