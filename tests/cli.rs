@@ -87,56 +87,43 @@ fn same_seed_byte_identical_output() {
 
 #[test]
 fn bad_scenarios_get_one_line_errors_with_file_and_line() {
-    let f = scenario_file(
-        "unknown-key.toml",
-        "[device]\nmodel = \"nullb\"\nirqmod = 2\n[cgroup.a]\nfio = \"fio --name=a\"\n",
-    );
-    let e = run_err(&["run", &f]);
-    assert!(
-        e.contains("unknown-key.toml:3:") && e.contains("irqmode"),
-        "{e}"
-    );
-
-    let f = scenario_file(
-        "bad-model.toml",
-        "[device]\nmodel = \"floppy\"\n[cgroup.a]\nfio = \"fio --name=a\"\n",
-    );
-    let e = run_err(&["run", &f]);
-    assert!(
-        e.contains("bad-model.toml:2:") && e.contains("nullb"),
-        "{e}"
-    );
-
-    let f = scenario_file(
-        "bad-unit.toml",
-        "duration = \"3 fortnights\"\n[device]\nmodel = \"nullb\"\n",
-    );
-    let e = run_err(&["run", &f]);
-    assert!(e.contains("bad-unit.toml:1:"), "{e}");
-
-    let f = scenario_file(
-        "bad-fio.toml",
-        "[device]\nmodel = \"nullb\"\n[cgroup.a]\nfio = \"fio --name=a --bs=4q\"\n",
-    );
-    let e = run_err(&["run", &f]);
-    assert!(e.contains("bad-fio.toml:4") && e.contains("bs"), "{e}");
-
-    let f = scenario_file(
-        "bad-iomax.toml",
-        "[device]\nmodel = \"nullb\"\n[cgroup.a]\n\"io.max\" = \"252:0 riops=0\"\nfio = \"fio --name=a\"\n",
-    );
-    let e = run_err(&["run", &f]);
-    assert!(
-        e.contains("bad-iomax.toml:4:") && e.contains("ERANGE"),
-        "{e}"
-    );
-
-    let f = scenario_file(
-        "bad-dev.toml",
-        "[device]\nmodel = \"nullb\"\n[cgroup.a]\n\"io.max\" = \"8:0 riops=10\"\nfio = \"fio --name=a\"\n",
-    );
-    let e = run_err(&["run", &f]);
-    assert!(e.contains("ENODEV"), "{e}");
+    // (file, scenario text, what the one-line error must name)
+    let cases: [(&str, &str, &[&str]); 6] = [
+        (
+            "unknown-key.toml",
+            "[device]\nmodel = \"nullb\"\nirqmod = 2\n[cgroup.a]\nfio = \"fio --name=a\"\n",
+            &["unknown-key.toml:3:", "irqmode"],
+        ),
+        (
+            "bad-model.toml",
+            "[device]\nmodel = \"floppy\"\n[cgroup.a]\nfio = \"fio --name=a\"\n",
+            &["bad-model.toml:2:", "nullb"],
+        ),
+        (
+            "bad-unit.toml",
+            "duration = \"3 fortnights\"\n[device]\nmodel = \"nullb\"\n",
+            &["bad-unit.toml:1:"],
+        ),
+        (
+            "bad-fio.toml",
+            "[device]\nmodel = \"nullb\"\n[cgroup.a]\nfio = \"fio --name=a --bs=4q\"\n",
+            &["bad-fio.toml:4", "bs"],
+        ),
+        (
+            "bad-iomax.toml",
+            "[device]\nmodel = \"nullb\"\n[cgroup.a]\n\"io.max\" = \"252:0 riops=0\"\nfio = \"fio --name=a\"\n",
+            &["bad-iomax.toml:4:", "ERANGE"],
+        ),
+        (
+            "bad-dev.toml",
+            "[device]\nmodel = \"nullb\"\n[cgroup.a]\n\"io.max\" = \"8:0 riops=10\"\nfio = \"fio --name=a\"\n",
+            &["ENODEV"],
+        ),
+    ];
+    for (file, text, needles) in cases {
+        let e = run_err(&["run", &scenario_file(file, text)]);
+        assert!(needles.iter().all(|n| e.contains(n)), "{file}: {e}");
+    }
 
     let e = run_err(&["run", "no-such-scenario"]);
     assert!(e.contains("built in:"), "{e}");
