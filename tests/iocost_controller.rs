@@ -43,16 +43,8 @@ impl Rig {
         self.seq += 1;
         let sector = (self.seq * 2_654_435_761 % (1 << 28)) * 8;
         let mut bio = Bio {
-            cgroup: cg,
-            dir: Dir::Read,
-            sector,
-            bytes: 4096,
             meta: self.meta[cg as usize],
-            bps_throttled: false,
-            tg_bps_charged: false,
-            iocost_cost: 0,
-            io: 0,
-            submitted: now,
+            ..Bio::new(cg, Dir::Read, sector, 4096, now)
         };
         let id = self.bios.alloc(bio.clone());
         let issue = self.ioc.throttle(now, id, &mut bio, &mut self.q);

@@ -47,16 +47,8 @@ fn run(version: &str, arrivals: &[(u64, u64, bool)]) -> Vec<(u32, Dir, u64, Ns)>
                 let (_, units, w) = arrivals[i as usize];
                 let dir = if w { Dir::Write } else { Dir::Read };
                 let mut b = Bio {
-                    cgroup: leaf,
-                    dir,
-                    sector: 0,
-                    bytes: units * 4096,
-                    meta: false,
-                    bps_throttled: false,
-                    tg_bps_charged: false,
-                    iocost_cost: 0,
                     io: i,
-                    submitted: now,
+                    ..Bio::new(leaf, dir, 0, units * 4096, now)
                 };
                 let id = slab.alloc(b.clone());
                 if t.submit(now, id, &mut b, &mut q) {

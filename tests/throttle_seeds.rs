@@ -24,18 +24,7 @@ fn limits(rotational: bool) -> QueueLimits {
 }
 
 fn bio(cg: u32, dir: Dir, bytes: u64) -> Bio {
-    Bio {
-        cgroup: cg,
-        dir,
-        sector: 0,
-        bytes,
-        meta: false,
-        bps_throttled: false,
-        tg_bps_charged: false,
-        iocost_cost: 0,
-        io: 0,
-        submitted: 0,
-    }
+    Bio::new(cg, dir, 0, bytes, 0)
 }
 
 fn setup(version: &str, hz: u32, rotational: bool, io_max: &str) -> (Throttle, EventQueue, u32) {

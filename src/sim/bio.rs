@@ -56,6 +56,25 @@ pub struct Bio {
     pub submitted: Ns,
 }
 
+impl Bio {
+    /// A plain bio of `bytes` at `sector`, entering the block layer at `submitted`:
+    /// not metadata, nothing charged yet, fio I/O 0 (set `meta`/`io` with struct update).
+    pub fn new(cgroup: u32, dir: Dir, sector: u64, bytes: u64, submitted: Ns) -> Bio {
+        Bio {
+            cgroup,
+            dir,
+            sector,
+            bytes,
+            meta: false,
+            bps_throttled: false,
+            tg_bps_charged: false,
+            iocost_cost: 0,
+            io: 0,
+            submitted,
+        }
+    }
+}
+
 /// All live bios, indexed by `BioId`; freed slots are reused (bounded memory).
 #[derive(Debug, Default)]
 pub struct BioSlab {

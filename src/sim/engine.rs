@@ -1027,19 +1027,14 @@ impl Pipeline {
 }
 
 fn bio_for(iou: &IoU, io: u32, p: &JobParams, offset: u64) -> Bio {
+    let dir = if iou.dir_write { Dir::Write } else { Dir::Read };
+    // a bio is whole 512-byte sectors (fio rejects unaligned O_DIRECT sizes; an odd
+    // `bs` such as the linear-max RFC's 48607 is rounded up)
+    let bytes = iou.bytes.div_ceil(512) * 512;
     Bio {
-        cgroup: p.cgroup,
-        dir: if iou.dir_write { Dir::Write } else { Dir::Read },
-        sector: offset / 512,
-        // a bio is whole 512-byte sectors (fio rejects unaligned O_DIRECT sizes; an
-        // odd `bs` such as the linear-max RFC's 48607 is rounded up)
-        bytes: iou.bytes.div_ceil(512) * 512,
         meta: p.meta,
-        bps_throttled: false,
-        tg_bps_charged: false,
-        iocost_cost: 0,
         io,
-        submitted: iou.start,
+        ..Bio::new(p.cgroup, dir, offset / 512, bytes, iou.start)
     }
 }
 
