@@ -60,8 +60,9 @@ pub struct Iocg {
     /// `blkcg_schedule_throttle()` called: the next issuer returning to user space
     /// sleeps for the blkg delay.
     throttle_pending: bool,
-    /// inuse before debt took it to the minimum (`last_inuse`), restored when paid.
-    last_inuse: u64,
+    /// `saved_margin`: vnow - vtime at the last propagation that saved it; the
+    /// in-period inuse bump waits until the margin has deteriorated below it.
+    saved_margin: i64,
     /// `wait_since`, `indebt_since`, `indelay_since` (us).
     wait_since: Option<i64>,
     indebt_since: Option<i64>,
@@ -185,7 +186,15 @@ fn scale_down(cost: u64, hw: u64) -> u64 {
 }
 
 impl Iocost {
-    fn vnow(&self, now: Ns) -> i64 {
+    /// `propagate_weights(iocg, active, inuse, save=true)`: also records the margin
+    /// (`saved_margin`) that later in-period inuse adjustments compare against.
+    pub(super) fn propagate_saving(&mut self, cg: u32, active: u64, inuse: u64, vnow: i64) {
+        self.rt.hier.propagate(cg, active, inuse);
+        let g = &mut self.rt.iocgs[cg as usize];
+        g.saved_margin = vnow - g.vtime;
+    }
+
+    pub(super) fn vnow(&self, now: Ns) -> i64 {
         let rt = &self.rt;
         rt.period_at_vtime + (us(now) - rt.period_at_us) * rt.vtime_rate
     }
@@ -225,15 +234,18 @@ impl Iocost {
         }
         let vnow = self.vnow(now);
         let target = self.derived.margins.target as i64;
-        let w = u64::from(self.weight(cg)) * WEIGHT_ONE;
-        self.rt.hier.set_weight(cg, self.weight(cg));
-        self.rt.hier.propagate(cg, w, w);
         let g = &mut self.rt.iocgs[cg as usize];
         let delta = vnow - target - g.vtime;
         g.vtime += delta;
         g.done_vtime += delta;
         g.active = true;
         let last_period = std::mem::replace(&mut g.active_period, cur);
+        // back at the inuse it had when it went idle (`last_inuse ?: weight`)
+        let w = u64::from(self.weight(cg)) * WEIGHT_ONE;
+        self.rt.hier.set_weight(cg, self.weight(cg));
+        let last = self.rt.hier.last_inuse(cg);
+        self.propagate_saving(cg, w, if last > 0 { last } else { w }, vnow);
+        let g = &mut self.rt.iocgs[cg as usize];
         g.activated_at_us = us(now);
         let vtime = g.vtime;
         self.trace_state("iocost_iocg_activate", cg, now, vnow, last_period, vtime);
@@ -305,8 +317,8 @@ impl Iocost {
         self.rt.iocgs[cg as usize].waiters.push_back((id, abs));
         // a waiting cgroup never donates: inuse back to active (debt owns a debtor's)
         let active = self.rt.hier.active(cg);
-        if self.rt.iocgs[cg as usize].abs_vdebt == 0 && self.rt.hier.inuse(cg) < active {
-            self.rt.hier.propagate(cg, active, active);
+        if self.rt.iocgs[cg as usize].abs_vdebt == 0 && self.rt.hier.inuse(cg) != active {
+            self.propagate_saving(cg, active, active, vnow);
         }
         let mut woken = Vec::new();
         let mut committed = Vec::new();
@@ -332,15 +344,20 @@ impl Iocost {
         let low = self.derived.margins.low as i64;
         let vtime = self.rt.iocgs[cg as usize].vtime;
         let active = self.rt.hier.active(cg);
-        let in_debt = self.rt.iocgs[cg as usize].abs_vdebt > 0;
-        if in_debt || vnow - vtime - cost >= low || self.rt.hier.inuse(cg) >= active {
+        let g = &self.rt.iocgs[cg as usize];
+        let margin = vnow - vtime - cost;
+        if g.abs_vdebt > 0
+            || margin >= g.saved_margin
+            || margin >= low
+            || self.rt.hier.inuse(cg) == active
+        {
             return cost;
         }
         let step = (active * 25).div_ceil(100);
         let (old_inuse, old_hwi) = (self.rt.hier.inuse(cg), hwi);
         loop {
             let inuse = (self.rt.hier.inuse(cg) + step).min(active);
-            self.rt.hier.propagate(cg, active, inuse);
+            self.propagate_saving(cg, active, inuse, vnow);
             let (_, hwi) = self.rt.hier.hweight(cg);
             cost = scale_up(abs, hwi);
             if vtime + cost <= vnow || inuse == active {
@@ -353,12 +370,10 @@ impl Iocost {
 
     /// Mirrors `iocg_incur_debt()`: the first debt takes inuse to the minimum.
     fn incur_debt(&mut self, now: Ns, cg: u32, abs: u64) {
-        let inuse = self.rt.hier.inuse(cg);
         let active = self.rt.hier.active(cg);
         let g = &mut self.rt.iocgs[cg as usize];
         if g.abs_vdebt == 0 && abs > 0 {
             g.indebt_since = Some(us(now));
-            g.last_inuse = inuse;
             self.rt.hier.propagate(cg, active, 0);
         }
         let g = &mut self.rt.iocgs[cg as usize];
@@ -372,7 +387,7 @@ impl Iocost {
         g.abs_vdebt -= abs_vpay.min(g.abs_vdebt);
         if g.abs_vdebt == 0 {
             g.stat.indebt_us += g.indebt_since.take().map_or(0, |t| (us(now) - t) as u64);
-            let last = g.last_inuse;
+            let last = self.rt.hier.last_inuse(cg);
             let active = self.rt.hier.active(cg);
             self.rt.hier.propagate(cg, active, last);
         }
@@ -689,9 +704,7 @@ impl Iocost {
                     let inuse = self.rt.hier.inuse(cg);
                     let io = (inuse, active);
                     self.trace_inuse("iocost_inuse_shortage", cg, now, io, (hwi, new_hwi));
-                    if inuse < active {
-                        self.rt.hier.propagate(cg, active, active);
-                    }
+                    self.propagate_saving(cg, active, active, vnow);
                     nr_shortages += 1;
                 }
             } else {
@@ -699,7 +712,7 @@ impl Iocost {
             }
         }
         if !donors.is_empty() && nr_shortages > 0 {
-            self.transfer_surpluses(now, &donors);
+            self.transfer_surpluses(now, vnow, &donors);
         }
         let prev = self.rt.busy_level;
         self.rt.busy_level = next_busy_level(
@@ -853,7 +866,7 @@ impl Iocost {
     }
 
     /// Debtors take part in the calculation but keep their minimum inuse.
-    fn transfer_surpluses(&mut self, now: Ns, donors: &[Donor]) {
+    fn transfer_surpluses(&mut self, now: Ns, vnow: i64, donors: &[Donor]) {
         for (d, (cg, inuse)) in donors.iter().zip(self.rt.hier.transfer_surpluses(donors)) {
             if self.rt.iocgs[cg as usize].abs_vdebt > 0 {
                 continue;
@@ -868,7 +881,7 @@ impl Iocost {
                 (hwi, d.after),
             );
             let act = self.rt.hier.active(cg);
-            self.rt.hier.propagate(cg, act, inuse);
+            self.propagate_saving(cg, act, inuse, vnow);
         }
     }
 

@@ -20,6 +20,8 @@ struct Node {
     weight: u64,
     active: u64,
     inuse: u64,
+    /// inuse before the latest propagation (`last_inuse`).
+    last_inuse: u64,
     child_active_sum: u64,
     child_inuse_sum: u64,
     /// (hweight_active, hweight_inuse) and the generation it was computed at.
@@ -64,18 +66,25 @@ impl Hier {
     pub fn inuse(&self, cg: u32) -> u64 {
         self.nodes[cg as usize].inuse
     }
+    /// inuse before the latest propagation (`last_inuse`): what a reactivated cgroup
+    /// starts from, and what a paid-off debtor gets back.
+    pub fn last_inuse(&self, cg: u32) -> u64 {
+        self.nodes[cg as usize].last_inuse
+    }
 
     /// Sets a node's configured weight (effective on its next propagation).
     pub fn set_weight(&mut self, cg: u32, weight: u32) {
         self.nodes[cg as usize].weight = u64::from(weight) * WEIGHT_ONE;
     }
 
-    /// Mirrors `__propagate_weights()` for a leaf: inuse ≤ active and at least 1, then
-    /// walks up updating the children's sums until nothing changes.
+    /// Mirrors `__propagate_weights()` for a leaf: inuse clamped to [1, active] (0 when
+    /// deactivating), the old inuse remembered, then a walk up updating the children's
+    /// sums until nothing changes.
     pub fn propagate(&mut self, cg: u32, active: u64, inuse: u64) {
         let mut idx = cg as usize;
         let mut active = active;
-        let mut inuse = inuse.min(active).max(1);
+        let mut inuse = inuse.max(1).min(active);
+        self.nodes[idx].last_inuse = self.nodes[idx].inuse;
         loop {
             let n = self.nodes[idx];
             if n.active == active && n.inuse == inuse {
@@ -280,6 +289,27 @@ impl Hier {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `__propagate_weights()`: a deactivated leaf holds inuse 0 (clamp(0, 1, 0)), so
+    /// its parent's inuse sum drops it entirely, and `last_inuse` remembers the donor's
+    /// inuse it went idle with, which `iocg_activate()` starts it from again.
+    #[test]
+    fn deactivation_zeroes_inuse_and_remembers_it() {
+        let mut t = CgroupTree::default();
+        let a = t.ensure("A");
+        let b = t.ensure("B");
+        let mut h = Hier::new(&t, |_| 100);
+        let w = 100 * WEIGHT_ONE;
+        h.propagate(a, w, w);
+        h.propagate(b, w, w);
+        h.propagate(b, w, w / 4);
+        assert_eq!(h.last_inuse(b), w);
+        h.propagate(b, 0, 0);
+        assert_eq!((h.active(b), h.inuse(b)), (0, 0));
+        assert_eq!(h.last_inuse(b), w / 4);
+        assert_eq!(h.nodes[0].child_inuse_sum, w);
+        assert_eq!(h.hweight(a), (WEIGHT_ONE, WEIGHT_ONE));
+    }
 
     #[test]
     fn kernel_header_example() {

@@ -313,7 +313,7 @@ impl Iocost {
     /// `ioc_weight_write()` for cgroup `cg` (the root has no `io.weight`).
     pub fn write_weight(
         &mut self,
-        _now: Ns,
+        now: Ns,
         cg: u32,
         input: &str,
         devs: &DeviceTable,
@@ -322,12 +322,15 @@ impl Iocost {
         let dev = self.dev;
         self.weights_mut(cg)?
             .write(input, devs, |d| d == dev && has_ioc)?;
-        // an active iocg gets the new weight at once (propagate_weights with save)
+        // weight_updated(): an active iocg gets the new weight at once, its inuse kept
+        // (clamped to the new weight)
         let w = self.weight(cg);
         self.rt.hier.set_weight(cg, w);
         if self.rt.iocgs[cg as usize].active {
             let a = u64::from(w) * hweight::WEIGHT_ONE;
-            self.rt.hier.propagate(cg, a, a);
+            let inuse = self.rt.hier.inuse(cg);
+            let vnow = self.vnow(now);
+            self.propagate_saving(cg, a, inuse, vnow);
         }
         Ok(())
     }
