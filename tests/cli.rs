@@ -88,7 +88,7 @@ fn same_seed_byte_identical_output() {
 #[test]
 fn bad_scenarios_get_one_line_errors_with_file_and_line() {
     // (file, scenario text, what the one-line error must name)
-    let cases: [(&str, &str, &[&str]); 6] = [
+    let cases: [(&str, &str, &[&str]); 8] = [
         (
             "unknown-key.toml",
             "[device]\nmodel = \"nullb\"\nirqmod = 2\n[cgroup.a]\nfio = \"fio --name=a\"\n",
@@ -113,6 +113,16 @@ fn bad_scenarios_get_one_line_errors_with_file_and_line() {
             "bad-iomax.toml",
             "[device]\nmodel = \"nullb\"\n[cgroup.a]\n\"io.max\" = \"252:0 riops=0\"\nfio = \"fio --name=a\"\n",
             &["bad-iomax.toml:4:", "ERANGE"],
+        ),
+        (
+            "bad-state.toml",
+            "[device]\nmodel = \"nullb\"\n[state]\n\"iocost.vrate\" = \"fast\"\n",
+            &["bad-state.toml:4:", "cost.vrate", "percent"],
+        ),
+        (
+            "unknown-state.toml",
+            "[device]\nmodel = \"nullb\"\n[state]\nbusy_level = 3\n",
+            &["unknown-state.toml:4:", "iocost.vrate"],
         ),
         (
             "bad-dev.toml",

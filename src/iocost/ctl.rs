@@ -125,7 +125,7 @@ pub struct Runtime {
     period_seq: u64,
     period_at_us: i64,
     period_at_vtime: i64,
-    vtime_rate: i64,
+    pub(super) vtime_rate: i64,
     vtime_err: i64,
     pub busy_level: i32,
     cur_period: u64,

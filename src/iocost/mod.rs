@@ -225,6 +225,15 @@ impl Iocost {
         self.derived = Self::derive(&q, &self.model, self.vrate);
     }
 
+    /// Start from a base vrate other than boot's 100% (`[state] "iocost.vrate"`): the
+    /// `vtime_base_rate` an earlier run left, to the kernel's resolution (1/100 %).
+    pub fn set_base_vrate_pct(&mut self, pct: f64) {
+        let p10k = (pct * 100.0).round() as u64;
+        self.vrate = (p10k * VTIME_PER_USEC).div_ceil(10_000);
+        self.rt.vtime_rate = self.vrate as i64;
+        self.refresh();
+    }
+
     /// The derived parameters currently in force.
     pub fn params(&self) -> &Derived {
         &self.derived

@@ -5,7 +5,7 @@
 //! Design
 //! ------
 //! A scenario is kept as its TOML table until a variant is chosen: `[[variant]]` blocks
-//! override top-level tables key by key (`kernel`, `device`, `host`, `root`, and
+//! override top-level tables key by key (`kernel`, `device`, `host`, `state`, `root`, and
 //! `cgroup.NAME`), so resolution is a merge of tables followed by one typed pass
 //! (`resolve.rs`) that validates every key and names the file and line of anything
 //! wrong. Scenarios shipped with the binary live in `scenarios/` and are embedded at
@@ -41,6 +41,7 @@ const TOP_KEYS: &[&str] = &[
     "device",
     "kernel",
     "host",
+    "state",
     "root",
     "cgroup",
     "schedule",
@@ -57,6 +58,7 @@ const VARIANT_KEYS: &[&str] = &[
     "kernel",
     "device",
     "host",
+    "state",
     "root",
     "cgroup",
 ];

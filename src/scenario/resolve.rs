@@ -85,6 +85,17 @@ impl Default for KernelSettings {
     }
 }
 
+/// `[state]`: controller state left on the machine by what ran before the scenario.
+/// blk-iocost keeps `vtime_base_rate` across runs and across writes to `io.cost.qos`
+/// (`ioc_refresh_params_disk()` resets it only when the autop preset changes), so a
+/// run on a machine that has been busy since boot starts from wherever the last one
+/// left it; its root `io.stat` shows it as `cost.vrate`.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PriorState {
+    /// `"iocost.vrate"`: the base vrate in percent (`cost.vrate`), None = boot's 100%.
+    pub iocost_vrate_pct: Option<f64>,
+}
+
 /// A variant ready to run.
 #[derive(Debug, Clone)]
 pub struct Resolved {
@@ -95,6 +106,7 @@ pub struct Resolved {
     pub device: Table,
     pub kernel: KernelSettings,
     pub host: HostCosts,
+    pub state: PriorState,
     pub tree: CgroupTree,
     pub writes: Vec<IfaceWrite>,
     pub fio: Vec<FioSource>,
@@ -131,6 +143,7 @@ impl Scenario {
         };
         let kernel = self.kernel_settings(t.get("kernel"))?;
         let host = self.host_costs(t.get("host"))?;
+        let state = self.prior_state(t.get("state"))?;
         let mut tree = CgroupTree::default();
         let mut writes = Vec::new();
         let mut fio = Vec::new();
@@ -260,6 +273,7 @@ impl Scenario {
             device,
             kernel,
             host,
+            state,
             tree,
             writes,
             fio,
@@ -381,6 +395,45 @@ impl Scenario {
             }
         }
         Ok(h)
+    }
+
+    fn prior_state(&self, v: Option<&Value>) -> Result<PriorState, ScenarioError> {
+        let mut st = PriorState::default();
+        let Some(v) = v else {
+            return Ok(st);
+        };
+        let Some(t) = v.as_table() else {
+            return Err(self.err_at(&[], "state", "`state` must be a table"));
+        };
+        for (key, val) in t {
+            match key.as_str() {
+                "iocost.vrate" => {
+                    let pct = match val {
+                        Value::Float(f) => *f,
+                        Value::Integer(i) => *i as f64,
+                        _ => f64::NAN,
+                    };
+                    if !(1.0..=10_000.0).contains(&pct) {
+                        return Err(self.err_at(
+                            &["state"],
+                            key,
+                            format!(
+                                "`state.iocost.vrate` = {val}: expected the base vrate in percent as io.stat's `cost.vrate` shows it, a number from 1 to 10000 (e.g. 125.5)"
+                            ),
+                        ));
+                    }
+                    st.iocost_vrate_pct = Some(pct);
+                }
+                _ => {
+                    return Err(self.err_at(
+                        &["state"],
+                        key,
+                        format!("unknown `state.{key}`; accepted: \"iocost.vrate\""),
+                    ));
+                }
+            }
+        }
+        Ok(st)
     }
 
     /// `[[schedule]]`: interface writes at a time (`at = "5s"`, `cgroup = "a"`, then

@@ -338,7 +338,11 @@ pub fn run_variant_traced(
             behaviour,
             debug_stats: r.kernel.debug_stats,
         };
-        pipe.iocost = Some(Iocost::new(cfg, &tree, &limits));
+        let mut ioc = Iocost::new(cfg, &tree, &limits);
+        if let Some(pct) = r.state.iocost_vrate_pct {
+            ioc.set_base_vrate_pct(pct);
+        }
+        pipe.iocost = Some(ioc);
     }
     // interface writes at t = 0 now, later ones from the event loop
     let mut later = Vec::new();
@@ -849,6 +853,9 @@ pub fn check_command(sc: &Scenario, variants: &[String]) -> Result<u8, String> {
         let b = throttle_behaviour(sc, &r)?;
         println!("  throttle {b:?}");
         println!("  host     {:?}", r.host);
+        if let Some(pct) = r.state.iocost_vrate_pct {
+            println!("  state    iocost base vrate {pct:.2}% (left by earlier runs)");
+        }
         for w in &r.writes {
             let cg = &r.tree.nodes[w.cgroup as usize].path;
             println!(
