@@ -300,13 +300,23 @@ impl Scenario {
         }
     }
 
+    /// A top-level table the scenario may leave out.
+    fn optional_table<'a>(
+        &self,
+        v: Option<&'a Value>,
+        name: &str,
+    ) -> Result<Option<&'a Table>, ScenarioError> {
+        match v {
+            None => Ok(None),
+            Some(Value::Table(t)) => Ok(Some(t)),
+            Some(_) => Err(self.err_at(&[], name, format!("`{name}` must be a table"))),
+        }
+    }
+
     fn kernel_settings(&self, v: Option<&Value>) -> Result<KernelSettings, ScenarioError> {
         let mut k = KernelSettings::default();
-        let Some(v) = v else {
+        let Some(t) = self.optional_table(v, "kernel")? else {
             return Ok(k);
-        };
-        let Some(t) = v.as_table() else {
-            return Err(self.err_at(&[], "kernel", "`kernel` must be a table"));
         };
         for (key, val) in t {
             let path = ["kernel"];
@@ -368,11 +378,8 @@ impl Scenario {
 
     fn host_costs(&self, v: Option<&Value>) -> Result<HostCosts, ScenarioError> {
         let mut h = HostCosts::default();
-        let Some(v) = v else {
+        let Some(t) = self.optional_table(v, "host")? else {
             return Ok(h);
-        };
-        let Some(t) = v.as_table() else {
-            return Err(self.err_at(&[], "host", "`host` must be a table"));
         };
         for (key, val) in t {
             let ns = parse_duration(val)
@@ -399,11 +406,8 @@ impl Scenario {
 
     fn prior_state(&self, v: Option<&Value>) -> Result<PriorState, ScenarioError> {
         let mut st = PriorState::default();
-        let Some(v) = v else {
+        let Some(t) = self.optional_table(v, "state")? else {
             return Ok(st);
-        };
-        let Some(t) = v.as_table() else {
-            return Err(self.err_at(&[], "state", "`state` must be a table"));
         };
         for (key, val) in t {
             match key.as_str() {
