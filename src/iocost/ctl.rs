@@ -727,8 +727,10 @@ impl Iocost {
         let (nv, emit) =
             adjust_base_vrate(self.vrate, self.rt.busy_level, prev, nr_lagging, bounds);
         if emit {
+            // the tracepoint's old_vrate is atomic64_read(&ioc->vtime_rate): the rate in
+            // force during the period, loss compensation included
             let body = vrate_adj_line(
-                self.vrate,
+                self.rt.vtime_rate.max(0) as u64,
                 nv,
                 self.rt.busy_level,
                 &lat,

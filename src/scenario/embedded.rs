@@ -47,6 +47,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "validate-iocost-saturated",
         include_str!("../../scenarios/validate-iocost-saturated.toml"),
     ),
+    (
+        "validate-iocost-donation",
+        include_str!("../../scenarios/validate-iocost-donation.toml"),
+    ),
 ];
 
 /// Names of the built-in scenarios, in order.
