@@ -50,13 +50,9 @@ fn sanity_nullb_ssd() {
     assert_all_bands_pass("sanity-nullb-ssd");
 }
 
-/// Not reproduced yet (28 of 33 bands pass): before the fix cgB waits ~75 ms on
-/// average instead of 170-190 ms (the device backlog behind cgA drains more often than
-/// on the real disk), and at 256 KiB cgB reaches 149 IOPS after the fix instead of
-/// 200. `blkcg-sim repro iocost-no-completion` shows every band; run this with
-/// `cargo test -- --ignored` to see which still fail.
+/// Both regimes of the seed on one calibrated disk: before the fix cgB waits behind the
+/// full device queue (~215 ms, published 170-191), after it gets its 200 IOPS at 2-5 ms.
 #[test]
-#[ignore = "iocost-no-completion: 5 of 33 bands still fail (see the note above)"]
 fn iocost_no_completion() {
     assert_all_bands_pass("iocost-no-completion");
 }
