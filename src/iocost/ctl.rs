@@ -671,7 +671,7 @@ impl Iocost {
             // donation classification (hweight_after_donation(), bounded by hwm)
             if hwi < hwa || (g.waiters.is_empty() && g.vtime < vnow - low) {
                 let inflight = (g.vtime - g.done_vtime).max(0) as u64;
-                let infl_us = (inflight * hwi).div_ceil(WEIGHT_ONE).div_ceil(base);
+                let infl_us = scale_down(inflight, hwi).div_ceil(base);
                 let usage_us = g.usage_delta_us.max(infl_us);
                 let dur = (us(now) - g.activated_at_us.max(self.rt.period_at_us)).max(1) as u64;
                 let usage = (usage_us * WEIGHT_ONE).div_ceil(dur).clamp(1, WEIGHT_ONE);
