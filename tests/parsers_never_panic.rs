@@ -5,7 +5,7 @@
 
 use blkcg_sim::blkcg::{CgroupTree, DeviceTable};
 use blkcg_sim::device::QueueLimits;
-use blkcg_sim::iocost::{Iocost, IocostBehaviour, IocostConfig, NoCompletion, TimerMode};
+use blkcg_sim::iocost::{self, Iocost, IocostConfig, TimerMode};
 use blkcg_sim::scenario::Scenario;
 use blkcg_sim::scenario::run::parse_device_spec;
 use blkcg_sim::sim::EventQueue;
@@ -72,7 +72,7 @@ proptest! {
         let _ = t.write_io_max(0, cg, &line, &devs, &mut q);
         let cfg = IocostConfig {
             timer: TimerMode::Exact,
-            behaviour: IocostBehaviour { no_completion: NoCompletion::KeepIfLagging },
+            behaviour: iocost::behaviour_for("newest", &[]).unwrap(),
             debug_stats: false,
         };
         let mut ioc = Iocost::new(cfg, &tree, &limits());

@@ -26,8 +26,10 @@ use std::collections::VecDeque;
 
 use super::debt::{Forgiveness, MIN_DELAY, decayed_delay, delay_for_overage, halve};
 use super::hweight::{Donor, Hier, WEIGHT_ONE};
-use super::period::{LatStats, adjust_base_vrate, next_busy_level, vrate_adj_line};
-use super::{Iocost, TimerMode};
+use super::period::{
+    LatStats, adjust_base_vrate, keeps_base_vrate, next_busy_level, vrate_adj_line,
+};
+use super::{Iocost, TimerMode, TraceVrate};
 use crate::sim::Ns;
 use crate::sim::bio::{Bio, BioId, BioSlab, Dir};
 use crate::sim::queue::{Event, EventQueue};
@@ -727,16 +729,17 @@ impl Iocost {
         let (nv, emit) =
             adjust_base_vrate(self.vrate, self.rt.busy_level, prev, nr_lagging, bounds);
         if emit {
-            // the tracepoint's old_vrate is atomic64_read(&ioc->vtime_rate): the rate in
-            // force during the period, loss compensation included
-            let body = vrate_adj_line(
-                self.rt.vtime_rate.max(0) as u64,
-                nv,
-                self.rt.busy_level,
-                &lat,
-                nr_lagging,
-                nr_shortages,
-            );
+            // before 6.2 the tracepoint's OLD is atomic64_read(&ioc->vtime_rate), the rate
+            // in force (loss compensation included), and so is NEW on the early return
+            let in_force = self.rt.vtime_rate.max(0) as u64;
+            let (old, new) = match self.cfg.behaviour.trace_vrate {
+                TraceVrate::Base => (self.vrate, nv),
+                TraceVrate::InForce if keeps_base_vrate(self.rt.busy_level, nr_lagging) => {
+                    (in_force, in_force)
+                }
+                TraceVrate::InForce => (in_force, nv),
+            };
+            let body = vrate_adj_line(old, new, self.rt.busy_level, &lat, nr_lagging, nr_shortages);
             let line = format!("iocost_ioc_vrate_adj: [{}] {body}", self.name);
             self.rt.trace.push(line);
         }

@@ -51,10 +51,22 @@ pub enum NoCompletion {
     KeepIfLagging,
 }
 
+/// Which rates the `iocost_ioc_vrate_adj` tracepoint prints (`vrate=OLD->NEW`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TraceVrate {
+    /// Before 6.2: OLD is `vtime_rate`, the rate in force during the period (loss
+    /// compensation included), and so is NEW when the base is left alone. Seen on 6.1.192.
+    InForce,
+    /// 6.2 on: OLD is `vtime_base_rate`, NEW the new base rate. Seen on 6.12.117 and in
+    /// the iocost seed's bpftrace (`vrate=124.97%->124.97% busy=0`).
+    Base,
+}
+
 /// Named behaviours of the controller that differ between kernel versions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IocostBehaviour {
     pub no_completion: NoCompletion,
+    pub trace_vrate: TraceVrate,
 }
 
 /// How the period timer is armed.
@@ -77,6 +89,7 @@ pub struct IocostConfig {
 
 /// Kernel version → behaviour, then `iocost.*` overrides. Versions before the 2026 fix
 /// (anything below 7.0, and 7.0-rc*) reset; 7.0 and later, or `newest`, keep if lagging.
+/// The vrate tracepoint prints the rate in force before 6.2 and the base rate from 6.2.
 pub fn behaviour_for(
     version: &str,
     overrides: &[(String, String)],
@@ -89,8 +102,8 @@ pub fn behaviour_for(
             ),
         )
     };
-    let no_completion = if version == "newest" {
-        NoCompletion::KeepIfLagging
+    let (no_completion, trace_vrate) = if version == "newest" {
+        (NoCompletion::KeepIfLagging, TraceVrate::Base)
     } else {
         let (num, rc) = match version.split_once('-') {
             Some((n, suffix)) if suffix.starts_with("rc") => (n, true),
@@ -103,13 +116,22 @@ pub fn behaviour_for(
         if parts.any(|p| p.is_err()) {
             return Err(bad_version());
         }
-        if (major, minor) < (7, 0) || ((major, minor) == (7, 0) && rc) {
+        let no_completion = if (major, minor) < (7, 0) || ((major, minor) == (7, 0) && rc) {
             NoCompletion::Reset
         } else {
             NoCompletion::KeepIfLagging
-        }
+        };
+        let trace_vrate = if (major, minor) < (6, 2) {
+            TraceVrate::InForce
+        } else {
+            TraceVrate::Base
+        };
+        (no_completion, trace_vrate)
     };
-    let mut b = IocostBehaviour { no_completion };
+    let mut b = IocostBehaviour {
+        no_completion,
+        trace_vrate,
+    };
     for (key, val) in overrides {
         match key.as_str() {
             "iocost.no_completion" => {
@@ -125,10 +147,22 @@ pub fn behaviour_for(
                     }
                 }
             }
+            "iocost.trace_vrate" => {
+                b.trace_vrate = match val.as_str() {
+                    "in-force" => TraceVrate::InForce,
+                    "base" => TraceVrate::Base,
+                    _ => {
+                        return Err(KeyError::new(
+                            key.clone(),
+                            format!("`{val}`: accepted: in-force, base"),
+                        ));
+                    }
+                }
+            }
             k if k.starts_with("iocost.") => {
                 return Err(KeyError::new(
                     key.clone(),
-                    "unknown iocost behaviour (accepted: iocost.no_completion)",
+                    "unknown iocost behaviour (accepted: iocost.no_completion, iocost.trace_vrate)",
                 ));
             }
             _ => {}
@@ -438,6 +472,15 @@ mod tests {
         assert_eq!(
             behaviour_for("7.0", &bad).unwrap_err().key,
             "iocost.no_completion"
+        );
+        let tv = |v: &str| behaviour_for(v, &[]).unwrap().trace_vrate;
+        assert_eq!(tv("6.1.192"), TraceVrate::InForce);
+        assert_eq!(tv("6.2"), TraceVrate::Base);
+        assert_eq!(tv("newest"), TraceVrate::Base);
+        let o = [("iocost.trace_vrate".to_string(), "in-force".to_string())];
+        assert_eq!(
+            behaviour_for("6.12", &o).unwrap().trace_vrate,
+            TraceVrate::InForce
         );
     }
 

@@ -140,6 +140,12 @@ pub fn next_busy_level(
     next.clamp(-1000, 1000)
 }
 
+/// The early return of `ioc_adjust_base_vrate()`: the base vrate stays as it is when
+/// busy_level is 0, or negative while IOs lag.
+pub fn keeps_base_vrate(busy: i32, nr_lagging: u32) -> bool {
+    busy == 0 || (busy < 0 && nr_lagging > 0)
+}
+
 /// Mirrors `ioc_adjust_base_vrate()`. Returns the new base vrate and whether the
 /// `iocost_ioc_vrate_adj` tracepoint fires.
 pub fn adjust_base_vrate(
@@ -150,7 +156,7 @@ pub fn adjust_base_vrate(
     bounds: (u64, u64),
 ) -> (u64, bool) {
     let (vmin, vmax) = bounds;
-    if busy == 0 || (busy < 0 && nr_lagging > 0) {
+    if keeps_base_vrate(busy, nr_lagging) {
         return (vrate, busy != prev_busy || nr_lagging > 0);
     }
     let new = if vrate < vmin {
