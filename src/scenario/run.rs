@@ -197,6 +197,46 @@ fn throttle_behaviour(sc: &Scenario, r: &Resolved) -> Result<throttle::ThrottleB
         .map_err(|e| key_err(sc, &["kernel"], &e))
 }
 
+/// blk-iocost's configuration: the period timer (`iocost.timer`), the behaviours for the
+/// variant's kernel version and `iocost.*` switches, and the debug stats option.
+fn iocost_config(sc: &Scenario, r: &Resolved) -> Result<IocostConfig, String> {
+    let mut timer = TimerMode::Jiffies { hz: r.kernel.hz };
+    let mut ov = Vec::new();
+    for (k, v) in r
+        .kernel
+        .overrides
+        .iter()
+        .filter(|(k, _)| k.starts_with("iocost."))
+    {
+        if k == "iocost.timer" {
+            timer = match v.as_str() {
+                "jiffies" => TimerMode::Jiffies { hz: r.kernel.hz },
+                "exact" => TimerMode::Exact,
+                _ => {
+                    return Err(sc
+                        .err_at(
+                            &["kernel"],
+                            k,
+                            format!(
+                                "`kernel.{k}`: `{v}` is not accepted; accepted: jiffies, exact"
+                            ),
+                        )
+                        .to_string());
+                }
+            };
+        } else {
+            ov.push((k.clone(), v.clone()));
+        }
+    }
+    let behaviour =
+        iocost::behaviour_for(&r.kernel.version, &ov).map_err(|e| key_err(sc, &["kernel"], &e))?;
+    Ok(IocostConfig {
+        timer,
+        behaviour,
+        debug_stats: r.kernel.debug_stats,
+    })
+}
+
 /// Build and run one variant (None: the scenario without variants).
 pub fn run_variant(
     sc: &Scenario,
@@ -304,40 +344,7 @@ pub fn run_variant_traced(
     }
     // blk-iocost exists once the root has io.cost.* or a cgroup has io.weight
     if r.writes.iter().any(|w| w.file != IfaceFile::IoMax) {
-        let mut timer = TimerMode::Jiffies { hz: r.kernel.hz };
-        let mut ov = Vec::new();
-        for (k, v) in r
-            .kernel
-            .overrides
-            .iter()
-            .filter(|(k, _)| k.starts_with("iocost."))
-        {
-            if k == "iocost.timer" {
-                timer =
-                    match v.as_str() {
-                        "jiffies" => TimerMode::Jiffies { hz: r.kernel.hz },
-                        "exact" => TimerMode::Exact,
-                        _ => return Err(sc
-                            .err_at(
-                                &["kernel"],
-                                k,
-                                format!(
-                                    "`kernel.{k}`: `{v}` is not accepted; accepted: jiffies, exact"
-                                ),
-                            )
-                            .to_string()),
-                    };
-            } else {
-                ov.push((k.clone(), v.clone()));
-            }
-        }
-        let behaviour = iocost::behaviour_for(&r.kernel.version, &ov)
-            .map_err(|e| key_err(sc, &["kernel"], &e))?;
-        let cfg = IocostConfig {
-            timer,
-            behaviour,
-            debug_stats: r.kernel.debug_stats,
-        };
+        let cfg = iocost_config(sc, &r)?;
         let mut ioc = Iocost::new(cfg, &tree, &limits);
         if let Some(pct) = r.state.iocost_vrate_pct {
             ioc.set_base_vrate_pct(pct);
@@ -830,10 +837,12 @@ pub fn check_command(sc: &Scenario, variants: &[String]) -> Result<u8, String> {
     let plan = plan(sc, variants, &[])?;
     for (v, _) in plan {
         let r = sc.resolve(v.as_deref()).map_err(|e| e.to_string())?;
-        let dev = crate::device::config::build(&r.device, r.seed)
+        let (dev, keys) = crate::device::config::resolve(&r.device, r.seed)
             .map_err(|e| key_err(sc, &["device"], &e))?;
         let l = dev.limits();
         println!("variant {}:", v.as_deref().unwrap_or("(base)"));
+        let keys: Vec<String> = keys.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        println!("  keys     {}", keys.join(" "));
         println!(
             "  device   {} {}:{} ({}) rotational={} hw_queue_depth={} nr_requests={} max_sectors_kb={} capacity={}",
             dev.model(),
@@ -852,6 +861,7 @@ pub fn check_command(sc: &Scenario, variants: &[String]) -> Result<u8, String> {
         );
         let b = throttle_behaviour(sc, &r)?;
         println!("  throttle {b:?}");
+        println!("  iocost   {:?}", iocost_config(sc, &r)?);
         println!("  host     {:?}", r.host);
         if let Some(pct) = r.state.iocost_vrate_pct {
             println!("  state    iocost base vrate {pct:.2}% (left by earlier runs)");
