@@ -15,6 +15,17 @@ fn scenario_file(name: &str, text: &str) -> String {
     p.to_string_lossy().into_owned()
 }
 
+/// Runs the command, which must succeed.
+fn ok(mut cmd: Command) -> std::process::Output {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 fn run_err(args: &[&str]) -> String {
     let out = bin().args(args).output().unwrap();
     assert_eq!(
@@ -31,27 +42,21 @@ fn run_err(args: &[&str]) -> String {
 
 #[test]
 fn fio_drop_in_prints_fio_json() {
-    let out = bin()
-        .args([
-            "fio",
-            "--device",
-            "nullb:irqmode=2,completion_nsec=100000",
-            "--output-format",
-            "json",
-            "--name=a",
-            "--rw=randread",
-            "--bs=4k",
-            "--runtime=1",
-            "--time_based",
-            "--ioengine=libaio",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let mut cmd = bin();
+    cmd.args([
+        "fio",
+        "--device",
+        "nullb:irqmode=2,completion_nsec=100000",
+        "--output-format",
+        "json",
+        "--name=a",
+        "--rw=randread",
+        "--bs=4k",
+        "--runtime=1",
+        "--time_based",
+        "--ioengine=libaio",
+    ]);
+    let out = ok(cmd);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let iops = v["jobs"][0]["read"]["iops"].as_f64().unwrap();
     assert!((9000.0..10000.0).contains(&iops), "{iops}");
@@ -151,4 +156,49 @@ fn check_prints_the_resolved_configuration() {
         s.contains("variant before:") && s.contains("V418") && s.contains("riops=100"),
         "{s}"
     );
+}
+
+#[test]
+fn output_dir_holds_timelines_and_pictures() {
+    let dir = std::env::temp_dir().join(format!("blkcg-sim-out-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut cmd = bin();
+    cmd.args([
+        "run",
+        "iocost-no-completion",
+        "--variant",
+        "after-4k",
+        "--output",
+    ])
+    .arg(&dir);
+    ok(cmd);
+    let v = dir.join("after-4k");
+    for f in [
+        "fio.json",
+        "timeline.csv",
+        "trace.txt",
+        "iostat.csv",
+        "jobs.csv",
+    ] {
+        assert!(v.join(f).is_file(), "{f} missing");
+    }
+    // jobs.csv: 100 ms bins for both cgroups; cgB gets its 200 IOPS in a middle bin
+    let jobs = std::fs::read_to_string(v.join("jobs.csv")).unwrap();
+    assert!(jobs.starts_with("t_s,job,ios,iops,lat_mean_ms\n"), "{jobs}");
+    let cgb_5s: Vec<&str> = jobs
+        .lines()
+        .filter(|l| l.starts_with("5.000,cgB,"))
+        .collect();
+    assert_eq!(cgb_5s.len(), 1, "{jobs}");
+    let iops: f64 = cgb_5s[0].split(',').nth(3).unwrap().parse().unwrap();
+    assert!((180.0..=220.0).contains(&iops), "{}", cgb_5s[0]);
+    assert!(jobs.lines().any(|l| l.contains(",cgA,")));
+    // pictures, where fonts allow: the iocost one carries the jobs' panels too
+    if let Ok(svg) = std::fs::read_to_string(v.join("iocost.svg")) {
+        for label in ["busy_level", "IOPS", "mean latency (ms)"] {
+            assert!(svg.contains(label), "{label} not in iocost.svg");
+        }
+        assert!(v.join("jobs.svg").is_file() && v.join("clat.svg").is_file());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -7,6 +7,8 @@
 use std::path::Path;
 
 use plotters::coord::Shift;
+use plotters::coord::ranged1d::ValueFormatter;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 /// One named line.
@@ -21,6 +23,9 @@ pub struct Series {
 pub struct Panel {
     pub y_label: String,
     pub series: Vec<Series>,
+    /// Logarithmic y axis (latencies of cgroups that differ by orders of magnitude);
+    /// points at or below 0 are left out.
+    pub log_y: bool,
 }
 
 const COLORS: [RGBColor; 6] = [
@@ -91,49 +96,84 @@ where
     let areas = root.split_evenly((panels.len(), 1));
     let (x0, x1) = bounds(panels);
     for (i, (area, panel)) in areas.iter().zip(panels).enumerate() {
+        let last = i + 1 == panels.len();
         let ys = panel
             .series
             .iter()
-            .flat_map(|s| s.points.iter().map(|p| p.1));
+            .flat_map(|s| s.points.iter().map(|p| p.1))
+            .filter(|&y| !panel.log_y || y > 0.0);
         let (mut y0, mut y1) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), y| {
             (a.min(y), b.max(y))
         });
         if !y0.is_finite() {
-            (y0, y1) = (0.0, 1.0);
+            (y0, y1) = (if panel.log_y { 0.1 } else { 0.0 }, 1.0);
         }
-        if y1 <= y0 {
-            y1 = y0 + 1.0;
-        }
-        let pad = (y1 - y0) * 0.05;
-        let mut chart = ChartBuilder::on(area)
+        let mut builder = ChartBuilder::on(area);
+        builder
             .margin(8)
-            .x_label_area_size(if i + 1 == panels.len() { 36 } else { 20 })
-            .y_label_area_size(70)
-            .build_cartesian_2d(x0..x1, (y0 - pad)..(y1 + pad))
-            .map_err(|e| e.to_string())?;
-        let mut mesh = chart.configure_mesh();
-        mesh.y_desc(panel.y_label.as_str());
-        if i + 1 == panels.len() {
-            mesh.x_desc(x_label);
-        }
-        mesh.draw().map_err(|e| e.to_string())?;
-        for (k, s) in panel.series.iter().enumerate() {
-            let color = COLORS[k % COLORS.len()];
-            chart
-                .draw_series(LineSeries::new(s.points.iter().copied(), &color))
-                .map_err(|e| e.to_string())?
-                .label(s.name.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color));
-        }
-        if panel.series.len() > 1 || panel.series.iter().any(|s| !s.name.is_empty()) {
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.8))
-                .border_style(BLACK)
-                .position(SeriesLabelPosition::UpperRight)
-                .draw()
+            .x_label_area_size(if last { 36 } else { 20 })
+            .y_label_area_size(70);
+        if panel.log_y {
+            if y1 <= y0 {
+                y1 = y0 * 10.0;
+            }
+            let range = (y0 / 1.2..y1 * 1.2).log_scale();
+            let mut chart = builder
+                .build_cartesian_2d(x0..x1, range)
                 .map_err(|e| e.to_string())?;
+            fill(&mut chart, panel, last.then_some(x_label))?;
+        } else {
+            if y1 <= y0 {
+                y1 = y0 + 1.0;
+            }
+            let pad = (y1 - y0) * 0.05;
+            let mut chart = builder
+                .build_cartesian_2d(x0..x1, (y0 - pad)..(y1 + pad))
+                .map_err(|e| e.to_string())?;
+            fill(&mut chart, panel, last.then_some(x_label))?;
         }
+    }
+    Ok(())
+}
+
+/// Mesh, lines and legend of one panel, whatever its y axis.
+fn fill<'a, DB, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>,
+    panel: &Panel,
+    x_label: Option<&str>,
+) -> Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    DB::ErrorType: 'static,
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    let mut mesh = chart.configure_mesh();
+    mesh.y_desc(panel.y_label.as_str());
+    if let Some(x) = x_label {
+        mesh.x_desc(x);
+    }
+    mesh.draw().map_err(|e| e.to_string())?;
+    for (k, s) in panel.series.iter().enumerate() {
+        let color = COLORS[k % COLORS.len()];
+        let points = s
+            .points
+            .iter()
+            .copied()
+            .filter(|p| !panel.log_y || p.1 > 0.0);
+        chart
+            .draw_series(LineSeries::new(points, &color))
+            .map_err(|e| e.to_string())?
+            .label(s.name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color));
+    }
+    if panel.series.len() > 1 || panel.series.iter().any(|s| !s.name.is_empty()) {
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()
+            .map_err(|e| e.to_string())?;
     }
     Ok(())
 }
@@ -156,6 +196,7 @@ mod tests {
                         .map(|i| (i as f64 * 0.007, 100.0 - i as f64 * 0.2))
                         .collect(),
                 }],
+                log_y: false,
             },
             Panel {
                 y_label: "busy_level".into(),
@@ -165,6 +206,17 @@ mod tests {
                         .map(|i| (i as f64 * 0.007, (i % 7) as f64))
                         .collect(),
                 }],
+                log_y: false,
+            },
+            Panel {
+                y_label: "latency (ms)".into(),
+                series: vec![Series {
+                    name: "lat".into(),
+                    points: (0..100)
+                        .map(|i| (i as f64 * 0.007, 0.5 * 1.1f64.powi(i)))
+                        .collect(),
+                }],
+                log_y: true,
             },
         ];
         match plot_panels(&base, "iocost", "time (s)", &panels) {

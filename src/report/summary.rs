@@ -1,7 +1,8 @@
 //! The seeds' summary table (`CGROUP IOPS MB/s slat-avg clat-avg clat-max P90 P99
-//! P99.9 P99.99`, as the iocost seed's `get_result` prints it) and the `iostat -x 1`
-//! style device timeline.
+//! P99.9 P99.99`, as the iocost seed's `get_result` prints it), the `iostat -x 1`
+//! style device timeline, and the clat percentile picture.
 
+use crate::report::plot::{Panel, Series};
 use crate::sim::engine::IostatRow;
 
 /// One job's headline figures, as the seed scripts extract them from fio's JSON.
@@ -31,7 +32,34 @@ impl JobSummary {
     }
 }
 
-/// The summary table; `label` is `cgroup/job` unless they are equal.
+/// How tables and pictures name a job: `cgroup/job`, or `job` alone when it is named
+/// after its cgroup (or runs in the root).
+pub fn job_label(cgroup: &str, job: &str) -> String {
+    if cgroup == job || cgroup.is_empty() {
+        job.to_string()
+    } else {
+        format!("{cgroup}/{job}")
+    }
+}
+
+/// Each job's clat percentiles as fio reports them (1st to 99.99th), latency on a log
+/// axis: the latency CDF turned on its side, so tails of cgroups that differ by orders
+/// of magnitude stay readable.
+pub fn clat_percentile_panel(rows: &[JobSummary]) -> Panel {
+    Panel {
+        y_label: "clat (ms)".into(),
+        series: rows
+            .iter()
+            .map(|r| Series {
+                name: job_label(&r.cgroup, &r.job),
+                points: r.clat_pct_ms.clone(),
+            })
+            .collect(),
+        log_y: true,
+    }
+}
+
+/// The summary table.
 pub fn summary_table(rows: &[JobSummary]) -> String {
     let mut s = String::new();
     s.push_str(&format!(
@@ -52,11 +80,7 @@ pub fn summary_table(rows: &[JobSummary]) -> String {
         "P99.99"
     ));
     for r in rows {
-        let label = if r.cgroup == r.job || r.cgroup.is_empty() {
-            r.job.clone()
-        } else {
-            format!("{}/{}", r.cgroup, r.job)
-        };
+        let label = job_label(&r.cgroup, &r.job);
         let p = |q: f64| {
             r.pct(q)
                 .map(|v| format!("{v:.2}"))

@@ -1,5 +1,6 @@
 //! The controllers' timelines as CSV (one row per iocost period, one row per throttle
-//! group and direction every 100 ms) and the pictures drawn from them.
+//! group and direction every 100 ms), each job's IOPS and latency per time bin
+//! (`jobs.csv`), and the pictures drawn from them.
 //!
 //! Long format (one line per cgroup per tick) keeps the columns fixed whatever the
 //! number of cgroups, so the files load directly into pandas, R or a spreadsheet.
@@ -10,6 +11,7 @@ use crate::blkcg::CgroupTree;
 use crate::iocost::ctl::PeriodRow;
 use crate::report::plot::{Panel, Series, plot_panels};
 use crate::sim::Ns;
+use crate::sim::timebins::TimeBins;
 use crate::throttle::ThrotlRow;
 
 fn cg_name(tree: &CgroupTree, cg: u32) -> String {
@@ -84,12 +86,89 @@ pub fn throttle_csv(rows: &[(Ns, ThrotlRow)], tree: &CgroupTree) -> String {
     s
 }
 
-/// vrate and busy_level over time, and each cgroup's hweight_inuse.
+/// One job's completions over time, labelled for pictures and `jobs.csv`.
+pub struct JobLine<'a> {
+    pub label: String,
+    pub bins: &'a TimeBins,
+    /// End of the job's runtime, if it has one: the pictures leave out the bins from
+    /// there on, where fio reaps its last queue at once (a 128-deep queue drained in
+    /// one bin would read as a burst of IOPS).
+    pub until: Option<Ns>,
+}
+
+/// Each job's IOPS and mean latency (fio's `lat`: submission to reap) per time bin.
+pub fn jobs_csv(jobs: &[JobLine]) -> String {
+    let mut s = String::from("t_s,job,ios,iops,lat_mean_ms\n");
+    for j in jobs {
+        let secs = j.bins.width() as f64 / 1e9;
+        for (t, b) in j.bins.iter() {
+            let lat = if b.ios > 0 {
+                format!("{:.3}", b.lat_sum_ns as f64 / b.ios as f64 / 1e6)
+            } else {
+                String::new()
+            };
+            s.push_str(&format!(
+                "{:.3},{},{},{:.1},{lat}\n",
+                t as f64 / 1e9,
+                j.label,
+                b.ios,
+                b.ios as f64 / secs
+            ));
+        }
+    }
+    s
+}
+
+/// Two panels: IOPS, and mean latency on a log axis (cgroups differ by orders of
+/// magnitude), one line per job, a point per whole time bin within its runtime (drawn
+/// at its middle).
+pub fn job_panels(jobs: &[JobLine]) -> Vec<Panel> {
+    let mut iops = Vec::new();
+    let mut lat = Vec::new();
+    for j in jobs {
+        let w = j.bins.width();
+        let mid = |t: Ns| (t + w / 2) as f64 / 1e9;
+        let bins = || {
+            j.bins
+                .iter()
+                .take_while(|(t, _)| j.until.is_none_or(|u| t + w <= u))
+        };
+        iops.push(Series {
+            name: j.label.clone(),
+            points: bins()
+                .map(|(t, b)| (mid(t), b.ios as f64 * 1e9 / w as f64))
+                .collect(),
+        });
+        lat.push(Series {
+            name: j.label.clone(),
+            points: bins()
+                .filter(|(_, b)| b.ios > 0)
+                .map(|(t, b)| (mid(t), b.lat_sum_ns as f64 / b.ios as f64 / 1e6))
+                .collect(),
+        });
+    }
+    vec![
+        Panel {
+            y_label: "IOPS".into(),
+            series: iops,
+            log_y: false,
+        },
+        Panel {
+            y_label: "mean latency (ms)".into(),
+            series: lat,
+            log_y: true,
+        },
+    ]
+}
+
+/// vrate and busy_level over time, each cgroup's hweight_inuse, and each job's IOPS
+/// and latency under it.
 pub fn plot_iocost(
     base: &Path,
     title: &str,
     rows: &[PeriodRow],
     tree: &CgroupTree,
+    jobs: &[JobLine],
 ) -> Result<(), String> {
     if rows.is_empty() {
         return Ok(());
@@ -103,13 +182,14 @@ pub fn plot_iocost(
                 .push((t(r), c.hwi as f64 * 100.0 / 65536.0));
         }
     }
-    let panels = vec![
+    let mut panels = vec![
         Panel {
             y_label: "vrate %".into(),
             series: vec![Series {
                 name: "vrate (base)".into(),
                 points: rows.iter().map(|r| (t(r), r.vrate_base_pct)).collect(),
             }],
+            log_y: false,
         },
         Panel {
             y_label: "busy_level".into(),
@@ -117,6 +197,7 @@ pub fn plot_iocost(
                 name: "busy_level".into(),
                 points: rows.iter().map(|r| (t(r), r.busy_after as f64)).collect(),
             }],
+            log_y: false,
         },
         Panel {
             y_label: "hweight_inuse %".into(),
@@ -127,8 +208,10 @@ pub fn plot_iocost(
                     points,
                 })
                 .collect(),
+            log_y: false,
         },
     ];
+    panels.extend(job_panels(jobs));
     plot_panels(base, title, "time (s)", &panels)
 }
 

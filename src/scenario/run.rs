@@ -23,7 +23,7 @@ use crate::report::fio::stats::percentiles;
 use crate::report::fio::{self as fioreport, JobReport, RunReport};
 use crate::report::plot::{Panel, Series, plot_panels};
 use crate::report::summary::{self, JobSummary};
-use crate::report::timeline;
+use crate::report::timeline::{self, JobLine};
 use crate::sim::NSEC_PER_SEC;
 use crate::sim::engine::{JobParams, Pipeline, RunOutput};
 use crate::throttle::{self, Throttle, ThrottleConfig};
@@ -721,6 +721,34 @@ fn write_outputs(dir: &Path, run: &VariantRun) -> Result<(), String> {
     write("fio.txt", &fioreport::text::to_normal(&run.fio))?;
     write("iostat.csv", &summary::iostat_csv(&run.out.iostat))?;
     write("io.stat", &run.io_stat)?;
+    let jobs: Vec<JobLine> = run
+        .out
+        .jobs
+        .iter()
+        .zip(&run.out.job_timelines)
+        .map(|((p, _, times), bins)| {
+            let label = summary::job_label(&tree.nodes[p.cgroup as usize].path, &p.name);
+            let until = p.runtime.map(|r| times.stats_start + r);
+            JobLine { label, bins, until }
+        })
+        .collect();
+    write("jobs.csv", &timeline::jobs_csv(&jobs))?;
+    if let Err(e) = plot_panels(
+        &dir.join("jobs"),
+        &format!("jobs: {}", run.label),
+        "time (s)",
+        &timeline::job_panels(&jobs),
+    ) {
+        eprintln!("warning: plot not drawn: {e}");
+    }
+    if let Err(e) = plot_panels(
+        &dir.join("clat"),
+        &format!("clat percentiles: {}", run.label),
+        "percentile",
+        &[summary::clat_percentile_panel(&run.summaries)],
+    ) {
+        eprintln!("warning: plot not drawn: {e}");
+    }
     if !run.monitor.is_empty() {
         write("iocost_monitor.txt", &run.monitor)?;
         write("iocost_monitor.json", &run.monitor_json)?;
@@ -736,6 +764,7 @@ fn write_outputs(dir: &Path, run: &VariantRun) -> Result<(), String> {
             &format!("blk-iocost: {}", run.label),
             &run.iocost_rows,
             tree,
+            &jobs,
         ) {
             eprintln!("warning: plot not drawn: {e}");
         }
@@ -768,6 +797,7 @@ fn write_outputs(dir: &Path, run: &VariantRun) -> Result<(), String> {
                     .collect(),
             },
         ],
+        log_y: false,
     }];
     if let Err(e) = plot_panels(
         &dir.join("iostat"),

@@ -37,6 +37,7 @@ use std::collections::VecDeque;
 use crate::device::{BlockDevice, DevRq, QueueLimits};
 use crate::iocost::Iocost;
 use crate::report::fio::JobStats;
+use crate::sim::timebins::TimeBins;
 use crate::sim::{
     Bio, BioId, BioSlab, Dir, Event, EventQueue, NSEC_PER_MSEC, NSEC_PER_SEC, Ns, SimRng,
 };
@@ -152,6 +153,8 @@ enum Resume {
 struct JobRt {
     p: JobParams,
     stats: JobStats,
+    /// Completions over time (IOPS and mean latency pictures).
+    timeline: TimeBins,
     rng: SimRng,
     /// Host noise (sleep overshoot), a stream of its own so it never shifts offsets.
     host_rng: SimRng,
@@ -234,6 +237,8 @@ pub struct CgIoStat {
 /// The finished run: per-job stats plus the timelines.
 pub struct RunOutput {
     pub jobs: Vec<(JobParams, JobStats, JobTimes)>,
+    /// Each job's completions over time, in the order of `jobs`.
+    pub job_timelines: Vec<TimeBins>,
     pub iostat: Vec<IostatRow>,
     pub cg_stat: Vec<CgIoStat>,
     pub end: Ns,
@@ -324,6 +329,7 @@ impl Pipeline {
                     host_rng: SimRng::new(seed, &format!("{}/host", p.seed_name)),
                     mix: RwMix::new(p.kind, p.rwmix_read),
                     stats: JobStats::default(),
+                    timeline: TimeBins::default(),
                     rng,
                     offsets,
                     rate,
@@ -480,6 +486,11 @@ impl Pipeline {
         if tail.r_ios + tail.w_ios > 0 {
             iostat.push(tail);
         }
+        let job_timelines = self
+            .jobs
+            .iter_mut()
+            .map(|j| std::mem::take(&mut j.timeline))
+            .collect();
         let jobs = self
             .jobs
             .into_iter()
@@ -494,6 +505,7 @@ impl Pipeline {
             .collect();
         RunOutput {
             jobs,
+            job_timelines,
             iostat,
             cg_stat: self.cg_stat,
             end,
@@ -985,6 +997,7 @@ impl Pipeline {
                 job.stats.add_clat(dir, now - iou.issued);
                 job.stats.add_lat(dir, now - iou.start);
                 job.stats.add_io(dir, iou.bytes);
+                job.timeline.add(now, now - iou.start);
             }
             self.free_ios.push(io);
         }

@@ -20,12 +20,14 @@
 //!   events are a fixed delay after now, so they arrive in order and skip the heap);
 //! - `rng.rs`    — the seeded PRNG (PCG) and the per-component seed derivation;
 //! - `bio.rs`    — `Bio` (what the controllers see) and `Dir`;
+//! - `timebins.rs` — each job's completions per time bin, in bounded memory (pictures);
 //! - `engine.rs` — the request pipeline of DESIGN.md §1 wiring all layers together.
 
 pub mod bio;
 pub mod engine;
 pub mod queue;
 pub mod rng;
+pub mod timebins;
 
 pub use bio::{Bio, BioId, BioSlab, Dir};
 pub use queue::{Event, EventQueue};
