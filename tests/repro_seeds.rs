@@ -51,7 +51,7 @@ fn sanity_nullb_ssd() {
 }
 
 /// Both regimes of the seed on one calibrated disk: before the fix cgB waits behind the
-/// full device queue (~215 ms, published 170-191), after it gets its 200 IOPS at 2-5 ms.
+/// full device queue (~215 ms, published 170-191), after it gets its 200 IOPS at 2-4 ms.
 #[test]
 fn iocost_no_completion() {
     assert_all_bands_pass("iocost-no-completion");
