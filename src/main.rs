@@ -70,8 +70,10 @@ enum Cmd {
     /// All variants run unless --variant picks some. With one variant, --output-format
     /// json prints exactly one fio JSON document holding every job of every cgroup, so
     /// `jq '.jobs[] | select(.jobname=="cgB")'` works. --output DIR writes, per variant,
-    /// DIR/<variant>/{fio.json,fio.txt,iostat.csv,timeline.csv,io.stat,trace.txt} and
-    /// plots (PNG and SVG).
+    /// DIR/<variant>/{fio.json,fio.txt,summary.txt,io.stat,iostat.csv,jobs.csv} and,
+    /// with a controller on, timeline.csv, trace.txt (blk-iocost) or throttle.csv, plus
+    /// pictures as PNG and SVG: jobs (each job's IOPS and latency over time), clat
+    /// (percentiles), iostat, and iocost (vrate, busy_level and hweights over the jobs).
     Run {
         scenario: String,
         /// Run only this variant (repeatable).
