@@ -170,6 +170,16 @@ fn simulate(
             throttling_low.into(),
         ),
     ];
+    // the guest boots fresh: blk-iocost starts from 100% there, so the simulation does too
+    if sc
+        .resolve(o.variant.as_deref())
+        .is_ok_and(|r| r.state.iocost_vrate_pct.is_some())
+    {
+        eprintln!(
+            "validate: [state] \"iocost.vrate\" cannot be set on a freshly booted kernel; both sides start from 100%"
+        );
+        pins.push((&["state"], "iocost.vrate", toml::Value::Float(100.0)));
+    }
     if o.host == HostProfile::Guest {
         pins.extend(
             GUEST_HOST
