@@ -11,7 +11,11 @@
 //!
 //! Donation: the period timer classifies donors against `current_hweight_max()` and
 //! hands them to `Hier::transfer_surpluses` (general hierarchical form); an in-period
-//! `adjust_inuse_and_calc_cost()` snaps a low donor back.
+//! `adjust_inuse_and_calc_cost()` raises a low donor's inuse once its margin has fallen
+//! below the `saved_margin` of its last saving propagation ([`Iocost::propagate_saving`]);
+//! a reactivated iocg starts from the inuse it went idle with (`last_inuse`, kept by
+//! `Hier::propagate`). Budget a donor or an idle iocg throws away is `vtime_err`, paid
+//! back by running the device clock faster next period (`ioc_refresh_vrate()`).
 //!
 //! Debt: a REQ_META bio over budget is issued at once and charged as `abs_vdebt`
 //! (`iocg_incur_debt()`); kicks pay it from the budget first (`iocg_pay_debt()`) and
@@ -19,8 +23,9 @@
 //! to the submitter on its return to user space; the period timer forgives debt on an
 //! idle device (`ioc_forgive_debts()`, arithmetic in `debt.rs`).
 //!
-//! Not modelled yet: autop switching, `blkcg_scale_delay()`'s extra decay of the blkg
-//! delay.
+//! Not modelled: autop switching. `blkcg_scale_delay()` needs nothing: blk-iocost sets
+//! its delay through `blkcg_set_delay()`, whose negative `use_delay` exempts the blkg
+//! from that decay and from the 250 ms clamp.
 
 use std::collections::VecDeque;
 

@@ -19,10 +19,13 @@
 //!   `ioc_forgive_debts()`);
 //! - `ctl.rs`    — the running controller: vtime, issue path, waiters, debt, the
 //!   period timer, stats flush, trace lines and the monitor views;
-//! - this file  — [`IocostConfig`], [`behaviour_for`], and [`Iocost`], which owns the
+//! - this file  — [`IocostConfig`], [`behaviour_for`] (the named behaviours by kernel
+//!   version: [`NoCompletion`], [`TraceVrate`]), and [`Iocost`], which owns the
 //!   device's interface state (`io.cost.qos`, `io.cost.model`, `io.weight`) parsed by
 //!   `crate::blkcg::{iocost_qos, iocost_model, ioweight}` and derives the parameters
-//!   (`ioc_refresh_params()`): coefficients, period, margins, vrate bounds.
+//!   (`ioc_refresh_params()`): coefficients, period, margins, vrate bounds. The base
+//!   vrate starts at 100% (`blk_iocost_init()`) or where a scenario's `[state]` says
+//!   earlier runs left it ([`Iocost::set_base_vrate_pct`]).
 
 pub mod ctl;
 pub mod debt;
