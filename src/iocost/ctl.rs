@@ -12,7 +12,7 @@
 //! Donation: the period timer classifies donors against `current_hweight_max()` and
 //! hands them to `Hier::transfer_surpluses` (general hierarchical form); an in-period
 //! `adjust_inuse_and_calc_cost()` raises a low donor's inuse once its margin has fallen
-//! below the `saved_margin` of its last saving propagation ([`Iocost::propagate_saving`]);
+//! below the `saved_margin` of its last saving propagation (`propagate_saving`);
 //! a reactivated iocg starts from the inuse it went idle with (`last_inuse`, kept by
 //! `Hier::propagate`). Budget a donor or an idle iocg throws away is `vtime_err`, paid
 //! back by running the device clock faster next period (`ioc_refresh_vrate()`).
