@@ -93,7 +93,7 @@ fn same_seed_byte_identical_output() {
 #[test]
 fn bad_scenarios_get_one_line_errors_with_file_and_line() {
     // (file, scenario text, what the one-line error must name)
-    let cases: [(&str, &str, &[&str]); 8] = [
+    let cases: [(&str, &str, &[&str]); 9] = [
         (
             "unknown-key.toml",
             "[device]\nmodel = \"nullb\"\nirqmod = 2\n[cgroup.a]\nfio = \"fio --name=a\"\n",
@@ -118,6 +118,11 @@ fn bad_scenarios_get_one_line_errors_with_file_and_line() {
             "bad-iomax.toml",
             "[device]\nmodel = \"nullb\"\n[cgroup.a]\n\"io.max\" = \"252:0 riops=0\"\nfio = \"fio --name=a\"\n",
             &["bad-iomax.toml:4:", "ERANGE"],
+        ),
+        (
+            "bad-fio-array.toml",
+            "[device]\nmodel = \"nullb\"\n[cgroup.a]\nfio = [\"fio --name=a\", 3]\n",
+            &["bad-fio-array.toml:4:", "array"],
         ),
         (
             "bad-state.toml",
@@ -201,4 +206,36 @@ fn output_dir_holds_timelines_and_pictures() {
         assert!(v.join("jobs.svg").is_file() && v.join("clat.svg").is_file());
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn successive_fio_runs_start_when_every_run_before_has_ended() {
+    // a's second run waits for b's longer first run, as a script's `wait` does
+    let f = scenario_file(
+        "rounds.toml",
+        "[device]\nmodel = \"nullb\"\n[cgroup.a]\nfio = [\"fio --name=a --rw=randread --runtime=300ms --time_based\", \"fio --name=a --rw=randread --bs=8k --runtime=300ms --time_based\"]\n[cgroup.b]\nfio = \"fio --name=b --rw=randread --runtime=600ms --time_based\"\n",
+    );
+    let dir = std::env::temp_dir().join(format!("blkcg-sim-rounds-{}", std::process::id()));
+    let mut cmd = bin();
+    cmd.args(["run", &f, "--output-format", "summary", "--output"])
+        .arg(&dir);
+    let out = ok(cmd);
+    let table = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("a")).collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    assert!(rows[1].starts_with("a #2 "), "{table}");
+    // a's IO over time: the first run's 300 ms, nothing while b runs on, the second
+    let csv = std::fs::read_to_string(dir.join("default/jobs.csv")).unwrap();
+    let busy = |t: &str| {
+        csv.lines()
+            .find(|l| l.starts_with(&format!("{t},a,")))
+            .and_then(|l| l.split(',').nth(2))
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(0)
+            > 1000
+    };
+    assert!(busy("0.000") && busy("0.200"), "{csv}");
+    assert!(!busy("0.400") && !busy("0.500"), "{csv}");
+    assert!(busy("0.600") && busy("0.800"), "{csv}");
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -9,8 +9,13 @@ use blkcg_sim::scenario::{Scenario, embedded};
 use blkcg_sim::validate::guest::GuestPlan;
 
 fn plan(name: &str) -> GuestPlan {
-    let sc = Scenario::parse(embedded::get(name).expect("built in"), name).expect("parses");
-    GuestPlan::from_resolved(&sc.resolve(None).expect("resolves")).expect("plans")
+    try_plan_text(embedded::get(name).expect("built in")).expect("plans")
+}
+
+/// The guest plan for a scenario's text, or why validate refuses it.
+fn try_plan_text(text: &str) -> Result<GuestPlan, String> {
+    let sc = Scenario::parse(text, "t.toml").expect("parses");
+    GuestPlan::from_resolved(&sc.resolve(None).expect("resolves"))
 }
 
 /// Compare with `tests/data/validate/NAME.init`; `BLESS=1` rewrites it.
@@ -55,23 +60,13 @@ fn init_for_an_iocost_scenario() {
 
 #[test]
 fn devices_without_a_guest_counterpart_are_refused() {
-    let sc = Scenario::parse(
-        "[device]\nmodel = \"cloud\"\npreset = \"azure-p20\"\n[cgroup.a]\nfio = \"fio --name=a --rw=randread\"\n",
-        "t.toml",
-    )
-    .expect("parses");
-    let e = GuestPlan::from_resolved(&sc.resolve(None).expect("resolves")).expect_err("refused");
+    let e = try_plan_text("[device]\nmodel = \"cloud\"\npreset = \"azure-p20\"\n[cgroup.a]\nfio = \"fio --name=a --rw=randread\"\n").expect_err("refused");
     assert!(e.contains("`cloud`") && e.contains("null_blk"), "{e}");
 }
 
 #[test]
 fn job_files_get_the_guest_disk() {
-    let sc = Scenario::parse(
-        "[device]\nmodel = \"nullb\"\nname = \"disk1\"\n[cgroup.a]\nfio = \"\"\"\n[a]\nfilename=/dev/sdz\nrw=randread\nruntime=1\n\"\"\"\n",
-        "t.toml",
-    )
-    .expect("parses");
-    let p = GuestPlan::from_resolved(&sc.resolve(None).expect("resolves")).expect("plans");
+    let p = try_plan_text("[device]\nmodel = \"nullb\"\nname = \"disk1\"\n[cgroup.a]\nfio = \"\"\"\n[a]\nfilename=/dev/sdz\nrw=randread\nruntime=1\n\"\"\"\n").expect("plans");
     let files = p.job_files();
     assert_eq!(files.len(), 1);
     assert!(files[0].1.starts_with("[global]\nfilename=/dev/disk1\n"));
@@ -136,4 +131,15 @@ fn boots_a_real_kernel_and_compares() {
     assert!((97.0..=103.0).contains(&cols[0]), "real IOPS {iops_line}");
     assert!((97.0..=103.0).contains(&cols[1]), "sim IOPS {iops_line}");
     assert!(stdout.contains("io.stat, real"));
+}
+
+#[test]
+fn successive_fio_runs_wait_for_the_run_before() {
+    let p = try_plan_text("[device]\nmodel = \"nullb\"\n[cgroup.a]\nfio = [\"fio --name=a1 --rw=randread\", \"fio --name=a2 --rw=randread\"]\n[cgroup.b]\nfio = \"fio --name=b1 --rw=randread\"\n").expect("plans");
+    let init = p.init_script(&modules());
+    let at = |s: &str| init.find(s).unwrap_or_else(|| panic!("`{s}` in\n{init}"));
+    // a1 and b1 start together; a2 once both have exited
+    let (a1, b1, a2) = (at("--name=a1"), at("--name=b1"), at("--name=a2"));
+    let barrier = at("wait $P\nP=\n");
+    assert!(a1 < barrier && b1 < barrier && barrier < a2, "{init}");
 }

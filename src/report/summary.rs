@@ -11,6 +11,8 @@ pub struct JobSummary {
     /// Cgroup path the job ran in.
     pub cgroup: String,
     pub job: String,
+    /// Which of the cgroup's successive fio runs (from 0).
+    pub round: u32,
     /// fio `iops` (reads + writes, or `mixed`).
     pub iops: f64,
     /// `bw_bytes / 1024 / 1024`.
@@ -33,12 +35,18 @@ impl JobSummary {
 }
 
 /// How tables and pictures name a job: `cgroup/job`, or `job` alone when it is named
-/// after its cgroup (or runs in the root).
-pub fn job_label(cgroup: &str, job: &str) -> String {
-    if cgroup == job || cgroup.is_empty() {
+/// after its cgroup (or runs in the root); ` #N` for the cgroup's N-th fio run from the
+/// second on.
+pub fn job_label(cgroup: &str, job: &str, round: u32) -> String {
+    let name = if cgroup == job || cgroup.is_empty() {
         job.to_string()
     } else {
         format!("{cgroup}/{job}")
+    };
+    if round == 0 {
+        name
+    } else {
+        format!("{name} #{}", round + 1)
     }
 }
 
@@ -51,7 +59,7 @@ pub fn clat_percentile_panel(rows: &[JobSummary]) -> Panel {
         series: rows
             .iter()
             .map(|r| Series {
-                name: job_label(&r.cgroup, &r.job),
+                name: job_label(&r.cgroup, &r.job, r.round),
                 points: r.clat_pct_ms.clone(),
             })
             .collect(),
@@ -80,7 +88,7 @@ pub fn summary_table(rows: &[JobSummary]) -> String {
         "P99.99"
     ));
     for r in rows {
-        let label = job_label(&r.cgroup, &r.job);
+        let label = job_label(&r.cgroup, &r.job, r.round);
         let p = |q: f64| {
             r.pct(q)
                 .map(|v| format!("{v:.2}"))
@@ -152,6 +160,7 @@ mod tests {
         let t = summary_table(&[JobSummary {
             cgroup: "cgB".into(),
             job: "cgB".into(),
+            round: 0,
             iops: 199.4,
             mib_s: 0.78,
             slat_mean_ms: 0.01,

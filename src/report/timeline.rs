@@ -123,8 +123,8 @@ pub fn jobs_csv(jobs: &[JobLine]) -> String {
 /// magnitude), one line per job, a point per whole time bin within its runtime (drawn
 /// at its middle).
 pub fn job_panels(jobs: &[JobLine]) -> Vec<Panel> {
-    let mut iops = Vec::new();
-    let mut lat = Vec::new();
+    let mut iops: Vec<Series> = Vec::new();
+    let mut lat: Vec<Series> = Vec::new();
     for j in jobs {
         let w = j.bins.width();
         let mid = |t: Ns| (t + w / 2) as f64 / 1e9;
@@ -133,19 +133,12 @@ pub fn job_panels(jobs: &[JobLine]) -> Vec<Panel> {
                 .iter()
                 .take_while(|(t, _)| j.until.is_none_or(|u| t + w <= u))
         };
-        iops.push(Series {
-            name: j.label.clone(),
-            points: bins()
-                .map(|(t, b)| (mid(t), b.ios as f64 * 1e9 / w as f64))
-                .collect(),
-        });
-        lat.push(Series {
-            name: j.label.clone(),
-            points: bins()
-                .filter(|(_, b)| b.ios > 0)
-                .map(|(t, b)| (mid(t), b.lat_sum_ns as f64 / b.ios as f64 / 1e6))
-                .collect(),
-        });
+        let rates = bins().map(|(t, b)| (mid(t), b.ios as f64 * 1e9 / w as f64));
+        extend_series(&mut iops, &j.label, rates);
+        let means = bins()
+            .filter(|(_, b)| b.ios > 0)
+            .map(|(t, b)| (mid(t), b.lat_sum_ns as f64 / b.ios as f64 / 1e6));
+        extend_series(&mut lat, &j.label, means);
     }
     vec![
         Panel {
@@ -159,6 +152,18 @@ pub fn job_panels(jobs: &[JobLine]) -> Vec<Panel> {
             log_y: true,
         },
     ]
+}
+
+/// Appends `points` to the series called `name` (a job's successive fio runs share one
+/// line), or starts it.
+fn extend_series(series: &mut Vec<Series>, name: &str, points: impl Iterator<Item = (f64, f64)>) {
+    match series.iter_mut().find(|s| s.name == name) {
+        Some(s) => s.points.extend(points),
+        None => series.push(Series {
+            name: name.to_string(),
+            points: points.collect(),
+        }),
+    }
 }
 
 /// vrate and busy_level over time, each cgroup's hweight_inuse, and each job's IOPS

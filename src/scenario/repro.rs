@@ -136,7 +136,12 @@ pub fn metric(m: &VariantMetrics, job: Option<&str>, metric: &str) -> Option<f64
         };
     }
     let j = match job {
-        Some(name) => m.jobs.iter().find(|x| x.job == name || x.cgroup == name)?,
+        // by job or cgroup name (the first run), or as the summary labels it ("cgB #2")
+        Some(name) => m.jobs.iter().find(|x| {
+            x.job == name
+                || x.cgroup == name
+                || crate::report::summary::job_label(&x.cgroup, &x.job, x.round) == name
+        })?,
         None => m.jobs.first()?,
     };
     match metric {
@@ -274,6 +279,7 @@ mod tests {
         JobSummary {
             cgroup: "cg".into(),
             job: "j".into(),
+            round: 0,
             iops,
             mib_s: 0.0,
             slat_mean_ms: 0.0,

@@ -49,12 +49,15 @@ pub struct IfaceWrite {
     pub src_line: Option<usize>,
 }
 
-/// One cgroup's fio job text (command line or job file).
+/// One run of fio in a cgroup (command line or job file text).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FioSource {
     pub cgroup: u32,
     pub text: String,
     pub src_line: Option<usize>,
+    /// Which run of the cgroup this is (`fio = [...]`, from 0): every cgroup's run k
+    /// starts once every run k-1 has ended, as a shell script's `wait` between loops.
+    pub round: u32,
 }
 
 /// `[kernel]`: the version preset, HZ, config options and behaviour overrides.
@@ -109,6 +112,7 @@ pub struct Resolved {
     pub state: PriorState,
     pub tree: CgroupTree,
     pub writes: Vec<IfaceWrite>,
+    /// Every fio run, ordered by round, then by cgroup as the scenario lists them.
     pub fio: Vec<FioSource>,
 }
 
@@ -210,18 +214,30 @@ impl Scenario {
                 let cg = tree.ensure(name);
                 for (k, v) in ct {
                     if k == "fio" {
-                        let Some(text) = v.as_str() else {
-                            return Err(self.err_at(
+                        let bad = || {
+                            self.err_at(
                                 &path,
                                 k,
-                                "`fio` must be a string: a fio command line or job file text",
-                            ));
+                                "`fio` must be a string (a fio command line or job file text), or an array of them: runs one after another, each cgroup's next run starting when every cgroup's run before has ended",
+                            )
                         };
-                        fio.push(FioSource {
-                            cgroup: cg,
-                            text: text.to_string(),
-                            src_line: super::find_key_line(&self.text, &path, k),
-                        });
+                        let texts: Vec<&str> = match v {
+                            Value::String(t) => vec![t.as_str()],
+                            Value::Array(a) => a
+                                .iter()
+                                .map(|x| x.as_str().ok_or_else(bad))
+                                .collect::<Result<_, _>>()?,
+                            _ => return Err(bad()),
+                        };
+                        let src_line = super::find_key_line(&self.text, &path, k);
+                        for (round, text) in texts.into_iter().enumerate() {
+                            fio.push(FioSource {
+                                cgroup: cg,
+                                text: text.to_string(),
+                                src_line,
+                                round: round as u32,
+                            });
+                        }
                         continue;
                     }
                     match IfaceFile::from_key(k) {
@@ -265,6 +281,8 @@ impl Scenario {
             }
         }
         self.schedule(&t, &mut tree, &mut writes)?;
+        // run by run, cgroups in scenario order within each (a stable sort)
+        fio.sort_by_key(|f: &FioSource| f.round);
         Ok(Resolved {
             scenario: self.name(),
             variant: variant.map(str::to_string),

@@ -279,7 +279,17 @@ pub fn run_variant_traced(
     let mut sources: Vec<usize> = Vec::new();
     let mut global_options = Vec::new();
     let mut tree = r.tree.clone();
+    // job indices of the round before, and of this one: a round starts when the one
+    // before has ended (`r.fio` is ordered by round)
+    let (mut prev_round, mut this_round): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
+    let mut round = 0;
     for (src_idx, src) in r.fio.iter().enumerate() {
+        if src.round != round {
+            round = src.round;
+            if !this_round.is_empty() {
+                prev_round = std::mem::take(&mut this_round);
+            }
+        }
         if src.text.trim().is_empty() {
             continue;
         }
@@ -295,7 +305,9 @@ pub fn run_variant_traced(
         let base = params.len() as u32;
         let deps = start_dependencies(&jobs.jobs, base);
         let cmdline = is_cmdline(&src.text);
-        for (mut spec, after) in jobs.jobs.into_iter().zip(deps) {
+        for (mut spec, mut after) in jobs.jobs.into_iter().zip(deps) {
+            after.extend(&prev_round);
+            this_round.push(params.len() as u32);
             // on fio's command line `--name` is an option like any other and fio lists
             // it in "job options"; in a job file it is the section header
             if cmdline && !spec.options.iter().any(|(k, _)| k == "name") {
@@ -324,10 +336,15 @@ pub fn run_variant_traced(
                 .unwrap_or_default()
         ));
     }
-    let params_end: Vec<crate::sim::Ns> = params
-        .iter()
-        .map(|p| p.startdelay + p.ramp + p.runtime.unwrap_or(0))
-        .collect();
+    // the progress bar's horizon: the longest job of each round, round after round
+    let mut round_ends: Vec<crate::sim::Ns> = Vec::new();
+    for (p, &src) in params.iter().zip(&sources) {
+        let k = r.fio[src].round as usize;
+        if round_ends.len() <= k {
+            round_ends.resize(k + 1, 0);
+        }
+        round_ends[k] = round_ends[k].max(p.startdelay + p.ramp + p.runtime.unwrap_or(0));
+    }
     let mut pipe = Pipeline::new(dev, params, tree.len(), r.host, r.seed);
     pipe.set_duration(r.duration);
     // blk-throttle exists once a cgroup has an io.max line
@@ -363,9 +380,7 @@ pub fn run_variant_traced(
     }
     let label = variant.unwrap_or("default").to_string();
     // the progress bar's length: the cap, or the longest job's planned time
-    let horizon = r
-        .duration
-        .unwrap_or_else(|| params_end.iter().copied().max().unwrap_or(0));
+    let horizon = r.duration.unwrap_or_else(|| round_ends.iter().sum());
     let pb = progress_bar(progress, horizon, &label);
     let mut late_errors = Vec::new();
     let out = pipe.run(
@@ -385,7 +400,8 @@ pub fn run_variant_traced(
         pb.finish_and_clear();
     }
     warnings.extend(late_errors);
-    let fio = fio_report(&out, &specs, &sources, &tree, &global_options);
+    let rounds: Vec<u32> = sources.iter().map(|&s| r.fio[s].round).collect();
+    let fio = fio_report(&out, &specs, &sources, &rounds, &tree, &global_options);
     let summaries = fio.jobs.iter().map(job_summary).collect();
     let mut out = out;
     let mut extra = BTreeMap::new();
@@ -466,6 +482,7 @@ fn fio_report(
     out: &RunOutput,
     specs: &[fiojob::JobSpec],
     sources: &[usize],
+    rounds: &[u32],
     tree: &CgroupTree,
     global: &[(String, String)],
 ) -> RunReport {
@@ -491,6 +508,7 @@ fn fio_report(
         let report = JobReport {
             name: spec.name.clone(),
             cgroup: tree.nodes[p.cgroup as usize].path.clone(),
+            round: rounds[i],
             groupid: spec.groupid,
             jobs: 1,
             options: spec.options.clone(),
@@ -550,6 +568,7 @@ fn job_summary(r: &JobReport) -> JobSummary {
     JobSummary {
         cgroup: r.cgroup.clone(),
         job: r.name.clone(),
+        round: r.round,
         iops: m.total_ios as f64 * 1000.0 / runtime as f64,
         mib_s: (m.io_bytes * 1000 / runtime) as f64 / 1048576.0,
         slat_mean_ms: m.slat.mean / 1e6,
@@ -721,17 +740,21 @@ fn write_outputs(dir: &Path, run: &VariantRun) -> Result<(), String> {
     write("fio.txt", &fioreport::text::to_normal(&run.fio))?;
     write("iostat.csv", &summary::iostat_csv(&run.out.iostat))?;
     write("io.stat", &run.io_stat)?;
-    let jobs: Vec<JobLine> = run
+    let mut jobs: Vec<JobLine> = run
         .out
         .jobs
         .iter()
         .zip(&run.out.job_timelines)
         .map(|((p, _, times), bins)| {
-            let label = summary::job_label(&tree.nodes[p.cgroup as usize].path, &p.name);
+            // one line per cgroup/job across successive fio runs (they never overlap)
+            let label = summary::job_label(&tree.nodes[p.cgroup as usize].path, &p.name, 0);
             let until = p.runtime.map(|r| times.stats_start + r);
             JobLine { label, bins, until }
         })
         .collect();
+    // a job's later runs right after its first (a stable sort keeps time order)
+    let first_seen: Vec<String> = jobs.iter().map(|j| j.label.clone()).collect();
+    jobs.sort_by_key(|j| first_seen.iter().position(|l| *l == j.label));
     write("jobs.csv", &timeline::jobs_csv(&jobs))?;
     if let Err(e) = plot_panels(
         &dir.join("jobs"),

@@ -58,20 +58,20 @@ fn lookup(dir: &Value, path: &str) -> Option<f64> {
     })
 }
 
-/// Every job × direction with I/O in a fio JSON document.
-pub fn job_figures(doc: &Value) -> Figures {
+/// Every job × direction with I/O in a fio JSON document. `round_of(i)` says which
+/// successive fio run (`fio = [...]`) the document's i-th job belongs to: a job of a
+/// later run is keyed `name #k` so a job file run twice compares run by run.
+pub fn job_figures(doc: &Value, round_of: impl Fn(usize) -> u32) -> Figures {
     let mut out = Figures::new();
-    for job in doc
+    for (i, job) in doc
         .get("jobs")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
+        .enumerate()
     {
-        let name = job
-            .get("jobname")
-            .and_then(Value::as_str)
-            .unwrap_or("?")
-            .to_string();
+        let jobname = job.get("jobname").and_then(Value::as_str).unwrap_or("?");
+        let name = crate::report::summary::job_label("", jobname, round_of(i));
         for dir in ["read", "write", "trim", "mixed"] {
             let Some(d) = job.get(dir) else { continue };
             if d.get("total_ios").and_then(Value::as_u64).unwrap_or(0) == 0 {
@@ -300,7 +300,7 @@ mod tests {
         let doc: Value =
             serde_json::from_str(include_str!("../../tests/data/fio/null-randrw.json"))
                 .expect("golden fio JSON");
-        let f = job_figures(&doc);
+        let f = job_figures(&doc, |_| 0);
         let read = f
             .iter()
             .find(|((_, d), _)| d == "read")

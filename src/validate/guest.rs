@@ -50,6 +50,8 @@ pub struct GuestFio {
     /// Cgroup path relative to the root ("" = root).
     pub cgroup: String,
     pub invocation: FioInvocation,
+    /// Which run (`fio = [...]`): run k starts once every run k-1 has exited.
+    pub round: u32,
 }
 
 /// One interface write.
@@ -213,6 +215,7 @@ impl GuestPlan {
             fio.push(GuestFio {
                 cgroup: path_of(src.cgroup),
                 invocation,
+                round: src.round,
             });
         }
         if fio.is_empty() {
@@ -402,7 +405,20 @@ mount -t tracefs none /sys/kernel/tracing 2>/dev/null
         );
         let _ = writeln!(s, "# every cgroup's fio at once, each inside its cgroup");
         let _ = writeln!(s, "P=");
+        let mut later_rounds = String::new();
         for (n, f) in self.fio.iter().enumerate() {
+            if f.round > 0 && (n == 0 || self.fio[n - 1].round != f.round) {
+                let _ = writeln!(
+                    later_rounds,
+                    "# run {} of each cgroup's fio, once every earlier one has exited\nwait $P\nP=",
+                    f.round + 1
+                );
+            }
+            let out = if f.round == 0 {
+                &mut s
+            } else {
+                &mut later_rounds
+            };
             let mut cmd = format!(
                 "sh -c 'echo $$ > \"$0/cgroup.procs\" && exec \"$@\"' {} fio --output-format=json --output=/tmp/fio-{n}.json",
                 cgroup_dir(&f.cgroup)
@@ -419,7 +435,7 @@ mount -t tracefs none /sys/kernel/tracing 2>/dev/null
                     let _ = write!(cmd, " /jobs/{n}.fio");
                 }
             }
-            let _ = writeln!(s, "{cmd} >/tmp/fio-{n}.log 2>&1 &\nP=\"$P $!\"");
+            let _ = writeln!(out, "{cmd} >/tmp/fio-{n}.log 2>&1 &\nP=\"$P $!\"");
         }
         for w in self.writes.iter().filter(|w| w.at > 0) {
             let _ = writeln!(
@@ -431,6 +447,7 @@ mount -t tracefs none /sys/kernel/tracing 2>/dev/null
                 self.shell_line(&w.line)
             );
         }
+        s.push_str(&later_rounds);
         let _ = writeln!(s, "wait $P");
         let _ = writeln!(s, "kill $SAMPLER");
         let _ = writeln!(s, "say finish");

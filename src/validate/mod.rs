@@ -198,7 +198,7 @@ fn simulate(
         .max()
         .unwrap_or(0);
     Ok(SimSide {
-        figures: compare::job_figures(&doc),
+        figures: compare::job_figures(&doc, |i| run.fio.jobs.get(i).map_or(0, |j| j.round)),
         run,
         json,
         seconds,
@@ -273,7 +273,10 @@ fn boot_runs(
             if keep {
                 write_file(&work.join(format!("real-fio-{n}-run{run}.json")), text)?;
             }
-            figs.extend(compare::job_figures(&parse_json(text, "real fio's JSON")?));
+            figs.extend(compare::job_figures(
+                &parse_json(text, "real fio's JSON")?,
+                |_| f.round,
+            ));
         }
         real.runs.push(figs);
         real.accel = b.accel;

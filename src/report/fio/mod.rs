@@ -24,6 +24,9 @@ pub struct JobReport {
     pub name: String,
     /// The cgroup the job ran in (not printed by fio; used by our summary).
     pub cgroup: String,
+    /// Which of its cgroup's successive fio runs it belongs to (from 0; not printed by
+    /// fio; used by our summary).
+    pub round: u32,
     pub groupid: u32,
     /// Number of jobs folded into this report (group_reporting).
     pub jobs: u32,
