@@ -408,12 +408,13 @@ impl Scenario {
                 "workqueue_ns" => h.workqueue_ns = ns,
                 "timer_slack_ns" => h.timer_slack_ns = ns,
                 "wakeup_jitter_ns" => h.wakeup_jitter_ns = ns,
+                "fio_restart_ns" => h.fio_restart_ns = ns,
                 _ => {
                     return Err(self.err_at(
                         &["host"],
                         key,
                         format!(
-                            "unknown `host.{key}`; accepted: submit_ns, complete_ns, workqueue_ns, timer_slack_ns, wakeup_jitter_ns"
+                            "unknown `host.{key}`; accepted: submit_ns, complete_ns, workqueue_ns, timer_slack_ns, wakeup_jitter_ns, fio_restart_ns"
                         ),
                     ));
                 }

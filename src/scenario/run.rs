@@ -319,8 +319,12 @@ pub fn run_variant_traced(
                 None => src.cgroup,
             };
             let seed_name = format!("{}#{}#{}", spec.name, params.len(), spec.clone_index);
-            let (p, w) = JobParams::from_spec(&spec, cg, limits.capacity, after, seed_name)
+            let (mut p, w) = JobParams::from_spec(&spec, cg, limits.capacity, after, seed_name)
                 .map_err(|e| format!("{where_}: {e}"))?;
+            if src.round > 0 {
+                // the script between two fio runs (`[host] fio_restart_ns`)
+                p.startdelay += r.host.fio_restart_ns;
+            }
             warnings.extend(w.into_iter().map(|w| format!("{where_}: {w}")));
             params.push(p);
             specs.push(spec);

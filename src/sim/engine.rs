@@ -60,6 +60,11 @@ pub struct HostCosts {
     /// Mean of an exponentially distributed extra wake-up delay (scheduling noise of
     /// a busy or virtualised host), drawn from the seeded PRNG. 0 = none.
     pub wakeup_jitter_ns: Ns,
+    /// Successive fio runs (`fio = [...]`): from the last job of run k-1 ending to the
+    /// jobs of run k starting, as a script sees it: fio's exit, the script's own work
+    /// and the next fio's start-up (fio 3.33 takes ~0.3 s from exec to its first I/O).
+    /// Long enough that blk-iocost deactivates every idle cgroup in between.
+    pub fio_restart_ns: Ns,
 }
 
 impl Default for HostCosts {
@@ -70,6 +75,7 @@ impl Default for HostCosts {
             workqueue_ns: 2_000,
             timer_slack_ns: 50_000,
             wakeup_jitter_ns: 0,
+            fio_restart_ns: 300 * NSEC_PER_MSEC,
         }
     }
 }
