@@ -945,7 +945,7 @@ pub fn check_command(sc: &Scenario, variants: &[String]) -> Result<u8, String> {
             for j in &jobs.jobs {
                 println!(
                     "  job {:<12} cgroup={} rw={:?} bs={:?} iodepth={} engine={:?} runtime={}ns",
-                    j.name,
+                    summary::job_label("", &j.name, f.round),
                     j.cgroup
                         .as_deref()
                         .unwrap_or(&r.tree.nodes[f.cgroup as usize].path),
