@@ -404,7 +404,10 @@ impl Scenario {
                 .map_err(|m| self.err_at(&["host"], key, format!("`host.{key}`: {m}")))?;
             match key.as_str() {
                 "submit_ns" => h.submit_ns = ns,
+                "submit_page_ns" => h.submit_page_ns = ns,
                 "complete_ns" => h.complete_ns = ns,
+                "complete_page_ns" => h.complete_page_ns = ns,
+                "fio_loop_ns" => h.fio_loop_ns = ns,
                 "workqueue_ns" => h.workqueue_ns = ns,
                 "timer_slack_ns" => h.timer_slack_ns = ns,
                 "wakeup_jitter_ns" => h.wakeup_jitter_ns = ns,
@@ -414,7 +417,7 @@ impl Scenario {
                         &["host"],
                         key,
                         format!(
-                            "unknown `host.{key}`; accepted: submit_ns, complete_ns, workqueue_ns, timer_slack_ns, wakeup_jitter_ns, fio_restart_ns"
+                            "unknown `host.{key}`; accepted: submit_ns, submit_page_ns, complete_ns, complete_page_ns, fio_loop_ns, workqueue_ns, timer_slack_ns, wakeup_jitter_ns, fio_restart_ns"
                         ),
                     ));
                 }

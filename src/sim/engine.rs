@@ -48,10 +48,19 @@ use crate::workload::job::{BsGen, OffsetGen, RateDecision, RateState, RwMix};
 /// Host CPU costs that real fio and the kernel add around each I/O.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HostCosts {
-    /// io_submit()/pread() entry to the bio entering the block layer (lands in slat).
+    /// io_submit()/pread() entry to the bio entering the block layer, for a 4 KiB I/O
+    /// (lands in slat).
     pub submit_ns: Ns,
-    /// Completion IRQ to fio having reaped the event (lands in clat).
+    /// Added to `submit_ns` for each further 4 KiB page of the I/O (pinning the user
+    /// pages and adding them to the bio): what makes a 1 MiB O_DIRECT submission slow.
+    pub submit_page_ns: Ns,
+    /// Completion IRQ to fio having reaped the event, for a 4 KiB I/O (lands in clat).
     pub complete_ns: Ns,
+    /// Added to `complete_ns` for each further 4 KiB page (unpinning, dirtying).
+    pub complete_page_ns: Ns,
+    /// fio's own work per I/O between reaping and setting up the next one (its
+    /// do_io() loop): in neither slat nor clat, but it paces a job at low depth.
+    pub fio_loop_ns: Ns,
     /// Delay before the blk-throttle dispatch work item runs (kthrotld).
     pub workqueue_ns: Ns,
     /// Every sleep of a fio job (thinktime, rate pacing) ends this much late: the
@@ -67,11 +76,31 @@ pub struct HostCosts {
     pub fio_restart_ns: Ns,
 }
 
+impl HostCosts {
+    /// `submit_ns` and `submit_page_ns` for an I/O of `bytes`.
+    pub fn submit_cost(&self, bytes: u64) -> Ns {
+        self.submit_ns + extra_pages(bytes) * self.submit_page_ns
+    }
+
+    /// `complete_ns` and `complete_page_ns` for an I/O of `bytes`.
+    pub fn complete_cost(&self, bytes: u64) -> Ns {
+        self.complete_ns + extra_pages(bytes) * self.complete_page_ns
+    }
+}
+
+/// The 4 KiB pages of an I/O beyond its first.
+fn extra_pages(bytes: u64) -> u64 {
+    bytes.div_ceil(4096).saturating_sub(1)
+}
+
 impl Default for HostCosts {
     fn default() -> Self {
         HostCosts {
             submit_ns: 2_000,
+            submit_page_ns: 75,
             complete_ns: 1_500,
+            complete_page_ns: 20,
+            fio_loop_ns: 0,
             workqueue_ns: 2_000,
             timer_slack_ns: 50_000,
             wakeup_jitter_ns: 0,
@@ -739,7 +768,8 @@ impl Pipeline {
                 job.blocks_counter += 1;
             }
             if matches!(job.phase, Phase::Reap | Phase::Quiesce(_) | Phase::Drain) {
-                self.wake_job(j, self.host.complete_ns);
+                let cost = self.host.complete_cost(iou.bytes);
+                self.wake_job(j, cost);
             }
         }
     }
@@ -802,30 +832,38 @@ impl Pipeline {
                         continue;
                     }
                     let dir = job.mix.next_dir(&mut job.rng);
-                    if !job.rate.active() {
-                        job.phase = Phase::Issue(dir);
-                        continue;
-                    }
-                    let now_us = (now - job.epoch) / 1000;
-                    let other_pct = if job.mix.is_mixed() {
-                        match dir {
-                            Dir::Read => 100 - job.p.rwmix_read,
-                            Dir::Write => job.p.rwmix_read,
+                    let go = if job.rate.active() {
+                        let now_us = (now - job.epoch) / 1000;
+                        let other_pct = if job.mix.is_mixed() {
+                            match dir {
+                                Dir::Read => 100 - job.p.rwmix_read,
+                                Dir::Write => job.p.rwmix_read,
+                            }
+                        } else {
+                            0
+                        };
+                        match job.rate.decide(dir, other_pct, now_us) {
+                            RateDecision::Go(d) => {
+                                job.mix.set_current(d);
+                                d
+                            }
+                            RateDecision::SleepUntil(t, d) => {
+                                job.mix.set_current(d);
+                                let at = job.epoch + t;
+                                job.phase = Phase::Quiesce(AfterQuiesce::RateSleep(at, d));
+                                continue;
+                            }
                         }
                     } else {
-                        0
+                        dir
                     };
-                    match job.rate.decide(dir, other_pct, now_us) {
-                        RateDecision::Go(d) => {
-                            job.mix.set_current(d);
-                            job.phase = Phase::Issue(d);
-                        }
-                        RateDecision::SleepUntil(t, d) => {
-                            job.mix.set_current(d);
-                            let at = job.epoch + t;
-                            job.phase = Phase::Quiesce(AfterQuiesce::RateSleep(at, d));
-                        }
+                    // fio's own per-I/O work before the next I/O is set up
+                    if self.host.fio_loop_ns > 0 {
+                        job.phase = Phase::Sleeping(Resume::Issue(go));
+                        self.wake_job(j, self.host.fio_loop_ns);
+                        return;
                     }
+                    job.phase = Phase::Issue(go);
                 }
                 Phase::Issue(dir) => {
                     let p = &job.p;
@@ -854,7 +892,7 @@ impl Pipeline {
                     self.ctxs[(j + 1) as usize]
                         .pending
                         .push_back((b, Stage::Throttle));
-                    self.wake_job(j, self.host.submit_ns);
+                    self.wake_job(j, self.host.submit_cost(bytes));
                     return;
                 }
                 Phase::SubmitEnter(io) => {
@@ -1138,8 +1176,37 @@ mod tests {
     }
 
     fn run(jobs: Vec<JobParams>, lat: Ns, depth: u32) -> RunOutput {
-        let p = Pipeline::new(dev(lat, depth), jobs, 1, HostCosts::default(), 1);
+        run_on(jobs, lat, depth, HostCosts::default())
+    }
+
+    fn run_on(jobs: Vec<JobParams>, lat: Ns, depth: u32, host: HostCosts) -> RunOutput {
+        let p = Pipeline::new(dev(lat, depth), jobs, 1, host, 1);
         p.run(|_, _| {}, |_| {})
+    }
+
+    #[test]
+    fn big_ios_cost_per_page_and_fio_loop_paces_qd1() {
+        let host = HostCosts {
+            submit_page_ns: 400,
+            complete_page_ns: 50,
+            fio_loop_ns: 3_000,
+            ..HostCosts::default()
+        };
+        let mut j = job("p");
+        j.bs = [BsGen::Fixed(64 << 10), BsGen::Fixed(64 << 10)];
+        let out = run_on(vec![j], 100_000, 64, host);
+        let d = &out.jobs[0].1.dd[0];
+        // 64 KiB: 15 pages beyond the first
+        assert_eq!(d.slat.mean as u64, host.submit_ns + 15 * 400);
+        assert_eq!(d.clat.mean as u64, 100_000 + host.complete_ns + 15 * 50);
+        // the loop is in neither, but in every I/O's cycle
+        let per_io = host.submit_cost(64 << 10) + 100_000 + host.complete_cost(64 << 10) + 3_000;
+        let expect = NSEC_PER_SEC / per_io;
+        assert!(
+            d.total_ios.abs_diff(expect) <= expect / 100,
+            "{}",
+            d.total_ios
+        );
     }
 
     #[test]

@@ -48,12 +48,17 @@ pub enum HostProfile {
     Scenario,
 }
 
-/// `[host]` of a qemu TCG icount guest, measured with `validate-iomax-riops` on
-/// Debian's 6.1 (QD1 4 KiB reads on null_blk at 100 µs: slat 5.2 µs, clat 106.0 µs);
-/// no wake-up noise, since icount time has none.
-pub const GUEST_HOST: [(&str, i64); 3] = [
+/// `[host]` of a qemu TCG icount guest, measured on Debian's 6.1 with QD1 O_DIRECT
+/// I/O on null_blk at 100 µs (docs/validation.md §5): 4 KiB reads slat 5.2 µs, clat
+/// 106.0 µs; 64 KiB and 1 MiB slat 10.7 and 103–106 µs, clat 106.3 and 119–120 µs
+/// (0.38 and 0.053 µs per further page); the unlimited QD1 job's IOPS 2 µs per I/O
+/// short of slat + clat (fio's loop). No wake-up noise, since icount time has none.
+pub const GUEST_HOST: [(&str, i64); 6] = [
     ("submit_ns", 5_200),
+    ("submit_page_ns", 380),
     ("complete_ns", 6_000),
+    ("complete_page_ns", 53),
+    ("fio_loop_ns", 2_000),
     ("wakeup_jitter_ns", 0),
 ];
 
