@@ -74,6 +74,8 @@ enum Cmd {
     /// with a controller on, timeline.csv, trace.txt (blk-iocost) or throttle.csv, plus
     /// pictures as PNG and SVG: jobs (each job's IOPS and latency over time), clat
     /// (percentiles), iostat, and iocost (vrate, busy_level and hweights over the jobs).
+    /// With several variants or kernels the summary ends with an A/B table: each job's
+    /// IOPS, bandwidth, slat and clat of every run beside the first run's, with ratios.
     Run {
         scenario: String,
         /// Run only this variant (repeatable).

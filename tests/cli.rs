@@ -240,3 +240,29 @@ fn successive_fio_runs_start_when_every_run_before_has_ended() {
     assert!(busy("0.900") && busy("1.100"), "{csv}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn two_kernels_end_with_an_ab_table() {
+    let mut cmd = bin();
+    cmd.args([
+        "run",
+        "throttle-iops-tail-latency",
+        "--variant",
+        "before",
+        "--kernel",
+        "4.18",
+        "--kernel",
+        "4.19",
+        "--output-format",
+        "summary",
+    ]);
+    let out = String::from_utf8(ok(cmd).stdout).unwrap();
+    let ab = out.split("A/B: ").nth(1).expect("an A/B table");
+    // 4.19's slice-end wait halves the tail the 4.18 formula gives
+    let p99 = ab.lines().find(|l| l.contains("clat P99 ms")).unwrap();
+    let ratio: f64 = p99
+        .rsplit_once('(')
+        .and_then(|(_, r)| r.trim_end_matches(')').parse().ok())
+        .unwrap();
+    assert!((0.4..0.7).contains(&ratio), "{p99}");
+}

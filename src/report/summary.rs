@@ -67,6 +67,85 @@ pub fn clat_percentile_panel(rows: &[JobSummary]) -> Panel {
     }
 }
 
+/// A figure with the precision a reader needs: whole numbers from 1000, one decimal
+/// from 10, two down to 0.1, three significant digits below (0.00520).
+pub fn fmt_figure(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1000.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 0.1 || a == 0.0 {
+        format!("{v:.2}")
+    } else {
+        let digits = 2 - a.log10().floor() as i32;
+        format!("{v:.*}", digits.clamp(2, 12) as usize)
+    }
+}
+
+/// The A/B table of `blkcg-sim run` with several variants or kernels: per job, each
+/// headline figure of every run side by side, with its ratio to the first run's, so
+/// what a patch or a kernel version changes reads off one table. `runs` holds each
+/// run's label and summary rows; a job missing from a run shows `-`.
+pub fn ab_table(runs: &[(&str, &[JobSummary])]) -> String {
+    type Figure = fn(&JobSummary) -> Option<f64>;
+    const FIGURES: [(&str, Figure); 9] = [
+        ("IOPS", |r| Some(r.iops)),
+        ("MiB/s", |r| Some(r.mib_s)),
+        ("slat avg ms", |r| Some(r.slat_mean_ms)),
+        ("clat avg ms", |r| Some(r.clat_mean_ms)),
+        ("clat P50 ms", |r| r.pct(50.0)),
+        ("clat P90 ms", |r| r.pct(90.0)),
+        ("clat P99 ms", |r| r.pct(99.0)),
+        ("clat P99.9 ms", |r| r.pct(99.9)),
+        ("clat max ms", |r| Some(r.clat_max_ms)),
+    ];
+    let label = |r: &JobSummary| job_label(&r.cgroup, &r.job, r.round);
+    let mut jobs: Vec<String> = Vec::new();
+    for (_, rows) in runs {
+        for r in rows.iter() {
+            if !jobs.contains(&label(r)) {
+                jobs.push(label(r));
+            }
+        }
+    }
+    let Some((first, _)) = runs.first() else {
+        return String::new();
+    };
+    let job_w = jobs.iter().map(String::len).max().unwrap_or(3).max(3);
+    let col_w = runs.iter().map(|(l, _)| l.len()).max().unwrap_or(0).max(16);
+    let mut s = format!(
+        "A/B: each run against the first ({first}), the ratio in brackets
+"
+    );
+    s += &format!("{:<job_w$}  {:<13}", "JOB", "FIGURE");
+    for (l, _) in runs {
+        s += &format!(" {l:>col_w$}");
+    }
+    s.push('\n');
+    for job in &jobs {
+        let of = |rows: &[JobSummary]| rows.iter().find(|r| label(r) == *job).cloned();
+        let found: Vec<Option<JobSummary>> = runs.iter().map(|(_, rows)| of(rows)).collect();
+        for (k, (name, get)) in FIGURES.iter().enumerate() {
+            let shown = if k == 0 { job.as_str() } else { "" };
+            s += &format!("{shown:<job_w$}  {name:<13}");
+            let base = found[0].as_ref().and_then(get);
+            for (i, r) in found.iter().enumerate() {
+                let cell = match (r.as_ref().and_then(get), base) {
+                    (Some(v), Some(b)) if i > 0 && b != 0.0 => {
+                        format!("{} ({})", fmt_figure(v), fmt_figure(v / b))
+                    }
+                    (Some(v), _) => fmt_figure(v),
+                    (None, _) => "-".into(),
+                };
+                s += &format!(" {cell:>col_w$}");
+            }
+            s.push('\n');
+        }
+    }
+    s
+}
+
 /// The summary table.
 pub fn summary_table(rows: &[JobSummary]) -> String {
     let mut s = String::new();
@@ -155,9 +234,8 @@ pub fn iostat_csv(rows: &[IostatRow]) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn table_prints_the_seed_columns() {
-        let t = summary_table(&[JobSummary {
+    fn cgb() -> JobSummary {
+        JobSummary {
             cgroup: "cgB".into(),
             job: "cgB".into(),
             round: 0,
@@ -167,7 +245,50 @@ mod tests {
             clat_mean_ms: 1.95,
             clat_max_ms: 42.12,
             clat_pct_ms: vec![(90.0, 2.57), (99.0, 7.5), (99.9, 34.87), (99.99, 42.21)],
-        }]);
+        }
+    }
+
+    #[test]
+    fn figures_keep_three_significant_digits_when_small() {
+        assert_eq!(fmt_figure(1536.4), "1536");
+        assert_eq!(fmt_figure(21.13), "21.1");
+        assert_eq!(fmt_figure(0.39), "0.39");
+        assert_eq!(fmt_figure(0.0052), "0.00520");
+        assert_eq!(fmt_figure(0.0), "0.00");
+    }
+
+    #[test]
+    fn ab_table_sets_each_run_beside_the_first() {
+        let before = [JobSummary {
+            iops: 5.0,
+            clat_mean_ms: 190.0,
+            ..cgb()
+        }];
+        let after = [cgb(), JobSummary { round: 1, ..cgb() }];
+        let t = ab_table(&[("before", &before), ("after", &after)]);
+        let line = |fig: &str, job: &str| {
+            let mut in_job = false;
+            t.lines()
+                .find(|l| {
+                    in_job = l.starts_with(job) || (in_job && l.starts_with(' '));
+                    in_job && l.contains(fig)
+                })
+                .unwrap_or_else(|| panic!("{job} {fig} in\n{t}"))
+                .to_string()
+        };
+        assert!(line("IOPS", "cgB ").ends_with("199.4 (39.9)"), "{t}");
+        assert!(
+            line("clat avg ms", "cgB ").ends_with("1.95 (0.0103)"),
+            "{t}"
+        );
+        // the second fio run exists only in `after`
+        let second = line("IOPS", "cgB #2");
+        assert!(second.contains(" - ") && second.ends_with("199.4"), "{t}");
+    }
+
+    #[test]
+    fn table_prints_the_seed_columns() {
+        let t = summary_table(&[cgb()]);
         let last = t.lines().last().unwrap();
         assert!(last.starts_with("cgB"), "{last}");
         for f in [

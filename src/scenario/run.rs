@@ -726,6 +726,14 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
             stdout.push_str(&format!("--- {} ---\n", run.label));
             stdout.push_str(&summary::summary_table(&run.summaries));
         }
+        if !single {
+            let ab: Vec<(&str, &[JobSummary])> = runs
+                .iter()
+                .map(|r| (r.label.as_str(), r.summaries.as_slice()))
+                .collect();
+            stdout.push('\n');
+            stdout.push_str(&summary::ab_table(&ab));
+        }
     }
     print!("{stdout}");
     Ok(0)

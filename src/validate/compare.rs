@@ -12,6 +12,7 @@
 //! (timestamps relative to the first `iocost_iocg_activate`, i.e. the first I/O), the
 //! simulated one from the period rows, both sampled once a second ([`vrate_table`]).
 
+use crate::report::summary::fmt_figure;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -84,16 +85,6 @@ pub fn job_figures(doc: &Value, round_of: impl Fn(usize) -> u32) -> Figures {
     out
 }
 
-fn fmt_val(v: f64) -> String {
-    if v.abs() >= 1000.0 {
-        format!("{v:.0}")
-    } else if v.abs() >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    }
-}
-
 /// The side-by-side table: `real` has one [`Figures`] per run.
 pub fn table(real: &[Figures], sim: &Figures) -> String {
     let mut s = String::new();
@@ -129,7 +120,7 @@ pub fn table(real: &[Figures], sim: &Figures) -> String {
                 .collect();
             let mean = (!runs.is_empty()).then(|| runs.iter().sum::<f64>() / runs.len() as f64);
             let simv = sim.get(key).and_then(|v| v[i]);
-            let cell = |v: Option<f64>| v.map(fmt_val).unwrap_or_else(|| "-".into());
+            let cell = |v: Option<f64>| v.map(fmt_figure).unwrap_or_else(|| "-".into());
             let ratio = match (simv, mean) {
                 (Some(a), Some(b)) if b != 0.0 => format!("{:.2}", a / b),
                 _ => "-".into(),
@@ -140,7 +131,7 @@ pub fn table(real: &[Figures], sim: &Figures) -> String {
                 let range = if runs.is_empty() {
                     "-".into()
                 } else {
-                    format!("{}..{}", fmt_val(lo), fmt_val(hi))
+                    format!("{}..{}", fmt_figure(lo), fmt_figure(hi))
                 };
                 let _ = writeln!(
                     s,
