@@ -38,7 +38,7 @@ use crate::blkcg::iocost_qos::{QosParams, open_bdev};
 use crate::blkcg::ioweight::Weights;
 use crate::blkcg::{CgroupTree, DeviceTable, Errno, KernelError};
 use crate::device::QueueLimits;
-use crate::error::KeyError;
+use crate::error::{KeyError, Named};
 use crate::sim::Ns;
 use model::{AUTOP, Autop, CostModel, VTIME_PER_USEC};
 use period::{Margins, period_us, vrate_bound};
@@ -65,6 +65,19 @@ pub enum TraceVrate {
     Base,
 }
 
+impl Named for NoCompletion {
+    const NAMES: &'static [(&'static str, Self)] = &[
+        ("reset", Self::Reset),
+        ("clamp-4", Self::Clamp4),
+        ("keep-if-lagging", Self::KeepIfLagging),
+    ];
+}
+
+impl Named for TraceVrate {
+    const NAMES: &'static [(&'static str, Self)] =
+        &[("in-force", Self::InForce), ("base", Self::Base)];
+}
+
 /// Named behaviours of the controller that differ between kernel versions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IocostBehaviour {
@@ -79,6 +92,23 @@ pub enum TimerMode {
     Jiffies { hz: u32 },
     /// Exactly `period_us` after the handler.
     Exact,
+}
+
+/// In scenario syntax: `iocost.timer=jiffies iocost.no_completion=... debug_stats=0`.
+impl std::fmt::Display for IocostConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let timer = match self.timer {
+            TimerMode::Jiffies { .. } => "jiffies",
+            TimerMode::Exact => "exact",
+        };
+        write!(
+            f,
+            "iocost.timer={timer} iocost.no_completion={} iocost.trace_vrate={} debug_stats={}",
+            self.behaviour.no_completion.name(),
+            self.behaviour.trace_vrate.name(),
+            u8::from(self.debug_stats)
+        )
+    }
 }
 
 /// Controller configuration from the scenario.
@@ -137,31 +167,8 @@ pub fn behaviour_for(
     };
     for (key, val) in overrides {
         match key.as_str() {
-            "iocost.no_completion" => {
-                b.no_completion = match val.as_str() {
-                    "reset" => NoCompletion::Reset,
-                    "clamp-4" => NoCompletion::Clamp4,
-                    "keep-if-lagging" => NoCompletion::KeepIfLagging,
-                    _ => {
-                        return Err(KeyError::new(
-                            key.clone(),
-                            format!("`{val}`: accepted: reset, clamp-4, keep-if-lagging"),
-                        ));
-                    }
-                }
-            }
-            "iocost.trace_vrate" => {
-                b.trace_vrate = match val.as_str() {
-                    "in-force" => TraceVrate::InForce,
-                    "base" => TraceVrate::Base,
-                    _ => {
-                        return Err(KeyError::new(
-                            key.clone(),
-                            format!("`{val}`: accepted: in-force, base"),
-                        ));
-                    }
-                }
-            }
+            "iocost.no_completion" => b.no_completion = Named::parse(key, val)?,
+            "iocost.trace_vrate" => b.trace_vrate = Named::parse(key, val)?,
             k if k.starts_with("iocost.") => {
                 return Err(KeyError::new(
                     key.clone(),

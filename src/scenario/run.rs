@@ -925,9 +925,9 @@ pub fn check_command(sc: &Scenario, variants: &[String]) -> Result<u8, String> {
             r.kernel.version, r.kernel.hz, r.kernel.throttling_low
         );
         let b = throttle_behaviour(sc, &r)?;
-        println!("  throttle {b:?}");
-        println!("  iocost   {:?}", iocost_config(sc, &r)?);
-        println!("  host     {:?}", r.host);
+        println!("  throttle {b}");
+        println!("  iocost   {}", iocost_config(sc, &r)?);
+        println!("  host     {}", r.host);
         if let Some(pct) = r.state.iocost_vrate_pct {
             println!("  state    iocost base vrate {pct:.2}% (left by earlier runs)");
         }

@@ -76,6 +76,26 @@ pub struct HostCosts {
     pub fio_restart_ns: Ns,
 }
 
+/// In scenario syntax (`[host]` keys, ns): `submit_ns=2000 submit_page_ns=75 ...`.
+impl std::fmt::Display for HostCosts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "submit_ns={} submit_page_ns={} complete_ns={} complete_page_ns={} fio_loop_ns={} \
+             workqueue_ns={} timer_slack_ns={} wakeup_jitter_ns={} fio_restart_ns={}",
+            self.submit_ns,
+            self.submit_page_ns,
+            self.complete_ns,
+            self.complete_page_ns,
+            self.fio_loop_ns,
+            self.workqueue_ns,
+            self.timer_slack_ns,
+            self.wakeup_jitter_ns,
+            self.fio_restart_ns
+        )
+    }
+}
+
 impl HostCosts {
     /// `submit_ns` and `submit_page_ns` for an I/O of `bytes`.
     pub fn submit_cost(&self, bytes: u64) -> Ns {

@@ -10,7 +10,8 @@
 //! | `throttle.reentry` | `skip`, `iops-only` | re-entering (split) bios: never looked at again (≤5.17) or iops-only (5.18+) |
 //! | `throttle.meta_bypass` | `true`, `false` | REQ_META/REQ_SWAP pass and are charged as debt (6.12+) |
 
-use crate::error::KeyError;
+use crate::error::{KeyError, Named};
+use std::fmt;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IopsWait {
@@ -55,6 +56,52 @@ pub enum Reentry {
     IopsOnly,
 }
 
+impl Named for IopsWait {
+    const NAMES: &'static [(&'static str, Self)] = &[
+        ("v4.18", Self::V418),
+        ("slice-end", Self::SliceEnd),
+        ("slice-end+1", Self::SliceEndPlus1),
+        ("min-one-io", Self::MinOneIo),
+    ];
+}
+
+impl Named for Trim {
+    const NAMES: &'static [(&'static str, Self)] =
+        &[("v4.x", Self::V4), ("keep-one-slice", Self::KeepOneSlice)];
+}
+
+impl Named for Carryover {
+    const NAMES: &'static [(&'static str, Self)] = &[
+        ("none", Self::None),
+        ("carryover", Self::Carryover),
+        ("direct", Self::Direct),
+    ];
+}
+
+impl Named for QueueMode {
+    const NAMES: &'static [(&'static str, Self)] =
+        &[("fifo", Self::Fifo), ("split-bps-iops", Self::SplitBpsIops)];
+}
+
+impl Named for Reentry {
+    const NAMES: &'static [(&'static str, Self)] =
+        &[("skip", Self::Skip), ("iops-only", Self::IopsOnly)];
+}
+
+impl Named for bool {
+    const NAMES: &'static [(&'static str, Self)] = &[("true", true), ("false", false)];
+}
+
+impl fmt::Display for SliceLen {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SliceLen::Hz10 => f.write_str("hz/10"),
+            SliceLen::SsdHz50 => f.write_str("ssd-hz/50"),
+            SliceLen::Ms(ms) => write!(f, "{ms}ms"),
+        }
+    }
+}
+
 /// The switches that differ between kernel versions (table in the module header).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ThrottleBehaviour {
@@ -65,6 +112,24 @@ pub struct ThrottleBehaviour {
     pub queue: QueueMode,
     pub reentry: Reentry,
     pub meta_bypass: bool,
+}
+
+/// In scenario syntax: `throttle.iops_wait=min-one-io throttle.slice=hz/10 ...`.
+impl fmt::Display for ThrottleBehaviour {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "throttle.iops_wait={} throttle.slice={} throttle.trim={} throttle.carryover={} \
+             throttle.queue={} throttle.reentry={} throttle.meta_bypass={}",
+            self.iops_wait.name(),
+            self.slice,
+            self.trim.name(),
+            self.carryover.name(),
+            self.queue.name(),
+            self.reentry.name(),
+            self.meta_bypass.name()
+        )
+    }
 }
 
 impl Default for ThrottleBehaviour {
@@ -108,10 +173,6 @@ fn parse_version(v: &str) -> Option<(u32, u32, u32)> {
 /// was measured with the 100 ms slice (spec), and `validate` on 6.12.117 agrees; the
 /// exact first 6.12.y with the backport is not known here.
 const STABLE_SLICE_FIX: &[((u32, u32), u32)] = &[((6, 12), 95)];
-
-fn bad(key: &str, accepted: &str) -> KeyError {
-    KeyError::new(key, format!("accepted values: {accepted}"))
-}
 
 /// The behaviour of kernel `version` (`"4.18"`, `"6.10"`, ..., `"newest"`), with
 /// `throttling_low` = `CONFIG_BLK_DEV_THROTTLING_LOW` (decides the SSD slice in 4.12–6.8),
@@ -177,61 +238,27 @@ pub fn behaviour_for(
     for (key, val) in overrides {
         let val = val.as_str();
         match key.as_str() {
-            "throttle.iops_wait" => {
-                b.iops_wait = match val {
-                    "v4.18" => IopsWait::V418,
-                    "slice-end" => IopsWait::SliceEnd,
-                    "slice-end+1" => IopsWait::SliceEndPlus1,
-                    "min-one-io" => IopsWait::MinOneIo,
-                    _ => return Err(bad(key, "v4.18, slice-end, slice-end+1, min-one-io")),
-                }
-            }
+            "throttle.iops_wait" => b.iops_wait = Named::parse(key, val)?,
             "throttle.slice" => {
                 b.slice = match val {
                     "hz/10" => SliceLen::Hz10,
                     "ssd-hz/50" => SliceLen::SsdHz50,
                     _ => match val.strip_suffix("ms").and_then(|n| n.parse::<u32>().ok()) {
                         Some(ms @ 1..=1000) => SliceLen::Ms(ms),
-                        _ => return Err(bad(key, "hz/10, ssd-hz/50, <1..1000>ms")),
+                        _ => {
+                            return Err(KeyError::new(
+                                key.as_str(),
+                                format!("`{val}`: accepted: hz/10, ssd-hz/50, <1..1000>ms"),
+                            ));
+                        }
                     },
                 }
             }
-            "throttle.trim" => {
-                b.trim = match val {
-                    "v4.x" => Trim::V4,
-                    "keep-one-slice" => Trim::KeepOneSlice,
-                    _ => return Err(bad(key, "v4.x, keep-one-slice")),
-                }
-            }
-            "throttle.carryover" => {
-                b.carryover = match val {
-                    "none" => Carryover::None,
-                    "carryover" => Carryover::Carryover,
-                    "direct" => Carryover::Direct,
-                    _ => return Err(bad(key, "none, carryover, direct")),
-                }
-            }
-            "throttle.queue" => {
-                b.queue = match val {
-                    "fifo" => QueueMode::Fifo,
-                    "split-bps-iops" => QueueMode::SplitBpsIops,
-                    _ => return Err(bad(key, "fifo, split-bps-iops")),
-                }
-            }
-            "throttle.reentry" => {
-                b.reentry = match val {
-                    "skip" => Reentry::Skip,
-                    "iops-only" => Reentry::IopsOnly,
-                    _ => return Err(bad(key, "skip, iops-only")),
-                }
-            }
-            "throttle.meta_bypass" => {
-                b.meta_bypass = match val {
-                    "true" => true,
-                    "false" => false,
-                    _ => return Err(bad(key, "true, false")),
-                }
-            }
+            "throttle.trim" => b.trim = Named::parse(key, val)?,
+            "throttle.carryover" => b.carryover = Named::parse(key, val)?,
+            "throttle.queue" => b.queue = Named::parse(key, val)?,
+            "throttle.reentry" => b.reentry = Named::parse(key, val)?,
+            "throttle.meta_bypass" => b.meta_bypass = Named::parse(key, val)?,
             _ => {
                 return Err(KeyError::new(
                     key.as_str(),
@@ -254,8 +281,15 @@ pub fn behaviour_table() -> String {
             continue;
         };
         s += &format!(
-            "| {v} | {:?} | {:?} / {:?} | {:?} | {:?} | {:?} | {:?} | {} |\n",
-            n.iops_wait, n.slice, y.slice, n.trim, n.carryover, n.queue, n.reentry, n.meta_bypass
+            "| {v} | `{}` | `{}` / `{}` | `{}` | `{}` | `{}` | `{}` | {} |\n",
+            n.iops_wait.name(),
+            n.slice,
+            y.slice,
+            n.trim.name(),
+            n.carryover.name(),
+            n.queue.name(),
+            n.reentry.name(),
+            n.meta_bypass
         );
     }
     s
@@ -303,6 +337,6 @@ mod tests {
             "throttle.nope"
         );
         assert!(behaviour_for("six", false, &[]).is_err());
-        assert!(behaviour_table().contains("| 4.19 | SliceEnd |"));
+        assert!(behaviour_table().contains("| 4.19 | `slice-end` |"));
     }
 }
