@@ -211,6 +211,12 @@ fn load(name: &str) -> Result<Scenario, String> {
 }
 
 fn main() -> ExitCode {
+    // `blkcg-sim ... | head` ends quietly, as any Unix tool does, instead of panicking
+    // on the closed pipe: Rust ignores SIGPIPE by default.
+    // SAFETY: restoring the default disposition of one signal before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let progress = std::io::stderr().is_terminal();
     let result = match cli.cmd {

@@ -158,7 +158,9 @@ fn check_prints_the_resolved_configuration() {
     assert!(out.status.success());
     let s = String::from_utf8_lossy(&out.stdout);
     assert!(
-        s.contains("variant before:") && s.contains("V418") && s.contains("riops=100"),
+        s.contains("variant before:")
+            && s.contains("throttle.iops_wait=v4.18")
+            && s.contains("riops=100"),
         "{s}"
     );
 }
@@ -239,6 +241,34 @@ fn successive_fio_runs_start_when_every_run_before_has_ended() {
     assert!(!busy("0.400") && !busy("0.500") && !busy("0.700"), "{csv}");
     assert!(busy("0.900") && busy("1.100"), "{csv}");
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_closed_pipe_ends_the_output_quietly() {
+    use std::io::Read;
+    use std::process::Stdio;
+    // 64 jobs print ~75 KB, more than a pipe holds
+    let mut child = bin()
+        .args([
+            "fio",
+            "--device",
+            "nullb",
+            "--name=a",
+            "--rw=randread",
+            "--numjobs=64",
+            "--runtime=10ms",
+            "--time_based",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // read one byte, then close the pipe as `| head -c1` does
+    let mut one = [0u8; 1];
+    child.stdout.take().unwrap().read_exact(&mut one).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
 }
 
 #[test]
