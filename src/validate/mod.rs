@@ -42,25 +42,59 @@ use guest::GuestPlan;
 /// Whose host costs the simulation uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HostProfile {
-    /// The guest's, measured under TCG icount ([`GUEST_HOST`]): compares the kernels.
+    /// The guest's, measured under TCG icount ([`GUEST_HOSTS`]): compares the kernels.
     Guest,
     /// The scenario's `[host]`, as `blkcg-sim run` uses it.
     Scenario,
 }
 
-/// `[host]` of a qemu TCG icount guest, measured on Debian's 6.1 with QD1 O_DIRECT
-/// I/O on null_blk at 100 µs (docs/validation.md §5): 4 KiB reads slat 5.2 µs, clat
-/// 106.0 µs; 64 KiB and 1 MiB slat 10.7 and 103–106 µs, clat 106.3 and 119–120 µs
-/// (0.38 and 0.053 µs per further page); the unlimited QD1 job's IOPS 2 µs per I/O
-/// short of slat + clat (fio's loop). No wake-up noise, since icount time has none.
-pub const GUEST_HOST: [(&str, i64); 6] = [
-    ("submit_ns", 5_200),
-    ("submit_page_ns", 380),
-    ("complete_ns", 6_000),
-    ("complete_page_ns", 53),
-    ("fio_loop_ns", 2_000),
-    ("wakeup_jitter_ns", 0),
+/// One guest profile: `[host]` keys and their values (ns).
+pub type GuestHost = [(&'static str, i64); 6];
+
+/// `[host]` of a qemu TCG icount guest, per kernel series (the guest's own CPU work per
+/// I/O differs between kernels), measured with QD1 O_DIRECT I/O of 4 KiB, 64 KiB and
+/// 1 MiB on null_blk at 100 µs (docs/validation.md §5): submission for 4 KiB and per
+/// further page (slat), completion likewise (clat), and fio's loop (the QD1 job's IOPS
+/// short of slat + clat). No wake-up noise, since icount time has none.
+/// - 6.1.192: slat 5.2 / 10.7 / 103–106 µs, clat 105.9 / 106.3 / 119–120 µs;
+/// - 6.12.117: slat 5.5 / 13.6 / 143–145 µs, clat 106.6 / 108.4 / 131–136 µs.
+pub const GUEST_HOSTS: [((u32, u32), GuestHost); 2] = [
+    (
+        (6, 1),
+        [
+            ("submit_ns", 5_200),
+            ("submit_page_ns", 380),
+            ("complete_ns", 6_000),
+            ("complete_page_ns", 53),
+            ("fio_loop_ns", 2_000),
+            ("wakeup_jitter_ns", 0),
+        ],
+    ),
+    (
+        (6, 12),
+        [
+            ("submit_ns", 5_500),
+            ("submit_page_ns", 540),
+            ("complete_ns", 6_600),
+            ("complete_page_ns", 100),
+            ("fio_loop_ns", 2_000),
+            ("wakeup_jitter_ns", 0),
+        ],
+    ),
 ];
+
+/// The guest profile measured on the newest series not newer than `version`
+/// (`MAJOR.MINOR[.PATCH]`), or the oldest one; and the series it was measured on.
+pub fn guest_host(version: &str) -> (String, &'static GuestHost) {
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let v = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    let (series, costs) = GUEST_HOSTS
+        .iter()
+        .rev()
+        .find(|(s, _)| *s <= v)
+        .unwrap_or(&GUEST_HOSTS[0]);
+    (format!("{}.{}", series.0, series.1), costs)
+}
 
 /// `blkcg-sim validate` options.
 #[derive(Debug, Clone)]
@@ -154,6 +188,8 @@ struct SimSide {
     version: String,
     hz: u32,
     throttling_low: bool,
+    /// The kernel series whose guest host costs the simulation used.
+    host_series: String,
 }
 
 fn simulate(
@@ -185,9 +221,10 @@ fn simulate(
         );
         pins.push((&["state"], "iocost.vrate", toml::Value::Float(100.0)));
     }
+    let (host_series, guest_costs) = guest_host(&version);
     if o.host == HostProfile::Guest {
         pins.extend(
-            GUEST_HOST
+            guest_costs
                 .iter()
                 .map(|(k, v)| (&["host"][..], *k, toml::Value::Integer(*v))),
         );
@@ -210,6 +247,7 @@ fn simulate(
         version,
         hz,
         throttling_low,
+        host_series,
     })
 }
 
@@ -319,8 +357,11 @@ fn render(
         sim.hz,
         sim.throttling_low,
         match o.host {
-            HostProfile::Guest => "host costs of the qemu guest (--host guest)",
-            HostProfile::Scenario => "the scenario's host costs (--host scenario)",
+            HostProfile::Guest => format!(
+                "host costs of the qemu guest, measured on {} (--host guest)",
+                sim.host_series
+            ),
+            HostProfile::Scenario => "the scenario's host costs (--host scenario)".to_string(),
         }
     );
     if o.timing == Timing::Icount && real.runs.len() > 1 {
