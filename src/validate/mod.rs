@@ -458,3 +458,21 @@ pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String
     print!("{}", render(&plan, o, &kernel, resolved.seed, &real?, &sim));
     Ok(0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_guest_profile_of_the_newest_series_not_newer() {
+        let series = |v: &str| guest_host(v).0;
+        assert_eq!(series("6.1.192"), "6.1");
+        assert_eq!(series("6.11"), "6.1");
+        assert_eq!(series("6.12.117"), "6.12");
+        assert_eq!(series("6.19"), "6.12");
+        // older than every profile: the oldest
+        assert_eq!(series("5.10.0"), "6.1");
+        let (_, costs) = guest_host("6.12.117");
+        assert!(costs.contains(&("submit_page_ns", 540)));
+    }
+}
