@@ -91,6 +91,34 @@ fn nullb_mbps_ticks() {
 }
 
 #[test]
+fn nullb_tick_after_idle_fires_at_once_then_on_its_grid() {
+    let mut d = build(&table("model='nullb'\nmbps=4\nirqmode=0"), 1).unwrap();
+    let mut q = EventQueue::new();
+    let mut ticks = Vec::new();
+    let mut run_until = |d: &mut Box<dyn BlockDevice>, q: &mut EventQueue, end: Ns| {
+        while q.peek_time().is_some_and(|t| t <= end) {
+            let (at, ev) = q.pop().unwrap();
+            let Event::Device(tok) = ev else { panic!() };
+            if tok == u64::MAX {
+                ticks.push(at);
+            }
+            d.on_event(at, tok, q, &mut Vec::new());
+        }
+    };
+    // the timer runs from set-up (time 0): one request, then idle
+    d.submit(0, rq(0, 4096, 0), &mut q);
+    run_until(&mut d, &mut q, 45 * NSEC_PER_MSEC);
+    // 20 ms refills what the request took; 40 ms finds the grant whole and stops
+    // the timer; a request at 45 ms restarts it at its past expiry: at once, and
+    // the next tick is 60 ms on the set-up grid, not 65; that refill came after the
+    // request took its bytes, so at 60 ms the grant is whole again and the timer stops
+    d.submit(45 * NSEC_PER_MSEC, rq(1, 4096, 8), &mut q);
+    run_until(&mut d, &mut q, 100 * NSEC_PER_MSEC);
+    let ms: Vec<Ns> = ticks.iter().map(|t| t / NSEC_PER_MSEC).collect();
+    assert_eq!(ms, vec![20, 40, 45, 60]);
+}
+
+#[test]
 fn ssd_channels_scale() {
     let run = |ch: u32| {
         let mut d = build(

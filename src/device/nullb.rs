@@ -9,7 +9,11 @@
 //!   `mb_per_tick(mbps)` (`nullb_bwtimer_fn()`); each dispatched request subtracts its
 //!   bytes; the request that drives the grant below zero is requeued (keeping its tag)
 //!   and the queue stopped until the next tick (`null_handle_throttled()`). The tick
-//!   timer stops after a tick that found the grant untouched, and restarts on submit.
+//!   is an hrtimer started when the device is set up (time 0 here) and kept on that
+//!   20 ms grid (`hrtimer_forward_now()`); it stops after a tick that found the grant
+//!   untouched, and a request arriving then restarts it at its old, past expiry, so it
+//!   fires at once: the first request after an idle spell refills the grant at once, and
+//!   the next tick comes at the next point of the grid, not 20 ms later.
 //! - Events: token = tag for completions, [`TICK`] for the bandwidth timer.
 
 use super::config::Keys;
@@ -114,7 +118,12 @@ pub struct NullBlk {
     limits: QueueLimits,
     /// Bytes left in this tick (`nullb->cur_bytes`).
     cur_bytes: i64,
+    /// `hrtimer_active(&nullb->bw_timer)`.
     timer_active: bool,
+    /// The timer's expiry (next, or last if stopped), on the grid set up at time 0.
+    timer_expires: Ns,
+    /// A [`TICK`] event is in the queue.
+    tick_pending: bool,
     stopped: bool,
     /// Requests waiting while the queue is stopped (requeued one first).
     waiting: VecDeque<DevRq>,
@@ -134,11 +143,15 @@ impl NullBlk {
             capacity: cfg.size << 20,
         };
         let waiting = VecDeque::with_capacity(cfg.hw_queue_depth as usize);
+        let throttled = cfg.mbps > 0;
         NullBlk {
             cur_bytes: mb_per_tick(cfg.mbps),
             cfg,
             limits,
-            timer_active: false,
+            // nullb_setup_bwtimer(): started with the device, first expiry 20 ms on
+            timer_active: throttled,
+            timer_expires: TIMER_INTERVAL,
+            tick_pending: false,
             stopped: false,
             waiting,
         }
@@ -162,13 +175,32 @@ impl NullBlk {
         q.push(at, Event::Device(rq.tag as u64));
     }
 
+    /// `if (!hrtimer_active()) hrtimer_restart()` at the top of null_handle_throttled().
+    /// The timer runs without events while nothing is dispatched: its first expiry is
+    /// only queued once there is traffic, and one that passed untouched stopped it.
+    fn arm_timer(&mut self, now: Ns, q: &mut EventQueue) {
+        if self.tick_pending {
+            return;
+        }
+        if self.timer_active && self.timer_expires <= now {
+            // it fired with the grant untouched: HRTIMER_NORESTART
+            self.timer_active = false;
+        }
+        // a restart keeps the old expiry; a past one fires at once
+        let at = if self.timer_active {
+            self.timer_expires
+        } else {
+            now
+        };
+        self.timer_active = true;
+        self.tick_pending = true;
+        q.push(at, Event::Device(TICK));
+    }
+
     /// mirrors null_handle_throttled(): false = requeued, queue stopped.
     fn dispatch(&mut self, now: Ns, rq: DevRq, q: &mut EventQueue) -> bool {
         if self.cfg.mbps > 0 {
-            if !self.timer_active {
-                self.timer_active = true;
-                q.push(now + TIMER_INTERVAL, Event::Device(TICK));
-            }
+            self.arm_timer(now, q);
             self.cur_bytes -= rq.bytes as i64;
             if self.cur_bytes < 0 {
                 self.stopped = true;
@@ -200,14 +232,21 @@ impl BlockDevice for NullBlk {
             return;
         }
         // mirrors nullb_bwtimer_fn()
+        self.tick_pending = false;
         let full = mb_per_tick(self.cfg.mbps);
-        if self.cur_bytes == full && self.waiting.is_empty() {
+        if self.cur_bytes == full {
             self.timer_active = false;
             return;
         }
         self.cur_bytes = full;
         self.stopped = false;
-        q.push(now + TIMER_INTERVAL, Event::Device(TICK));
+        // hrtimer_forward_now(): the next point of the grid after now
+        if self.timer_expires <= now {
+            self.timer_expires +=
+                (now - self.timer_expires) / TIMER_INTERVAL * TIMER_INTERVAL + TIMER_INTERVAL;
+        }
+        self.tick_pending = true;
+        q.push(self.timer_expires, Event::Device(TICK));
         while let Some(rq) = self.waiting.pop_front() {
             if !self.dispatch(now, rq, q) {
                 break;
