@@ -1,6 +1,7 @@
 //! The seeds' summary table (`CGROUP IOPS MB/s slat-avg clat-avg clat-max P90 P99
 //! P99.9 P99.99`, as the iocost seed's `get_result` prints it), the `iostat -x 1`
-//! style device timeline, and the clat percentile picture.
+//! style device timeline, the clat percentile picture, and the A/B table that sets the
+//! runs of several variants or kernels side by side.
 
 use crate::report::plot::{Panel, Series};
 use crate::sim::engine::IostatRow;

@@ -4,8 +4,11 @@
 //! `[device]`, the fio jobs from each cgroup's `fio`, blk-throttle and blk-iocost from
 //! `[kernel]`; then the scenario's interface writes are applied in order (root files
 //! first, parents before children) exactly as `echo LINE > FILE` would, and a refused
-//! write is reported with the scenario line and the kernel's errno. The commands
-//! (`run`, `fio`, `check`, `repro`) only choose variants and print.
+//! write is reported with the scenario line and the kernel's errno. A cgroup's `fio`
+//! array is successive runs, as a script's loop with a `wait`: every job of run k waits
+//! (its `after` list) for every job of run k-1, then `[host] fio_restart_ns` more. The
+//! commands (`run`, `fio`, `check`, `repro`) only choose variants and print; `run` with
+//! several variants or kernels ends with the A/B table (`summary::ab_table`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -29,6 +29,11 @@
 //! (`handle_thinktime()`), and at the end wait for everything in flight. A completion
 //! is reaped — and its clat ends — when the job next waits for completions, as in fio.
 //!
+//! *Host costs* ([`HostCosts`]): CPU time the real stack spends around each I/O — on
+//! submission (slat; a 4 KiB cost plus one per further page pinned), on completion
+//! (clat; likewise), and in fio's own loop between reaping and the next I/O (in
+//! neither). They are what a QD1 job's IOPS come down to on a fast device.
+//!
 //! Where things live: contexts and the stack walk in `run_ctx()`; the device side in
 //! `issue()` / `on_device_done()`; fio jobs in `job_step()`; sampling in `on_sample()`.
 
