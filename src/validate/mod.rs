@@ -17,9 +17,12 @@
 //! - `compare.rs` — both sides' fio JSON read by one reader, lined up with ratios, plus
 //!   the vrate trajectories.
 //!
-//! The simulation runs with `kernel.version` set to the booted kernel's `MAJOR.MINOR`
-//! and `hz` to its `CONFIG_HZ`; everything else (host costs, behaviour switches) is the
-//! scenario's, so a disagreement is the simulator's to explain.
+//! The simulation runs with `kernel.version` set to the booted kernel's upstream
+//! release (`MAJOR.MINOR.PATCH`, from its banner), `hz` to its `CONFIG_HZ`, and by
+//! default the host costs measured in the guest for that kernel series
+//! ([`GUEST_HOSTS`]: the emulated CPU's work per I/O and per page differs between
+//! kernels); everything else (behaviour switches) is the scenario's, so a disagreement
+//! is the simulator's to explain.
 
 pub mod boot;
 pub mod compare;
