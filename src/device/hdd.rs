@@ -5,7 +5,7 @@
 //! Service time = seek(distance) + rotational latency + transfer.
 //! - Seek curve: 0 for distance 0, else `t2t + (full - t2t) * sqrt(d / capacity)`
 //!   (`track_to_track_us`, `full_stroke_us`), so the average over uniform random
-//!   positions (E[sqrt] ≈ 0.53 of the stroke) lands near datasheet averages.
+//!   positions (E\[sqrt\] ≈ 0.53 of the stroke) lands near datasheet averages.
 //! - Rotation: uniform in [0, 60/rpm) from the seeded RNG, or exactly half a
 //!   revolution with `rot_mode = "half"`; skipped for a sequential continuation.
 //! - Transfer at `mbps` (10^6 B/s).

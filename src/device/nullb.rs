@@ -14,7 +14,7 @@
 //!   untouched, and a request arriving then restarts it at its old, past expiry, so it
 //!   fires at once: the first request after an idle spell refills the grant at once, and
 //!   the next tick comes at the next point of the grid, not 20 ms later.
-//! - Events: token = tag for completions, [`TICK`] for the bandwidth timer.
+//! - Events: token = tag for completions, `TICK` for the bandwidth timer.
 
 use super::config::Keys;
 use super::{BlockDevice, DevRq, QueueLimits};
@@ -122,7 +122,7 @@ pub struct NullBlk {
     timer_active: bool,
     /// The timer's expiry (next, or last if stopped), on the grid set up at time 0.
     timer_expires: Ns,
-    /// A [`TICK`] event is in the queue.
+    /// A `TICK` event is in the queue.
     tick_pending: bool,
     stopped: bool,
     /// Requests waiting while the queue is stopped (requeued one first).

@@ -6,7 +6,7 @@
 //! - [`LinearInputs`]: the six `io.cost.model` numbers (bytes/s, IO/s per direction).
 //! - [`Lcoefs`] / [`calc_lcoefs`]: vtime per 4 KiB page, per sequential IO and per random
 //!   IO, mirroring `calc_lcoefs()` (ceil divisions kept).
-//! - [`abs_cost`]: `calc_vtime_cost_builtin()` — pages = floor(sectors/8) (≥1), seq/rand by
+//! - [`CostModel::abs_cost`]: `calc_vtime_cost_builtin()` — pages = floor(sectors/8) (≥1), seq/rand by
 //!   cursor distance — plus the RFC `linear-max` variant (spec §3.5).
 
 use crate::sim::bio::Dir;

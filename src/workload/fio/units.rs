@@ -4,7 +4,7 @@
 //! (the suffix after the digits picks a power of `kb_base`; the three-letter IEC
 //! forms `kib`..`pib` use the *opposite* base — `1MiB` = 1,000,000 under the default
 //! `kb_base=1024`, and the meanings swap under `kb_base=1000`); times go through
-//! `get_mult_time()` (result in microseconds here, converted to [`Ns`] by callers).
+//! `get_mult_time()` (result in microseconds here, converted to [`Ns`](crate::sim::Ns) by callers).
 //! Arithmetic `( ... )` mirrors fio's `evaluate_arithmetic_expression()` (exp/ in fio)
 //! with `+ - * / % ^` and parentheses.
 //!
