@@ -75,7 +75,8 @@ enum Cmd {
     /// pictures as PNG and SVG: jobs (each job's IOPS and latency over time), clat
     /// (percentiles), iostat, and iocost (vrate, busy_level and hweights over the jobs).
     /// With several variants or kernels the summary ends with an A/B table: each job's
-    /// IOPS, bandwidth, slat and clat of every run beside the first run's, with ratios.
+    /// IOPS, bandwidth, slat and clat of every run beside the first run's, with ratios
+    /// (also DIR/ab.txt with --output).
     Run {
         scenario: String,
         /// Run only this variant (repeatable).

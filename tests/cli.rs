@@ -286,8 +286,13 @@ fn two_kernels_end_with_an_ab_table() {
         "--output-format",
         "summary",
     ]);
+    let dir = std::env::temp_dir().join(format!("blkcg-sim-ab-{}", std::process::id()));
+    cmd.arg("--output").arg(&dir);
     let out = String::from_utf8(ok(cmd).stdout).unwrap();
     let ab = out.split("A/B: ").nth(1).expect("an A/B table");
+    let file = std::fs::read_to_string(dir.join("ab.txt")).unwrap();
+    assert_eq!(file.split("A/B: ").nth(1), Some(ab));
+    std::fs::remove_dir_all(&dir).ok();
     // 4.19's slice-end wait halves the tail the 4.18 formula gives
     let p99 = ab.lines().find(|l| l.contains("clat P99 ms")).unwrap();
     let ratio: f64 = p99

@@ -724,18 +724,25 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
             }
         }
     }
+    let ab = (!single).then(|| {
+        let rows: Vec<(&str, &[JobSummary])> = runs
+            .iter()
+            .map(|r| (r.label.as_str(), r.summaries.as_slice()))
+            .collect();
+        summary::ab_table(&rows)
+    });
+    if let (Some(dir), Some(ab)) = (&o.output, &ab) {
+        let path = dir.join("ab.txt");
+        std::fs::write(&path, ab).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
     if o.format == OutputFormat::Summary || (!single && o.format == OutputFormat::Normal) {
         for run in &runs {
             stdout.push_str(&format!("--- {} ---\n", run.label));
             stdout.push_str(&summary::summary_table(&run.summaries));
         }
-        if !single {
-            let ab: Vec<(&str, &[JobSummary])> = runs
-                .iter()
-                .map(|r| (r.label.as_str(), r.summaries.as_slice()))
-                .collect();
+        if let Some(ab) = &ab {
             stdout.push('\n');
-            stdout.push_str(&summary::ab_table(&ab));
+            stdout.push_str(ab);
         }
     }
     print!("{stdout}");
