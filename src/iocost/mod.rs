@@ -39,6 +39,7 @@ use crate::blkcg::ioweight::Weights;
 use crate::blkcg::{CgroupTree, DeviceTable, Errno, KernelError};
 use crate::device::QueueLimits;
 use crate::error::{KeyError, Named};
+use crate::kernel_version::KernelVersion;
 use crate::sim::Ns;
 use model::{AUTOP, Autop, CostModel, VTIME_PER_USEC};
 use period::{Margins, period_us, vrate_bound};
@@ -127,39 +128,16 @@ pub fn behaviour_for(
     version: &str,
     overrides: &[(String, String)],
 ) -> Result<IocostBehaviour, KeyError> {
-    let bad_version = || {
-        KeyError::new(
-            "kernel.version",
-            format!(
-                "`{version}`: expected `newest` or MAJOR.MINOR[.PATCH][-rcN], e.g. 6.12 or 7.0-rc3"
-            ),
-        )
-    };
-    let (no_completion, trace_vrate) = if version == "newest" {
-        (NoCompletion::KeepIfLagging, TraceVrate::Base)
+    let v = KernelVersion::parse(version).map_err(|m| KeyError::new("kernel.version", m))?;
+    let no_completion = if v.before(7, 0) {
+        NoCompletion::Reset
     } else {
-        let (num, rc) = match version.split_once('-') {
-            Some((n, suffix)) if suffix.starts_with("rc") => (n, true),
-            Some(_) => return Err(bad_version()),
-            None => (version, false),
-        };
-        let mut parts = num.split('.').map(|p| p.parse::<u32>());
-        let major = parts.next().and_then(|r| r.ok()).ok_or_else(bad_version)?;
-        let minor = parts.next().and_then(|r| r.ok()).ok_or_else(bad_version)?;
-        if parts.any(|p| p.is_err()) {
-            return Err(bad_version());
-        }
-        let no_completion = if (major, minor) < (7, 0) || ((major, minor) == (7, 0) && rc) {
-            NoCompletion::Reset
-        } else {
-            NoCompletion::KeepIfLagging
-        };
-        let trace_vrate = if (major, minor) < (6, 2) {
-            TraceVrate::InForce
-        } else {
-            TraceVrate::Base
-        };
-        (no_completion, trace_vrate)
+        NoCompletion::KeepIfLagging
+    };
+    let trace_vrate = if v.before(6, 2) {
+        TraceVrate::InForce
+    } else {
+        TraceVrate::Base
     };
     let mut b = IocostBehaviour {
         no_completion,

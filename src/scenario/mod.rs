@@ -20,7 +20,9 @@ pub mod embedded;
 pub mod repro;
 pub mod resolve;
 pub mod run;
+pub mod source;
 
+use source::KeyLines;
 use toml::{Table, Value};
 
 /// A scenario problem: file, line (when known), what is wrong and what is accepted.
@@ -30,6 +32,9 @@ pub struct ScenarioError {
     pub file: String,
     pub line: Option<usize>,
     pub msg: String,
+    /// The key the error is about (table path, then key), empty if none: lets
+    /// [`Scenario::in_variant`] point at a variant's own line for it.
+    pub key: Vec<String>,
 }
 
 /// Top-level keys a scenario may have.
@@ -69,6 +74,8 @@ pub struct Scenario {
     pub file: String,
     pub text: String,
     pub table: Table,
+    /// Where each key is written.
+    pub lines: KeyLines,
 }
 
 impl Scenario {
@@ -80,12 +87,14 @@ impl Scenario {
                 file: file.to_string(),
                 line,
                 msg: format!("not valid TOML: {}", e.message()),
+                key: Vec::new(),
             }
         })?;
         let sc = Scenario {
             file: file.to_string(),
             text: text.to_string(),
             table,
+            lines: KeyLines::index(text),
         };
         for k in sc.table.keys() {
             if !TOP_KEYS.contains(&k.as_str()) {
@@ -105,7 +114,8 @@ impl Scenario {
                 ));
             };
             let mut names = Vec::new();
-            for v in arr {
+            for (i, v) in arr.iter().enumerate() {
+                let at = ["variant", &i.to_string()];
                 let Some(t) = v.as_table() else {
                     return Err(sc.err_at(&[], "variant", "each [[variant]] must be a table"));
                 };
@@ -116,6 +126,13 @@ impl Scenario {
                         "every [[variant]] needs `name = \"...\"`",
                     ));
                 };
+                crate::report::outdir::check_label(name).map_err(|m| {
+                    sc.err_at(
+                        &at,
+                        "name",
+                        format!("variant name: {m} (it names a folder under --output)"),
+                    )
+                })?;
                 if names.contains(&name) {
                     return Err(sc.err_at(
                         &[],
@@ -126,7 +143,8 @@ impl Scenario {
                 names.push(name);
                 for k in t.keys() {
                     if !VARIANT_KEYS.contains(&k.as_str()) {
-                        return Err(sc.err_key_anywhere(
+                        return Err(sc.err_at(
+                            &at,
                             k,
                             format!(
                                 "variant `{name}`: unknown key `{k}`; a variant may set: {}",
@@ -225,6 +243,7 @@ impl Scenario {
                         known.join(", ")
                     }
                 ),
+                key: Vec::new(),
             });
         };
         let Some(vt) = v.as_table() else {
@@ -264,22 +283,58 @@ impl Scenario {
     }
 
     /// An error about `key` inside the table at `path` (e.g. `["device"]`), with the
-    /// line where that key is written when it can be found.
+    /// line where that key is written, else where its table is.
     pub fn err_at(&self, path: &[&str], key: &str, msg: impl Into<String>) -> ScenarioError {
+        let mut full: Vec<&str> = path.to_vec();
+        full.push(key);
         ScenarioError {
             file: self.file.clone(),
-            line: find_key_line(&self.text, path, key),
+            line: self.lines.nearest(&full),
             msg: msg.into(),
+            key: full.iter().map(|s| s.to_string()).collect(),
         }
     }
 
-    /// An error about `key` wherever it first appears in the file.
-    pub fn err_key_anywhere(&self, key: &str, msg: impl Into<String>) -> ScenarioError {
-        ScenarioError {
-            file: self.file.clone(),
-            line: find_key_anywhere(&self.text, key),
-            msg: msg.into(),
+    /// The line where `path` is written in the scenario as variant `variant` sees it:
+    /// the variant's own line when the variant sets that key, else the base's, else
+    /// its nearest enclosing table's.
+    pub fn line_in(&self, variant: Option<&str>, path: &[&str]) -> Option<usize> {
+        self.exact_line_in(variant, path)
+            .or_else(|| self.lines.nearest(path))
+    }
+
+    /// The line where `path` itself is written, in the variant or the base.
+    pub fn exact_line_in(&self, variant: Option<&str>, path: &[&str]) -> Option<usize> {
+        self.variant_index(variant)
+            .and_then(|i| {
+                let i = i.to_string();
+                let mut full = vec!["variant", i.as_str()];
+                full.extend_from_slice(path);
+                self.lines.exact(&full)
+            })
+            .or_else(|| self.lines.exact(path))
+    }
+
+    /// `e` as seen while resolving `variant`: pointed at the variant's line for its key
+    /// when the variant sets it, and naming the variant.
+    pub fn in_variant(&self, variant: Option<&str>, mut e: ScenarioError) -> ScenarioError {
+        let Some(name) = variant else { return e };
+        if !e.key.is_empty() {
+            let key: Vec<&str> = e.key.iter().map(String::as_str).collect();
+            e.line = self.line_in(variant, &key);
         }
+        e.msg = format!("variant `{name}`: {}", e.msg);
+        e
+    }
+
+    /// The position of variant `name` among the `[[variant]]` tables.
+    fn variant_index(&self, name: Option<&str>) -> Option<usize> {
+        let name = name?;
+        self.table
+            .get("variant")?
+            .as_array()?
+            .iter()
+            .position(|v| v.get("name").and_then(Value::as_str) == Some(name))
     }
 }
 
@@ -293,63 +348,29 @@ fn line_of_offset(text: &str, off: usize) -> usize {
     text[..off.min(text.len())].matches('\n').count() + 1
 }
 
-/// Does `line` assign `key` (bare or quoted)?
-fn assigns(line: &str, key: &str) -> bool {
-    let l = line.trim_start();
-    let rest = if let Some(r) = l.strip_prefix(key) {
-        r
-    } else if let Some(r) = l.strip_prefix(&format!("\"{key}\"")) {
-        r
-    } else {
-        return false;
+/// What a bare number (no unit) means for a duration key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BareNumber {
+    /// Seconds, as fio reads `runtime=30`: `duration`, `at`.
+    Seconds,
+    /// Nanoseconds: keys named `*_ns` (`[host] submit_ns = 2000`).
+    Nanoseconds,
+}
+
+/// The longest duration a scenario may give: a simulated year.
+const MAX_DURATION_NS: f64 = 365.0 * 86_400e9;
+
+/// Parse a duration as a scenario writes it: a string with a unit (`"10s"`, `"250ms"`,
+/// `"100us"`, `"5000ns"`, `"2m"`, `"1h"`; no unit is seconds, as fio reads it) or a bare
+/// number meaning what `bare` says.
+pub fn parse_duration(v: &Value, bare: BareNumber) -> Result<u64, String> {
+    let unit_of_bare = match bare {
+        BareNumber::Seconds => 1e9,
+        BareNumber::Nanoseconds => 1.0,
     };
-    rest.trim_start().starts_with('=')
-}
-
-/// The 1-based line of `key` in table `path` (inline tables and dotted headers are
-/// matched loosely: the first assignment of `key` after the table's header).
-fn find_key_line(text: &str, path: &[&str], key: &str) -> Option<usize> {
-    let mut in_table = path.is_empty();
-    for (i, line) in text.lines().enumerate() {
-        let t = line.trim();
-        if t.starts_with('[') {
-            let header = t.trim_matches(|c| c == '[' || c == ']').replace('"', "");
-            in_table = !path.is_empty() && header == path.join(".");
-            if path.is_empty() {
-                in_table = false;
-            }
-            continue;
-        }
-        if in_table && assigns(line, key) {
-            return Some(i + 1);
-        }
-        // `kernel = { ... key = ... }` inline form
-        if !path.is_empty() && assigns(line, path[path.len() - 1]) && line.contains(key) {
-            return Some(i + 1);
-        }
-    }
-    if !path.is_empty() {
-        let header = format!("[{}]", path.join("."));
-        for (i, line) in text.lines().enumerate() {
-            if line.trim().replace('"', "") == header {
-                return Some(i + 1);
-            }
-        }
-    }
-    None
-}
-
-fn find_key_anywhere(text: &str, key: &str) -> Option<usize> {
-    text.lines()
-        .position(|l| assigns(l, key) || l.trim().trim_matches(|c| c == '[' || c == ']') == key)
-        .map(|i| i + 1)
-}
-
-/// Parse a duration as a scenario writes it: integer ns, or a string with a unit
-/// (`"10s"`, `"250ms"`, `"100us"`, `"5000ns"`, `"2m"`).
-pub fn parse_duration(v: &Value) -> Result<u64, String> {
-    match v {
-        Value::Integer(i) if *i >= 0 => Ok(*i as u64),
+    let ns = match v {
+        Value::Integer(i) => *i as f64 * unit_of_bare,
+        Value::Float(f) => f * unit_of_bare,
         Value::String(s) => {
             let s = s.trim();
             let split = s
@@ -372,10 +393,24 @@ pub fn parse_duration(v: &Value) -> Result<u64, String> {
                     ));
                 }
             };
-            Ok((x * mult).round() as u64)
+            x * mult
         }
-        _ => Err("expected a duration: integer nanoseconds or a string like \"10s\"".into()),
+        _ => {
+            return Err(format!(
+                "expected a duration: a string like \"10s\" or \"250ms\", or a number of {}",
+                match bare {
+                    BareNumber::Seconds => "seconds",
+                    BareNumber::Nanoseconds => "nanoseconds",
+                }
+            ));
+        }
+    };
+    if !(0.0..=MAX_DURATION_NS).contains(&ns) {
+        return Err(format!(
+            "`{v}` is out of range: from 0 to a year (\"8760h\") is accepted"
+        ));
     }
+    Ok(ns.round() as u64)
 }
 
 #[cfg(test)]
@@ -439,22 +474,28 @@ cgroup.a = { "io.max" = "252:0 riops=50" }
 
     #[test]
     fn key_lines_are_found_in_tables_and_inline_tables() {
-        assert_eq!(find_key_line(SC, &["device"], "completion_nsec"), Some(7));
-        assert_eq!(find_key_line(SC, &["cgroup", "a"], "io.max"), Some(13));
+        let sc = Scenario::parse(SC, "t.toml").unwrap();
+        assert_eq!(sc.err_at(&["device"], "completion_nsec", "").line, Some(7));
+        assert_eq!(sc.err_at(&["cgroup", "a"], "io.max", "").line, Some(13));
     }
 
     #[test]
     fn durations() {
+        let s = |x: &str| Value::String(x.into());
+        let secs = BareNumber::Seconds;
+        assert_eq!(parse_duration(&s("10s"), secs), Ok(10_000_000_000));
+        assert_eq!(parse_duration(&s("2.5ms"), secs), Ok(2_500_000));
+        // a bare number is seconds where fio would read seconds, ns for `*_ns` keys
+        assert_eq!(parse_duration(&Value::Integer(7), secs), Ok(7_000_000_000));
+        assert_eq!(parse_duration(&Value::Float(0.5), secs), Ok(500_000_000));
         assert_eq!(
-            parse_duration(&Value::String("10s".into())),
-            Ok(10_000_000_000)
+            parse_duration(&Value::Integer(7), BareNumber::Nanoseconds),
+            Ok(7)
         );
-        assert_eq!(
-            parse_duration(&Value::String("2.5ms".into())),
-            Ok(2_500_000)
-        );
-        assert_eq!(parse_duration(&Value::Integer(7)), Ok(7));
-        assert!(parse_duration(&Value::String("3 parsecs".into())).is_err());
+        assert!(parse_duration(&s("3 parsecs"), secs).is_err());
+        assert!(parse_duration(&Value::Integer(-1), secs).is_err());
+        assert!(parse_duration(&Value::Integer(i64::MAX), BareNumber::Nanoseconds).is_err());
+        assert!(parse_duration(&s("9000h"), secs).is_err());
     }
 
     #[test]

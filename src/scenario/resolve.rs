@@ -3,8 +3,9 @@
 
 use toml::{Table, Value};
 
-use super::{Scenario, ScenarioError, parse_duration};
+use super::{BareNumber, Scenario, ScenarioError, parse_duration};
 use crate::blkcg::CgroupTree;
+use crate::kernel_version::KernelVersion;
 use crate::sim::Ns;
 use crate::sim::engine::HostCosts;
 
@@ -73,13 +74,10 @@ pub struct KernelSettings {
     pub overrides: Vec<(String, String)>,
 }
 
-/// The newest kernel version we model; the default preset.
-pub const NEWEST_VERSION: &str = "7.0";
-
 impl Default for KernelSettings {
     fn default() -> Self {
         KernelSettings {
-            version: NEWEST_VERSION.to_string(),
+            version: crate::kernel_version::NEWEST.to_string(),
             hz: 1000,
             throttling_low: false,
             debug_stats: false,
@@ -114,11 +112,19 @@ pub struct Resolved {
     pub writes: Vec<IfaceWrite>,
     /// Every fio run, ordered by round, then by cgroup as the scenario lists them.
     pub fio: Vec<FioSource>,
+    /// What is accepted but worth saying (a kernel newer than the newest modelled).
+    pub warnings: Vec<String>,
 }
 
 impl Scenario {
     /// Resolve variant `variant` (None: the base scenario) into a typed configuration.
+    /// An error in a key the variant sets points at the variant's line and names it.
     pub fn resolve(&self, variant: Option<&str>) -> Result<Resolved, ScenarioError> {
+        self.resolve_merged(variant)
+            .map_err(|e| self.in_variant(variant, e))
+    }
+
+    fn resolve_merged(&self, variant: Option<&str>) -> Result<Resolved, ScenarioError> {
         let t = self.merged(variant)?;
         let seed = match t.get("seed") {
             None => 1,
@@ -130,7 +136,7 @@ impl Scenario {
         let duration = match t.get("duration") {
             None => None,
             Some(v) => Some(
-                parse_duration(v)
+                parse_duration(v, BareNumber::Seconds)
                     .map_err(|m| self.err_at(&[], "duration", format!("`duration`: {m}")))?,
             ),
         };
@@ -142,10 +148,15 @@ impl Scenario {
                     file: self.file.clone(),
                     line: None,
                     msg: "no [device] table; a scenario needs one (model = \"nullb\" | \"ssd\" | \"hdd\" | \"cloud\")".into(),
+                    key: Vec::new(),
                 })
             }
         };
         let kernel = self.kernel_settings(t.get("kernel"))?;
+        let mut warnings = Vec::new();
+        let (_, too_new) = KernelVersion::checked(&kernel.version)
+            .map_err(|m| self.err_at(&["kernel"], "version", format!("`kernel.version`: {m}")))?;
+        warnings.extend(too_new);
         let host = self.host_costs(t.get("host"))?;
         let state = self.prior_state(t.get("state"))?;
         let mut tree = CgroupTree::default();
@@ -164,7 +175,7 @@ impl Scenario {
                                 cgroup: CgroupTree::ROOT,
                                 file: f,
                                 line,
-                                src_line: super::find_key_line(&self.text, &["root"], k),
+                                src_line: self.line_in(variant, &["root", k]),
                             });
                         }
                     }
@@ -211,6 +222,8 @@ impl Scenario {
                         "the root cgroup is [root], not a [cgroup.\"\"] table",
                     ));
                 }
+                crate::blkcg::tree::check_path(name)
+                    .map_err(|m| self.err_at(&["cgroup"], name, m))?;
                 let cg = tree.ensure(name);
                 for (k, v) in ct {
                     if k == "fio" {
@@ -229,7 +242,7 @@ impl Scenario {
                                 .collect::<Result<_, _>>()?,
                             _ => return Err(bad()),
                         };
-                        let src_line = super::find_key_line(&self.text, &path, k);
+                        let src_line = self.line_in(variant, &["cgroup", name, k]);
                         for (round, text) in texts.into_iter().enumerate() {
                             fio.push(FioSource {
                                 cgroup: cg,
@@ -248,7 +261,7 @@ impl Scenario {
                                     cgroup: cg,
                                     file: f,
                                     line,
-                                    src_line: super::find_key_line(&self.text, &path, k),
+                                    src_line: self.line_in(variant, &["cgroup", name, k]),
                                 });
                             }
                         }
@@ -280,7 +293,7 @@ impl Scenario {
                 }
             }
         }
-        self.schedule(&t, &mut tree, &mut writes)?;
+        self.schedule(&t, &tree, &mut writes)?;
         // run by run, cgroups in scenario order within each (a stable sort)
         fio.sort_by_key(|f: &FioSource| f.round);
         Ok(Resolved {
@@ -295,6 +308,7 @@ impl Scenario {
             tree,
             writes,
             fio,
+            warnings,
         })
     }
 
@@ -342,7 +356,8 @@ impl Scenario {
                 "version" => {
                     k.version = match val {
                         Value::String(s) => s.clone(),
-                        Value::Float(f) => format!("{f}"),
+                        // TOML reads 6.10 as the number 6.1: never guess which was meant
+                        Value::Float(f) => return Err(self.err_at(&path, key, format!("`kernel.version = {f}` is a number (TOML reads 6.10 as 6.1): write the version as a string, e.g. \"6.10\""))),
                         _ => return Err(self.err_at(&path, key, "`kernel.version` must be a string like \"6.10\"")),
                     }
                 }
@@ -400,8 +415,24 @@ impl Scenario {
             return Ok(h);
         };
         for (key, val) in t {
-            let ns = parse_duration(val)
+            let ns = parse_duration(val, BareNumber::Nanoseconds)
                 .map_err(|m| self.err_at(&["host"], key, format!("`host.{key}`: {m}")))?;
+            // a cost per I/O beyond a second, or a restart beyond an hour, is a typo
+            let max = if key == "fio_restart_ns" {
+                3_600_000_000_000
+            } else {
+                1_000_000_000
+            };
+            if ns > max {
+                return Err(self.err_at(
+                    &["host"],
+                    key,
+                    format!(
+                        "`host.{key}` = {val}: at most {max} ns ({} s) is accepted",
+                        max / 1_000_000_000
+                    ),
+                ));
+            }
             match key.as_str() {
                 "submit_ns" => h.submit_ns = ns,
                 "submit_page_ns" => h.submit_page_ns = ns,
@@ -463,11 +494,12 @@ impl Scenario {
     }
 
     /// `[[schedule]]`: interface writes at a time (`at = "5s"`, `cgroup = "a"`, then
-    /// one `"io.max" = ...`-style key).
+    /// one `"io.max" = ...`-style key). The cgroup must be one the scenario declares:
+    /// writing into a directory that does not exist is ENOENT.
     fn schedule(
         &self,
         t: &Table,
-        tree: &mut CgroupTree,
+        tree: &CgroupTree,
         writes: &mut Vec<IfaceWrite>,
     ) -> Result<(), ScenarioError> {
         let Some(s) = t.get("schedule") else {
@@ -480,22 +512,37 @@ impl Scenario {
                 "`schedule` must be an array of tables: [[schedule]]",
             ));
         };
-        for e in arr {
+        for (i, e) in arr.iter().enumerate() {
+            let i = i.to_string();
+            let path = ["schedule", i.as_str()];
             let Some(et) = e.as_table() else {
-                return Err(self.err_key_anywhere("schedule", "each [[schedule]] must be a table"));
+                return Err(self.err_at(&["schedule"], &i, "each [[schedule]] must be a table"));
             };
             let at = match et.get("at") {
-                Some(v) => parse_duration(v)
-                    .map_err(|m| self.err_key_anywhere("at", format!("`schedule.at`: {m}")))?,
+                Some(v) => parse_duration(v, BareNumber::Seconds)
+                    .map_err(|m| self.err_at(&path, "at", format!("`schedule.at`: {m}")))?,
                 None => {
-                    return Err(
-                        self.err_key_anywhere("schedule", "every [[schedule]] needs `at = \"5s\"`")
-                    );
+                    return Err(self.err_at(
+                        &["schedule"],
+                        &i,
+                        "every [[schedule]] needs `at = \"5s\"`",
+                    ));
                 }
             };
-            let cg = match et.get("cgroup").and_then(Value::as_str) {
-                Some(p) => tree.ensure(p),
+            let cg = match et.get("cgroup") {
                 None => CgroupTree::ROOT,
+                Some(Value::String(p)) => tree.find(p).ok_or_else(|| {
+                    self.err_at(
+                        &path,
+                        "cgroup",
+                        format!(
+                            "cgroup `{}` does not exist (ENOENT): declare it with a [cgroup.\"{}\"] table",
+                            p.escape_debug(),
+                            p.trim_matches('/').escape_debug()
+                        ),
+                    )
+                })?,
+                Some(_) => return Err(self.err_at(&path, "cgroup", "`cgroup` must be a string: the cgroup's path, e.g. \"a/b\"")),
             };
             let mut n = 0;
             for (k, v) in et {
@@ -503,21 +550,21 @@ impl Scenario {
                     continue;
                 }
                 let Some(f) = IfaceFile::from_key(k) else {
-                    return Err(self.err_key_anywhere(k, format!("[[schedule]]: unknown key `{k}`; accepted: at, cgroup, and one of \"io.max\", \"io.weight\", \"io.cost.qos\", \"io.cost.model\"")));
+                    return Err(self.err_at(&path, k, format!("[[schedule]]: unknown key `{k}`; accepted: at, cgroup, and one of \"io.max\", \"io.weight\", \"io.cost.qos\", \"io.cost.model\"")));
                 };
-                for line in self.lines_of(&[], k, v)? {
+                for line in self.lines_of(&path, k, v)? {
                     n += 1;
                     writes.push(IfaceWrite {
                         at,
                         cgroup: cg,
                         file: f,
                         line,
-                        src_line: super::find_key_anywhere(&self.text, k),
+                        src_line: self.lines.nearest(&[path[0], path[1], k]),
                     });
                 }
             }
             if n == 0 {
-                return Err(self.err_key_anywhere("schedule", "a [[schedule]] entry writes nothing: add e.g. \"io.max\" = \"MAJ:MIN riops=100\""));
+                return Err(self.err_at(&["schedule"], &i, "a [[schedule]] entry writes nothing: add e.g. \"io.max\" = \"MAJ:MIN riops=100\""));
             }
         }
         Ok(())

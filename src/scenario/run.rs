@@ -11,24 +11,28 @@
 //! several variants or kernels ends with the A/B table (`summary::ab_table`).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::repro::{self, ReproSpec, VariantMetrics};
 use super::resolve::{IfaceFile, IfaceWrite, Resolved};
-use super::{Scenario, embedded};
+use super::{Scenario, ScenarioError, embedded};
 use crate::blkcg::{CgroupTree, DeviceTable};
 use crate::device::QueueLimits;
+use crate::error::KeyError;
 use crate::iocost::ctl::PeriodRow;
 use crate::iocost::{self, Iocost, IocostConfig, TimerMode};
+use crate::kernel_version::KernelVersion;
 use crate::report::fio::stats::percentiles;
 use crate::report::fio::{self as fioreport, JobReport, RunReport};
+use crate::report::outdir::{OutDir, check_label};
 use crate::report::plot::{Panel, Series, plot_panels};
 use crate::report::summary::{self, JobSummary};
 use crate::report::timeline::{self, JobLine};
-use crate::sim::NSEC_PER_SEC;
 use crate::sim::engine::{JobParams, Pipeline, RunOutput};
+use crate::sim::queue::EventQueue;
+use crate::sim::{NSEC_PER_SEC, Ns};
 use crate::throttle::{self, Throttle, ThrottleConfig};
 use crate::workload::fio as fiojob;
 use crate::workload::job::start_dependencies;
@@ -162,9 +166,20 @@ fn progress_bar(enabled: bool, len_ns: u64, label: &str) -> Option<ProgressBar> 
     Some(pb)
 }
 
-/// The error for a refused interface write, naming the scenario line.
+/// `file:line` of a scenario line, or the file alone.
+fn location(sc: &Scenario, line: Option<usize>) -> String {
+    format!(
+        "{}{}",
+        sc.file,
+        line.map(|l| format!(":{l}")).unwrap_or_default()
+    )
+}
+
+/// The error for a refused interface write, naming the scenario line (and the variant
+/// being run, if any).
 fn write_error(
-    sc_file: &str,
+    sc: &Scenario,
+    variant: Option<&str>,
     w: &IfaceWrite,
     tree: &CgroupTree,
     e: impl std::fmt::Display,
@@ -176,19 +191,37 @@ fn write_error(
         format!("{cg}/{}", w.file.name())
     };
     format!(
-        "{sc_file}{}: echo \"{}\" > {path}: {e}",
-        w.src_line.map(|l| format!(":{l}")).unwrap_or_default(),
+        "{}: {}echo \"{}\" > {path}: {e}",
+        location(sc, w.src_line),
+        variant
+            .map(|v| format!("variant `{v}`: "))
+            .unwrap_or_default(),
         w.line
     )
 }
 
-fn key_err(sc: &Scenario, table: &[&str], e: &crate::error::KeyError) -> String {
-    let key = e.key.rsplit('.').next().unwrap_or(&e.key);
-    sc.err_at(table, key, e.to_string()).to_string()
+/// A behaviour or device key's error, pointed at the key's line.
+fn key_err(
+    sc: &Scenario,
+    variant: Option<&str>,
+    table: &[&str],
+    e: &crate::error::KeyError,
+) -> ScenarioError {
+    // `kernel.version`, or a switch named with dots (`throttle.slice`)
+    let prefix = format!("{}.", table.join("."));
+    let key = e.key.strip_prefix(&prefix).unwrap_or(&e.key);
+    let mut path = table.to_vec();
+    path.push(key);
+    let key = if sc.exact_line_in(variant, &path).is_some() {
+        key
+    } else {
+        e.key.rsplit('.').next().unwrap_or(&e.key)
+    };
+    sc.in_variant(variant, sc.err_at(table, key, e.to_string()))
 }
 
 /// blk-throttle's behaviours for the variant's kernel version and `throttle.*` switches.
-fn throttle_behaviour(sc: &Scenario, r: &Resolved) -> Result<throttle::ThrottleBehaviour, String> {
+fn throttle_behaviour(r: &Resolved) -> Result<throttle::ThrottleBehaviour, KeyError> {
     let ov: Vec<(String, String)> = r
         .kernel
         .overrides
@@ -197,12 +230,11 @@ fn throttle_behaviour(sc: &Scenario, r: &Resolved) -> Result<throttle::ThrottleB
         .cloned()
         .collect();
     throttle::behaviour_for(&r.kernel.version, r.kernel.throttling_low, &ov)
-        .map_err(|e| key_err(sc, &["kernel"], &e))
 }
 
 /// blk-iocost's configuration: the period timer (`iocost.timer`), the behaviours for the
 /// variant's kernel version and `iocost.*` switches, and the debug stats option.
-fn iocost_config(sc: &Scenario, r: &Resolved) -> Result<IocostConfig, String> {
+fn iocost_config(r: &Resolved) -> Result<IocostConfig, KeyError> {
     let mut timer = TimerMode::Jiffies { hz: r.kernel.hz };
     let mut ov = Vec::new();
     for (k, v) in r
@@ -216,23 +248,17 @@ fn iocost_config(sc: &Scenario, r: &Resolved) -> Result<IocostConfig, String> {
                 "jiffies" => TimerMode::Jiffies { hz: r.kernel.hz },
                 "exact" => TimerMode::Exact,
                 _ => {
-                    return Err(sc
-                        .err_at(
-                            &["kernel"],
-                            k,
-                            format!(
-                                "`kernel.{k}`: `{v}` is not accepted; accepted: jiffies, exact"
-                            ),
-                        )
-                        .to_string());
+                    return Err(KeyError::new(
+                        k.clone(),
+                        format!("`kernel.{k}`: `{v}` is not accepted; accepted: jiffies, exact"),
+                    ));
                 }
             };
         } else {
             ov.push((k.clone(), v.clone()));
         }
     }
-    let behaviour =
-        iocost::behaviour_for(&r.kernel.version, &ov).map_err(|e| key_err(sc, &["kernel"], &e))?;
+    let behaviour = iocost::behaviour_for(&r.kernel.version, &ov)?;
     Ok(IocostConfig {
         timer,
         behaviour,
@@ -240,45 +266,108 @@ fn iocost_config(sc: &Scenario, r: &Resolved) -> Result<IocostConfig, String> {
     })
 }
 
-/// Build and run one variant (None: the scenario without variants).
-pub fn run_variant(
-    sc: &Scenario,
-    variant: Option<&str>,
-    kernel_version: Option<&str>,
-    seed: Option<u64>,
-    progress: bool,
-) -> Result<VariantRun, String> {
-    run_variant_traced(sc, variant, kernel_version, seed, progress, false)
+/// A variant built and checked, ready to simulate: every layer constructed, every job
+/// parsed, every interface write of the run (at t = 0 and scheduled) accepted by the
+/// kernel's rules. `check` stops here; `run` goes on to [`simulate`]. So both refuse
+/// exactly the same scenarios.
+pub struct Prepared {
+    label: String,
+    resolved: Resolved,
+    limits: QueueLimits,
+    devs: DeviceTable,
+    pipe: Pipeline,
+    specs: Vec<fiojob::JobSpec>,
+    /// Which `fio` entry (index into `resolved.fio`) each job came from.
+    sources: Vec<usize>,
+    global_options: Vec<(String, String)>,
+    /// Interface writes after t = 0, in the order the pipeline's events name them.
+    later: Vec<IfaceWrite>,
+    /// The progress bar's length: the cap, or the longest job's planned time.
+    horizon: Ns,
+    pub warnings: Vec<String>,
+    pub throttle: throttle::ThrottleBehaviour,
+    pub iocost: IocostConfig,
 }
 
-/// `run_variant`, optionally with the controllers' event logs (blk-throttle's
-/// blktrace-style `throtl` lines) collected into `VariantRun::trace`.
-pub fn run_variant_traced(
+/// The controllers the variant's interface lines set up: blk-throttle once a cgroup
+/// has an `io.max` line, blk-iocost once the root has `io.cost.*` or a cgroup
+/// `io.weight` (where the kernel creates them: at the first write).
+fn controllers(
+    r: &Resolved,
+    tree: &CgroupTree,
+    limits: &QueueLimits,
+    throttle_b: throttle::ThrottleBehaviour,
+    iocost_cfg: &IocostConfig,
+) -> (Option<Throttle>, Option<Iocost>) {
+    let throttle = r
+        .writes
+        .iter()
+        .any(|w| w.file == IfaceFile::IoMax)
+        .then(|| Throttle::new(ThrottleConfig::new(r.kernel.hz, throttle_b), tree, limits));
+    let iocost = r
+        .writes
+        .iter()
+        .any(|w| w.file != IfaceFile::IoMax)
+        .then(|| {
+            let mut ioc = Iocost::new(*iocost_cfg, tree, limits);
+            if let Some(pct) = r.state.iocost_vrate_pct {
+                ioc.set_base_vrate_pct(pct);
+            }
+            ioc
+        });
+    (throttle, iocost)
+}
+
+/// Build and check variant `variant` (None: the scenario without variants), with
+/// `kernel_version` (`run --kernel`) and `seed` overriding the scenario's.
+pub fn prepare(
     sc: &Scenario,
     variant: Option<&str>,
     kernel_version: Option<&str>,
     seed: Option<u64>,
-    progress: bool,
     trace_on: bool,
-) -> Result<VariantRun, String> {
+) -> Result<Prepared, String> {
     let mut r = sc.resolve(variant).map_err(|e| e.to_string())?;
+    let mut warnings = std::mem::take(&mut r.warnings);
     if let Some(v) = kernel_version {
+        let (_, too_new) = KernelVersion::checked(v).map_err(|m| format!("--kernel {v}: {m}"))?;
+        warnings.extend(too_new);
         r.kernel.version = v.to_string();
     }
     if let Some(s) = seed {
         r.seed = s;
     }
-    let dev = crate::device::config::build(&r.device, r.seed)
-        .map_err(|e| key_err(sc, &["device"], &e))?;
+    let located =
+        |table: &[&str], e: &crate::error::KeyError| key_err(sc, variant, table, e).to_string();
+    let dev =
+        crate::device::config::build(&r.device, r.seed).map_err(|e| located(&["device"], &e))?;
     let limits = dev.limits().clone();
     let devs = DeviceTable {
         disks: vec![(limits.major, limits.minor)],
     };
-    let mut warnings = Vec::new();
+    // blk-iocost's files appear with it, in 5.4 (7caa47151ab2)
+    let version =
+        KernelVersion::parse(&r.kernel.version).map_err(|m| format!("{}: {m}", sc.file))?;
+    if version.before(5, 4)
+        && let Some(w) = r.writes.iter().find(|w| w.file != IfaceFile::IoMax)
+    {
+        return Err(write_error(
+            sc,
+            variant,
+            w,
+            &r.tree,
+            format!(
+                "No such file or directory (ENOENT): blk-iocost arrived in Linux 5.4; kernel {version} has no {}",
+                w.file.name()
+            ),
+        ));
+    }
+    // every behaviour switch is checked, whether or not a controller uses it
+    let throttle_b = throttle_behaviour(&r).map_err(|e| located(&["kernel"], &e))?;
+    let iocost_cfg = iocost_config(&r).map_err(|e| located(&["kernel"], &e))?;
     // fio jobs, in the order the scenario lists cgroups
     let mut params: Vec<JobParams> = Vec::new();
     let mut specs: Vec<fiojob::JobSpec> = Vec::new();
-    // which fio process (scenario `fio` entry) each job belongs to
     let mut sources: Vec<usize> = Vec::new();
     let mut global_options = Vec::new();
     let mut tree = r.tree.clone();
@@ -318,7 +407,12 @@ pub fn run_variant_traced(
                     .insert(0, ("name".to_string(), spec.name.clone()));
             }
             let cg = match &spec.cgroup {
-                Some(p) => tree.ensure(p),
+                // fio's `cgroup=` makes the cgroup (mkdir) where it does not exist
+                Some(p) => {
+                    crate::blkcg::tree::check_path(p)
+                        .map_err(|m| format!("{where_}: fio job `{}`: cgroup={m}", spec.name))?;
+                    tree.ensure(p)
+                }
                 None => src.cgroup,
             };
             let seed_name = format!("{}#{}#{}", spec.name, params.len(), spec.clone_index);
@@ -343,8 +437,8 @@ pub fn run_variant_traced(
                 .unwrap_or_default()
         ));
     }
-    // the progress bar's horizon: the longest job of each round, round after round
-    let mut round_ends: Vec<crate::sim::Ns> = Vec::new();
+    // the longest job of each round, round after round
+    let mut round_ends: Vec<Ns> = Vec::new();
     for (p, &src) in params.iter().zip(&sources) {
         let k = r.fio[src].round as usize;
         if round_ends.len() <= k {
@@ -352,49 +446,103 @@ pub fn run_variant_traced(
         }
         round_ends[k] = round_ends[k].max(p.startdelay + p.ramp + p.runtime.unwrap_or(0));
     }
+    let horizon = r.duration.unwrap_or_else(|| round_ends.iter().sum());
+    // every write of the run, in time order, on controllers of its own: a write the
+    // kernel refuses is an error now, not a surprise at its time
+    let (mut throttle, mut iocost) = controllers(&r, &tree, &limits, throttle_b, &iocost_cfg);
+    let mut scratch = EventQueue::new();
+    let mut in_time_order: Vec<&IfaceWrite> = r.writes.iter().collect();
+    in_time_order.sort_by_key(|w| w.at);
+    for w in in_time_order {
+        apply_write(throttle.as_mut(), iocost.as_mut(), &mut scratch, w, &devs)
+            .map_err(|e| write_error(sc, variant, w, &tree, e))?;
+    }
+    let (mut throttle, iocost) = controllers(&r, &tree, &limits, throttle_b, &iocost_cfg);
+    if let Some(t) = throttle.as_mut() {
+        t.set_trace(trace_on);
+    }
     let mut pipe = Pipeline::new(dev, params, tree.len(), r.host, r.seed);
     pipe.set_duration(r.duration);
-    // blk-throttle exists once a cgroup has an io.max line
-    if r.writes.iter().any(|w| w.file == IfaceFile::IoMax) {
-        let b = throttle_behaviour(sc, &r)?;
-        pipe.throttle = Some(Throttle::new(
-            ThrottleConfig::new(r.kernel.hz, b),
-            &tree,
-            &limits,
-        ));
-        if let Some(t) = pipe.throttle.as_mut() {
-            t.set_trace(trace_on);
-        }
-    }
-    // blk-iocost exists once the root has io.cost.* or a cgroup has io.weight
-    if r.writes.iter().any(|w| w.file != IfaceFile::IoMax) {
-        let cfg = iocost_config(sc, &r)?;
-        let mut ioc = Iocost::new(cfg, &tree, &limits);
-        if let Some(pct) = r.state.iocost_vrate_pct {
-            ioc.set_base_vrate_pct(pct);
-        }
-        pipe.iocost = Some(ioc);
-    }
+    pipe.throttle = throttle;
+    pipe.iocost = iocost;
     // interface writes at t = 0 now, later ones from the event loop
     let mut later = Vec::new();
     for w in &r.writes {
         if w.at == 0 {
-            apply_write(&mut pipe, w, &devs).map_err(|e| write_error(&sc.file, w, &tree, e))?;
+            let (t, ioc, q) = pipe.controllers_mut();
+            apply_write(t, ioc, q, w, &devs).map_err(|e| write_error(sc, variant, w, &tree, e))?;
         } else {
             pipe.schedule_config(w.at, later.len() as u32);
             later.push(w.clone());
         }
     }
-    let label = variant.unwrap_or("default").to_string();
-    // the progress bar's length: the cap, or the longest job's planned time
-    let horizon = r.duration.unwrap_or_else(|| round_ends.iter().sum());
+    Ok(Prepared {
+        label: variant.unwrap_or("default").to_string(),
+        resolved: Resolved { tree, ..r },
+        limits,
+        devs,
+        pipe,
+        specs,
+        sources,
+        global_options,
+        later,
+        horizon,
+        warnings,
+        throttle: throttle_b,
+        iocost: iocost_cfg,
+    })
+}
+
+/// Build and run one variant (None: the scenario without variants).
+pub fn run_variant(
+    sc: &Scenario,
+    variant: Option<&str>,
+    kernel_version: Option<&str>,
+    seed: Option<u64>,
+    progress: bool,
+) -> Result<VariantRun, String> {
+    run_variant_traced(sc, variant, kernel_version, seed, progress, false)
+}
+
+/// `run_variant`, optionally with the controllers' event logs (blk-throttle's
+/// blktrace-style `throtl` lines) collected into `VariantRun::trace`.
+pub fn run_variant_traced(
+    sc: &Scenario,
+    variant: Option<&str>,
+    kernel_version: Option<&str>,
+    seed: Option<u64>,
+    progress: bool,
+    trace_on: bool,
+) -> Result<VariantRun, String> {
+    let prepared = prepare(sc, variant, kernel_version, seed, trace_on)?;
+    simulate(sc, prepared, progress)
+}
+
+/// Run a prepared variant to its end and gather its outputs.
+pub fn simulate(sc: &Scenario, p: Prepared, progress: bool) -> Result<VariantRun, String> {
+    let Prepared {
+        label,
+        resolved: r,
+        limits,
+        devs,
+        pipe,
+        specs,
+        sources,
+        global_options,
+        later,
+        horizon,
+        mut warnings,
+        ..
+    } = p;
+    let tree = &r.tree;
     let pb = progress_bar(progress, horizon, &label);
     let mut late_errors = Vec::new();
     let out = pipe.run(
         |p, i| {
             let w = &later[i as usize];
-            if let Err(e) = apply_write(p, w, &devs) {
-                late_errors.push(write_error(&sc.file, w, &tree, e));
+            let (t, ioc, q) = p.controllers_mut();
+            if let Err(e) = apply_write(t, ioc, q, w, &devs) {
+                late_errors.push(write_error(sc, r.variant.as_deref(), w, tree, e));
             }
         },
         |now| {
@@ -406,9 +554,24 @@ pub fn run_variant_traced(
     if let Some(pb) = pb {
         pb.finish_and_clear();
     }
-    warnings.extend(late_errors);
+    // every write was accepted before the run on the same controllers in the same
+    // order; one refused now is a simulator bug, not a scenario error
+    if let Some(e) = late_errors.into_iter().next() {
+        return Err(format!(
+            "internal error: a write accepted before the run was refused during it: {e}"
+        ));
+    }
+    let end = out.end;
+    for w in later.iter().filter(|w| w.at > end) {
+        warnings.push(format!(
+            "{}: [[schedule]] at {:.3} s never happened: the run ended at {:.3} s",
+            location(sc, w.src_line),
+            w.at as f64 / 1e9,
+            end as f64 / 1e9
+        ));
+    }
     let rounds: Vec<u32> = sources.iter().map(|&s| r.fio[s].round).collect();
-    let fio = fio_report(&out, &specs, &sources, &rounds, &tree, &global_options);
+    let fio = fio_report(&out, &specs, &sources, &rounds, tree, &global_options);
     let summaries = fio.jobs.iter().map(job_summary).collect();
     let mut out = out;
     let mut extra = BTreeMap::new();
@@ -430,9 +593,8 @@ pub fn run_variant_traced(
             .count();
         extra.insert("iocost.no_completion_resets".to_string(), resets as f64);
     }
-    let io_stat = io_stat_text(&mut out, &tree, &limits);
+    let io_stat = io_stat_text(&mut out, tree, &limits);
     // iocost_monitor.py's view of the device at the end of the run
-    let end = out.end;
     let (monitor, monitor_json) = out
         .iocost
         .as_mut()
@@ -440,7 +602,7 @@ pub fn run_variant_traced(
         .unwrap_or_default();
     Ok(VariantRun {
         label,
-        resolved: Resolved { tree, ..r },
+        resolved: r,
         limits,
         out,
         specs,
@@ -457,21 +619,24 @@ pub fn run_variant_traced(
     })
 }
 
-/// `echo LINE > FILE` on the running pipeline.
-fn apply_write(p: &mut Pipeline, w: &IfaceWrite, devs: &DeviceTable) -> Result<(), String> {
-    let now = p.queue_mut().now();
+/// `echo LINE > FILE` on the controllers a run has set up.
+fn apply_write(
+    throttle: Option<&mut Throttle>,
+    iocost: Option<&mut Iocost>,
+    q: &mut EventQueue,
+    w: &IfaceWrite,
+    devs: &DeviceTable,
+) -> Result<(), String> {
+    let now = q.now();
     match w.file {
-        IfaceFile::IoMax => {
-            let (t, q) = p.throttle_and_queue();
-            match t {
-                Some(t) => t
-                    .write_io_max(now, w.cgroup, &w.line, devs, q)
-                    .map_err(|e| e.to_string()),
-                None => Err("blk-throttle is not set up".into()),
-            }
-        }
+        IfaceFile::IoMax => match throttle {
+            Some(t) => t
+                .write_io_max(now, w.cgroup, &w.line, devs, q)
+                .map_err(|e| e.to_string()),
+            None => Err("blk-throttle is not set up".into()),
+        },
         f => {
-            let Some(ioc) = p.iocost.as_mut() else {
+            let Some(ioc) = iocost else {
                 return Err("blk-iocost is not set up".into());
             };
             let r = match f {
@@ -687,6 +852,22 @@ fn run_label(v: &Option<String>, k: &Option<String>) -> String {
 /// `blkcg-sim run`.
 pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
     let plan = plan(sc, &o.variants, &o.kernels)?;
+    for (v, k) in &plan {
+        if let Some(k) = k {
+            KernelVersion::checked(k).map_err(|m| format!("--kernel {k}: {m}"))?;
+        }
+        check_label(&run_label(v, k))?;
+    }
+    let all = sc.variants();
+    if o.variants.is_empty() && !all.is_empty() {
+        eprintln!(
+            "{}: running its {} variant(s): {} (a scenario with [[variant]]s runs only its \
+             variants, each the base scenario with the variant's keys replaced)",
+            sc.file,
+            all.len(),
+            all.join(", ")
+        );
+    }
     let mut runs = Vec::new();
     for (v, k) in &plan {
         let mut run =
@@ -717,7 +898,7 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
             stdout.push_str(&run.monitor);
         }
         if let Some(dir) = &o.output {
-            write_outputs(&dir.join(&run.label), run)?;
+            write_outputs(&OutDir::open(dir, &run.label)?, run)?;
         } else if o.trace {
             for l in &run.trace {
                 eprintln!("{l}");
@@ -732,8 +913,7 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
         summary::ab_table(&rows)
     });
     if let (Some(dir), Some(ab)) = (&o.output, &ab) {
-        let path = dir.join("ab.txt");
-        std::fs::write(&path, ab).map_err(|e| format!("{}: {e}", path.display()))?;
+        OutDir::top(dir)?.write("ab.txt", ab)?;
     }
     if o.format == OutputFormat::Summary || (!single && o.format == OutputFormat::Normal) {
         for run in &runs {
@@ -749,13 +929,10 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
     Ok(0)
 }
 
-/// Every output file of one run under `dir`.
-fn write_outputs(dir: &Path, run: &VariantRun) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let write = |name: &str, text: &str| {
-        std::fs::write(dir.join(name), text)
-            .map_err(|e| format!("{}: {e}", dir.join(name).display()))
-    };
+/// Every output file of one run in its folder `out` (see `report::outdir`).
+fn write_outputs(out: &OutDir, run: &VariantRun) -> Result<(), String> {
+    let dir = out.path();
+    let write = |name: &str, text: &str| out.write(name, text);
     let tree = &run.resolved.tree;
     write("summary.txt", &summary::summary_table(&run.summaries))?;
     write("fio.json", &fioreport::json::to_json(&run.fio, false))?;
@@ -803,7 +980,6 @@ fn write_outputs(dir: &Path, run: &VariantRun) -> Result<(), String> {
             "timeline.csv",
             &timeline::iocost_csv(&run.iocost_rows, tree),
         )?;
-        write("trace.txt", &(run.trace.join("\n") + "\n"))?;
         if let Err(e) = timeline::plot_iocost(
             &dir.join("iocost"),
             &format!("blk-iocost: {}", run.label),
@@ -813,6 +989,9 @@ fn write_outputs(dir: &Path, run: &VariantRun) -> Result<(), String> {
         ) {
             eprintln!("warning: plot not drawn: {e}");
         }
+    }
+    if !run.trace.is_empty() {
+        write("trace.txt", &(run.trace.join("\n") + "\n"))?;
     }
     if !run.out.throttle_rows.is_empty() {
         write(
@@ -907,14 +1086,16 @@ fn shell_quote(s: &str) -> String {
     }
 }
 
-/// `blkcg-sim check`: validate every variant and print what it resolves to.
+/// `blkcg-sim check`: build every variant as `run` would — so it refuses exactly what
+/// `run` refuses — and print what it resolves to.
 pub fn check_command(sc: &Scenario, variants: &[String]) -> Result<u8, String> {
     let plan = plan(sc, variants, &[])?;
     for (v, _) in plan {
-        let r = sc.resolve(v.as_deref()).map_err(|e| e.to_string())?;
+        let p = prepare(sc, v.as_deref(), None, None, false)?;
+        let r = &p.resolved;
         let (dev, keys) = crate::device::config::resolve(&r.device, r.seed)
-            .map_err(|e| key_err(sc, &["device"], &e))?;
-        let l = dev.limits();
+            .map_err(|e| key_err(sc, v.as_deref(), &["device"], &e).to_string())?;
+        let l = &p.limits;
         println!("variant {}:", v.as_deref().unwrap_or("(base)"));
         let keys: Vec<String> = keys.iter().map(|(k, v)| format!("{k}={v}")).collect();
         println!("  keys     {}", keys.join(" "));
@@ -934,9 +1115,8 @@ pub fn check_command(sc: &Scenario, variants: &[String]) -> Result<u8, String> {
             "  kernel   version={} hz={} throttling_low={}",
             r.kernel.version, r.kernel.hz, r.kernel.throttling_low
         );
-        let b = throttle_behaviour(sc, &r)?;
-        println!("  throttle {b}");
-        println!("  iocost   {}", iocost_config(sc, &r)?);
+        println!("  throttle {}", p.throttle);
+        println!("  iocost   {}", p.iocost);
         println!("  host     {}", r.host);
         if let Some(pct) = r.state.iocost_vrate_pct {
             println!("  state    iocost base vrate {pct:.2}% (left by earlier runs)");
@@ -955,28 +1135,23 @@ pub fn check_command(sc: &Scenario, variants: &[String]) -> Result<u8, String> {
                 w.file.name()
             );
         }
-        for f in &r.fio {
-            if f.text.trim().is_empty() {
-                continue;
-            }
-            let jobs = parse_fio(&f.text, &sc.file)?;
-            for j in &jobs.jobs {
-                println!(
-                    "  job {:<12} cgroup={} rw={:?} bs={:?} iodepth={} engine={:?} runtime={}ns",
-                    summary::job_label("", &j.name, f.round),
-                    j.cgroup
-                        .as_deref()
-                        .unwrap_or(&r.tree.nodes[f.cgroup as usize].path),
-                    j.rw,
-                    j.bs_min,
-                    j.iodepth,
-                    j.ioengine,
-                    j.runtime
-                );
-            }
-            for w in jobs.warnings {
-                println!("  warning: {w}");
-            }
+        for (spec, &src) in p.specs.iter().zip(&p.sources) {
+            let f = &r.fio[src];
+            println!(
+                "  job {:<12} cgroup={} rw={:?} bs={:?} iodepth={} engine={:?} runtime={}ns",
+                summary::job_label("", &spec.name, f.round),
+                spec.cgroup
+                    .as_deref()
+                    .unwrap_or(&r.tree.nodes[f.cgroup as usize].path),
+                spec.rw,
+                spec.bs_min,
+                spec.iodepth,
+                spec.ioengine,
+                spec.runtime
+            );
+        }
+        for w in &p.warnings {
+            println!("  warning: {w}");
         }
     }
     println!("ok");

@@ -452,8 +452,11 @@ impl Pipeline {
     }
 
     /// blk-throttle and the event queue together (an `io.max` write needs both).
-    pub fn throttle_and_queue(&mut self) -> (Option<&mut Throttle>, &mut EventQueue) {
-        (self.throttle.as_mut(), &mut self.q)
+    /// The controllers an interface write reaches, and the event queue they schedule on.
+    pub fn controllers_mut(
+        &mut self,
+    ) -> (Option<&mut Throttle>, Option<&mut Iocost>, &mut EventQueue) {
+        (self.throttle.as_mut(), self.iocost.as_mut(), &mut self.q)
     }
 
     /// Schedule a configuration event (`Event::Config(i)`); `run` hands it back to
@@ -473,8 +476,10 @@ impl Pipeline {
         self.start_ready();
         self.q.push(SAMPLE_TICK, Event::Sample);
         let mut last_progress = 0;
+        let mut capped_at = None;
         while let Some((now, ev)) = self.q.pop() {
-            if self.duration.is_some_and(|d| now > d) {
+            if let Some(d) = self.duration.filter(|&d| now > d) {
+                capped_at = Some(d);
                 break;
             }
             match ev {
@@ -538,7 +543,16 @@ impl Pipeline {
                 break;
             }
         }
-        let end = self.q.now();
+        let end = capped_at.unwrap_or_else(|| self.q.now());
+        if let Some(cap) = capped_at {
+            // the cap stops every fio still running, as a signal would: each reports
+            // its I/O up to the cap
+            for job in self.jobs.iter_mut().filter(|j| j.phase != Phase::Done) {
+                if job.phase != Phase::NotStarted {
+                    job.finished_at = cap;
+                }
+            }
+        }
         self.dev_acct.advance(end);
         let mut iostat = std::mem::take(&mut self.dev_acct.rows);
         // a final partial second is reported only if it saw any completion

@@ -11,6 +11,7 @@
 //! | `throttle.meta_bypass` | `true`, `false` | REQ_META/REQ_SWAP pass and are charged as debt (6.12+) |
 
 use crate::error::{KeyError, Named};
+use crate::kernel_version::KernelVersion;
 use std::fmt;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,23 +152,6 @@ const PRESETS: &[&str] = &[
     "newest",
 ];
 
-/// `MAJOR.MINOR[.PATCH]` (the patch level of a stable release; 0 if absent).
-fn parse_version(v: &str) -> Option<(u32, u32, u32)> {
-    if v == "newest" || v.is_empty() {
-        return Some((99, 0, 0));
-    }
-    let mut parts = v.split('.').map(|p| {
-        p.split(|c: char| !c.is_ascii_digit())
-            .next()
-            .unwrap_or("")
-            .parse::<u32>()
-    });
-    let a = parts.next()?.ok()?;
-    let b = parts.next()?.ok()?;
-    let patch = parts.next().and_then(Result::ok).unwrap_or(0);
-    Some((a, b, patch))
-}
-
 /// Stable series that carry the 6.19 slice fix (f76581f9f1d2, "Fix throttle slice
 /// time for SSDs"): (series, first patch level known to have it). Debian's 6.12.95
 /// was measured with the 100 ms slice (spec), and `validate` on 6.12.117 agrees; the
@@ -182,16 +166,15 @@ pub fn behaviour_for(
     throttling_low: bool,
     overrides: &[(String, String)],
 ) -> Result<ThrottleBehaviour, KeyError> {
-    let (major, minor, patch) = parse_version(version).ok_or_else(|| {
+    let kv = KernelVersion::parse(version).map_err(|m| {
         KeyError::new(
             "kernel.version",
-            format!(
-                "`{version}` is not a version (MAJOR.MINOR[.PATCH]); presets: {}",
-                PRESETS.join(", ")
-            ),
+            format!("{m}; presets: {}", PRESETS.join(", ")),
         )
     })?;
-    let v = (major, minor);
+    // a release candidate behaves as its series here: no throttle change is known to
+    // have landed late in an rc
+    let (v, patch) = ((kv.major, kv.minor), kv.patch);
     let slice_fixed = (6, 19) <= v
         || STABLE_SLICE_FIX
             .iter()
