@@ -3,7 +3,7 @@
 //! - [`LatHist`]: the 1,856-bucket latency histogram (`FIO_IO_U_PLAT_BITS = 6`):
 //!   values below 128 ns are exact, above that each power of two is cut into 64
 //!   buckets, so the relative error is below 1/128 (`plat_val_to_idx()`,
-//!   `plat_idx_to_val()`).
+//!   `plat_idx_to_val()`); its groups of 64 buckets are allocated on first use.
 //! - [`percentiles`]: `calc_clat_percentiles()`, including the x86 `long double`
 //!   threshold `(long double)p / 100.0 * N`, emulated exactly with integer arithmetic
 //!   (64-bit mantissa, round-half-even) so percentiles are byte-identical to x86 fio.
@@ -49,46 +49,64 @@ pub fn idx_to_val(idx: usize) -> u64 {
     (base as f64 + (k + 0.5) * (1u64 << error_bits) as f64) as u64
 }
 
-/// fio's latency histogram.
-#[derive(Clone, PartialEq, Eq)]
-pub struct LatHist(Box<[u64; PLAT_NR]>);
+/// One group of 64 buckets (one power of two above 128 ns).
+type PlatGroup = [u64; PLAT_VAL as usize];
 
-impl Default for LatHist {
-    fn default() -> Self {
-        LatHist(Box::new([0; PLAT_NR]))
-    }
-}
+/// fio's latency histogram, kept sparse: the table of its 29 groups is allocated at the
+/// first sample, and each group of 64 buckets at its own first sample, so an unused
+/// histogram costs one pointer instead of 14.8 KB and a used one only the groups its
+/// latencies fall in; the counts — hence every percentile — are fio's.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct LatHist(Option<Box<[Option<Box<PlatGroup>>; PLAT_GROUP_NR]>>);
 
 impl std::fmt::Debug for LatHist {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "LatHist(n={})", self.0.iter().sum::<u64>())
+        write!(f, "LatHist(n={})", self.total())
     }
 }
 
 impl LatHist {
     #[inline]
     pub fn add(&mut self, ns: u64) {
-        self.0[val_to_idx(ns)] += 1;
+        self.add_count(val_to_idx(ns), 1);
     }
+    #[inline]
     pub fn add_count(&mut self, idx: usize, n: u64) {
-        self.0[idx.min(PLAT_NR - 1)] += n;
+        if n == 0 {
+            return;
+        }
+        let idx = idx.min(PLAT_NR - 1);
+        let groups = self.0.get_or_insert_with(Box::default);
+        let group =
+            groups[idx >> PLAT_BITS].get_or_insert_with(|| Box::new([0; PLAT_VAL as usize]));
+        group[idx & (PLAT_VAL as usize - 1)] += n;
     }
     pub fn merge(&mut self, o: &LatHist) {
-        for (a, b) in self.0.iter_mut().zip(o.0.iter()) {
-            *a += b;
+        for (i, c) in o.counts() {
+            self.add_count(i, c);
         }
     }
     pub fn total(&self) -> u64 {
-        self.0.iter().sum()
+        self.counts().map(|(_, c)| c).sum()
+    }
+    /// Non-empty buckets as (index, count), ascending.
+    pub fn counts(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        self.0
+            .iter()
+            .flat_map(|groups| groups.iter())
+            .enumerate()
+            .flat_map(|(g, group)| {
+                group.iter().flat_map(move |b| {
+                    b.iter()
+                        .enumerate()
+                        .filter(|(_, c)| **c > 0)
+                        .map(move |(k, c)| ((g << PLAT_BITS) + k, *c))
+                })
+            })
     }
     /// Non-empty buckets as (representative ns, count), ascending (json+ "bins").
     pub fn bins(&self) -> Vec<(u64, u64)> {
-        self.0
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| **c > 0)
-            .map(|(i, c)| (idx_to_val(i), *c))
-            .collect()
+        self.counts().map(|(i, c)| (idx_to_val(i), c)).collect()
     }
 }
 
@@ -156,9 +174,10 @@ pub fn percentiles(hist: &LatHist, plist: &[f64]) -> Vec<u64> {
         return out;
     }
     let thresholds: Vec<u64> = plist.iter().map(|&p| x87_threshold(p, n)).collect();
-    let mut j = 0;
+    // a threshold of 0 is met by the first bucket, empty or not
+    let mut j = thresholds.iter().take_while(|&&t| t == 0).count();
     let mut sum = 0u64;
-    for (i, c) in hist.0.iter().enumerate() {
+    for (i, c) in hist.counts() {
         sum += c;
         while j < plist.len() && sum >= thresholds[j] {
             out[j] = idx_to_val(i);
