@@ -8,6 +8,7 @@ pub mod device;
 pub mod error;
 pub mod iocost;
 pub mod kernel_version;
+pub mod progress;
 pub mod report;
 pub mod scenario;
 pub mod sim;

@@ -1,12 +1,12 @@
 //! The `blkcg-sim` command line: run scenarios, act as fio against a simulated device,
 //! check scenarios, and reproduce the seed experiments.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+use blkcg_sim::progress::Reporter;
 use blkcg_sim::scenario::run::{self, OutputFormat, RunOptions};
 use blkcg_sim::scenario::{Scenario, embedded};
 use blkcg_sim::validate;
@@ -29,6 +29,10 @@ blkcg-sim run throttle-iops-tail-latency --variant after\n  \
 blkcg-sim fio --device nullb --name=a --rw=randread --bs=4k --iodepth=8 --runtime=5 --time_based"
 )]
 struct Cli {
+    /// No progress on stderr (by default: a bar on a terminal, else a status line every
+    /// few seconds once a run has taken more than a few seconds).
+    #[arg(long, short, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -219,7 +223,7 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let cli = Cli::parse();
-    let progress = std::io::stderr().is_terminal();
+    let progress = Reporter::for_stderr(cli.quiet);
     let result = match cli.cmd {
         Cmd::Run {
             scenario,
@@ -255,12 +259,13 @@ fn main() -> ExitCode {
             kernel.as_deref(),
             &args,
             output_format.into(),
+            progress,
         ),
         Cmd::Check { scenario, variant } => {
             load(&scenario).and_then(|sc| run::check_command(&sc, &variant))
         }
         Cmd::Repro { names, format } => {
-            run::repro_command(&names, matches!(format, ReproFormat::Json), progress)
+            run::repro_command(&names, matches!(format, ReproFormat::Json), &progress)
         }
         Cmd::Validate {
             scenario,

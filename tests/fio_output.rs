@@ -125,7 +125,7 @@ fn run_options_struct_is_public() {
         output: None,
         seed: None,
         timeline: false,
-        progress: false,
+        progress: blkcg_sim::progress::Reporter::Quiet,
         trace: false,
     };
 }

@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
 
 use super::repro::{self, ReproSpec, VariantMetrics};
 use super::resolve::{IfaceFile, IfaceWrite, Resolved};
@@ -24,6 +24,7 @@ use crate::error::KeyError;
 use crate::iocost::ctl::PeriodRow;
 use crate::iocost::{self, Iocost, IocostConfig, TimerMode};
 use crate::kernel_version::KernelVersion;
+use crate::progress::{Horizon, Reporter};
 use crate::report::fio::stats::percentiles;
 use crate::report::fio::{self as fioreport, JobReport, RunReport};
 use crate::report::outdir::{OutDir, check_label};
@@ -54,7 +55,7 @@ pub struct RunOptions {
     pub output: Option<PathBuf>,
     pub seed: Option<u64>,
     pub timeline: bool,
-    pub progress: bool,
+    pub progress: Reporter,
     /// Collect the controllers' event logs (trace.txt with --output, else stderr).
     pub trace: bool,
 }
@@ -150,20 +151,6 @@ pub fn split_shell_words(s: &str) -> Result<Vec<String>, String> {
         out.push(cur);
     }
     Ok(out)
-}
-
-fn progress_bar(enabled: bool, len_ns: u64, label: &str) -> Option<ProgressBar> {
-    if !enabled || len_ns == 0 {
-        return None;
-    }
-    let pb = ProgressBar::new(len_ns / 1_000_000);
-    pb.set_style(
-        ProgressStyle::with_template("{prefix:>24} [{bar:30}] {pos}/{len} ms simulated")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-    );
-    pb.set_prefix(label.to_string());
-    Some(pb)
 }
 
 /// `file:line` of a scenario line, or the file alone.
@@ -282,8 +269,9 @@ pub struct Prepared {
     global_options: Vec<(String, String)>,
     /// Interface writes after t = 0, in the order the pipeline's events name them.
     later: Vec<IfaceWrite>,
-    /// The progress bar's length: the cap, or the longest job's planned time.
-    horizon: Ns,
+    /// What progress is measured against: the cap, or the longest job's planned
+    /// time, or with no job bounded by time the bytes the jobs plan to move.
+    horizon: Horizon,
     pub warnings: Vec<String>,
     pub throttle: throttle::ThrottleBehaviour,
     pub iocost: IocostConfig,
@@ -446,7 +434,10 @@ pub fn prepare(
         }
         round_ends[k] = round_ends[k].max(p.startdelay + p.ramp + p.runtime.unwrap_or(0));
     }
-    let horizon = r.duration.unwrap_or_else(|| round_ends.iter().sum());
+    let horizon = match r.duration.unwrap_or_else(|| round_ends.iter().sum()) {
+        0 => Horizon::Bytes(params.iter().map(|p| p.io_limit).sum()),
+        ns => Horizon::Time(ns),
+    };
     // every write of the run, in time order, on controllers of its own: a write the
     // kernel refuses is an error now, not a surprise at its time
     let (mut throttle, mut iocost) = controllers(&r, &tree, &limits, throttle_b, &iocost_cfg);
@@ -493,7 +484,8 @@ pub fn prepare(
     })
 }
 
-/// Build and run one variant (None: the scenario without variants).
+/// Build and run one variant (None: the scenario without variants), with progress
+/// on stderr if `progress`.
 pub fn run_variant(
     sc: &Scenario,
     variant: Option<&str>,
@@ -501,7 +493,8 @@ pub fn run_variant(
     seed: Option<u64>,
     progress: bool,
 ) -> Result<VariantRun, String> {
-    run_variant_traced(sc, variant, kernel_version, seed, progress, false)
+    let reporter = Reporter::for_stderr(!progress);
+    run_variant_traced(sc, variant, kernel_version, seed, &reporter, false)
 }
 
 /// `run_variant`, optionally with the controllers' event logs (blk-throttle's
@@ -511,7 +504,7 @@ pub fn run_variant_traced(
     variant: Option<&str>,
     kernel_version: Option<&str>,
     seed: Option<u64>,
-    progress: bool,
+    progress: &Reporter,
     trace_on: bool,
 ) -> Result<VariantRun, String> {
     let prepared = prepare(sc, variant, kernel_version, seed, trace_on)?;
@@ -519,7 +512,7 @@ pub fn run_variant_traced(
 }
 
 /// Run a prepared variant to its end and gather its outputs.
-pub fn simulate(sc: &Scenario, p: Prepared, progress: bool) -> Result<VariantRun, String> {
+pub fn simulate(sc: &Scenario, p: Prepared, progress: &Reporter) -> Result<VariantRun, String> {
     let Prepared {
         label,
         resolved: r,
@@ -535,7 +528,7 @@ pub fn simulate(sc: &Scenario, p: Prepared, progress: bool) -> Result<VariantRun
         ..
     } = p;
     let tree = &r.tree;
-    let pb = progress_bar(progress, horizon, &label);
+    let mut shown = progress.start(&label, horizon);
     let mut late_errors = Vec::new();
     let out = pipe.run(
         |p, i| {
@@ -545,15 +538,9 @@ pub fn simulate(sc: &Scenario, p: Prepared, progress: bool) -> Result<VariantRun
                 late_errors.push(write_error(sc, r.variant.as_deref(), w, tree, e));
             }
         },
-        |now| {
-            if let Some(pb) = &pb {
-                pb.set_position(now / 1_000_000);
-            }
-        },
+        |now, done_bytes| shown.update(now, done_bytes),
     );
-    if let Some(pb) = pb {
-        pb.finish_and_clear();
-    }
+    shown.finish();
     // every write was accepted before the run on the same controllers in the same
     // order; one refused now is a simulator bug, not a scenario error
     if let Some(e) = late_errors.into_iter().next() {
@@ -849,6 +836,20 @@ fn run_label(v: &Option<String>, k: &Option<String>) -> String {
     }
 }
 
+/// `f` over `items` on every core (rayon), results in the order of `items`; the first
+/// failure in that order is the one reported, so errors are as deterministic as output.
+fn in_parallel<I: Sync, T: Send>(
+    items: &[I],
+    f: impl Fn(&I) -> Result<T, String> + Sync + Send,
+) -> Result<Vec<T>, String> {
+    items
+        .par_iter()
+        .map(f)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .collect()
+}
+
 /// `blkcg-sim run`.
 pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
     let plan = plan(sc, &o.variants, &o.kernels)?;
@@ -868,15 +869,15 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
             all.join(", ")
         );
     }
-    let mut runs = Vec::new();
-    for (v, k) in &plan {
+    // every run on its own core; output in plan order, byte-identical to a serial run
+    let runs = in_parallel(&plan, |(v, k)| {
         let mut run =
-            run_variant_traced(sc, v.as_deref(), k.as_deref(), o.seed, o.progress, o.trace)?;
+            run_variant_traced(sc, v.as_deref(), k.as_deref(), o.seed, &o.progress, o.trace)?;
         run.label = run_label(v, k);
-        for w in &run.warnings {
-            eprintln!("warning: {w}");
-        }
-        runs.push(run);
+        Ok(run)
+    })?;
+    for w in runs.iter().flat_map(|r| &r.warnings) {
+        eprintln!("warning: {w}");
     }
     let mut stdout = String::new();
     let single = runs.len() == 1;
@@ -1041,6 +1042,7 @@ pub fn fio_command(
     kernel: Option<&str>,
     args: &[String],
     format: OutputFormat,
+    progress: Reporter,
 ) -> Result<u8, String> {
     let dev = parse_device_spec(device)?;
     let mut t = toml::Table::new();
@@ -1069,7 +1071,7 @@ pub fn fio_command(
         output: None,
         seed: None,
         timeline: false,
-        progress: false,
+        progress,
         trace: false,
     };
     run_command(&sc, &opts)
@@ -1168,7 +1170,7 @@ fn metrics_of(run: &VariantRun) -> VariantMetrics {
 }
 
 /// `blkcg-sim repro`: run the built-in seeds and check every band.
-pub fn repro_command(names: &[String], json: bool, progress: bool) -> Result<u8, String> {
+pub fn repro_command(names: &[String], json: bool, progress: &Reporter) -> Result<u8, String> {
     let all = embedded::seeds();
     let chosen: Vec<&str> = if names.is_empty() {
         all.clone()
@@ -1187,8 +1189,8 @@ pub fn repro_command(names: &[String], json: bool, progress: bool) -> Result<u8,
     };
     let mut failed = 0;
     let mut json_out = Vec::new();
-    for name in chosen {
-        let (spec, results, runs) = reproduce(name, progress)?;
+    let reproductions = in_parallel(&chosen, |name| reproduce_with(name, progress))?;
+    for (name, (spec, results, runs)) in chosen.into_iter().zip(reproductions) {
         failed += results.iter().filter(|r| !r.pass).count();
         if json {
             json_out.push(serde_json::json!({
@@ -1231,21 +1233,26 @@ pub fn repro_command(names: &[String], json: bool, progress: bool) -> Result<u8,
 }
 
 /// Run every variant of built-in seed `name` and evaluate its bands.
-pub fn reproduce(
-    name: &str,
-    progress: bool,
-) -> Result<(ReproSpec, Vec<repro::BandResult>, Vec<VariantRun>), String> {
+/// One seed's reproduction: its spec, every band's result, and the runs.
+pub type Reproduction = (ReproSpec, Vec<repro::BandResult>, Vec<VariantRun>);
+
+/// Reproduce seed `name`, with progress on stderr if `progress`.
+pub fn reproduce(name: &str, progress: bool) -> Result<Reproduction, String> {
+    reproduce_with(name, &Reporter::for_stderr(!progress))
+}
+
+fn reproduce_with(name: &str, progress: &Reporter) -> Result<Reproduction, String> {
     let text = embedded::get(name).ok_or_else(|| format!("no built-in scenario `{name}`"))?;
     let sc = Scenario::parse(text, &format!("{name}.toml")).map_err(|e| e.to_string())?;
     let spec =
         ReproSpec::from_table(&sc.table)?.ok_or_else(|| format!("{name} has no [repro] table"))?;
-    let mut runs = Vec::new();
-    let mut metrics = BTreeMap::new();
-    for v in sc.variants() {
-        let run = run_variant(&sc, Some(&v), None, None, progress)?;
-        metrics.insert(v.clone(), metrics_of(&run));
-        runs.push(run);
-    }
+    let runs = in_parallel(&sc.variants(), |v| {
+        run_variant_traced(&sc, Some(v), None, None, progress, false)
+    })?;
+    let metrics = runs
+        .iter()
+        .map(|run| (run.label.clone(), metrics_of(run)))
+        .collect();
     let results = repro::evaluate(&spec, &metrics);
     Ok((spec, results, runs))
 }

@@ -262,6 +262,8 @@ struct DevAcct {
     busy: Ns,
     cur: IostatRow,
     rows: Vec<IostatRow>,
+    /// Bytes completed since the start (progress by bytes).
+    done_bytes: u64,
 }
 
 impl DevAcct {
@@ -466,12 +468,12 @@ impl Pipeline {
     }
 
     /// Run until every job has ended (or the duration cap). `on_config` applies a
-    /// scheduled interface write; `progress` is called with the simulated time now and
-    /// then.
+    /// scheduled interface write; `progress` is called once per simulated second with
+    /// the simulated time and the bytes completed so far.
     pub fn run(
         mut self,
         mut on_config: impl FnMut(&mut Pipeline, u32),
-        mut progress: impl FnMut(Ns),
+        mut progress: impl FnMut(Ns, u64),
     ) -> RunOutput {
         self.start_ready();
         self.q.push(SAMPLE_TICK, Event::Sample);
@@ -537,7 +539,7 @@ impl Pipeline {
             }
             if now >= last_progress + NSEC_PER_SEC {
                 last_progress = now;
-                progress(now);
+                progress(now, self.dev_acct.done_bytes);
             }
             if self.jobs_done == self.jobs.len() {
                 break;
@@ -777,10 +779,12 @@ impl Pipeline {
             Dir::Read => {
                 self.dev_acct.cur.r_ios += 1;
                 self.dev_acct.cur.r_bytes += bytes;
+                self.dev_acct.done_bytes += bytes;
             }
             Dir::Write => {
                 self.dev_acct.cur.w_ios += 1;
                 self.dev_acct.cur.w_bytes += bytes;
+                self.dev_acct.done_bytes += bytes;
             }
         }
         if let Some(ioc) = self.iocost.as_mut() {
@@ -1220,7 +1224,7 @@ mod tests {
 
     fn run_on(jobs: Vec<JobParams>, lat: Ns, depth: u32, host: HostCosts) -> RunOutput {
         let p = Pipeline::new(dev(lat, depth), jobs, 1, host, 1);
-        p.run(|_, _| {}, |_| {})
+        p.run(|_, _| {}, |_, _| {})
     }
 
     #[test]

@@ -1,0 +1,199 @@
+//! Progress where a person waits: a bar on a terminal, a status line every few
+//! seconds when stderr is a file or a pipe (CI logs, `2> log`), nothing with `--quiet`.
+//!
+//! Design
+//! ------
+//! A [`Reporter`] is made once per command from the `--quiet` flag and whether stderr
+//! is a terminal; each simulation run asks it for a [`Progress`] with its label and
+//! its horizon — simulated time (the duration cap, or the longest job's planned
+//! time), or, when no job is bounded by time (`size=`-bound jobs), the bytes the jobs
+//! plan to move. The pipeline calls [`Progress::update`] once per simulated second
+//! with the simulated time and the bytes completed. On a terminal the bars of runs
+//! that go on in parallel share one `MultiProgress`; elsewhere a run stays silent for
+//! its first [`FIRST_LINE_AFTER`] of wall time (quick runs print nothing) and then
+//! writes one line every [`LINE_EVERY`]. Progress goes to stderr only, so it never
+//! changes what a command prints on stdout.
+
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+
+use crate::sim::Ns;
+
+/// A run quicker than this prints no status line.
+pub const FIRST_LINE_AFTER: Duration = Duration::from_secs(3);
+/// Between two status lines.
+pub const LINE_EVERY: Duration = Duration::from_secs(5);
+
+/// How a command shows progress.
+#[derive(Clone)]
+pub enum Reporter {
+    /// `--quiet`, or a caller that shows none (tests, the Python binding).
+    Quiet,
+    /// A terminal: bars.
+    Bars(MultiProgress),
+    /// A file or a pipe: status lines.
+    Lines,
+}
+
+impl Reporter {
+    /// The reporter for stderr as it is, unless `quiet`.
+    pub fn for_stderr(quiet: bool) -> Reporter {
+        if quiet {
+            Reporter::Quiet
+        } else if std::io::stderr().is_terminal() {
+            Reporter::Bars(MultiProgress::new())
+        } else {
+            Reporter::Lines
+        }
+    }
+
+    /// Progress of one run labelled `label` towards `horizon`.
+    pub fn start(&self, label: &str, horizon: Horizon) -> Progress {
+        let total = match horizon {
+            Horizon::Time(ns) => ns / 1_000_000,
+            Horizon::Bytes(b) => b,
+        };
+        let shown = match self {
+            Reporter::Quiet => Shown::Nothing,
+            _ if total == 0 => Shown::Nothing,
+            Reporter::Bars(multi) => {
+                let pb = multi.add(ProgressBar::new(total));
+                let template = match horizon {
+                    Horizon::Time(_) => "{prefix:>24} [{bar:30}] {pos}/{len} ms simulated",
+                    Horizon::Bytes(_) => "{prefix:>24} [{bar:30}] {bytes}/{total_bytes} done",
+                };
+                pb.set_style(
+                    ProgressStyle::with_template(template)
+                        .unwrap_or_else(|_| ProgressStyle::default_bar())
+                        .progress_chars("=> "),
+                );
+                pb.set_prefix(label.to_string());
+                Shown::Bar(pb)
+            }
+            Reporter::Lines => Shown::Lines {
+                started: Instant::now(),
+                next_line: Instant::now() + FIRST_LINE_AFTER,
+                printed: false,
+            },
+        };
+        Progress {
+            label: label.to_string(),
+            horizon,
+            shown,
+        }
+    }
+}
+
+/// What a run's progress is measured against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Horizon {
+    /// Simulated nanoseconds.
+    Time(Ns),
+    /// Bytes the jobs plan to move.
+    Bytes(u64),
+}
+
+enum Shown {
+    Nothing,
+    Bar(ProgressBar),
+    Lines {
+        started: Instant,
+        next_line: Instant,
+        printed: bool,
+    },
+}
+
+/// One run's progress.
+pub struct Progress {
+    label: String,
+    horizon: Horizon,
+    shown: Shown,
+}
+
+impl Progress {
+    /// The run has reached simulated time `now` with `done_bytes` completed.
+    pub fn update(&mut self, now: Ns, done_bytes: u64) {
+        let (pos, total) = match self.horizon {
+            Horizon::Time(t) => (now / 1_000_000, t / 1_000_000),
+            Horizon::Bytes(b) => (done_bytes, b),
+        };
+        match &mut self.shown {
+            Shown::Nothing => {}
+            Shown::Bar(pb) => pb.set_position(pos.min(total)),
+            Shown::Lines {
+                started,
+                next_line,
+                printed,
+            } => {
+                let wall = Instant::now();
+                if wall < *next_line {
+                    return;
+                }
+                *next_line = wall + LINE_EVERY;
+                *printed = true;
+                let pct = pos.min(total) as f64 * 100.0 / total.max(1) as f64;
+                let done = match self.horizon {
+                    Horizon::Time(t) => format!(
+                        "{:.1} s of {:.1} s simulated",
+                        now as f64 / 1e9,
+                        t as f64 / 1e9
+                    ),
+                    Horizon::Bytes(b) => format!(
+                        "{:.1} of {:.1} MiB done",
+                        done_bytes as f64 / 1048576.0,
+                        b as f64 / 1048576.0
+                    ),
+                };
+                eprintln!(
+                    "blkcg-sim: {}: {done} ({pct:.0}%), {:.0} s wall",
+                    self.label,
+                    started.elapsed().as_secs_f64()
+                );
+            }
+        }
+    }
+
+    /// The run has ended: clear the bar, or close the status lines if any were printed.
+    pub fn finish(self) {
+        match self.shown {
+            Shown::Nothing => {}
+            Shown::Bar(pb) => pb.finish_and_clear(),
+            Shown::Lines {
+                started, printed, ..
+            } => {
+                if printed {
+                    eprintln!(
+                        "blkcg-sim: {}: done in {:.1} s wall",
+                        self.label,
+                        started.elapsed().as_secs_f64()
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quiet_and_empty_horizons_show_nothing() {
+        let p = Reporter::Quiet.start("a", Horizon::Time(10_000_000_000));
+        assert!(matches!(p.shown, Shown::Nothing));
+        let p = Reporter::Lines.start("a", Horizon::Time(0));
+        assert!(matches!(p.shown, Shown::Nothing));
+    }
+
+    #[test]
+    fn status_lines_wait_for_a_slow_run() {
+        let mut p = Reporter::Lines.start("a", Horizon::Bytes(1 << 20));
+        p.update(1, 1 << 19);
+        let Shown::Lines { printed, .. } = p.shown else {
+            panic!("lines expected")
+        };
+        assert!(!printed, "a quick run prints no line");
+    }
+}
