@@ -9,7 +9,8 @@
 //! - `kernel.rs`  — obtain a kernel (Debian package via `apt-get download`, a `.deb`,
 //!   or an unpacked tree), cache it, read `CONFIG_HZ`, extract a PVH `vmlinux`, resolve
 //!   module dependencies;
-//! - `guest.rs`   — the scenario as a busybox `/init` (pure text, golden-tested);
+//! - `guest.rs`   — the scenario as a busybox `/init` (pure text, golden-tested; every
+//!   name and argument of the scenario in it shell-quoted);
 //! - `boot.rs`    — the initramfs (busybox, the host's fio and its libraries, modules)
 //!   and the qemu run with its console captured (TCG icount by default; KVM only if
 //!   it really boots);
@@ -36,6 +37,7 @@ use std::time::Duration;
 
 use crate::report::fio as fioreport;
 use crate::scenario::Scenario;
+use crate::scenario::resolve::Resolved;
 use crate::scenario::run::{VariantRun, parse_fio, run_variant};
 pub use boot::Timing;
 use compare::Figures;
@@ -131,14 +133,11 @@ fn check_config(plan: &GuestPlan, k: &kernel::Kernel) -> Result<(), String> {
     Ok(())
 }
 
-/// fio options validate cannot carry over to real fio.
-fn check_fio(sc: &Scenario, plan: &GuestPlan) -> Result<(), String> {
-    for f in &plan.fio {
-        let text = match &f.invocation {
-            guest::FioInvocation::Args(a) => format!("fio {}", a.join(" ")),
-            guest::FioInvocation::JobFile(t) => t.clone(),
-        };
-        let jobs = parse_fio(&text, &sc.file)?;
+/// fio options validate cannot carry over to real fio, read from the very text the
+/// simulation reads.
+fn check_fio(sc: &Scenario, r: &Resolved) -> Result<(), String> {
+    for f in r.fio.iter().filter(|f| !f.text.trim().is_empty()) {
+        let jobs = parse_fio(&f.text, &sc.file)?;
         for j in &jobs.jobs {
             if j.cgroup.is_some() {
                 return Err(format!(
@@ -438,7 +437,7 @@ pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String
         .map_err(|e| e.to_string())?;
     let mut plan = GuestPlan::from_resolved(&resolved).map_err(|e| format!("{}: {e}", sc.file))?;
     plan.extra_events = trace_events(&o.trace_events)?;
-    check_fio(sc, &plan)?;
+    check_fio(sc, &resolved)?;
     let kernel = kernel::obtain(o.kernel.as_deref(), &mut |m| eprintln!("validate: {m}"))?;
     check_config(&plan, &kernel)?;
     // the simulation first: it is quick, and its run length sizes the guest's deadline
