@@ -16,9 +16,14 @@
 //! about half the time (decompressing under TCG is slow). Modules are found by name
 //! under `lib/modules/RELEASE/kernel`, their dependencies read with `modinfo -F
 //! depends`, and handed over decompressed (busybox `insmod` reads plain `.ko`).
+//!
+//! Decompressors read a file as their stdin, never a pipe we write: `xz --single-stream`
+//! stops at the end of the bzImage's stream, and a write into the pipe it closed would
+//! kill us with SIGPIPE (`main` restores its default disposition, for `| head`).
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
+use std::fs::File;
+use std::io::{Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -125,7 +130,7 @@ impl Kernel {
                 let src = &index[name];
                 let file = format!("{name}.ko");
                 let dst = work.join(&file);
-                let data = read_maybe_compressed(src)?;
+                let data = read_module(src)?;
                 std::fs::write(&dst, data).map_err(|e| format!("{}: {e}", dst.display()))?;
                 Ok((file, dst))
             })
@@ -204,29 +209,23 @@ pub fn tool(cmd: &str, package: &str) -> Result<Command, String> {
 pub const INSTALL_LINE: &str =
     "apt-get install -y qemu-system-x86 busybox-static fio cpio xz-utils zstd kmod";
 
-/// Run `cmd` with `input` on stdin; its stdout.
-fn pipe_through(cmd: &mut Command, input: &[u8]) -> Result<Vec<u8>, String> {
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
+/// What `cmd` prints reading `input` from its current offset as its stdin: a file, not
+/// a pipe, so a decompressor that stops early cannot make us write into a closed pipe.
+fn decompress(cmd: &mut Command, input: File) -> Result<Vec<u8>, String> {
+    let out = cmd
+        .stdin(Stdio::from(input))
         .stderr(Stdio::null())
-        .spawn()
+        .output()
         .map_err(|e| format!("{cmd:?}: {e}"))?;
-    let mut stdin = child.stdin.take().ok_or("no stdin")?;
-    let data = input.to_vec();
-    let writer = std::thread::spawn(move || {
-        // a decompressor may stop reading at the end of its stream: not an error
-        let _ = stdin.write_all(&data);
-    });
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("{cmd:?}: {e}"))?;
-    let _ = writer.join();
     Ok(out.stdout)
 }
 
-fn read_maybe_compressed(path: &Path) -> Result<Vec<u8>, String> {
-    let data = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+fn open(path: &Path) -> Result<File, String> {
+    File::open(path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// A module file's contents, decompressed (`.ko.xz`, `.ko.zst`, `.ko.gz`, or plain).
+pub fn read_module(path: &Path) -> Result<Vec<u8>, String> {
     let name = path.to_string_lossy();
     for (ext, cmd, pkg) in [
         (".xz", "xz", "xz-utils"),
@@ -234,10 +233,10 @@ fn read_maybe_compressed(path: &Path) -> Result<Vec<u8>, String> {
         (".gz", "gzip", "gzip"),
     ] {
         if name.ends_with(ext) {
-            return pipe_through(tool(cmd, pkg)?.arg("-dc"), &data);
+            return decompress(tool(cmd, pkg)?.arg("-dc"), open(path)?);
         }
     }
-    Ok(data)
+    std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// The cache folder for kernels.
@@ -410,7 +409,12 @@ fn from_tree(tree: &Path, log: &mut dyn FnMut(&str)) -> Result<Kernel, String> {
         log("extracting an ELF vmlinux from the bzImage (boots twice as fast under TCG)");
         match extract_vmlinux(&vmlinuz) {
             Some(elf) => {
-                std::fs::write(&vmlinux, elf).map_err(|e| format!("{}: {e}", vmlinux.display()))?;
+                // written whole under another name first: an interrupted run leaves no
+                // truncated vmlinux to boot next time
+                let part = tree.join(format!("vmlinux-{release}.part"));
+                std::fs::write(&part, elf).map_err(|e| format!("{}: {e}", part.display()))?;
+                std::fs::rename(&part, &vmlinux)
+                    .map_err(|e| format!("{}: {e}", vmlinux.display()))?;
                 vmlinux
             }
             None => vmlinuz,
@@ -437,6 +441,7 @@ fn bzimage_banner(d: &[u8]) -> Option<String> {
 }
 
 /// The ELF kernel inside a bzImage: the first compressed stream that unpacks to ELF.
+/// The decompressor reads the bzImage itself from the stream's offset on.
 fn extract_vmlinux(bzimage: &Path) -> Option<Vec<u8>> {
     let data = std::fs::read(bzimage).ok()?;
     let formats: [(&[u8], &str, &str); 3] = [
@@ -453,7 +458,9 @@ fn extract_vmlinux(bzimage: &Path) -> Option<Vec<u8>> {
         if cmd == "xz" {
             c.arg("--single-stream");
         }
-        if let Ok(elf) = pipe_through(&mut c, &data[at..])
+        let mut input = File::open(bzimage).ok()?;
+        input.seek(SeekFrom::Start(at as u64)).ok()?;
+        if let Ok(elf) = decompress(&mut c, input)
             && elf.starts_with(b"\x7fELF")
         {
             return Some(elf);
