@@ -228,6 +228,80 @@ fn extracting_the_kernel_survives_the_end_of_the_xz_stream() {
     assert_eq!(entries(&tmp), Vec::<String>::new(), "scratch folders left");
 }
 
+/// The host tools validate needs up to qemu that are not installed, if any (CI
+/// installs them).
+fn missing_tools() -> Option<String> {
+    let missing: Vec<&str> = [
+        "qemu-system-x86_64",
+        "busybox",
+        "fio",
+        "cpio",
+        "xz",
+        "modinfo",
+    ]
+    .into_iter()
+    .filter(|c| {
+        !Command::new("sh")
+            .args(["-c", &format!("PATH=$PATH:/sbin:/usr/sbin command -v {c}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+    .collect();
+    (!missing.is_empty()).then(|| format!("{} missing", missing.join(", ")))
+}
+
+/// `--output DIR` writes our own named files there and nothing else: staging happens
+/// in a scratch folder of ours, removed even when the boot fails.
+#[test]
+fn output_dir_keeps_what_was_there() {
+    let dir = fresh_dir("validate-output");
+    let (cache, tmp, out_dir) = (dir.join("cache"), dir.join("tmp"), dir.join("out"));
+    for d in ["root", "modules"] {
+        std::fs::create_dir_all(out_dir.join(d)).expect("mkdir");
+        std::fs::write(out_dir.join(d).join("keep"), "the user's").expect("write");
+    }
+    std::fs::write(out_dir.join("initrd.cpio"), "the user's").expect("write");
+    std::fs::create_dir_all(&tmp).expect("mkdir");
+    let Some((tree, _)) = fake_kernel(&dir, true) else {
+        eprintln!("skipped: xz or objcopy missing");
+        return;
+    };
+    let scenario = short_scenario(&dir);
+    let args: Vec<&std::ffi::OsStr> = vec![
+        scenario.as_ref(),
+        "--kernel".as_ref(),
+        tree.as_ref(),
+        "--output".as_ref(),
+        out_dir.as_ref(),
+    ];
+    if let Some(why) = missing_tools() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let out = validate(&args, &cache, &tmp);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{:?}: {stderr}", out.status);
+    assert!(stderr.contains("building the initramfs"), "{stderr}");
+    assert!(stderr.contains("blkcg-sim: qemu failed"), "{stderr}");
+    for d in ["root", "modules"] {
+        assert!(out_dir.join(d).join("keep").is_file(), "{d}/keep is gone");
+    }
+    assert_eq!(
+        std::fs::read_to_string(out_dir.join("initrd.cpio")).expect("read"),
+        "the user's"
+    );
+    assert_eq!(
+        entries(&out_dir),
+        ["initrd.cpio", "modules", "root", "sim-fio.json"]
+    );
+    assert_eq!(entries(&tmp), Vec::<String>::new(), "scratch folders left");
+    assert_eq!(
+        entries(&cache),
+        Vec::<String>::new(),
+        "the cache is not a work folder"
+    );
+}
+
 /// A scenario whose names and fio arguments are shell code.
 const HOSTILE: &str = r#"
 name = "hostile"

@@ -73,14 +73,10 @@ impl Kernel {
         self.config.get(name).map(String::as_str)
     }
 
-    /// Module files to load for `names`, dependencies first: (file name in the
-    /// initramfs, host path of the decompressed module to copy there). Built-in
-    /// modules are skipped.
-    pub fn modules_for(
-        &self,
-        names: &[&str],
-        work: &Path,
-    ) -> Result<Vec<(String, PathBuf)>, String> {
+    /// The modules to load for `names`, dependencies first: (name, host path of the
+    /// module file, maybe compressed; [`read_module`] gives it plain). Built-in modules
+    /// are skipped.
+    pub fn modules_for(&self, names: &[&str]) -> Result<Vec<(String, PathBuf)>, String> {
         let index = module_index(&self.modules.join("kernel"))?;
         let builtin =
             std::fs::read_to_string(self.modules.join("modules.builtin")).unwrap_or_default();
@@ -123,18 +119,13 @@ impl Kernel {
                 }
             }
         }
-        std::fs::create_dir_all(work).map_err(|e| format!("{}: {e}", work.display()))?;
-        order
-            .iter()
+        Ok(order
+            .into_iter()
             .map(|name| {
-                let src = &index[name];
-                let file = format!("{name}.ko");
-                let dst = work.join(&file);
-                let data = read_module(src)?;
-                std::fs::write(&dst, data).map_err(|e| format!("{}: {e}", dst.display()))?;
-                Ok((file, dst))
+                let path = index[&name].clone();
+                (name, path)
             })
-            .collect()
+            .collect())
     }
 }
 

@@ -11,12 +11,15 @@
 //!   module dependencies;
 //! - `guest.rs`   — the scenario as a busybox `/init` (pure text, golden-tested; every
 //!   name and argument of the scenario in it shell-quoted);
-//! - `boot.rs`    — the initramfs (busybox, the host's fio and its libraries, modules)
-//!   and the qemu run with its console captured (TCG icount by default; KVM only if
-//!   it really boots);
+//! - `boot.rs`    — the initramfs (busybox, the host's fio and its libraries, modules),
+//!   staged in a scratch folder of its own, and the qemu run with its console captured
+//!   (TCG icount by default; KVM only if it really boots);
 //! - `console.rs` — the `@@blkcg-sim` marker protocol read back;
 //! - `compare.rs` — both sides' fio JSON read by one reader, lined up with ratios, plus
 //!   the vrate trajectories.
+//!
+//! Nothing is deleted but the scratch folder the run created; `--output DIR` gets our
+//! own named files only.
 //!
 //! The simulation runs with `kernel.version` set to the booted kernel's upstream
 //! release (`MAJOR.MINOR.PATCH`, from its banner), `hz` to its `CONFIG_HZ`, and by
@@ -265,12 +268,10 @@ fn boot_runs(
     plan: &GuestPlan,
     kernel: &kernel::Kernel,
     o: &ValidateOptions,
-    work: &Path,
+    initrd: &Path,
     seconds: u64,
 ) -> Result<RealSide, String> {
-    let initrd = boot::build_initramfs(plan, kernel, work)?;
     let budget = Duration::from_secs(90 + 4 * seconds);
-    let keep = o.output.is_some();
     let n_runs = o.runs.max(1);
     let mut real = RealSide {
         runs: Vec::new(),
@@ -284,13 +285,13 @@ fn boot_runs(
             kernel.release,
             seconds * 2 + 10
         );
-        let b = boot::boot(kernel, &initrd, o.timing, 2048, budget, &mut |m| {
+        let b = boot::boot(kernel, initrd, o.timing, 2048, budget, &mut |m| {
             eprintln!("  guest: {m}")
         })?;
         let g = GuestOutput::parse(&b.console);
-        if keep {
-            write_file(&work.join(format!("console-{run}.txt")), &b.console)?;
-            write_file(&work.join(format!("trace-{run}.txt")), &g.trace)?;
+        if let Some(dir) = &o.output {
+            write_file(&dir.join(format!("console-{run}.txt")), &b.console)?;
+            write_file(&dir.join(format!("trace-{run}.txt")), &g.trace)?;
         }
         if !g.errors.is_empty() || !g.done {
             return Err(format!(
@@ -315,8 +316,8 @@ fn boot_runs(
                         .trim()
                 ));
             };
-            if keep {
-                write_file(&work.join(format!("real-fio-{n}-run{run}.json")), text)?;
+            if let Some(dir) = &o.output {
+                write_file(&dir.join(format!("real-fio-{n}-run{run}.json")), text)?;
             }
             figs.extend(compare::job_figures(
                 &parse_json(text, "real fio's JSON")?,
@@ -440,24 +441,22 @@ pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String
     check_fio(sc, &resolved)?;
     let kernel = kernel::obtain(o.kernel.as_deref(), &mut |m| eprintln!("validate: {m}"))?;
     check_config(&plan, &kernel)?;
+    let modules = kernel.modules_for(&boot::MODULES)?;
     // the simulation first: it is quick, and its run length sizes the guest's deadline
     let sim = simulate(sc, o, &kernel)?;
-    let work = match &o.output {
-        Some(d) => d.clone(),
-        None => kernel::cache_dir().join(format!("work-{}", std::process::id())),
-    };
-    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+    if let Some(dir) = &o.output {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        write_file(&dir.join("sim-fio.json"), &sim.json)?;
+    }
     eprintln!(
         "validate: building the initramfs (busybox, fio, null_blk) for {}",
         kernel.release
     );
-    let real = boot_runs(&plan, &kernel, o, &work, sim.seconds);
-    if o.output.is_some() {
-        write_file(&work.join("sim-fio.json"), &sim.json)?;
-    } else {
-        let _ = std::fs::remove_dir_all(&work);
-    }
-    print!("{}", render(&plan, o, &kernel, resolved.seed, &real?, &sim));
+    // staged in a folder of our own, removed (when dropped) whatever happens
+    let scratch = boot::ScratchDir::new()?;
+    let initrd = boot::build_initramfs(&boot::initramfs(&plan, Some(&modules))?, scratch.path())?;
+    let real = boot_runs(&plan, &kernel, o, &initrd, sim.seconds)?;
+    print!("{}", render(&plan, o, &kernel, resolved.seed, &real, &sim));
     Ok(0)
 }
 
