@@ -150,6 +150,28 @@ fn validate(args: &[&std::ffi::OsStr], cache: &Path, tmp: &Path) -> std::process
         .expect("runs")
 }
 
+/// Why validate cannot boot here with these arguments, if it cannot: the host tools
+/// missing, as `--dry-run` reports them (CI installs them; BLKCG_SIM_SKIP_BOOT=1 skips).
+fn cannot_boot(args: &[&std::ffi::OsStr], cache: &Path, tmp: &Path) -> Option<String> {
+    if std::env::var_os("BLKCG_SIM_SKIP_BOOT").is_some() {
+        return Some("BLKCG_SIM_SKIP_BOOT is set".into());
+    }
+    let mut dry = args.to_vec();
+    dry.push("--dry-run".as_ref());
+    let out = validate(&dry, cache, tmp);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let tools = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("host tools: "))
+        .unwrap_or_else(|| {
+            panic!(
+                "the dry run names no host tools: {}{stdout}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    (tools != "all installed").then(|| tools.to_string())
+}
+
 /// A kernel package tree whose bzImage is a 1 KiB header, an xz stream holding a
 /// small "ELF" image, and 2 MiB after the stream (as a real bzImage has the
 /// decompressor's code there), plus a null_blk module with nothing but its modinfo.
@@ -203,8 +225,8 @@ fn fake_kernel(dir: &Path, extracted: bool) -> Option<(PathBuf, Vec<u8>)> {
 
 /// A fresh machine: validate extracts the ELF kernel from the bzImage, where xz stops
 /// reading at the end of its stream with most of the file unread; that must not kill
-/// validate (SIGPIPE, exit 141 without a word). Here it goes on, and fails later with an
-/// error of its own (qemu refuses the fake image, or a tool is missing).
+/// validate (SIGPIPE, exit 141 without a word). Here it goes on to qemu, which refuses
+/// the fake image with an error of its own.
 #[test]
 fn extracting_the_kernel_survives_the_end_of_the_xz_stream() {
     let dir = fresh_dir("validate-extract");
@@ -216,38 +238,21 @@ fn extracting_the_kernel_survives_the_end_of_the_xz_stream() {
     };
     let scenario = short_scenario(&dir);
     let args: Vec<&std::ffi::OsStr> = vec![scenario.as_ref(), "--kernel".as_ref(), tree.as_ref()];
+    if let Some(why) = cannot_boot(&args, &cache, &tmp) {
+        eprintln!("skipped: {why}");
+        return;
+    }
     let out = validate(&args, &cache, &tmp);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{:?}: {stderr}", out.status);
     assert!(stderr.contains("extracting an ELF vmlinux"), "{stderr}");
+    assert!(stderr.contains("blkcg-sim: qemu failed"), "{stderr}");
     let vmlinux = std::fs::read(tree.join("vmlinux-9.9.9-fake")).expect("vmlinux extracted");
     assert!(
         vmlinux == elf,
         "the extracted image is the stream's content"
     );
     assert_eq!(entries(&tmp), Vec::<String>::new(), "scratch folders left");
-}
-
-/// The host tools validate needs up to qemu that are not installed, if any (CI
-/// installs them).
-fn missing_tools() -> Option<String> {
-    let missing: Vec<&str> = [
-        "qemu-system-x86_64",
-        "busybox",
-        "fio",
-        "cpio",
-        "xz",
-        "modinfo",
-    ]
-    .into_iter()
-    .filter(|c| {
-        !Command::new("sh")
-            .args(["-c", &format!("PATH=$PATH:/sbin:/usr/sbin command -v {c}")])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
-    .collect();
-    (!missing.is_empty()).then(|| format!("{} missing", missing.join(", ")))
 }
 
 /// `--output DIR` writes our own named files there and nothing else: staging happens
@@ -274,7 +279,7 @@ fn output_dir_keeps_what_was_there() {
         "--output".as_ref(),
         out_dir.as_ref(),
     ];
-    if let Some(why) = missing_tools() {
+    if let Some(why) = cannot_boot(&args, &cache, &tmp) {
         eprintln!("skipped: {why}");
         return;
     }
@@ -300,6 +305,93 @@ fn output_dir_keeps_what_was_there() {
         Vec::<String>::new(),
         "the cache is not a work folder"
     );
+}
+
+/// Without its host tools validate stops at once, saying what is missing and how to
+/// install it — before a 70 MB download and the simulation.
+#[test]
+fn missing_host_tools_are_named_before_anything_runs() {
+    let dir = fresh_dir("validate-tools");
+    let (cache, tmp, empty) = (dir.join("cache"), dir.join("tmp"), dir.join("bin"));
+    std::fs::create_dir_all(&empty).expect("mkdir");
+    let out = Command::new(env!("CARGO_BIN_EXE_blkcg-sim"))
+        .args(["validate", "validate-iomax-riops"])
+        .env("PATH", &empty)
+        .env("BLKCG_SIM_CACHE", &cache)
+        .env("TMPDIR", &tmp)
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(
+        stderr.contains("qemu-system-x86_64")
+            && stderr.contains("fio")
+            && stderr.contains("apt-get install -y --no-install-recommends qemu-system-x86"),
+        "{stderr}"
+    );
+    assert!(!cache.exists(), "nothing downloaded");
+}
+
+/// One real boot from an EMPTY cache, as on a fresh machine: the kernel is downloaded,
+/// unpacked and its ELF image extracted, then booted. Only where the host tools are
+/// installed (CI installs them; set BLKCG_SIM_SKIP_BOOT=1 to skip).
+#[test]
+fn boots_a_real_kernel_from_an_empty_cache_and_compares() {
+    let dir = fresh_dir("validate-boot");
+    let (cache, tmp, out_dir) = (dir.join("cache"), dir.join("tmp"), dir.join("out"));
+    std::fs::create_dir_all(&tmp).expect("mkdir");
+    let scenario = short_scenario(&dir);
+    let args: Vec<&std::ffi::OsStr> =
+        vec![scenario.as_ref(), "--output".as_ref(), out_dir.as_ref()];
+    if let Some(why) = cannot_boot(&args, &cache, &tmp) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let out = validate(&args, &cache, &tmp);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "validate failed: {stderr}{stdout}");
+    for step in [
+        "downloading linux-image-",
+        "unpacking",
+        "extracting an ELF vmlinux",
+    ] {
+        assert!(
+            stderr.contains(step),
+            "no `{step}` on a fresh cache: {stderr}"
+        );
+    }
+    // the limited job's real IOPS: riops=100 works on the real kernel
+    let block = stdout
+        .split("fio job `limited`, read:")
+        .nth(1)
+        .expect("limited job in the table");
+    let iops_line = block
+        .lines()
+        .find(|l| l.trim_start().starts_with("IOPS"))
+        .expect("IOPS row");
+    let cols: Vec<f64> = iops_line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|c| c.parse().ok())
+        .collect();
+    assert!((97.0..=103.0).contains(&cols[0]), "real IOPS {iops_line}");
+    assert!((97.0..=103.0).contains(&cols[1]), "sim IOPS {iops_line}");
+    assert!(stdout.contains("io.stat, real"));
+    assert_eq!(
+        entries(&out_dir),
+        [
+            "console-1.txt",
+            "real-fio-0-run1.json",
+            "real-fio-1-run1.json",
+            "sim-fio.json",
+            "trace-1.txt"
+        ]
+    );
+    assert_eq!(entries(&tmp), Vec::<String>::new(), "scratch folders left");
+    assert_eq!(entries(&cache), ["kernels"]);
+    std::fs::remove_dir_all(&dir).expect("remove the test's folder");
 }
 
 /// A scenario whose names and fio arguments are shell code.
@@ -365,60 +457,48 @@ fn scenario_text_never_becomes_shell_code() {
     }
 }
 
-/// One real boot: only where qemu, busybox and fio are installed and a kernel can be
-/// had (CI installs them; set BLKCG_SIM_SKIP_BOOT=1 to skip).
 #[test]
-fn boots_a_real_kernel_and_compares() {
-    let have = |c: &str| {
-        Command::new("sh")
-            .args(["-c", &format!("command -v {c}")])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    if std::env::var_os("BLKCG_SIM_SKIP_BOOT").is_some()
-        || !["qemu-system-x86_64", "busybox", "fio", "cpio", "apt-get"]
-            .iter()
-            .all(|c| have(c))
-    {
-        eprintln!("skipped: qemu-system-x86_64, busybox, fio, cpio or apt-get missing");
-        return;
-    }
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("validate-scenario");
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    // a short version of the io.max validation scenario
-    let text = embedded::get("validate-iomax-riops")
-        .expect("built in")
-        .replace("--runtime=10", "--runtime=3");
-    let file = dir.join("short.toml");
-    std::fs::write(&file, text).expect("write scenario");
-    let out = Command::new(env!("CARGO_BIN_EXE_blkcg-sim"))
-        .arg("validate")
-        .arg(&file)
-        .output()
-        .expect("runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "validate failed: {}{stdout}",
-        String::from_utf8_lossy(&out.stderr)
+fn dry_run_prints_the_guest_and_fetches_nothing() {
+    let dir = fresh_dir("validate-dry-run");
+    let (cache, tmp) = (dir.join("cache"), dir.join("tmp"));
+    std::fs::create_dir_all(&tmp).expect("mkdir");
+    let scenario = dir.join("hostile.toml");
+    std::fs::write(&scenario, HOSTILE).expect("write");
+    let out = validate(
+        &[
+            scenario.as_ref(),
+            "--variant".as_ref(),
+            HOSTILE_VARIANT.as_ref(),
+            "--dry-run".as_ref(),
+        ],
+        &cache,
+        &tmp,
     );
-    // the limited job's real IOPS: riops=100 works on the real kernel
-    let block = stdout
-        .split("fio job `limited`, read:")
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("kernel: none at hand"), "{stdout}");
+    assert!(stdout.contains("loads no modules"), "{stdout}");
+    for listed in [
+        "  /bin/busybox ",
+        "  /usr/bin/fio ",
+        "  /jobs/1.fio ",
+        "  /init ",
+    ] {
+        assert!(stdout.contains(listed), "`{listed}` not listed:\n{stdout}");
+    }
+    let init = stdout
+        .split("==> /init <==\n")
         .nth(1)
-        .expect("limited job in the table");
-    let iops_line = block
-        .lines()
-        .find(|l| l.trim_start().starts_with("IOPS"))
-        .expect("IOPS row");
-    let cols: Vec<f64> = iops_line
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|c| c.parse().ok())
-        .collect();
-    assert!((97.0..=103.0).contains(&cols[0]), "real IOPS {iops_line}");
-    assert!((97.0..=103.0).contains(&cols[1]), "sim IOPS {iops_line}");
-    assert!(stdout.contains("io.stat, real"));
+        .and_then(|s| s.split("\n==> ").next())
+        .expect("/init printed");
+    assert!(init.starts_with("#!/bin/busybox sh\n") && init.contains("'--name=a b'"));
+    assert!(!init.contains("insmod"));
+    assert!(stdout.contains("==> /jobs/1.fio <==\n[global]\nfilename=/dev/d$(touch pwned)\n"));
+    assert!(stdout.contains("\ndescription=two words\n"), "{stdout}");
+    assert!(!stderr.contains("downloading"), "{stderr}");
+    assert!(!cache.exists(), "a dry run fetches nothing");
+    assert_eq!(entries(&tmp), Vec::<String>::new());
 }
 
 #[test]

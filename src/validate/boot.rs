@@ -4,8 +4,8 @@
 //! ------
 //! [`initramfs`] lists the files of the guest's root — busybox, the host's `fio` with
 //! every library `ldd` names, the kernel modules, the job files, the generated `/init` —
-//! each with where its content comes from; [`build_initramfs`] stages it in a
-//! [`ScratchDir`] and packs it with `cpio -H newc`,
+//! each with where its content comes from; `--dry-run` prints that list, and
+//! [`build_initramfs`] stages it in a [`ScratchDir`] and packs it with `cpio -H newc`,
 //! uncompressed (the kernel unpacks it at once; gzip costs seconds under TCG). Staging
 //! happens only in a folder this run created itself, under a fresh name, and only that
 //! folder is ever removed: nothing of the user's (`--output DIR`, the cache) is
@@ -76,8 +76,8 @@ pub enum Content {
     Module(PathBuf),
     /// Generated text (`init`, executable; job files).
     Text(String),
-    /// A host command that is not installed here (its Debian package): refused by
-    /// [`build_initramfs`].
+    /// A host command that is not installed here (its Debian package): listed by a dry
+    /// run, refused by [`build_initramfs`].
     Missing {
         command: &'static str,
         package: &'static str,

@@ -8,7 +8,7 @@
 //!
 //! - `kernel.rs`  — obtain a kernel (Debian package via `apt-get download`, a `.deb`,
 //!   or an unpacked tree), cache it, read `CONFIG_HZ`, extract a PVH `vmlinux`, resolve
-//!   module dependencies;
+//!   module dependencies; check the host's tools;
 //! - `guest.rs`   — the scenario as a busybox `/init` (pure text, golden-tested; every
 //!   name and argument of the scenario in it shell-quoted);
 //! - `boot.rs`    — the initramfs (busybox, the host's fio and its libraries, modules),
@@ -18,8 +18,11 @@
 //! - `compare.rs` — both sides' fio JSON read by one reader, lined up with ratios, plus
 //!   the vrate trajectories.
 //!
-//! Nothing is deleted but the scratch folder the run created; `--output DIR` gets our
-//! own named files only.
+//! A run checks what it can before anything slow: the scenario, the host tools (one
+//! error listing the missing ones), then downloads the kernel, reads its modules, and
+//! only then simulates and boots. `--dry-run` stops after the plan and prints the
+//! guest's files and `/init`, downloading nothing. Nothing is deleted but the scratch
+//! folder the run created; `--output DIR` gets our own named files only.
 //!
 //! The simulation runs with `kernel.version` set to the booted kernel's upstream
 //! release (`MAJOR.MINOR.PATCH`, from its banner), `hz` to its `CONFIG_HZ`, and by
@@ -117,6 +120,37 @@ pub struct ValidateOptions {
     pub host: HostProfile,
     /// More tracepoints to record in the guest (`SYSTEM:EVENT`), kept with --output.
     pub trace_events: Vec<String>,
+    /// Print the guest's `/init` and the initramfs's files instead of running.
+    pub dry_run: bool,
+}
+
+/// Host commands every run needs (command, Debian package): [`kernel::INSTALL_LINE`].
+const RUN_TOOLS: [(&str, &str); 8] = [
+    ("qemu-system-x86_64", "qemu-system-x86"),
+    ("busybox", "busybox-static"),
+    ("fio", "fio"),
+    ("cpio", "cpio"),
+    ("ldd", "libc-bin"),
+    ("modinfo", "kmod"),
+    ("xz", "xz-utils"),
+    ("zstd", "zstd"),
+];
+
+/// Host commands fetching and unpacking a kernel package needs.
+const FETCH_TOOLS: [(&str, &str); 3] = [
+    ("apt-get", "apt"),
+    ("apt-cache", "apt"),
+    ("dpkg-deb", "dpkg"),
+];
+
+/// The host tools a run with `--kernel spec` needs: [`FETCH_TOOLS`] too unless that
+/// kernel is at hand.
+fn check_tools(spec: Option<&str>) -> Result<(), String> {
+    let mut tools = RUN_TOOLS.to_vec();
+    if !matches!(kernel::at_hand(spec), Ok(Some(_))) {
+        tools.extend(FETCH_TOOLS);
+    }
+    kernel::check_tools(&tools)
 }
 
 /// Check that the booted kernel has the controllers the scenario uses.
@@ -431,6 +465,64 @@ fn render(
     s
 }
 
+/// `--dry-run`: the kernel and host tools at hand, the initramfs's files and where
+/// each comes from, then the generated ones (`/init`, job files) in full.
+fn dry_run(plan: &GuestPlan, o: &ValidateOptions) -> Result<String, String> {
+    let mut s = String::new();
+    let _ = writeln!(s, "validate --dry-run: {}", plan.title);
+    let kernel = kernel::at_hand(o.kernel.as_deref())
+        .and_then(|k| k.ok_or_else(|| "not downloaded yet".to_string()))
+        .and_then(|k| Ok((k.modules_for(&boot::MODULES)?, k)));
+    match &kernel {
+        Ok((_, k)) => {
+            let _ = writeln!(
+                s,
+                "kernel: Linux {} (modules from {})",
+                k.release,
+                k.modules.display()
+            );
+        }
+        Err(e) => {
+            let _ = writeln!(
+                s,
+                "kernel: none at hand ({e}); a dry run downloads none, so the /init below \
+                 loads no modules (a real run loads {} and its dependencies first)",
+                boot::MODULES.join(", ")
+            );
+        }
+    }
+    let _ = writeln!(
+        s,
+        "host tools: {}",
+        check_tools(o.kernel.as_deref()).map_or_else(|e| e, |()| "all installed".into())
+    );
+    let files = boot::initramfs(plan, kernel.as_ref().ok().map(|(m, _)| m.as_slice()))?;
+    let _ = writeln!(s, "\nfiles of the initramfs (guest path, from):");
+    for f in &files {
+        let from = match &f.content {
+            boot::Content::Host(p) => p.display().to_string(),
+            boot::Content::Module(p) => format!("{}, decompressed", p.display()),
+            boot::Content::Text(_) => "generated, below".into(),
+            boot::Content::Missing { command, package } => {
+                format!("`{command}`, not installed here (Debian package {package})")
+            }
+        };
+        let _ = writeln!(s, "  /{:<40} {from}", f.path);
+    }
+    let mut texts: Vec<(&str, &str)> = files
+        .iter()
+        .filter_map(|f| match &f.content {
+            boot::Content::Text(t) => Some((f.path.as_str(), t.as_str())),
+            _ => None,
+        })
+        .collect();
+    texts.sort_by_key(|(path, _)| *path != "init");
+    for (path, text) in texts {
+        let _ = write!(s, "\n==> /{path} <==\n{text}");
+    }
+    Ok(s)
+}
+
 /// `blkcg-sim validate`.
 pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String> {
     let resolved = sc
@@ -439,6 +531,12 @@ pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String
     let mut plan = GuestPlan::from_resolved(&resolved).map_err(|e| format!("{}: {e}", sc.file))?;
     plan.extra_events = trace_events(&o.trace_events)?;
     check_fio(sc, &resolved)?;
+    if o.dry_run {
+        print!("{}", dry_run(&plan, o)?);
+        return Ok(0);
+    }
+    // everything checkable is checked before a 70 MB download and the simulation
+    check_tools(o.kernel.as_deref())?;
     let kernel = kernel::obtain(o.kernel.as_deref(), &mut |m| eprintln!("validate: {m}"))?;
     check_config(&plan, &kernel)?;
     let modules = kernel.modules_for(&boot::MODULES)?;
@@ -463,6 +561,17 @@ pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_install_line_installs_every_tool_a_run_needs() {
+        for (cmd, package) in RUN_TOOLS {
+            assert!(
+                package == "libc-bin" || kernel::INSTALL_LINE.split(' ').any(|w| w == package),
+                "{cmd} ({package}) not in `{}`",
+                kernel::INSTALL_LINE
+            );
+        }
+    }
 
     #[test]
     fn the_guest_profile_of_the_newest_series_not_newer() {
