@@ -501,6 +501,9 @@ fn dry_run(plan: &GuestPlan, o: &ValidateOptions) -> Result<String, String> {
     for f in &files {
         let from = match &f.content {
             boot::Content::Host(p) => p.display().to_string(),
+            boot::Content::Module(p) if p.extension().is_some_and(|e| e == "ko") => {
+                p.display().to_string()
+            }
             boot::Content::Module(p) => format!("{}, decompressed", p.display()),
             boot::Content::Text(_) => "generated, below".into(),
             boot::Content::Missing { command, package } => {
