@@ -153,8 +153,13 @@ enum Cmd {
     /// simulation runs with kernel.version and hz of the booted kernel.
     ///
     /// Needs (Debian): apt-get install -y qemu-system-x86 busybox-static fio cpio xz-utils zstd kmod
+    /// (checked first: a missing tool stops the run before any download, with the
+    /// apt-get line that installs it).
     ///
     /// Example: blkcg-sim validate validate-iomax-riops
+    ///
+    /// To see what would run in the guest without booting anything:
+    /// blkcg-sim validate validate-iomax-riops --dry-run
     Validate {
         scenario: String,
         #[arg(long)]
@@ -183,6 +188,18 @@ enum Cmd {
         /// e.g. block:block_rq_requeue); the buffer is kept as trace-N.txt with --output.
         #[arg(long = "trace-event")]
         trace_event: Vec<String>,
+        /// Print what the guest would run, and boot nothing.
+        ///
+        /// Prints the kernel at hand, whether the host tools are installed, every file
+        /// of the guest's initramfs with where it comes from (busybox, the host's fio and
+        /// the libraries ldd lists, the kernel modules, the job files), then the
+        /// generated /init script and job files in full. Downloads nothing: when no
+        /// kernel is cached yet (or --kernel names none at hand), the module list is
+        /// left out and /init loads no modules; the output says so. Use it to see how a
+        /// scenario's cgroups, interface lines and fio arguments reach the real kernel,
+        /// e.g. `blkcg-sim validate my.toml --dry-run | less`.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// List the built-in scenarios, or print one (`blkcg-sim scenarios NAME`).
     Scenarios { name: Option<String> },
@@ -276,6 +293,7 @@ fn main() -> ExitCode {
             output,
             host,
             trace_event,
+            dry_run,
         } => load(&scenario).and_then(|sc| {
             let opts = validate::ValidateOptions {
                 variant,
@@ -291,6 +309,7 @@ fn main() -> ExitCode {
                     HostArg::Scenario => validate::HostProfile::Scenario,
                 },
                 trace_events: trace_event,
+                dry_run,
             };
             validate::validate_command(&sc, &opts)
         }),

@@ -2,7 +2,7 @@
 //! (golden files, no boot), the scenarios validate refuses, and one real boot when
 //! qemu and a kernel are at hand.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use blkcg_sim::scenario::{Scenario, embedded};
@@ -77,43 +77,291 @@ fn job_files_get_the_guest_disk() {
     assert!(p.init_script(&[]).contains("/jobs/0.fio"));
 }
 
-/// One real boot: only where qemu, busybox and fio are installed and a kernel can be
-/// had (CI installs them; set BLKCG_SIM_SKIP_BOOT=1 to skip).
+/// A job file named on a fio command line reaches the guest as `run` reads it; an
+/// `include` in a job file cannot, and says so.
 #[test]
-fn boots_a_real_kernel_and_compares() {
-    let have = |c: &str| {
-        Command::new("sh")
-            .args(["-c", &format!("command -v {c}")])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    if std::env::var_os("BLKCG_SIM_SKIP_BOOT").is_some()
-        || !["qemu-system-x86_64", "busybox", "fio", "cpio", "apt-get"]
-            .iter()
-            .all(|c| have(c))
-    {
-        eprintln!("skipped: qemu-system-x86_64, busybox, fio, cpio or apt-get missing");
-        return;
+fn job_files_named_on_the_command_line_are_staged() {
+    let dir = fresh_dir("validate-job-args");
+    let job = dir.join("my job.fio");
+    std::fs::write(
+        &job,
+        "[mine]\nrw=randread\nfilename=/dev/sdz\ndescription=two words\n",
+    )
+    .expect("write");
+    let text = format!(
+        "[device]\nmodel = \"nullb\"\n[cgroup.a]\nfio = \"fio --runtime=1 '{}'\"\n",
+        job.display()
+    );
+    let p = try_plan_text(&text).expect("plans");
+    let init = p.init_script(&[]);
+    assert!(init.contains(" --runtime=1 /jobs/0-0.fio >"), "{init}");
+    assert_eq!(
+        p.job_files(),
+        [(
+            "jobs/0-0.fio".to_string(),
+            "[global]\nfilename=/dev/nullb0\n\n[mine]\nrw=randread\ndescription=two words\n"
+                .to_string()
+        )]
+    );
+    let e = try_plan_text("[device]\nmodel = \"nullb\"\n[cgroup.a]\nfio = \"\"\"\n[a]\nrw=randread\ninclude more.fio\n\"\"\"\n").expect_err("refused");
+    assert!(e.contains("`include more.fio`"), "{e}");
+}
+
+/// A fresh empty folder for one test, under the target's temporary folder.
+fn fresh_dir(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
+    if d.exists() {
+        std::fs::remove_dir_all(&d).expect("clear the test's own folder");
     }
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("validate-scenario");
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    // a short version of the io.max validation scenario
+    std::fs::create_dir_all(&d).expect("mkdir");
+    d
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// The io.max validation scenario, 3 s long, as a file in `dir`.
+fn short_scenario(dir: &Path) -> PathBuf {
     let text = embedded::get("validate-iomax-riops")
         .expect("built in")
         .replace("--runtime=10", "--runtime=3");
     let file = dir.join("short.toml");
     std::fs::write(&file, text).expect("write scenario");
-    let out = Command::new(env!("CARGO_BIN_EXE_blkcg-sim"))
+    file
+}
+
+/// `blkcg-sim validate ARGS` with its own cache and temporary folder.
+fn validate(args: &[&std::ffi::OsStr], cache: &Path, tmp: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_blkcg-sim"))
         .arg("validate")
-        .arg(&file)
+        .args(args)
+        .env("BLKCG_SIM_CACHE", cache)
+        .env("TMPDIR", tmp)
+        .output()
+        .expect("runs")
+}
+
+/// Why validate cannot boot here with these arguments, if it cannot: the host tools
+/// missing, as `--dry-run` reports them (CI installs them; BLKCG_SIM_SKIP_BOOT=1 skips).
+fn cannot_boot(args: &[&std::ffi::OsStr], cache: &Path, tmp: &Path) -> Option<String> {
+    if std::env::var_os("BLKCG_SIM_SKIP_BOOT").is_some() {
+        return Some("BLKCG_SIM_SKIP_BOOT is set".into());
+    }
+    let mut dry = args.to_vec();
+    dry.push("--dry-run".as_ref());
+    let out = validate(&dry, cache, tmp);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let tools = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("host tools: "))
+        .unwrap_or_else(|| {
+            panic!(
+                "the dry run names no host tools: {}{stdout}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    (tools != "all installed").then(|| tools.to_string())
+}
+
+/// A kernel package tree whose bzImage is a 1 KiB header, an xz stream holding a
+/// small "ELF" image, and 2 MiB after the stream (as a real bzImage has the
+/// decompressor's code there), plus a null_blk module with nothing but its modinfo.
+/// With `extracted`, the tree already holds that ELF image as `vmlinux-RELEASE`.
+/// None if `xz` or `objcopy` is missing. qemu refuses to boot the image.
+fn fake_kernel(dir: &Path, extracted: bool) -> Option<(PathBuf, Vec<u8>)> {
+    let release = "9.9.9-fake";
+    let tree = dir.join("tree");
+    let modules = tree.join(format!("lib/modules/{release}/kernel/drivers/block"));
+    std::fs::create_dir_all(&modules).expect("mkdir");
+    std::fs::create_dir_all(tree.join("boot")).expect("mkdir");
+    std::fs::write(
+        tree.join(format!("boot/config-{release}")),
+        "CONFIG_HZ=250\nCONFIG_PVH=y\nCONFIG_BLK_DEV_THROTTLING=y\nCONFIG_BLK_CGROUP_IOCOST=y\n",
+    )
+    .expect("config");
+    let mut elf = b"\x7fELF\x02\x01\x01".to_vec();
+    elf.resize(64 * 1024, 0x5a);
+    let payload = dir.join("payload");
+    std::fs::write(&payload, &elf).expect("payload");
+    let xz = Command::new("xz")
+        .args(["-c", "-0"])
+        .stdin(std::fs::File::open(&payload).expect("payload"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    let mut bzimage = vec![0u8; 1024];
+    bzimage.extend_from_slice(&xz.stdout);
+    bzimage.resize(bzimage.len() + 2 * 1024 * 1024, 0xaa);
+    std::fs::write(tree.join(format!("boot/vmlinuz-{release}")), bzimage).expect("bzImage");
+    if extracted {
+        std::fs::write(tree.join(format!("vmlinux-{release}")), &elf).expect("vmlinux");
+    }
+    let modinfo = dir.join("modinfo");
+    std::fs::write(&modinfo, "license=GPL\0depends=\0name=null_blk\0").expect("modinfo");
+    let ok = Command::new("objcopy")
+        .args([
+            "-I",
+            "binary",
+            "-O",
+            "elf64-x86-64",
+            "--rename-section",
+            ".data=.modinfo",
+        ])
+        .arg(&modinfo)
+        .arg(modules.join("null_blk.ko"))
+        .status()
+        .is_ok_and(|s| s.success());
+    ok.then_some((tree, elf))
+}
+
+/// A fresh machine: validate extracts the ELF kernel from the bzImage, where xz stops
+/// reading at the end of its stream with most of the file unread; that must not kill
+/// validate (SIGPIPE, exit 141 without a word). Here it goes on to qemu, which refuses
+/// the fake image with an error of its own.
+#[test]
+fn extracting_the_kernel_survives_the_end_of_the_xz_stream() {
+    let dir = fresh_dir("validate-extract");
+    let (cache, tmp) = (dir.join("cache"), dir.join("tmp"));
+    std::fs::create_dir_all(&tmp).expect("mkdir");
+    let Some((tree, elf)) = fake_kernel(&dir, false) else {
+        eprintln!("skipped: xz or objcopy missing");
+        return;
+    };
+    let scenario = short_scenario(&dir);
+    let args: Vec<&std::ffi::OsStr> = vec![scenario.as_ref(), "--kernel".as_ref(), tree.as_ref()];
+    if let Some(why) = cannot_boot(&args, &cache, &tmp) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let out = validate(&args, &cache, &tmp);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{:?}: {stderr}", out.status);
+    assert!(stderr.contains("extracting an ELF vmlinux"), "{stderr}");
+    assert!(stderr.contains("blkcg-sim: qemu failed"), "{stderr}");
+    let vmlinux = std::fs::read(tree.join("vmlinux-9.9.9-fake")).expect("vmlinux extracted");
+    assert!(
+        vmlinux == elf,
+        "the extracted image is the stream's content"
+    );
+    assert_eq!(entries(&tmp), Vec::<String>::new(), "scratch folders left");
+}
+
+/// `--output DIR` writes our own named files there and nothing else: staging happens
+/// in a scratch folder of ours, removed even when the boot fails.
+#[test]
+fn output_dir_keeps_what_was_there() {
+    let dir = fresh_dir("validate-output");
+    let (cache, tmp, out_dir) = (dir.join("cache"), dir.join("tmp"), dir.join("out"));
+    for d in ["root", "modules"] {
+        std::fs::create_dir_all(out_dir.join(d)).expect("mkdir");
+        std::fs::write(out_dir.join(d).join("keep"), "the user's").expect("write");
+    }
+    std::fs::write(out_dir.join("initrd.cpio"), "the user's").expect("write");
+    std::fs::create_dir_all(&tmp).expect("mkdir");
+    let Some((tree, _)) = fake_kernel(&dir, true) else {
+        eprintln!("skipped: xz or objcopy missing");
+        return;
+    };
+    let scenario = short_scenario(&dir);
+    let args: Vec<&std::ffi::OsStr> = vec![
+        scenario.as_ref(),
+        "--kernel".as_ref(),
+        tree.as_ref(),
+        "--output".as_ref(),
+        out_dir.as_ref(),
+    ];
+    if let Some(why) = cannot_boot(&args, &cache, &tmp) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let out = validate(&args, &cache, &tmp);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{:?}: {stderr}", out.status);
+    assert!(stderr.contains("building the initramfs"), "{stderr}");
+    assert!(stderr.contains("blkcg-sim: qemu failed"), "{stderr}");
+    for d in ["root", "modules"] {
+        assert!(out_dir.join(d).join("keep").is_file(), "{d}/keep is gone");
+    }
+    assert_eq!(
+        std::fs::read_to_string(out_dir.join("initrd.cpio")).expect("read"),
+        "the user's"
+    );
+    assert_eq!(
+        entries(&out_dir),
+        ["initrd.cpio", "modules", "root", "sim-fio.json"]
+    );
+    assert_eq!(entries(&tmp), Vec::<String>::new(), "scratch folders left");
+    assert_eq!(
+        entries(&cache),
+        Vec::<String>::new(),
+        "the cache is not a work folder"
+    );
+}
+
+/// Without its host tools validate stops at once, saying what is missing and how to
+/// install it — before a 70 MB download and the simulation.
+#[test]
+fn missing_host_tools_are_named_before_anything_runs() {
+    let dir = fresh_dir("validate-tools");
+    let (cache, tmp, empty) = (dir.join("cache"), dir.join("tmp"), dir.join("bin"));
+    std::fs::create_dir_all(&empty).expect("mkdir");
+    let out = Command::new(env!("CARGO_BIN_EXE_blkcg-sim"))
+        .args(["validate", "validate-iomax-riops"])
+        .env("PATH", &empty)
+        .env("BLKCG_SIM_CACHE", &cache)
+        .env("TMPDIR", &tmp)
         .output()
         .expect("runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
     assert!(
-        out.status.success(),
-        "validate failed: {}{stdout}",
-        String::from_utf8_lossy(&out.stderr)
+        stderr.contains("qemu-system-x86_64")
+            && stderr.contains("fio")
+            && stderr.contains("apt-get install -y --no-install-recommends qemu-system-x86"),
+        "{stderr}"
     );
+    assert!(!cache.exists(), "nothing downloaded");
+}
+
+/// One real boot from an EMPTY cache, as on a fresh machine: the kernel is downloaded,
+/// unpacked and its ELF image extracted, then booted. Only where the host tools are
+/// installed (CI installs them; set BLKCG_SIM_SKIP_BOOT=1 to skip).
+#[test]
+fn boots_a_real_kernel_from_an_empty_cache_and_compares() {
+    let dir = fresh_dir("validate-boot");
+    let (cache, tmp, out_dir) = (dir.join("cache"), dir.join("tmp"), dir.join("out"));
+    std::fs::create_dir_all(&tmp).expect("mkdir");
+    let scenario = short_scenario(&dir);
+    let args: Vec<&std::ffi::OsStr> =
+        vec![scenario.as_ref(), "--output".as_ref(), out_dir.as_ref()];
+    if let Some(why) = cannot_boot(&args, &cache, &tmp) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let out = validate(&args, &cache, &tmp);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "validate failed: {stderr}{stdout}");
+    for step in [
+        "downloading linux-image-",
+        "unpacking",
+        "extracting an ELF vmlinux",
+    ] {
+        assert!(
+            stderr.contains(step),
+            "no `{step}` on a fresh cache: {stderr}"
+        );
+    }
     // the limited job's real IOPS: riops=100 works on the real kernel
     let block = stdout
         .split("fio job `limited`, read:")
@@ -131,6 +379,126 @@ fn boots_a_real_kernel_and_compares() {
     assert!((97.0..=103.0).contains(&cols[0]), "real IOPS {iops_line}");
     assert!((97.0..=103.0).contains(&cols[1]), "sim IOPS {iops_line}");
     assert!(stdout.contains("io.stat, real"));
+    assert_eq!(
+        entries(&out_dir),
+        [
+            "console-1.txt",
+            "real-fio-0-run1.json",
+            "real-fio-1-run1.json",
+            "sim-fio.json",
+            "trace-1.txt"
+        ]
+    );
+    assert_eq!(entries(&tmp), Vec::<String>::new(), "scratch folders left");
+    assert_eq!(entries(&cache), ["kernels"]);
+    std::fs::remove_dir_all(&dir).expect("remove the test's folder");
+}
+
+/// A scenario whose names and fio arguments are shell code.
+const HOSTILE: &str = r#"
+name = "hostile"
+seed = 1
+
+[device]
+model = "nullb"
+dev = "252:0"
+name = "d$(touch pwned)"
+irqmode = 2
+completion_nsec = 100000
+
+[cgroup."x$(touch pwned)"]
+"io.max" = "252:0 riops=100"
+fio = "fio --name='a b' --rw=randread --runtime=1 --output-format=normal --description=\"it's $(touch pwned) `touch pwned`\""
+
+[cgroup."y`touch pwned`"]
+fio = """
+[job]
+rw=randread
+runtime=1
+description=two words
+"""
+
+[[variant]]
+name = "v;touch pwned `touch pwned`\nz"
+"#;
+
+const HOSTILE_VARIANT: &str = "v;touch pwned `touch pwned`\nz";
+
+#[test]
+fn scenario_text_never_becomes_shell_code() {
+    let sc = Scenario::parse(HOSTILE, "hostile.toml").expect("parses");
+    let r = sc.resolve(Some(HOSTILE_VARIANT)).expect("resolves");
+    let init = GuestPlan::from_resolved(&r)
+        .expect("plans")
+        .init_script(&modules());
+    for line in [
+        // the title, in a comment: the line break escaped
+        "# generated by blkcg-sim validate: hostile (variant v;touch pwned `touch pwned`\\nz)\n",
+        "\nDISK='d$(touch pwned)'\n",
+        "\nmkdir '/sys/fs/cgroup/x$(touch pwned)'\n",
+        "\nmkdir '/sys/fs/cgroup/y`touch pwned`'\n",
+        "\nw '/sys/fs/cgroup/x$(touch pwned)' io.max \"$DEV\"' riops=100'\n",
+        " '/sys/fs/cgroup/x$(touch pwned)' fio --output-format=json --output=/tmp/fio-0.json \"--filename=/dev/$DISK\" '--name=a b' --rw=randread --runtime=1 '--description=it'\\''s $(touch pwned) `touch pwned`' >",
+        "\nsay 'begin io.stat x$(touch pwned)'; cat '/sys/fs/cgroup/x$(touch pwned)'/io.stat; say end\n",
+    ] {
+        assert!(init.contains(line), "`{line}` not in\n{init}");
+    }
+    assert!(!init.contains("--output-format=normal"), "{init}");
+    assert!(
+        !init.contains("\nz)"),
+        "the title's line break ends the comment"
+    );
+    if let Ok(out) = Command::new("sh").args(["-n", "-c", &init]).output() {
+        assert!(
+            out.status.success(),
+            "sh -n: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn dry_run_prints_the_guest_and_fetches_nothing() {
+    let dir = fresh_dir("validate-dry-run");
+    let (cache, tmp) = (dir.join("cache"), dir.join("tmp"));
+    std::fs::create_dir_all(&tmp).expect("mkdir");
+    let scenario = dir.join("hostile.toml");
+    std::fs::write(&scenario, HOSTILE).expect("write");
+    let out = validate(
+        &[
+            scenario.as_ref(),
+            "--variant".as_ref(),
+            HOSTILE_VARIANT.as_ref(),
+            "--dry-run".as_ref(),
+        ],
+        &cache,
+        &tmp,
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("kernel: none at hand"), "{stdout}");
+    assert!(stdout.contains("loads no modules"), "{stdout}");
+    for listed in [
+        "  /bin/busybox ",
+        "  /usr/bin/fio ",
+        "  /jobs/1.fio ",
+        "  /init ",
+    ] {
+        assert!(stdout.contains(listed), "`{listed}` not listed:\n{stdout}");
+    }
+    let init = stdout
+        .split("==> /init <==\n")
+        .nth(1)
+        .and_then(|s| s.split("\n==> ").next())
+        .expect("/init printed");
+    assert!(init.starts_with("#!/bin/busybox sh\n") && init.contains("'--name=a b'"));
+    assert!(!init.contains("insmod"));
+    assert!(stdout.contains("==> /jobs/1.fio <==\n[global]\nfilename=/dev/d$(touch pwned)\n"));
+    assert!(stdout.contains("\ndescription=two words\n"), "{stdout}");
+    assert!(!stderr.contains("downloading"), "{stderr}");
+    assert!(!cache.exists(), "a dry run fetches nothing");
+    assert_eq!(entries(&tmp), Vec::<String>::new());
 }
 
 #[test]

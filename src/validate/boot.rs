@@ -2,16 +2,20 @@
 //!
 //! Design
 //! ------
-//! [`build_initramfs`] stages a root folder — busybox, the host's `fio` with every
-//! library `ldd` names, the kernel modules, the job files, the generated `/init` — and
-//! packs it with `cpio -H newc`, uncompressed (the kernel unpacks it at once; gzip
-//! costs seconds under TCG). [`boot`] runs `qemu-system-x86_64` with the serial
-//! console on stdout, reads it line by line on a thread, and kills the guest at a
-//! deadline. Two clocks ([`Timing`]): `icount` (TCG with `-icount shift=0,sleep=off`:
-//! guest time follows instructions, idle time is skipped; runs repeat closely) and
-//! `realtime` (guest time is host time: KVM when it works here, else TCG). KVM is
-//! never assumed: on these machines `/dev/kvm` is a software hypervisor that a stock
-//! kernel dies under, so a KVM boot that does not reach `/init` falls back to TCG.
+//! [`initramfs`] lists the files of the guest's root — busybox, the host's `fio` with
+//! every library `ldd` names, the kernel modules, the job files, the generated `/init` —
+//! each with where its content comes from; `--dry-run` prints that list, and
+//! [`build_initramfs`] stages it in a [`ScratchDir`] and packs it with `cpio -H newc`,
+//! uncompressed (the kernel unpacks it at once; gzip costs seconds under TCG). Staging
+//! happens only in a folder this run created itself, under a fresh name, and only that
+//! folder is ever removed: nothing of the user's (`--output DIR`, the cache) is
+//! deleted. [`boot`] runs `qemu-system-x86_64` with the serial console on stdout,
+//! reads it line by line on a thread, and kills the guest at a deadline. Two clocks
+//! ([`Timing`]): `icount` (TCG with `-icount shift=0,sleep=off`: guest time follows
+//! instructions, idle time is skipped; runs repeat closely) and `realtime` (guest time
+//! is host time: KVM when it works here, else TCG). KVM is never assumed: on these
+//! machines `/dev/kvm` is a software hypervisor that a stock kernel dies under, so a
+//! KVM boot that does not reach `/init` falls back to TCG.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -20,7 +24,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::guest::{GuestPlan, MARK};
-use super::kernel::{Kernel, tool};
+use super::kernel::{Kernel, read_module, tool};
 
 /// The guest's clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,53 +50,179 @@ const BINARIES: [(&str, &str, &str); 2] = [
     ("fio", "fio", "usr/bin/fio"),
 ];
 
-/// Stage and pack the initramfs for `plan` under `work`; returns the cpio path.
-pub fn build_initramfs(plan: &GuestPlan, kernel: &Kernel, work: &Path) -> Result<PathBuf, String> {
-    let root = work.join("root");
-    if root.exists() {
-        std::fs::remove_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
-    }
-    for d in [
-        "bin",
-        "sbin",
-        "usr/bin",
-        "proc",
-        "sys",
-        "dev",
-        "tmp",
-        "lib/modules",
-        "jobs",
-        "etc",
-    ] {
-        mkdir(&root.join(d))?;
-    }
-    for (cmd, pkg, dst) in BINARIES {
-        let path = host_binary(cmd, pkg)?;
-        copy(&path, &root.join(dst))?;
-        for lib in shared_libraries(&path)? {
-            let rel = lib.strip_prefix("/").unwrap_or(&lib);
-            copy(&lib, &root.join(rel))?;
+/// The kernel modules the guest loads (with their dependencies).
+pub const MODULES: [&str; 1] = ["null_blk"];
+
+/// Empty folders of the guest's root (mount points and the like).
+const FOLDERS: [&str; 10] = [
+    "bin",
+    "sbin",
+    "usr/bin",
+    "proc",
+    "sys",
+    "dev",
+    "tmp",
+    "lib/modules",
+    "jobs",
+    "etc",
+];
+
+/// Where one file of the initramfs comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Content {
+    /// A host file, copied.
+    Host(PathBuf),
+    /// A kernel module, decompressed (busybox `insmod` reads plain `.ko`).
+    Module(PathBuf),
+    /// Generated text (`init`, executable; job files).
+    Text(String),
+    /// A host command that is not installed here (its Debian package): listed by a dry
+    /// run, refused by [`build_initramfs`].
+    Missing {
+        command: &'static str,
+        package: &'static str,
+    },
+}
+
+/// One file of the initramfs: its path under the guest's `/`, and its content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InitramfsFile {
+    pub path: String,
+    pub content: Content,
+}
+
+/// The initramfs for `plan`, `/init` last. `modules` are the kernel modules to load
+/// ([`Kernel::modules_for`] of [`MODULES`]), None when no kernel is at hand (a dry
+/// run): `/init` then loads none.
+pub fn initramfs(
+    plan: &GuestPlan,
+    modules: Option<&[(String, PathBuf)]>,
+) -> Result<Vec<InitramfsFile>, String> {
+    let mut files = Vec::new();
+    for (command, package, dst) in BINARIES {
+        let Ok(c) = tool(command, package) else {
+            files.push(InitramfsFile {
+                path: dst.into(),
+                content: Content::Missing { command, package },
+            });
+            continue;
+        };
+        let path = PathBuf::from(c.get_program());
+        let libs = shared_libraries(&path)?;
+        files.push(InitramfsFile {
+            path: dst.into(),
+            content: Content::Host(path),
+        });
+        for lib in libs {
+            files.push(InitramfsFile {
+                path: lib.strip_prefix("/").unwrap_or(&lib).display().to_string(),
+                content: Content::Host(lib),
+            });
         }
     }
-    let mut modules = Vec::new();
-    for (file, host) in kernel.modules_for(&["null_blk"], &work.join("modules"))? {
-        copy(&host, &root.join("lib/modules").join(&file))?;
-        let params = if file == "null_blk.ko" {
+    let mut loads = Vec::new();
+    for (name, host) in modules.unwrap_or_default() {
+        let file = format!("{name}.ko");
+        files.push(InitramfsFile {
+            path: format!("lib/modules/{file}"),
+            content: Content::Module(host.clone()),
+        });
+        // the script creates its devices through configfs
+        let params = if name == "null_blk" {
             "nr_devices=0"
         } else {
             ""
         };
-        modules.push((file, params.to_string()));
+        loads.push((file, params.to_string()));
     }
-    for (rel, text) in plan.job_files() {
-        write(&root.join(rel), &text)?;
+    for (path, text) in plan.job_files() {
+        files.push(InitramfsFile {
+            path,
+            content: Content::Text(text),
+        });
     }
-    let init = root.join("init");
-    write(&init, &plan.init_script(&modules))?;
-    set_executable(&init)?;
-    let cpio = work.join("initrd.cpio");
-    pack_cpio(&root, &cpio)?;
-    std::fs::remove_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
+    files.push(InitramfsFile {
+        path: "init".into(),
+        content: Content::Text(plan.init_script(&loads)),
+    });
+    Ok(files)
+}
+
+/// A folder this run created under the system's temporary folder, with a name no one
+/// else had, mode 0700; removed with everything in it when dropped.
+#[derive(Debug)]
+pub struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    /// A new folder `blkcg-sim-*` under `std::env::temp_dir()`.
+    pub fn new() -> Result<ScratchDir, String> {
+        ScratchDir::new_in(&std::env::temp_dir())
+    }
+
+    /// A new folder `blkcg-sim-*` under `parent`: `create_dir` (never an existing
+    /// folder), trying another name if one is taken.
+    pub fn new_in(parent: &Path) -> Result<ScratchDir, String> {
+        use std::os::unix::fs::DirBuilderExt;
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static MADE: AtomicU32 = AtomicU32::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        for _ in 0..100 {
+            let n = MADE.fetch_add(1, Ordering::Relaxed);
+            let p = parent.join(format!("blkcg-sim-{}-{nanos:08x}-{n}", std::process::id()));
+            match std::fs::DirBuilder::new().mode(0o700).create(&p) {
+                Ok(()) => return Ok(ScratchDir(p)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(format!("cannot create {}: {e}", p.display())),
+            }
+        }
+        Err(format!(
+            "cannot create a scratch folder in {}: every name tried was taken",
+            parent.display()
+        ))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Stage `files` under `scratch` (a [`ScratchDir`]'s path) and pack them; returns the
+/// cpio path, in `scratch` too.
+pub fn build_initramfs(files: &[InitramfsFile], scratch: &Path) -> Result<PathBuf, String> {
+    let root = scratch.join("root");
+    mkdir(&root)?;
+    for d in FOLDERS {
+        mkdir(&root.join(d))?;
+    }
+    for f in files {
+        let dst = root.join(&f.path);
+        if let Some(d) = dst.parent() {
+            mkdir(d)?;
+        }
+        match &f.content {
+            Content::Host(src) => std::fs::copy(src, &dst)
+                .map(|_| ())
+                .map_err(|e| format!("copying {} to {}: {e}", src.display(), dst.display()))?,
+            Content::Module(src) => write(&dst, &read_module(src)?)?,
+            Content::Text(text) => write(&dst, text.as_bytes())?,
+            Content::Missing { command, package } => {
+                return Err(format!(
+                    "`{command}` is not installed; it comes with the Debian package `{package}`"
+                ));
+            }
+        }
+    }
+    set_executable(&root.join("init"))?;
+    let cpio = scratch.join("initrd.cpio");
+    pack_cpio(&root, &scratch.join("files.txt"), &cpio)?;
     Ok(cpio)
 }
 
@@ -100,31 +230,14 @@ fn mkdir(p: &Path) -> Result<(), String> {
     std::fs::create_dir_all(p).map_err(|e| format!("{}: {e}", p.display()))
 }
 
-fn copy(from: &Path, to: &Path) -> Result<(), String> {
-    if let Some(d) = to.parent() {
-        mkdir(d)?;
-    }
-    std::fs::copy(from, to)
-        .map(|_| ())
-        .map_err(|e| format!("copying {} to {}: {e}", from.display(), to.display()))
-}
-
-fn write(p: &Path, text: &str) -> Result<(), String> {
-    if let Some(d) = p.parent() {
-        mkdir(d)?;
-    }
-    std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))
+fn write(p: &Path, data: &[u8]) -> Result<(), String> {
+    std::fs::write(p, data).map_err(|e| format!("{}: {e}", p.display()))
 }
 
 fn set_executable(p: &Path) -> Result<(), String> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755))
         .map_err(|e| format!("{}: {e}", p.display()))
-}
-
-fn host_binary(cmd: &str, package: &str) -> Result<PathBuf, String> {
-    let c = tool(cmd, package)?;
-    Ok(PathBuf::from(c.get_program()))
 }
 
 /// The shared libraries `ldd` lists for `bin` (none for a static binary).
@@ -140,12 +253,13 @@ fn shared_libraries(bin: &Path) -> Result<Vec<PathBuf>, String> {
         .collect())
 }
 
-/// `find . | cpio -o -H newc` in Rust's order (sorted, parents first).
-fn pack_cpio(root: &Path, out: &Path) -> Result<(), String> {
-    let mut list = Vec::new();
+/// `find . | cpio -o -H newc` in Rust's order (sorted, parents first); the list of
+/// names goes to cpio as a file (`list`, outside `root`), not through a pipe.
+fn pack_cpio(root: &Path, list: &Path, out: &Path) -> Result<(), String> {
+    let mut names = Vec::new();
     let mut todo = vec![PathBuf::from(".")];
     while let Some(rel) = todo.pop() {
-        list.push(rel.clone());
+        names.push(rel.clone());
         let abs = root.join(&rel);
         if abs.is_dir() && !abs.is_symlink() {
             let mut kids: Vec<PathBuf> = std::fs::read_dir(&abs)
@@ -157,23 +271,17 @@ fn pack_cpio(root: &Path, out: &Path) -> Result<(), String> {
             todo.extend(kids.into_iter().rev());
         }
     }
-    let names: String = list.iter().map(|p| format!("{}\n", p.display())).collect();
-    let file = std::fs::File::create(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let mut child = tool("cpio", "cpio")?
+    let text: String = names.iter().map(|p| format!("{}\n", p.display())).collect();
+    write(list, text.as_bytes())?;
+    let stdin = std::fs::File::open(list).map_err(|e| format!("{}: {e}", list.display()))?;
+    let stdout = std::fs::File::create(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let st = tool("cpio", "cpio")?
         .args(["-o", "-H", "newc", "-R", "0:0", "--quiet"])
         .current_dir(root)
-        .stdin(Stdio::piped())
-        .stdout(file)
-        .spawn()
+        .stdin(stdin)
+        .stdout(stdout)
+        .status()
         .map_err(|e| format!("cpio: {e}"))?;
-    {
-        use std::io::Write;
-        let mut stdin = child.stdin.take().ok_or("cpio: no stdin")?;
-        stdin
-            .write_all(names.as_bytes())
-            .map_err(|e| format!("cpio: {e}"))?;
-    }
-    let st = child.wait().map_err(|e| format!("cpio: {e}"))?;
     if !st.success() {
         return Err("cpio failed to pack the initramfs".into());
     }
@@ -328,4 +436,43 @@ fn run_qemu(
 fn tail(s: &str, n: usize) -> String {
     let lines: Vec<&str> = s.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scratch_dir_is_new_private_and_removed_alone() {
+        let parent = ScratchDir::new().expect("parent");
+        let keep = parent.path().join("keep");
+        std::fs::write(&keep, "the user's").expect("write");
+        let (a, b) = (
+            ScratchDir::new_in(parent.path()).expect("a"),
+            ScratchDir::new_in(parent.path()).expect("b"),
+        );
+        assert_ne!(a.path(), b.path());
+        assert_eq!(a.path().parent(), Some(parent.path()));
+        assert_eq!(std::fs::read_dir(a.path()).expect("a").count(), 0);
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(a.path()).expect("a").permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        std::fs::write(a.path().join("f"), "x").expect("write");
+        let a_path = a.path().to_path_buf();
+        drop(a);
+        assert!(!a_path.exists());
+        assert!(
+            b.path().is_dir() && keep.is_file(),
+            "only its own folder goes"
+        );
+        let p = parent.path().to_path_buf();
+        drop((b, parent));
+        assert!(!p.exists());
+    }
+
+    #[test]
+    fn a_scratch_dir_cannot_be_made_where_nothing_can() {
+        let e = ScratchDir::new_in(Path::new("/nonexistent/blkcg-sim")).expect_err("refused");
+        assert!(e.contains("/nonexistent/blkcg-sim"), "{e}");
+    }
 }

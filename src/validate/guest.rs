@@ -23,6 +23,14 @@
 //!    the user asked for) between
 //!    `@@blkcg-sim` markers on the console ([`super::console`] reads them back), and
 //!    powers off.
+//!
+//! Quoting: whatever comes from the scenario (cgroup paths, interface lines, fio
+//! arguments, the device name) reaches the script only as a word of [`sh_quote`] —
+//! single quotes, `'` as `'\''` — or through a shell variable set once that way
+//! (`DISK`, expanded as `"$DISK"`); the title goes into a comment with its control
+//! characters escaped. Nothing of the scenario is ever shell code. Job files are data
+//! for fio, written as files — the scenario's own, and those a fio command line names,
+//! read from the host as `run` reads them ([`GuestPlan::job_files`]).
 
 use std::fmt::Write as _;
 
@@ -31,6 +39,7 @@ use crate::device::nullb;
 use crate::scenario::resolve::{IfaceFile, Resolved};
 use crate::scenario::run::{is_cmdline, split_shell_words};
 use crate::sim::Ns;
+use crate::workload::fio::PROGRAM_OPTIONS;
 
 /// The console marker every line of ours starts with.
 pub const MARK: &str = "@@blkcg-sim";
@@ -52,6 +61,9 @@ pub struct GuestFio {
     pub invocation: FioInvocation,
     /// Which run (`fio = [...]`): run k starts once every run k-1 has exited.
     pub round: u32,
+    /// The job files named on its command line, read from the host as `run` reads
+    /// them (from the working folder); the arguments name them `/jobs/N-K.fio`.
+    pub arg_files: Vec<String>,
 }
 
 /// One interface write.
@@ -115,6 +127,29 @@ fn cgroup_dir(path: &str) -> String {
     } else {
         sh_quote(&format!("/sys/fs/cgroup/{path}"))
     }
+}
+
+/// Refuse a job file with an `include` line: the included file would not be in the
+/// guest.
+fn no_include(text: &str) -> Result<(), String> {
+    match text.lines().map(str::trim).find(|l| {
+        l.strip_prefix("include")
+            .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_whitespace()))
+    }) {
+        Some(l) => Err(format!(
+            "fio job file line `{l}`: validate stages job files alone, so an included \
+             file would be missing in the guest; put its options in the job file instead"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A command-line fio argument the guest's fio does not get: `--filename=` and fio's
+/// program options.
+fn dropped_arg(arg: &str) -> bool {
+    arg.strip_prefix("--")
+        .map(|o| o.split_once('=').map_or(o, |(k, _)| k))
+        .is_some_and(|k| k == "filename" || PROGRAM_OPTIONS.contains(&k))
 }
 
 /// Seconds with millisecond precision, as busybox `sleep` takes them.
@@ -192,30 +227,38 @@ impl GuestPlan {
             if text.is_empty() {
                 continue;
             }
-            // the job's own filename= names a disk of the scenario's author; in the
-            // guest every job reads and writes our null_blk
+            // fio's program options (`--output-format=`, ...) are ignored by the
+            // simulation and would spoil the JSON validate asks real fio for: dropped
+            let mut arg_files = Vec::new();
             let invocation = if is_cmdline(text) {
-                let args = split_shell_words(text.strip_prefix("fio").unwrap_or(text))?;
-                FioInvocation::Args(
-                    args.into_iter()
-                        .filter(|a| !a.starts_with("--filename="))
-                        .collect(),
-                )
+                let mut args = Vec::new();
+                for a in split_shell_words(text.strip_prefix("fio").unwrap_or(text))? {
+                    if a.starts_with('-') {
+                        if !dropped_arg(&a) {
+                            args.push(a);
+                        }
+                        continue;
+                    }
+                    let text = std::fs::read_to_string(&a)
+                        .map_err(|e| format!("cannot read fio job file `{a}`: {e}"))?;
+                    args.push(format!("/jobs/{}-{}.fio", fio.len(), arg_files.len()));
+                    arg_files.push(text);
+                }
+                FioInvocation::Args(args)
             } else {
-                FioInvocation::JobFile(
-                    text.lines()
-                        .filter(|l| {
-                            l.split_once('=')
-                                .is_none_or(|(k, _)| k.trim() != "filename")
-                        })
-                        .collect::<Vec<_>>()
-                        .join("\n"),
-                )
+                FioInvocation::JobFile(text.to_string())
             };
+            if let FioInvocation::JobFile(t) = &invocation {
+                no_include(t)?;
+            }
+            for t in &arg_files {
+                no_include(t)?;
+            }
             fio.push(GuestFio {
                 cgroup: path_of(src.cgroup),
                 invocation,
                 round: src.round,
+                arg_files,
             });
         }
         if fio.is_empty() {
@@ -243,20 +286,35 @@ impl GuestPlan {
         })
     }
 
-    /// Job files to place in the initramfs: (`jobs/N.fio`, text), with the guest's disk
-    /// as the default `filename`.
+    /// Job files to place in the initramfs: (`jobs/N.fio` or, named on a command
+    /// line, `jobs/N-K.fio`; text). A job's own `filename=` names a disk of the
+    /// scenario's author: dropped, so that every job uses the guest's disk, the
+    /// default set in `[global]` first.
     pub fn job_files(&self) -> Vec<(String, String)> {
-        self.fio
-            .iter()
-            .enumerate()
-            .filter_map(|(n, f)| match &f.invocation {
-                FioInvocation::JobFile(t) => Some((
-                    format!("jobs/{n}.fio"),
-                    format!("[global]\nfilename=/dev/{}\n\n{t}\n", self.disk),
-                )),
-                FioInvocation::Args(_) => None,
-            })
-            .collect()
+        let guest = |text: &str| {
+            let own: Vec<&str> = text
+                .lines()
+                .filter(|l| {
+                    l.split_once('=')
+                        .is_none_or(|(k, _)| k.trim() != "filename")
+                })
+                .collect();
+            format!(
+                "[global]\nfilename=/dev/{}\n\n{}\n",
+                self.disk,
+                own.join("\n")
+            )
+        };
+        let mut files = Vec::new();
+        for (n, f) in self.fio.iter().enumerate() {
+            if let FioInvocation::JobFile(t) = &f.invocation {
+                files.push((format!("jobs/{n}.fio"), guest(t)));
+            }
+            for (k, t) in f.arg_files.iter().enumerate() {
+                files.push((format!("jobs/{n}-{k}.fio"), guest(t)));
+            }
+        }
+        files
     }
 
     /// Tracepoints to record (`SYSTEM/EVENT`): blk-iocost's vrate adjustments and
@@ -292,9 +350,13 @@ impl GuestPlan {
     /// first (names under `/lib/modules/`).
     pub fn init_script(&self, modules: &[(String, String)]) -> String {
         let mut s = String::new();
-        let disk = &self.disk;
         let _ = writeln!(s, "#!/bin/busybox sh");
-        let _ = writeln!(s, "# generated by blkcg-sim validate: {}", self.title);
+        // escaped: a line break in a variant's name would end the comment
+        let _ = writeln!(
+            s,
+            "# generated by blkcg-sim validate: {}",
+            self.title.escape_debug()
+        );
         s.push_str(&format!(
             "/bin/busybox --install -s /bin
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
@@ -316,9 +378,15 @@ say \"kernel $(uname -r)\"
         for (file, params) in modules {
             let _ = writeln!(
                 s,
-                "insmod /lib/modules/{file}{}{} || die \"insmod {file} failed\"",
+                "insmod {}{}{} || die {}",
+                sh_quote(&format!("/lib/modules/{file}")),
                 if params.is_empty() { "" } else { " " },
-                params
+                if params.is_empty() {
+                    String::new()
+                } else {
+                    sh_quote(params)
+                },
+                sh_quote(&format!("insmod {file} failed"))
             );
         }
         s.push_str(
@@ -331,12 +399,13 @@ mount -t tracefs none /sys/kernel/tracing 2>/dev/null
             s.push_str("echo 1 > /sys/module/blk_cgroup/parameters/blkcg_debug_stats\n");
         }
         let _ = writeln!(s, "# null_blk through configfs");
-        let _ = writeln!(s, "N=/sys/kernel/config/nullb/{disk}");
-        let _ = writeln!(s, "mkdir $N || die \"cannot create null_blk {disk}\"");
+        let _ = writeln!(s, "DISK={}", sh_quote(&self.disk));
+        let _ = writeln!(s, "N=\"/sys/kernel/config/nullb/$DISK\"");
+        let _ = writeln!(s, "mkdir \"$N\" || die \"cannot create null_blk $DISK\"");
         // a ATTR VALUE [required]: set a configfs attribute this kernel may lack
         s.push_str(
             "a() {
-  if [ -e $N/$1 ]; then echo $2 > $N/$1 || die \"null_blk refused $1=$2\"
+  if [ -e \"$N/$1\" ]; then echo \"$2\" > \"$N/$1\" || die \"null_blk refused $1=$2\"
   elif [ -n \"$3\" ]; then die \"this kernel's null_blk has no $1 attribute (the scenario needs $1=$2)\"
   fi
 }
@@ -353,11 +422,11 @@ mount -t tracefs none /sys/kernel/tracing 2>/dev/null
         }
         let _ = writeln!(
             s,
-            "DEV=$(cat /sys/block/{disk}/dev) || die \"no /sys/block/{disk}\""
+            "DEV=$(cat \"/sys/block/$DISK/dev\") || die \"no /sys/block/$DISK\""
         );
         let _ = writeln!(s, "say \"dev $DEV\"");
         for (k, v) in &self.queue_attrs {
-            let _ = writeln!(s, "w /sys/block/{disk}/queue {k} {}", sh_quote(v));
+            let _ = writeln!(s, "w \"/sys/block/$DISK/queue\" {k} {}", sh_quote(v));
         }
         let _ = writeln!(s, "# cgroups");
         let mut parents: Vec<&str> = vec![""];
@@ -391,7 +460,9 @@ mount -t tracefs none /sys/kernel/tracing 2>/dev/null
             for e in &events {
                 let _ = writeln!(
                     s,
-                    "echo 1 > $T/events/{e}/enable || say \"error no tracepoint {e}\""
+                    "echo 1 > $T/events/{}/enable || say {}",
+                    sh_quote(e),
+                    sh_quote(&format!("error no tracepoint {e}"))
                 );
             }
             s.push_str("echo blkcg-sim-start > $T/trace_marker\n");
@@ -400,7 +471,7 @@ mount -t tracefs none /sys/kernel/tracing 2>/dev/null
         let _ = writeln!(
             s,
             "# the disk's counters once a second, as iostat reads them\n\
-             (while :; do read up idle < /proc/uptime; echo \"$up $(cat /sys/block/{disk}/stat)\"; sleep 1; done) >/tmp/diskstat 2>&1 &\n\
+             (while :; do read up idle < /proc/uptime; printf '%s ' \"$up\"; cat \"/sys/block/$DISK/stat\"; sleep 1; done) >/tmp/diskstat 2>&1 &\n\
              SAMPLER=$!"
         );
         let _ = writeln!(s, "# every cgroup's fio at once, each inside its cgroup");
@@ -425,7 +496,7 @@ mount -t tracefs none /sys/kernel/tracing 2>/dev/null
             );
             match &f.invocation {
                 FioInvocation::Args(args) => {
-                    let _ = write!(cmd, " --filename=/dev/{disk}");
+                    cmd.push_str(" \"--filename=/dev/$DISK\"");
                     for a in args {
                         cmd.push(' ');
                         cmd.push_str(&sh_quote(a));
@@ -462,7 +533,8 @@ mount -t tracefs none /sys/kernel/tracing 2>/dev/null
         for cg in std::iter::once(&String::new()).chain(&self.cgroups) {
             let _ = writeln!(
                 s,
-                "say \"begin io.stat {cg}\"; cat {}/io.stat; say end",
+                "say {}; cat {}/io.stat; say end",
+                sh_quote(&format!("begin io.stat {cg}")),
                 cgroup_dir(cg)
             );
         }
@@ -486,6 +558,55 @@ mod tests {
         assert_eq!(sh_quote("it's"), "'it'\\''s'");
         assert_eq!(sh_quote(""), "''");
         assert_eq!(sh_quote("$DEV"), "'$DEV'");
+    }
+
+    /// What a POSIX shell makes of each quoted word is the string itself: no
+    /// expansion, substitution, splitting or globbing.
+    #[test]
+    fn quoted_words_reach_a_real_shell_unchanged() {
+        let nasty = [
+            "x$(touch pwned)",
+            "y`touch pwned`",
+            "it's",
+            "'",
+            "''\\'",
+            "a b\tc\nd",
+            "$HOME ${IFS} $$ $1",
+            "; rm -rf / #",
+            "*",
+            "~",
+            "-n",
+            "\\",
+            "\"double\"",
+            "",
+        ];
+        let script: String = nasty
+            .iter()
+            .map(|w| format!("printf '%s\\0' {}\n", sh_quote(w)))
+            .collect();
+        let Ok(out) = std::process::Command::new("sh")
+            .args(["-c", &script])
+            .output()
+        else {
+            return; // no POSIX shell here
+        };
+        assert!(out.status.success(), "{script}");
+        let got: Vec<&[u8]> = out.stdout.split(|&b| b == 0).collect();
+        let want: Vec<&[u8]> = nasty
+            .iter()
+            .map(|w| w.as_bytes())
+            .chain([&b""[..]])
+            .collect();
+        assert_eq!(got, want, "{script}");
+    }
+
+    #[test]
+    fn program_options_and_filename_stay_with_us() {
+        assert!(dropped_arg("--filename=/dev/sdz"));
+        assert!(dropped_arg("--output-format=normal"));
+        assert!(dropped_arg("--output=x.json"));
+        assert!(!dropped_arg("--name=output"));
+        assert!(!dropped_arg("jobs.fio"));
     }
 
     #[test]

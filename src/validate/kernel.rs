@@ -16,9 +16,16 @@
 //! about half the time (decompressing under TCG is slow). Modules are found by name
 //! under `lib/modules/RELEASE/kernel`, their dependencies read with `modinfo -F
 //! depends`, and handed over decompressed (busybox `insmod` reads plain `.ko`).
+//!
+//! Decompressors read a file as their stdin, never a pipe we write: `xz --single-stream`
+//! stops at the end of the bzImage's stream, and a write into the pipe it closed would
+//! kill us with SIGPIPE (`main` restores its default disposition, for `| head`).
+//! [`at_hand`] reads a kernel only if nothing needs downloading, unpacking or
+//! extracting (for `--dry-run` and to decide which host tools a run needs).
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
+use std::fs::File;
+use std::io::{Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -68,14 +75,10 @@ impl Kernel {
         self.config.get(name).map(String::as_str)
     }
 
-    /// Module files to load for `names`, dependencies first: (file name in the
-    /// initramfs, host path of the decompressed module to copy there). Built-in
-    /// modules are skipped.
-    pub fn modules_for(
-        &self,
-        names: &[&str],
-        work: &Path,
-    ) -> Result<Vec<(String, PathBuf)>, String> {
+    /// The modules to load for `names`, dependencies first: (name, host path of the
+    /// module file, maybe compressed; [`read_module`] gives it plain). Built-in modules
+    /// are skipped.
+    pub fn modules_for(&self, names: &[&str]) -> Result<Vec<(String, PathBuf)>, String> {
         let index = module_index(&self.modules.join("kernel"))?;
         let builtin =
             std::fs::read_to_string(self.modules.join("modules.builtin")).unwrap_or_default();
@@ -118,18 +121,13 @@ impl Kernel {
                 }
             }
         }
-        std::fs::create_dir_all(work).map_err(|e| format!("{}: {e}", work.display()))?;
-        order
-            .iter()
+        Ok(order
+            .into_iter()
             .map(|name| {
-                let src = &index[name];
-                let file = format!("{name}.ko");
-                let dst = work.join(&file);
-                let data = read_maybe_compressed(src)?;
-                std::fs::write(&dst, data).map_err(|e| format!("{}: {e}", dst.display()))?;
-                Ok((file, dst))
+                let path = index[&name].clone();
+                (name, path)
             })
-            .collect()
+            .collect())
     }
 }
 
@@ -200,33 +198,49 @@ pub fn tool(cmd: &str, package: &str) -> Result<Command, String> {
         })
 }
 
+/// Nothing, if every one of `tools` (command, Debian package) is installed; else one
+/// error naming the missing ones and the `apt-get install` line for their packages.
+pub fn check_tools(tools: &[(&str, &str)]) -> Result<(), String> {
+    let missing: Vec<&(&str, &str)> = tools.iter().filter(|(c, p)| tool(c, p).is_err()).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let mut packages: Vec<&str> = Vec::new();
+    for (_, p) in &missing {
+        if !packages.contains(p) {
+            packages.push(p);
+        }
+    }
+    let commands: Vec<&str> = missing.iter().map(|(c, _)| *c).collect();
+    Err(format!(
+        "validate needs {} on this machine, missing here: apt-get install -y \
+         --no-install-recommends {}",
+        commands.join(", "),
+        packages.join(" ")
+    ))
+}
+
 /// The one line that installs everything validate needs.
 pub const INSTALL_LINE: &str =
     "apt-get install -y qemu-system-x86 busybox-static fio cpio xz-utils zstd kmod";
 
-/// Run `cmd` with `input` on stdin; its stdout.
-fn pipe_through(cmd: &mut Command, input: &[u8]) -> Result<Vec<u8>, String> {
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
+/// What `cmd` prints reading `input` from its current offset as its stdin: a file, not
+/// a pipe, so a decompressor that stops early cannot make us write into a closed pipe.
+fn decompress(cmd: &mut Command, input: File) -> Result<Vec<u8>, String> {
+    let out = cmd
+        .stdin(Stdio::from(input))
         .stderr(Stdio::null())
-        .spawn()
+        .output()
         .map_err(|e| format!("{cmd:?}: {e}"))?;
-    let mut stdin = child.stdin.take().ok_or("no stdin")?;
-    let data = input.to_vec();
-    let writer = std::thread::spawn(move || {
-        // a decompressor may stop reading at the end of its stream: not an error
-        let _ = stdin.write_all(&data);
-    });
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("{cmd:?}: {e}"))?;
-    let _ = writer.join();
     Ok(out.stdout)
 }
 
-fn read_maybe_compressed(path: &Path) -> Result<Vec<u8>, String> {
-    let data = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+fn open(path: &Path) -> Result<File, String> {
+    File::open(path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// A module file's contents, decompressed (`.ko.xz`, `.ko.zst`, `.ko.gz`, or plain).
+pub fn read_module(path: &Path) -> Result<Vec<u8>, String> {
     let name = path.to_string_lossy();
     for (ext, cmd, pkg) in [
         (".xz", "xz", "xz-utils"),
@@ -234,10 +248,10 @@ fn read_maybe_compressed(path: &Path) -> Result<Vec<u8>, String> {
         (".gz", "gzip", "gzip"),
     ] {
         if name.ends_with(ext) {
-            return pipe_through(tool(cmd, pkg)?.arg("-dc"), &data);
+            return decompress(tool(cmd, pkg)?.arg("-dc"), open(path)?);
         }
     }
-    Ok(data)
+    std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// The cache folder for kernels.
@@ -261,69 +275,126 @@ pub fn parse_config(text: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Find or fetch the kernel `spec` names (None: Debian's current default).
-pub fn obtain(spec: Option<&str>, log: &mut dyn FnMut(&str)) -> Result<Kernel, String> {
-    let cache = cache_dir().join("kernels");
-    let tree = match spec {
-        Some(s) if Path::new(s).is_dir() => PathBuf::from(s),
-        Some(s) if s.ends_with(".deb") => {
-            let deb = Path::new(s);
-            if !deb.is_file() {
-                return Err(format!("{s}: no such file"));
-            }
-            let stem = deb.file_stem().and_then(|f| f.to_str()).unwrap_or("kernel");
-            unpack(deb, &cache.join(stem), log)?
-        }
-        Some(s) if s.contains('/') => {
-            return Err(format!(
-                "{s}: not a folder or .deb; --kernel takes an unpacked package tree (with \
-                 boot/vmlinuz-* and lib/modules/), a .deb file, or a Debian package name"
-            ));
-        }
-        _ => {
-            let pkg = match spec {
-                Some(p) => p.to_string(),
-                None => default_package()?,
-            };
-            let dir = cache.join(&pkg);
-            if dir.join(".unpacked").is_file() {
-                dir
-            } else {
-                log(&format!("downloading {pkg} (apt-get download)"));
-                std::fs::create_dir_all(&cache).map_err(|e| format!("{}: {e}", cache.display()))?;
-                let out = tool("apt-get", "apt")?
-                    .args(["download", &pkg])
-                    .current_dir(&cache)
-                    .output()
-                    .map_err(|e| format!("apt-get: {e}"))?;
-                if !out.status.success() {
-                    return Err(format!(
-                        "apt-get download {pkg} failed: {}",
-                        String::from_utf8_lossy(&out.stderr).trim()
-                    ));
+/// Where the kernel `--kernel` names comes from.
+enum Origin {
+    /// An unpacked package tree given by the user.
+    Tree(PathBuf),
+    /// A `.deb` file, unpacked into `dir` in the cache.
+    Deb { deb: PathBuf, dir: PathBuf },
+    /// A Debian package, downloaded and unpacked into `dir` in the cache.
+    Package { name: String, dir: PathBuf },
+}
+
+impl Origin {
+    /// Read `spec` (None: Debian's current default package, which asks `apt-cache`).
+    fn of(spec: Option<&str>) -> Result<Origin, String> {
+        let cache = cache_dir().join("kernels");
+        Ok(match spec {
+            Some(s) if Path::new(s).is_dir() => Origin::Tree(PathBuf::from(s)),
+            Some(s) if s.ends_with(".deb") => {
+                let deb = PathBuf::from(s);
+                if !deb.is_file() {
+                    return Err(format!("{s}: no such file"));
                 }
-                let deb = std::fs::read_dir(&cache)
-                    .map_err(|e| e.to_string())?
-                    .flatten()
-                    .map(|e| e.path())
-                    .find(|p| {
-                        p.file_name().and_then(|f| f.to_str()).is_some_and(|f| {
-                            f.starts_with(&format!("{pkg}_")) && f.ends_with(".deb")
-                        })
-                    })
-                    .ok_or_else(|| {
-                        format!(
-                            "apt-get download {pkg}: no .deb appeared in {}",
-                            cache.display()
-                        )
-                    })?;
-                let t = unpack(&deb, &dir, log)?;
-                let _ = std::fs::remove_file(&deb);
-                t
+                let stem = deb.file_stem().and_then(|f| f.to_str()).unwrap_or("kernel");
+                let dir = cache.join(stem);
+                Origin::Deb { deb, dir }
+            }
+            Some(s) if s.contains('/') => {
+                return Err(format!(
+                    "{s}: not a folder or .deb; --kernel takes an unpacked package tree (with \
+                     boot/vmlinuz-* and lib/modules/), a .deb file, or a Debian package name"
+                ));
+            }
+            _ => {
+                let name = match spec {
+                    Some(p) => p.to_string(),
+                    None => default_package()?,
+                };
+                let dir = cache.join(&name);
+                Origin::Package { name, dir }
+            }
+        })
+    }
+
+    /// The unpacked tree, if it is there already.
+    fn tree(&self) -> Option<&Path> {
+        match self {
+            Origin::Tree(t) => Some(t),
+            Origin::Deb { dir, .. } | Origin::Package { dir, .. } => {
+                dir.join(".unpacked").is_file().then_some(dir.as_path())
             }
         }
+    }
+}
+
+/// The kernel `spec` names if it is here already, read without downloading, unpacking
+/// or extracting anything (its image may still be the bzImage).
+pub fn at_hand(spec: Option<&str>) -> Result<Option<Kernel>, String> {
+    Origin::of(spec)?.tree().map(read_tree).transpose()
+}
+
+/// Find or fetch the kernel `spec` names (None: Debian's current default), with an
+/// ELF vmlinux extracted when it can boot that way.
+pub fn obtain(spec: Option<&str>, log: &mut dyn FnMut(&str)) -> Result<Kernel, String> {
+    let origin = Origin::of(spec)?;
+    let tree = match (&origin, origin.tree()) {
+        (_, Some(t)) => t.to_path_buf(),
+        (Origin::Deb { deb, dir }, None) => unpack(deb, dir, log)?,
+        (Origin::Package { name, dir }, None) => download(name, dir, log)?,
+        // (a user's tree is always at hand)
+        (Origin::Tree(t), None) => t.clone(),
     };
-    from_tree(&tree, log)
+    let mut k = read_tree(&tree)?;
+    let vmlinux = tree.join(format!("vmlinux-{}", k.release));
+    if k.image != vmlinux && k.has("CONFIG_PVH") == Some("y") {
+        log("extracting an ELF vmlinux from the bzImage (boots twice as fast under TCG)");
+        if let Some(elf) = extract_vmlinux(&k.image) {
+            // written whole under another name first: an interrupted run leaves no
+            // truncated vmlinux to boot next time
+            let part = tree.join(format!("vmlinux-{}.part", k.release));
+            std::fs::write(&part, elf).map_err(|e| format!("{}: {e}", part.display()))?;
+            std::fs::rename(&part, &vmlinux).map_err(|e| format!("{}: {e}", vmlinux.display()))?;
+            k.image = vmlinux;
+        }
+    }
+    Ok(k)
+}
+
+/// `apt-get download` the package `name` into the cache and unpack it into `dir`.
+fn download(name: &str, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<PathBuf, String> {
+    let cache = dir.parent().unwrap_or(dir);
+    log(&format!("downloading {name} (apt-get download)"));
+    std::fs::create_dir_all(cache).map_err(|e| format!("{}: {e}", cache.display()))?;
+    let out = tool("apt-get", "apt")?
+        .args(["download", name])
+        .current_dir(cache)
+        .output()
+        .map_err(|e| format!("apt-get: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "apt-get download {name} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let deb = std::fs::read_dir(cache)
+        .map_err(|e| format!("{}: {e}", cache.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|f| f.to_str())
+                .is_some_and(|f| f.starts_with(&format!("{name}_")) && f.ends_with(".deb"))
+        })
+        .ok_or_else(|| {
+            format!(
+                "apt-get download {name}: no .deb appeared in {}",
+                cache.display()
+            )
+        })?;
+    let tree = unpack(&deb, dir, log)?;
+    let _ = std::fs::remove_file(&deb);
+    Ok(tree)
 }
 
 /// The package `linux-image-amd64` depends on today.
@@ -344,10 +415,8 @@ fn default_package() -> Result<String, String> {
         })
 }
 
+/// `dpkg-deb -x` the package into `dir`, marked `.unpacked` once complete.
 fn unpack(deb: &Path, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<PathBuf, String> {
-    if dir.join(".unpacked").is_file() {
-        return Ok(dir.to_path_buf());
-    }
     log(&format!("unpacking {}", deb.display()));
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let st = tool("dpkg-deb", "dpkg")?
@@ -359,12 +428,14 @@ fn unpack(deb: &Path, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<PathBuf, 
     if !st.success() {
         return Err(format!("dpkg-deb -x {} failed", deb.display()));
     }
-    std::fs::write(dir.join(".unpacked"), "").map_err(|e| e.to_string())?;
+    let mark = dir.join(".unpacked");
+    std::fs::write(&mark, "").map_err(|e| format!("{}: {e}", mark.display()))?;
     Ok(dir.to_path_buf())
 }
 
-/// A kernel from an unpacked package tree.
-fn from_tree(tree: &Path, log: &mut dyn FnMut(&str)) -> Result<Kernel, String> {
+/// A kernel from an unpacked package tree, read only: its image is the ELF vmlinux
+/// extracted before, else the bzImage.
+fn read_tree(tree: &Path) -> Result<Kernel, String> {
     let boot = tree.join("boot");
     let vmlinuz = std::fs::read_dir(&boot)
         .map_err(|e| {
@@ -404,23 +475,9 @@ fn from_tree(tree: &Path, log: &mut dyn FnMut(&str)) -> Result<Kernel, String> {
         .and_then(|d| bzimage_banner(&d))
         .unwrap_or_default();
     let vmlinux = tree.join(format!("vmlinux-{release}"));
-    let image = if vmlinux.is_file() {
-        vmlinux
-    } else if config.get("CONFIG_PVH").map(String::as_str) == Some("y") {
-        log("extracting an ELF vmlinux from the bzImage (boots twice as fast under TCG)");
-        match extract_vmlinux(&vmlinuz) {
-            Some(elf) => {
-                std::fs::write(&vmlinux, elf).map_err(|e| format!("{}: {e}", vmlinux.display()))?;
-                vmlinux
-            }
-            None => vmlinuz,
-        }
-    } else {
-        vmlinuz
-    };
     Ok(Kernel {
         release,
-        image,
+        image: if vmlinux.is_file() { vmlinux } else { vmlinuz },
         modules,
         config,
         banner,
@@ -437,6 +494,7 @@ fn bzimage_banner(d: &[u8]) -> Option<String> {
 }
 
 /// The ELF kernel inside a bzImage: the first compressed stream that unpacks to ELF.
+/// The decompressor reads the bzImage itself from the stream's offset on.
 fn extract_vmlinux(bzimage: &Path) -> Option<Vec<u8>> {
     let data = std::fs::read(bzimage).ok()?;
     let formats: [(&[u8], &str, &str); 3] = [
@@ -453,7 +511,9 @@ fn extract_vmlinux(bzimage: &Path) -> Option<Vec<u8>> {
         if cmd == "xz" {
             c.arg("--single-stream");
         }
-        if let Ok(elf) = pipe_through(&mut c, &data[at..])
+        let mut input = File::open(bzimage).ok()?;
+        input.seek(SeekFrom::Start(at as u64)).ok()?;
+        if let Ok(elf) = decompress(&mut c, input)
             && elf.starts_with(b"\x7fELF")
         {
             return Some(elf);
@@ -486,6 +546,25 @@ mod tests {
                     Debian 6.1.192-2 (2026-11-16)"
             .into();
         assert_eq!(k.upstream_version(), "6.1.192");
+    }
+
+    #[test]
+    fn missing_tools_are_named_with_the_line_that_installs_them() {
+        let e = check_tools(&[
+            ("sh", "dash"),
+            ("blkcg-sim-no-such-tool", "pkg-a"),
+            ("blkcg-sim-no-such-tool-2", "pkg-a"),
+            ("blkcg-sim-no-such-tool-3", "pkg-b"),
+        ])
+        .expect_err("missing");
+        assert!(
+            e.contains(
+                "blkcg-sim-no-such-tool, blkcg-sim-no-such-tool-2, blkcg-sim-no-such-tool-3"
+            ) && e.ends_with("apt-get install -y --no-install-recommends pkg-a pkg-b")
+                && !e.contains("sh,"),
+            "{e}"
+        );
+        assert_eq!(check_tools(&[("sh", "dash")]), Ok(()));
     }
 
     #[test]

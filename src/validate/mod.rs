@@ -8,14 +8,21 @@
 //!
 //! - `kernel.rs`  — obtain a kernel (Debian package via `apt-get download`, a `.deb`,
 //!   or an unpacked tree), cache it, read `CONFIG_HZ`, extract a PVH `vmlinux`, resolve
-//!   module dependencies;
-//! - `guest.rs`   — the scenario as a busybox `/init` (pure text, golden-tested);
-//! - `boot.rs`    — the initramfs (busybox, the host's fio and its libraries, modules)
-//!   and the qemu run with its console captured (TCG icount by default; KVM only if
-//!   it really boots);
+//!   module dependencies; check the host's tools;
+//! - `guest.rs`   — the scenario as a busybox `/init` (pure text, golden-tested; every
+//!   name and argument of the scenario in it shell-quoted);
+//! - `boot.rs`    — the initramfs (busybox, the host's fio and its libraries, modules),
+//!   staged in a scratch folder of its own, and the qemu run with its console captured
+//!   (TCG icount by default; KVM only if it really boots);
 //! - `console.rs` — the `@@blkcg-sim` marker protocol read back;
 //! - `compare.rs` — both sides' fio JSON read by one reader, lined up with ratios, plus
 //!   the vrate trajectories.
+//!
+//! A run checks what it can before anything slow: the scenario, the host tools (one
+//! error listing the missing ones), then downloads the kernel, reads its modules, and
+//! only then simulates and boots. `--dry-run` stops after the plan and prints the
+//! guest's files and `/init`, downloading nothing. Nothing is deleted but the scratch
+//! folder the run created; `--output DIR` gets our own named files only.
 //!
 //! The simulation runs with `kernel.version` set to the booted kernel's upstream
 //! release (`MAJOR.MINOR.PATCH`, from its banner), `hz` to its `CONFIG_HZ`, and by
@@ -36,6 +43,7 @@ use std::time::Duration;
 
 use crate::report::fio as fioreport;
 use crate::scenario::Scenario;
+use crate::scenario::resolve::Resolved;
 use crate::scenario::run::{VariantRun, parse_fio, run_variant};
 pub use boot::Timing;
 use compare::Figures;
@@ -112,6 +120,37 @@ pub struct ValidateOptions {
     pub host: HostProfile,
     /// More tracepoints to record in the guest (`SYSTEM:EVENT`), kept with --output.
     pub trace_events: Vec<String>,
+    /// Print the guest's `/init` and the initramfs's files instead of running.
+    pub dry_run: bool,
+}
+
+/// Host commands every run needs (command, Debian package): [`kernel::INSTALL_LINE`].
+const RUN_TOOLS: [(&str, &str); 8] = [
+    ("qemu-system-x86_64", "qemu-system-x86"),
+    ("busybox", "busybox-static"),
+    ("fio", "fio"),
+    ("cpio", "cpio"),
+    ("ldd", "libc-bin"),
+    ("modinfo", "kmod"),
+    ("xz", "xz-utils"),
+    ("zstd", "zstd"),
+];
+
+/// Host commands fetching and unpacking a kernel package needs.
+const FETCH_TOOLS: [(&str, &str); 3] = [
+    ("apt-get", "apt"),
+    ("apt-cache", "apt"),
+    ("dpkg-deb", "dpkg"),
+];
+
+/// The host tools a run with `--kernel spec` needs: [`FETCH_TOOLS`] too unless that
+/// kernel is at hand.
+fn check_tools(spec: Option<&str>) -> Result<(), String> {
+    let mut tools = RUN_TOOLS.to_vec();
+    if !matches!(kernel::at_hand(spec), Ok(Some(_))) {
+        tools.extend(FETCH_TOOLS);
+    }
+    kernel::check_tools(&tools)
 }
 
 /// Check that the booted kernel has the controllers the scenario uses.
@@ -131,14 +170,11 @@ fn check_config(plan: &GuestPlan, k: &kernel::Kernel) -> Result<(), String> {
     Ok(())
 }
 
-/// fio options validate cannot carry over to real fio.
-fn check_fio(sc: &Scenario, plan: &GuestPlan) -> Result<(), String> {
-    for f in &plan.fio {
-        let text = match &f.invocation {
-            guest::FioInvocation::Args(a) => format!("fio {}", a.join(" ")),
-            guest::FioInvocation::JobFile(t) => t.clone(),
-        };
-        let jobs = parse_fio(&text, &sc.file)?;
+/// fio options validate cannot carry over to real fio, read from the very text the
+/// simulation reads.
+fn check_fio(sc: &Scenario, r: &Resolved) -> Result<(), String> {
+    for f in r.fio.iter().filter(|f| !f.text.trim().is_empty()) {
+        let jobs = parse_fio(&f.text, &sc.file)?;
         for j in &jobs.jobs {
             if j.cgroup.is_some() {
                 return Err(format!(
@@ -266,12 +302,10 @@ fn boot_runs(
     plan: &GuestPlan,
     kernel: &kernel::Kernel,
     o: &ValidateOptions,
-    work: &Path,
+    initrd: &Path,
     seconds: u64,
 ) -> Result<RealSide, String> {
-    let initrd = boot::build_initramfs(plan, kernel, work)?;
     let budget = Duration::from_secs(90 + 4 * seconds);
-    let keep = o.output.is_some();
     let n_runs = o.runs.max(1);
     let mut real = RealSide {
         runs: Vec::new(),
@@ -285,13 +319,13 @@ fn boot_runs(
             kernel.release,
             seconds * 2 + 10
         );
-        let b = boot::boot(kernel, &initrd, o.timing, 2048, budget, &mut |m| {
+        let b = boot::boot(kernel, initrd, o.timing, 2048, budget, &mut |m| {
             eprintln!("  guest: {m}")
         })?;
         let g = GuestOutput::parse(&b.console);
-        if keep {
-            write_file(&work.join(format!("console-{run}.txt")), &b.console)?;
-            write_file(&work.join(format!("trace-{run}.txt")), &g.trace)?;
+        if let Some(dir) = &o.output {
+            write_file(&dir.join(format!("console-{run}.txt")), &b.console)?;
+            write_file(&dir.join(format!("trace-{run}.txt")), &g.trace)?;
         }
         if !g.errors.is_empty() || !g.done {
             return Err(format!(
@@ -316,8 +350,8 @@ fn boot_runs(
                         .trim()
                 ));
             };
-            if keep {
-                write_file(&work.join(format!("real-fio-{n}-run{run}.json")), text)?;
+            if let Some(dir) = &o.output {
+                write_file(&dir.join(format!("real-fio-{n}-run{run}.json")), text)?;
             }
             figs.extend(compare::job_figures(
                 &parse_json(text, "real fio's JSON")?,
@@ -431,6 +465,67 @@ fn render(
     s
 }
 
+/// `--dry-run`: the kernel and host tools at hand, the initramfs's files and where
+/// each comes from, then the generated ones (`/init`, job files) in full.
+fn dry_run(plan: &GuestPlan, o: &ValidateOptions) -> Result<String, String> {
+    let mut s = String::new();
+    let _ = writeln!(s, "validate --dry-run: {}", plan.title);
+    let kernel = kernel::at_hand(o.kernel.as_deref())
+        .and_then(|k| k.ok_or_else(|| "not downloaded yet".to_string()))
+        .and_then(|k| Ok((k.modules_for(&boot::MODULES)?, k)));
+    match &kernel {
+        Ok((_, k)) => {
+            let _ = writeln!(
+                s,
+                "kernel: Linux {} (modules from {})",
+                k.release,
+                k.modules.display()
+            );
+        }
+        Err(e) => {
+            let _ = writeln!(
+                s,
+                "kernel: none at hand ({e}); a dry run downloads none, so the /init below \
+                 loads no modules (a real run loads {} and its dependencies first)",
+                boot::MODULES.join(", ")
+            );
+        }
+    }
+    let _ = writeln!(
+        s,
+        "host tools: {}",
+        check_tools(o.kernel.as_deref()).map_or_else(|e| e, |()| "all installed".into())
+    );
+    let files = boot::initramfs(plan, kernel.as_ref().ok().map(|(m, _)| m.as_slice()))?;
+    let _ = writeln!(s, "\nfiles of the initramfs (guest path, from):");
+    for f in &files {
+        let from = match &f.content {
+            boot::Content::Host(p) => p.display().to_string(),
+            boot::Content::Module(p) if p.extension().is_some_and(|e| e == "ko") => {
+                p.display().to_string()
+            }
+            boot::Content::Module(p) => format!("{}, decompressed", p.display()),
+            boot::Content::Text(_) => "generated, below".into(),
+            boot::Content::Missing { command, package } => {
+                format!("`{command}`, not installed here (Debian package {package})")
+            }
+        };
+        let _ = writeln!(s, "  /{:<40} {from}", f.path);
+    }
+    let mut texts: Vec<(&str, &str)> = files
+        .iter()
+        .filter_map(|f| match &f.content {
+            boot::Content::Text(t) => Some((f.path.as_str(), t.as_str())),
+            _ => None,
+        })
+        .collect();
+    texts.sort_by_key(|(path, _)| *path != "init");
+    for (path, text) in texts {
+        let _ = write!(s, "\n==> /{path} <==\n{text}");
+    }
+    Ok(s)
+}
+
 /// `blkcg-sim validate`.
 pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String> {
     let resolved = sc
@@ -438,33 +533,48 @@ pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String
         .map_err(|e| e.to_string())?;
     let mut plan = GuestPlan::from_resolved(&resolved).map_err(|e| format!("{}: {e}", sc.file))?;
     plan.extra_events = trace_events(&o.trace_events)?;
-    check_fio(sc, &plan)?;
+    check_fio(sc, &resolved)?;
+    if o.dry_run {
+        print!("{}", dry_run(&plan, o)?);
+        return Ok(0);
+    }
+    // everything checkable is checked before a 70 MB download and the simulation
+    check_tools(o.kernel.as_deref())?;
     let kernel = kernel::obtain(o.kernel.as_deref(), &mut |m| eprintln!("validate: {m}"))?;
     check_config(&plan, &kernel)?;
+    let modules = kernel.modules_for(&boot::MODULES)?;
     // the simulation first: it is quick, and its run length sizes the guest's deadline
     let sim = simulate(sc, o, &kernel)?;
-    let work = match &o.output {
-        Some(d) => d.clone(),
-        None => kernel::cache_dir().join(format!("work-{}", std::process::id())),
-    };
-    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+    if let Some(dir) = &o.output {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        write_file(&dir.join("sim-fio.json"), &sim.json)?;
+    }
     eprintln!(
         "validate: building the initramfs (busybox, fio, null_blk) for {}",
         kernel.release
     );
-    let real = boot_runs(&plan, &kernel, o, &work, sim.seconds);
-    if o.output.is_some() {
-        write_file(&work.join("sim-fio.json"), &sim.json)?;
-    } else {
-        let _ = std::fs::remove_dir_all(&work);
-    }
-    print!("{}", render(&plan, o, &kernel, resolved.seed, &real?, &sim));
+    // staged in a folder of our own, removed (when dropped) whatever happens
+    let scratch = boot::ScratchDir::new()?;
+    let initrd = boot::build_initramfs(&boot::initramfs(&plan, Some(&modules))?, scratch.path())?;
+    let real = boot_runs(&plan, &kernel, o, &initrd, sim.seconds)?;
+    print!("{}", render(&plan, o, &kernel, resolved.seed, &real, &sim));
     Ok(0)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_install_line_installs_every_tool_a_run_needs() {
+        for (cmd, package) in RUN_TOOLS {
+            assert!(
+                package == "libc-bin" || kernel::INSTALL_LINE.split(' ').any(|w| w == package),
+                "{cmd} ({package}) not in `{}`",
+                kernel::INSTALL_LINE
+            );
+        }
+    }
 
     #[test]
     fn the_guest_profile_of_the_newest_series_not_newer() {

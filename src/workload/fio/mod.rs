@@ -29,7 +29,7 @@ mod known;
 mod syntax;
 pub mod units;
 
-pub use syntax::{parse_cmdline, parse_cmdline_with, parse_jobfile};
+pub use syntax::{PROGRAM_OPTIONS, parse_cmdline, parse_cmdline_with, parse_jobfile};
 pub use units::SizeOrPct;
 
 use crate::sim::Ns;

@@ -18,7 +18,7 @@ const MAX_INCLUDE_DEPTH: usize = 16;
 
 /// fio program options (init.c `l_opts`) that are not job options: accepted on the
 /// command line with a warning.
-const PROGRAM_OPTIONS: &[&str] = &[
+pub const PROGRAM_OPTIONS: &[&str] = &[
     "output",
     "output-format",
     "minimal",
