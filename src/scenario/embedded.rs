@@ -36,6 +36,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/example-iocost-debt.toml"),
     ),
     (
+        "throttle-meta-bypass",
+        include_str!("../../scenarios/throttle-meta-bypass.toml"),
+    ),
+    (
         "validate-iomax-riops",
         include_str!("../../scenarios/validate-iomax-riops.toml"),
     ),

@@ -152,6 +152,11 @@ const PRESETS: &[&str] = &[
     "newest",
 ];
 
+/// The preset versions, oldest first (the README's table has one row per change).
+pub fn presets() -> &'static [&'static str] {
+    PRESETS
+}
+
 /// Stable series that carry the 6.19 slice fix (f76581f9f1d2, "Fix throttle slice
 /// time for SSDs"): (series, first patch level known to have it). Debian's 6.12.95
 /// was measured with the 100 ms slice (spec), and `validate` on 6.12.117 agrees; the

@@ -33,7 +33,7 @@ use crate::blkcg::{CgroupTree, DeviceTable, Errno, KernelError};
 use crate::device::QueueLimits;
 use crate::sim::{Bio, BioId, BioSlab, Dir, Event, EventQueue, NSEC_PER_SEC, Ns};
 use behaviour::{Carryover, IopsWait, QueueMode, Reentry, SliceLen, Trim};
-pub use behaviour::{ThrottleBehaviour, behaviour_for, behaviour_table};
+pub use behaviour::{ThrottleBehaviour, behaviour_for, behaviour_table, presets};
 
 /// Controller configuration.
 #[derive(Debug, Clone)]
@@ -580,8 +580,16 @@ impl Throttle {
                 w == 0 && !iops_busy
             };
             if pass || (bio.meta && self.b.meta_bypass) {
+                // mirrors __blk_throtl_bio(): within the limit, charge and trim; over it,
+                // a REQ_META/REQ_SWAP bio (bio_issue_as_root_blkg()) is only charged, so
+                // later bios pay the debt and the budget the queued ones have waited for
+                // stays in the slice. (6.12–6.14 book the debt in the carryover fields,
+                // tg_dispatch_in_debt(); 6.15+ throtl_charge_bio(), 6.16+ the bps + iops
+                // charge: the same budget, so all charge the counters here.)
                 self.charge(cg, dir, &mut e);
-                self.trim(cg, dir, j);
+                if pass {
+                    self.trim(cg, dir, j);
+                }
                 self.log_disp(now, cg, dir, e.bytes);
                 match self.next_level(cg, dir) {
                     Some(p) => {
