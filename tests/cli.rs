@@ -93,7 +93,7 @@ fn same_seed_byte_identical_output() {
 #[test]
 fn bad_scenarios_get_one_line_errors_with_file_and_line() {
     // (file, scenario text, what the one-line error must name)
-    let cases: [(&str, &str, &[&str]); 9] = [
+    let cases: [(&str, &str, &[&str]); 10] = [
         (
             "unknown-key.toml",
             "[device]\nmodel = \"nullb\"\nirqmod = 2\n[cgroup.a]\nfio = \"fio --name=a\"\n",
@@ -118,6 +118,11 @@ fn bad_scenarios_get_one_line_errors_with_file_and_line() {
             "bad-iomax.toml",
             "[device]\nmodel = \"nullb\"\n[cgroup.a]\n\"io.max\" = \"252:0 riops=0\"\nfio = \"fio --name=a\"\n",
             &["bad-iomax.toml:4:", "ERANGE"],
+        ),
+        (
+            "iomax-one.toml",
+            "[device]\nmodel = \"nullb\"\n[kernel]\nversion = \"6.12\"\n[cgroup.a]\n\"io.max\" = \"252:0 riops=1\"\nfio = \"fio --name=a\"\n",
+            &["iomax-one.toml:6:", "EINVAL", "riops=1", "5b7048b89745"],
         ),
         (
             "bad-fio-array.toml",

@@ -9,6 +9,10 @@
 //!   read as the next token;
 //! - values go through `%llu`: a decimal prefix is enough (`wbps=10M` → 10), `max` means
 //!   unlimited, anything else is EINVAL; 0 is ERANGE;
+//! - 1 is EINVAL on 5.10–6.12 (the caller passes the version's smallest limit,
+//!   `throttle.min_limit`): Baolin Wang's 5b7048b89745 took only `val > 1`, since io.low
+//!   could not scale a limit of 1 up; reverted in 6.13. `wbps=1M` reads as 1, so it is
+//!   refused there too;
 //! - `riops`/`wiops` above `u32::MAX` clamp to `u32::MAX`, the "unlimited" sentinel;
 //! - partial updates: unnamed keys keep their value; nothing applies unless the whole
 //!   line parses (the kernel commits after the loop).
@@ -95,8 +99,9 @@ impl IoMax {
     }
 
     /// Apply the token part of a write to `self` (a copy of the current limits); the
-    /// result is returned only when the whole body parses. Mirrors `tg_set_limit()`.
-    pub fn apply_body(&self, body: &str) -> Result<IoMax, KernelError> {
+    /// result is returned only when the whole body parses. `min` is the smallest limit
+    /// the kernel version takes (1, or 2 in 5.10–6.12). Mirrors `tg_set_limit()`.
+    pub fn apply_body(&self, body: &str, min: u64) -> Result<IoMax, KernelError> {
         let mut v = *self;
         let mut rest = body;
         loop {
@@ -148,6 +153,18 @@ impl IoMax {
                     ));
                 }
             }
+            // tg_set_limit() of 5.10–6.12 takes a key only `&& val > 1`
+            if val < min {
+                return Err(KernelError::new(
+                    Errno::EINVAL,
+                    format!(
+                        "`{tok}`: {val} is below the smallest limit this kernel takes, {min} \
+                         (or `max`): 5.10–6.12 refuse 1 (5b7048b89745 \"blk-throttle: Fix IO \
+                         hang for a corner case\", reverted in 6.13; switch \
+                         `throttle.min_limit`)"
+                    ),
+                ));
+            }
         }
         Ok(v)
     }
@@ -187,10 +204,14 @@ mod tests {
         }
     }
 
-    fn write(cur: IoMax, s: &str) -> Result<IoMax, Errno> {
+    fn write_min(cur: IoMax, s: &str, min: u64) -> Result<IoMax, Errno> {
         let (dev, body) = IoMax::parse_target(s, &devs()).map_err(|e| e.errno)?;
         assert!(devs().contains(dev.0, dev.1));
-        cur.apply_body(body).map_err(|e| e.errno)
+        cur.apply_body(body, min).map_err(|e| e.errno)
+    }
+
+    fn write(cur: IoMax, s: &str) -> Result<IoMax, Errno> {
+        write_min(cur, s, 1)
     }
 
     #[test]
@@ -225,6 +246,29 @@ mod tests {
         assert_eq!(
             ok("8:16 rbps=123456789012345678901").rbps,
             123456789012345678901u128 as u64
+        );
+    }
+
+    #[test]
+    fn one_is_einval_where_the_kernel_takes_only_val_above_1() {
+        let d = IoMax::default();
+        for key in ["rbps", "wbps", "riops", "wiops"] {
+            let line = format!("8:16 {key}=1");
+            assert!(write_min(d, &line, 1).is_ok(), "{line}");
+            assert_eq!(write_min(d, &line, 2), Err(Errno::EINVAL), "{line}");
+            assert!(write_min(d, &format!("8:16 {key}=2"), 2).is_ok());
+        }
+        // %llu reads `1M` as 1; 0 stays ERANGE (checked first); max passes
+        assert_eq!(write_min(d, "8:16 wbps=1M", 2), Err(Errno::EINVAL));
+        assert_eq!(write_min(d, "8:16 wbps=0", 2), Err(Errno::ERANGE));
+        assert_eq!(write_min(d, "8:16 wbps=max riops=max", 2), Ok(d));
+        // all or nothing: the good token before it is not applied either
+        assert_eq!(write_min(d, "8:16 rbps=5 wiops=1", 2), Err(Errno::EINVAL));
+        let (_, body) = IoMax::parse_target("8:16 riops=1", &devs()).unwrap();
+        let e = d.apply_body(body, 2).unwrap_err();
+        assert!(
+            e.why.contains("riops=1") && e.why.contains("5b7048b89745"),
+            "{e}"
         );
     }
 

@@ -9,6 +9,7 @@
 //! | `throttle.queue` | `fifo`, `split-bps-iops` | one FIFO per direction (≤6.15) or the 6.16 two-stage queue |
 //! | `throttle.reentry` | `skip`, `iops-only` | re-entering (split) bios: never looked at again (≤5.17) or iops-only (5.18+) |
 //! | `throttle.meta_bypass` | `true`, `false` | REQ_META/REQ_SWAP pass and are charged as debt (6.12+) |
+//! | `throttle.min_limit` | `1`, `2` | smallest `io.max` value `tg_set_limit()` takes: 1, or 2 in 5.10–6.12 (Baolin Wang, "Fix IO hang for a corner case", 5b7048b89745: 1 cannot be scaled up by io.low's `throtl_adjusted_limit()`, so it is EINVAL; Xiuhong Wang's revert, 6.13, takes 1 again now that io.low is gone) |
 
 use crate::error::{KeyError, Named};
 use crate::kernel_version::KernelVersion;
@@ -57,6 +58,22 @@ pub enum Reentry {
     IopsOnly,
 }
 
+/// The smallest limit an `io.max` key takes (`max` aside).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MinLimit {
+    One,
+    Two,
+}
+
+impl MinLimit {
+    pub fn value(self) -> u64 {
+        match self {
+            MinLimit::One => 1,
+            MinLimit::Two => 2,
+        }
+    }
+}
+
 impl Named for IopsWait {
     const NAMES: &'static [(&'static str, Self)] = &[
         ("v4.18", Self::V418),
@@ -89,6 +106,10 @@ impl Named for Reentry {
         &[("skip", Self::Skip), ("iops-only", Self::IopsOnly)];
 }
 
+impl Named for MinLimit {
+    const NAMES: &'static [(&'static str, Self)] = &[("1", Self::One), ("2", Self::Two)];
+}
+
 impl Named for bool {
     const NAMES: &'static [(&'static str, Self)] = &[("true", true), ("false", false)];
 }
@@ -113,6 +134,7 @@ pub struct ThrottleBehaviour {
     pub queue: QueueMode,
     pub reentry: Reentry,
     pub meta_bypass: bool,
+    pub min_limit: MinLimit,
 }
 
 /// In scenario syntax: `throttle.iops_wait=min-one-io throttle.slice=hz/10 ...`.
@@ -121,14 +143,15 @@ impl fmt::Display for ThrottleBehaviour {
         write!(
             f,
             "throttle.iops_wait={} throttle.slice={} throttle.trim={} throttle.carryover={} \
-             throttle.queue={} throttle.reentry={} throttle.meta_bypass={}",
+             throttle.queue={} throttle.reentry={} throttle.meta_bypass={} throttle.min_limit={}",
             self.iops_wait.name(),
             self.slice,
             self.trim.name(),
             self.carryover.name(),
             self.queue.name(),
             self.reentry.name(),
-            self.meta_bypass.name()
+            self.meta_bypass.name(),
+            self.min_limit.name()
         )
     }
 }
@@ -143,13 +166,14 @@ impl Default for ThrottleBehaviour {
             queue: QueueMode::SplitBpsIops,
             reentry: Reentry::IopsOnly,
             meta_bypass: true,
+            min_limit: MinLimit::One,
         })
     }
 }
 
 const PRESETS: &[&str] = &[
-    "4.18", "4.19", "5.3", "5.18", "6.1", "6.9", "6.10", "6.11", "6.12", "6.15", "6.16", "6.19",
-    "newest",
+    "4.18", "4.19", "5.3", "5.10", "5.18", "6.1", "6.9", "6.10", "6.11", "6.12", "6.13", "6.15",
+    "6.16", "6.19", "newest",
 ];
 
 /// The preset versions, oldest first (the README's table has one row per change).
@@ -222,6 +246,11 @@ pub fn behaviour_for(
             Reentry::IopsOnly
         },
         meta_bypass: v >= (6, 12),
+        min_limit: if ((5, 10)..(6, 13)).contains(&v) {
+            MinLimit::Two
+        } else {
+            MinLimit::One
+        },
     };
     for (key, val) in overrides {
         let val = val.as_str();
@@ -247,11 +276,13 @@ pub fn behaviour_for(
             "throttle.queue" => b.queue = Named::parse(key, val)?,
             "throttle.reentry" => b.reentry = Named::parse(key, val)?,
             "throttle.meta_bypass" => b.meta_bypass = Named::parse(key, val)?,
+            "throttle.min_limit" => b.min_limit = Named::parse(key, val)?,
             _ => {
                 return Err(KeyError::new(
                     key.as_str(),
                     "unknown key; accepted: throttle.iops_wait, throttle.slice, throttle.trim, \
-                     throttle.carryover, throttle.queue, throttle.reentry, throttle.meta_bypass",
+                     throttle.carryover, throttle.queue, throttle.reentry, throttle.meta_bypass, \
+                     throttle.min_limit",
                 ));
             }
         }
@@ -262,14 +293,14 @@ pub fn behaviour_for(
 /// Markdown table of the presets (versions × behaviours) for the README.
 pub fn behaviour_table() -> String {
     let mut s = String::from(
-        "| version | iops_wait | slice (THROTTLING_LOW=n / y) | trim | carryover | queue | reentry | meta_bypass |\n|---|---|---|---|---|---|---|---|\n",
+        "| version | iops_wait | slice (THROTTLING_LOW=n / y) | trim | carryover | queue | reentry | meta_bypass | min_limit |\n|---|---|---|---|---|---|---|---|---|\n",
     );
     for v in PRESETS {
         let (Ok(n), Ok(y)) = (behaviour_for(v, false, &[]), behaviour_for(v, true, &[])) else {
             continue;
         };
         s += &format!(
-            "| {v} | `{}` | `{}` / `{}` | `{}` | `{}` | `{}` | `{}` | {} |\n",
+            "| {v} | `{}` | `{}` / `{}` | `{}` | `{}` | `{}` | `{}` | {} | `{}` |\n",
             n.iops_wait.name(),
             n.slice,
             y.slice,
@@ -277,7 +308,8 @@ pub fn behaviour_table() -> String {
             n.carryover.name(),
             n.queue.name(),
             n.reentry.name(),
-            n.meta_bypass
+            n.meta_bypass,
+            n.min_limit.name()
         );
     }
     s
@@ -307,6 +339,11 @@ mod tests {
         assert!(b("6.12", false).meta_bypass && !b("6.11", false).meta_bypass);
         assert_eq!(b("6.15", false).carryover, Carryover::Direct);
         assert_eq!(b("6.1", false).carryover, Carryover::Carryover);
+        // 5b7048b89745 (5.10) refused `=1`, its revert (6.13) takes it again
+        assert_eq!(b("5.9", false).min_limit, MinLimit::One);
+        assert_eq!(b("5.10", false).min_limit, MinLimit::Two);
+        assert_eq!(b("6.12.117", false).min_limit, MinLimit::Two);
+        assert_eq!(b("6.13", false).min_limit, MinLimit::One);
     }
 
     #[test]

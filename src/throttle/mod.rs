@@ -710,7 +710,7 @@ impl Throttle {
             // 6.15 quirk: runs before the line is parsed
             self.update_carryover(cg, j, old);
         }
-        let new = old.apply_body(body)?;
+        let new = old.apply_body(body, self.b.min_limit.value())?;
         if self.b.carryover == Carryover::Carryover {
             self.update_carryover(cg, j, old);
         }
@@ -889,6 +889,33 @@ mod tests {
         assert_eq!(t.show_io_max(0), "");
         let e = t.write_io_max(0, cgs[0], "8:0 wbps=0\n", &devs, &mut q);
         assert_eq!(e.unwrap_err().errno, Errno::ERANGE);
+    }
+
+    #[test]
+    fn a_limit_of_one_is_einval_on_5_10_to_6_12() {
+        let devs = DeviceTable {
+            disks: vec![(8, 0)],
+        };
+        for (v, ok) in [
+            ("5.9", true),
+            ("5.10", false),
+            ("6.12", false),
+            ("6.13", true),
+        ] {
+            let (mut t, mut q, cgs) = setup(v, 1000, &[("a", "8:0 wiops=5\n")]);
+            let r = t.write_io_max(0, cgs[0], "8:0 rbps=7 wiops=1\n", &devs, &mut q);
+            match r {
+                Ok(()) => assert!(ok, "{v}: accepted"),
+                Err(e) => assert!(!ok && e.errno == Errno::EINVAL, "{v}: {e}"),
+            }
+            // a refused line changes nothing
+            let shown = if ok {
+                "8:0 rbps=7 wbps=max riops=max wiops=1\n"
+            } else {
+                "8:0 rbps=max wbps=max riops=max wiops=5\n"
+            };
+            assert_eq!(t.show_io_max(cgs[0]), shown, "{v}");
+        }
     }
 
     #[test]
