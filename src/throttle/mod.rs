@@ -706,14 +706,12 @@ impl Throttle {
         }
         let j = self.jiffies(now);
         let old = self.tgs[cg as usize].lim;
-        if self.b.carryover == Carryover::Direct {
-            // 6.15 quirk: runs before the line is parsed
+        if self.b.carryover != Carryover::None {
+            // tg_update_carryover() runs before the line is parsed (6.1+): a refused
+            // write still converts the waited budget, without restarting the slice
             self.update_carryover(cg, j, old);
         }
         let new = old.apply_body(body, self.b.min_limit.value())?;
-        if self.b.carryover == Carryover::Carryover {
-            self.update_carryover(cg, j, old);
-        }
         self.tgs[cg as usize].lim = new;
         for dir in Dir::BOTH {
             let clear = self.b.carryover == Carryover::None;
@@ -938,38 +936,69 @@ mod tests {
         assert_eq!(t.rows(0).iter().map(|r| r.queued).sum::<usize>(), 3);
     }
 
-    #[test]
-    fn limit_rewrite_forgets_or_carries_the_wait() {
-        // 2 MiB at 1 MiB/s (HZ=1000, 100 ms slice): fresh wait 1.9 s + 0.1 = 2 s;
-        // rewriting the same limit at 1 s restarts the wait on ≤6.0 only.
+    /// 2 MiB written at t = 0 under rbps=wbps=1 MiB/s (HZ=1000, 100 ms slice), `line`
+    /// written to io.max at 1 s (accepted or not), and with `read` a 2 MiB read at 1.2 s:
+    /// when the write leaves, in ms, and whether `line` was accepted.
+    fn release_after_write(version: &str, line: &str, read: bool) -> (u64, bool) {
         let devs = DeviceTable {
             disks: vec![(8, 0)],
         };
-        let mut at = Vec::new();
-        for v in ["5.3", "6.1", "6.15"] {
-            let (mut t, mut q, cgs) = setup(v, 1000, &[("a", "8:0 wbps=1048576\n")]);
-            let mut slab = BioSlab::default();
-            let mut b = bio(cgs[0], Dir::Write, 2 << 20);
-            let id = slab.alloc(b.clone());
-            assert!(!t.submit(0, id, &mut b, &mut q));
-            q.push(1000 * NSEC_PER_MSEC, Event::Config(0));
-            let mut out = Vec::new();
-            while let Some((now, ev)) = q.pop() {
-                match ev {
-                    Event::Config(_) => t
-                        .write_io_max(now, cgs[0], "8:0 wbps=1048576\n", &devs, &mut q)
-                        .unwrap(),
-                    Event::Throttle(tok) => t.on_event(now, tok, &mut q, &mut slab, &mut out),
-                    _ => {}
+        let lim = "8:0 rbps=1048576 wbps=1048576\n";
+        let (mut t, mut q, cgs) = setup(version, 1000, &[("a", lim)]);
+        let mut slab = BioSlab::default();
+        let mut b = bio(cgs[0], Dir::Write, 2 << 20);
+        let id = slab.alloc(b.clone());
+        assert!(!t.submit(0, id, &mut b, &mut q));
+        q.push(1000 * NSEC_PER_MSEC, Event::Config(0));
+        if read {
+            q.push(1200 * NSEC_PER_MSEC, Event::Job(0));
+        }
+        let mut out = Vec::new();
+        let mut accepted = false;
+        while let Some((now, ev)) = q.pop() {
+            match ev {
+                Event::Config(_) => {
+                    accepted = t.write_io_max(now, cgs[0], line, &devs, &mut q).is_ok()
                 }
-                if !out.is_empty() {
-                    at.push(now / NSEC_PER_MSEC);
-                    break;
+                Event::Job(_) => {
+                    let mut r = bio(cgs[0], Dir::Read, 2 << 20);
+                    let rid = slab.alloc(r.clone());
+                    assert!(!t.submit(now, rid, &mut r, &mut q));
                 }
+                Event::Throttle(tok) => t.on_event(now, tok, &mut q, &mut slab, &mut out),
+                _ => {}
+            }
+            if out.contains(&id) {
+                return (now / NSEC_PER_MSEC, accepted);
             }
         }
+        panic!("{version}: bio never released")
+    }
+
+    #[test]
+    fn limit_rewrite_forgets_or_carries_the_wait() {
+        // fresh wait 1.9 s + 0.1 = 2 s; rewriting the same limit at 1 s restarts the
+        // wait on ≤6.0 only.
+        let at: Vec<u64> = ["5.3", "6.1", "6.15"]
+            .iter()
+            .map(|v| release_after_write(v, "8:0 wbps=1048576\n", false).0)
+            .collect();
         assert!(at[0] >= 2900, "{at:?}");
         assert!(at[1] <= 2100 && at[2] <= 2100, "{at:?}");
+    }
+
+    #[test]
+    fn a_refused_write_still_carries_the_wait_over_from_6_1() {
+        // tg_set_limit() runs tg_update_carryover() before parsing: `wbps=0` (ERANGE) at
+        // 1 s adds the 1 MiB waited for to the carryover (6.1–6.14) or takes it off the
+        // counters (6.15+) without restarting the slice, so that budget counts twice.
+        // The write's disptime stays at 2 s until the read queued at 1.2 s recomputes
+        // it (tg_update_disptime() looks at both heads): then it may go at once.
+        for (v, expect) in [("5.3", 2000), ("6.1", 1201), ("6.12", 1201), ("6.15", 1201)] {
+            let (at, accepted) = release_after_write(v, "8:0 wbps=0\n", true);
+            assert!(!accepted, "{v}");
+            assert_eq!(at, expect, "{v}");
+        }
     }
 
     #[test]
