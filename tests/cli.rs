@@ -171,6 +171,26 @@ fn check_prints_the_resolved_configuration() {
 }
 
 #[test]
+fn device_keys_without_effect_are_warnings_with_file_and_line() {
+    let f = scenario_file(
+        "nullb-no-timer.toml",
+        "[device]\nmodel = \"nullb\"\ncompletion_nsec = 50000\n[cgroup.a]\nfio = \"fio --name=a --size=1m\"\n",
+    );
+    let needle = "nullb-no-timer.toml:3: `device.completion_nsec`: has no effect with irqmode=1";
+    let run = bin()
+        .args(["run", &f, "--output-format", "summary"])
+        .output()
+        .unwrap();
+    assert!(run.status.success());
+    let e = String::from_utf8_lossy(&run.stderr);
+    assert!(e.starts_with("warning: ") && e.contains(needle), "{e}");
+    let check = bin().args(["check", &f]).output().unwrap();
+    assert!(check.status.success());
+    let s = String::from_utf8_lossy(&check.stdout);
+    assert!(s.contains(needle), "{s}");
+}
+
+#[test]
 fn output_dir_holds_timelines_and_pictures() {
     let dir = std::env::temp_dir().join(format!("blkcg-sim-out-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -91,6 +91,27 @@ fn nullb_mbps_ticks() {
 }
 
 #[test]
+fn nullb_completion_nsec_without_timer_mode_is_a_warning() {
+    let warnings = |s: &str| resolve(&table(s), 1).unwrap().2;
+    for mode in [0, 1] {
+        let w = warnings(&format!(
+            "model='nullb'\nirqmode={mode}\ncompletion_nsec=50000"
+        ));
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert_eq!(w[0].key, "device.completion_nsec");
+        assert!(
+            w[0].msg.contains(&format!("irqmode={mode}")) && w[0].msg.contains("irqmode=2"),
+            "{}",
+            w[0].msg
+        );
+    }
+    // the default irqmode is 1
+    assert_eq!(warnings("model='nullb'\ncompletion_nsec=50000").len(), 1);
+    assert!(warnings("model='nullb'\nirqmode=2\ncompletion_nsec=50000").is_empty());
+    assert!(warnings("model='nullb'\nirqmode=1").is_empty());
+}
+
+#[test]
 fn nullb_tick_after_idle_fires_at_once_then_on_its_grid() {
     let mut d = build(&table("model='nullb'\nmbps=4\nirqmode=0"), 1).unwrap();
     let mut q = EventQueue::new();
@@ -221,7 +242,9 @@ fn cloud_gp2_bursting_drains_then_baseline() {
 
 #[test]
 fn explicit_keys_override_preset() {
-    let (d, res) = resolve(&table("model='cloud'\npreset='aws-gp3'\niops=5000"), 1).unwrap();
+    let (d, res, warnings) =
+        resolve(&table("model='cloud'\npreset='aws-gp3'\niops=5000"), 1).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
     assert_eq!(d.model(), "cloud");
     assert!(res.contains(&("iops".into(), "5000".into())));
     assert!(res.contains(&("bps".into(), (125u64 << 20).to_string())));

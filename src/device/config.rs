@@ -4,9 +4,11 @@
 //! ------
 //! [`Keys`] wraps the TOML table, hands out typed values by key (recording which keys
 //! were read) and finally rejects any key nobody read, so a typo is an error naming the
-//! key and listing what is accepted. Each model's `Config::from_keys` reads its own keys
+//! key and listing what is accepted. A key that is valid but does nothing in the
+//! configured mode (null_blk's `completion_nsec` without `irqmode=2`) is a warning,
+//! collected by [`Keys::warn`]. Each model's `Config::from_keys` reads its own keys
 //! with real defaults; [`resolve`] dispatches on `model` and also returns the resolved
-//! `key=value` list for `check`. Nothing here panics on input.
+//! `key=value` list for `check` and the warnings. Nothing here panics on input.
 
 use super::{BlockDevice, cloud, hdd, nullb, ssd};
 use crate::error::KeyError;
@@ -18,6 +20,8 @@ pub struct Keys<'a> {
     used: BTreeSet<&'static str>,
     /// Resolved `key=value` pairs, in the order read.
     pub resolved: Vec<(String, String)>,
+    /// Keys the scenario set that have no effect as configured: the key and why.
+    pub warnings: Vec<KeyError>,
 }
 
 fn full(key: &str) -> String {
@@ -30,6 +34,7 @@ impl<'a> Keys<'a> {
             table,
             used: BTreeSet::new(),
             resolved: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 
@@ -142,6 +147,13 @@ impl<'a> Keys<'a> {
         Ok(v)
     }
 
+    /// Note that `key`, if the scenario set it, has no effect, and `why`.
+    pub fn warn(&mut self, key: &'static str, why: impl Into<String>) {
+        if self.has(key) {
+            self.warnings.push(KeyError::new(full(key), why));
+        }
+    }
+
     /// Reject every key that no reader asked for.
     pub fn finish(self) -> Result<Vec<(String, String)>, KeyError> {
         for k in self.table.keys() {
@@ -160,10 +172,12 @@ impl<'a> Keys<'a> {
     }
 }
 
-/// The device plus its resolved configuration (`key=value` pairs, for `check`).
-pub type Resolved = (Box<dyn BlockDevice>, Vec<(String, String)>);
+/// The device, its resolved configuration (`key=value` pairs, for `check`) and the
+/// keys that have no effect as configured (warnings).
+pub type Resolved = (Box<dyn BlockDevice>, Vec<(String, String)>, Vec<KeyError>);
 
-/// Build the device described by `table`, returning its resolved key list too.
+/// Build the device described by `table`, returning its resolved key list and
+/// warnings too.
 pub fn resolve(table: &toml::Table, seed: u64) -> Result<Resolved, KeyError> {
     let model = match table.get("model") {
         None => "nullb",
@@ -189,8 +203,9 @@ pub fn resolve(table: &toml::Table, seed: u64) -> Result<Resolved, KeyError> {
         }
     };
     let mut res = vec![("model".to_string(), model.to_string())];
+    let warnings = std::mem::take(&mut k.warnings);
     res.extend(k.finish()?);
-    Ok((dev, res))
+    Ok((dev, res, warnings))
 }
 
 /// Build the device described by `table`.

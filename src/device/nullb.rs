@@ -14,6 +14,8 @@
 //!   untouched, and a request arriving then restarts it at its old, past expiry, so it
 //!   fires at once: the first request after an idle spell refills the grant at once, and
 //!   the next tick comes at the next point of the grid, not 20 ms later.
+//! - `completion_nsec` only matters with `irqmode=2`; set with another mode it is a
+//!   warning (null_blk takes it and ignores it).
 //! - Events: token = tag for completions, `TICK` for the bandwidth timer.
 
 use super::config::Keys;
@@ -57,6 +59,17 @@ impl Config {
     pub fn from_keys(k: &mut Keys) -> Result<Self, KeyError> {
         let irqmode = k.u64("irqmode", 1, 0, 2)?;
         let completion_nsec = k.u64("completion_nsec", 10_000, 0, u32::MAX as u64 * 1000)?;
+        if irqmode != 2 {
+            // only null_cmd_end_timer() (NULL_IRQ_TIMER) reads it
+            k.warn(
+                "completion_nsec",
+                format!(
+                    "has no effect with irqmode={irqmode}: only the timer mode (irqmode=2) \
+                     completes a request completion_nsec after it is queued; irqmode 0 and \
+                     1 complete it at once"
+                ),
+            );
+        }
         let hw_queue_depth = k.u64("hw_queue_depth", 64, 1, 4096)? as u32;
         let submit_queues = k.u64("submit_queues", 1, 1, 1024)?;
         let blocksize = k.u64("blocksize", 512, 512, 4096)? as u32;

@@ -327,8 +327,9 @@ pub fn prepare(
     }
     let located =
         |table: &[&str], e: &crate::error::KeyError| key_err(sc, variant, table, e).to_string();
-    let dev =
-        crate::device::config::build(&r.device, r.seed).map_err(|e| located(&["device"], &e))?;
+    let (dev, _, dev_warnings) =
+        crate::device::config::resolve(&r.device, r.seed).map_err(|e| located(&["device"], &e))?;
+    warnings.extend(dev_warnings.iter().map(|w| located(&["device"], w)));
     let limits = dev.limits().clone();
     let devs = DeviceTable {
         disks: vec![(limits.major, limits.minor)],
@@ -1095,7 +1096,7 @@ pub fn check_command(sc: &Scenario, variants: &[String]) -> Result<u8, String> {
     for (v, _) in plan {
         let p = prepare(sc, v.as_deref(), None, None, false)?;
         let r = &p.resolved;
-        let (dev, keys) = crate::device::config::resolve(&r.device, r.seed)
+        let (dev, keys, _) = crate::device::config::resolve(&r.device, r.seed)
             .map_err(|e| key_err(sc, v.as_deref(), &["device"], &e).to_string())?;
         let l = &p.limits;
         println!("variant {}:", v.as_deref().unwrap_or("(base)"));
