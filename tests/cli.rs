@@ -93,7 +93,7 @@ fn same_seed_byte_identical_output() {
 #[test]
 fn bad_scenarios_get_one_line_errors_with_file_and_line() {
     // (file, scenario text, what the one-line error must name)
-    let cases: [(&str, &str, &[&str]); 10] = [
+    let cases: [(&str, &str, &[&str]); 11] = [
         (
             "unknown-key.toml",
             "[device]\nmodel = \"nullb\"\nirqmod = 2\n[cgroup.a]\nfio = \"fio --name=a\"\n",
@@ -123,6 +123,17 @@ fn bad_scenarios_get_one_line_errors_with_file_and_line() {
             "iomax-one.toml",
             "[device]\nmodel = \"nullb\"\n[kernel]\nversion = \"6.12\"\n[cgroup.a]\n\"io.max\" = \"252:0 riops=1\"\nfio = \"fio --name=a\"\n",
             &["iomax-one.toml:6:", "EINVAL", "riops=1", "5b7048b89745"],
+        ),
+        (
+            "nullb-mbps-hang.toml",
+            "[device]\nmodel = \"nullb\"\nmbps = 1\n[cgroup.a]\nfio = \"fio --name=a --rw=write --bs=1m --size=1m\"\n",
+            &[
+                "nullb-mbps-hang.toml:3:",
+                "device.mbps",
+                "130048",
+                "mbps >= 7",
+                "job `a`",
+            ],
         ),
         (
             "bad-fio-array.toml",
@@ -188,6 +199,16 @@ fn device_keys_without_effect_are_warnings_with_file_and_line() {
     assert!(check.status.success());
     let s = String::from_utf8_lossy(&check.stdout);
     assert!(s.contains(needle), "{s}");
+    // check refuses what run refuses: a request that could never pass the mbps cap
+    let f = scenario_file(
+        "nullb-mbps-check.toml",
+        "[device]\nmodel = \"nullb\"\nmbps = 1\n[cgroup.a]\nfio = \"fio --name=a --bs=64k --size=1m\"\n",
+    );
+    let e = run_err(&["check", &f]);
+    assert!(
+        e.contains("nullb-mbps-check.toml:3:") && e.contains("mbps >= 4"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -112,6 +112,31 @@ fn nullb_completion_nsec_without_timer_mode_is_a_warning() {
 }
 
 #[test]
+fn nullb_mbps_grant_smaller_than_a_request_never_completes() {
+    // mb_per_tick(1) = 20971 bytes: a 127.5 KiB request (max_sectors 255) overdraws every
+    // tick's fresh grant, is requeued, and never completes - the real driver hangs too.
+    let mut d = build(&table("model='nullb'\nmbps=1\nirqmode=0"), 1).unwrap();
+    assert!(closed_loop(d.as_mut(), 1, 130560, NSEC_PER_SEC, |_| 0).is_empty());
+    // so the set-up is refused for such requests, with the mbps that would do
+    let e = d.check_request(130560).unwrap_err();
+    assert_eq!(e.key, "device.mbps");
+    assert!(
+        e.msg.contains("20971") && e.msg.contains("mbps >= 7"),
+        "{}",
+        e.msg
+    );
+    // one grant's worth fits: one request per tick, 0 to 1000 ms
+    assert!(d.check_request(20971).is_ok());
+    let mut d = build(&table("model='nullb'\nmbps=1\nirqmode=0"), 1).unwrap();
+    assert_eq!(
+        closed_loop(d.as_mut(), 1, 20971, NSEC_PER_SEC, |_| 0).len(),
+        51
+    );
+    let uncapped = build(&table("model='nullb'"), 1).unwrap();
+    assert!(uncapped.check_request(1 << 30).is_ok());
+}
+
+#[test]
 fn nullb_tick_after_idle_fires_at_once_then_on_its_grid() {
     let mut d = build(&table("model='nullb'\nmbps=4\nirqmode=0"), 1).unwrap();
     let mut q = EventQueue::new();

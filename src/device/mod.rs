@@ -8,7 +8,8 @@
 //! live above it. Every model is a small state machine in its own file:
 //!
 //! - `nullb.rs` — null_blk: `irqmode` 0/1 (complete at once) or 2 (timer,
-//!   `completion_nsec`), and the configfs `mbps` cap enforced in 20 ms ticks;
+//!   `completion_nsec`), and the configfs `mbps` cap enforced in 20 ms ticks (a request
+//!   larger than one tick's grant would never complete: refused before the run);
 //! - `ssd.rs`   — parallel channels, base latency + size/bandwidth per direction,
 //!   optional seeded jitter;
 //! - `hdd.rs`   — one head: seek by distance, rotational latency, transfer rate;
@@ -19,6 +20,7 @@
 //! Device keys in a scenario use the real thing's names (null_blk configfs names,
 //! block-queue sysfs names), so a scenario maps one-to-one onto a real setup.
 
+use crate::error::KeyError;
 use crate::sim::{Dir, EventQueue, Ns};
 
 /// A request handed to the driver: `tag` identifies it in the completion.
@@ -63,6 +65,12 @@ pub trait BlockDevice {
     fn on_event(&mut self, now: Ns, token: u64, q: &mut EventQueue, done: &mut Vec<u32>);
     /// The model's name (`nullb`, `ssd`, `hdd`, `cloud`).
     fn model(&self) -> &'static str;
+    /// Whether a request of `bytes` can ever complete; an error names the device key
+    /// that prevents it and what would do. Checked before a run for the largest
+    /// request each fio job can issue.
+    fn check_request(&self, _bytes: u64) -> Result<(), KeyError> {
+        Ok(())
+    }
 }
 
 pub mod cloud;

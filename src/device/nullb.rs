@@ -14,6 +14,10 @@
 //!   untouched, and a request arriving then restarts it at its old, past expiry, so it
 //!   fires at once: the first request after an idle spell refills the grant at once, and
 //!   the next tick comes at the next point of the grid, not 20 ms later.
+//! - A request larger than one tick's grant never completes: the tick *sets* the grant,
+//!   so the requeued request overdraws it again at every tick (the real device hangs the
+//!   same way). [`BlockDevice::check_request`] refuses such a set-up with the `mbps`
+//!   that would do, before the run.
 //! - `completion_nsec` only matters with `irqmode=2`; set with another mode it is a
 //!   warning (null_blk takes it and ignores it).
 //! - Events: token = tag for completions, `TICK` for the bandwidth timer.
@@ -269,5 +273,30 @@ impl BlockDevice for NullBlk {
 
     fn model(&self) -> &'static str {
         "nullb"
+    }
+
+    /// With `mbps`, a request larger than one tick's grant never completes:
+    /// null_handle_throttled() takes its bytes off the grant and requeues it when the
+    /// grant goes below zero, and nullb_bwtimer_fn() *sets* the grant at the next tick,
+    /// so the request overdraws it again, tick after tick (the kernel hangs the same way:
+    /// it does not let the request through after a tick).
+    fn check_request(&self, bytes: u64) -> Result<(), KeyError> {
+        let grant = mb_per_tick(self.cfg.mbps);
+        if self.cfg.mbps == 0 || bytes <= grant as u64 {
+            return Ok(());
+        }
+        let per_mbps = mb_per_tick(1) as u64;
+        Err(KeyError::new(
+            "device.mbps",
+            format!(
+                "`{}` grants {grant} bytes per 20 ms tick, less than one {bytes}-byte request: \
+                 null_handle_throttled() requeues a request that overdraws the grant and each \
+                 tick resets the grant, so that request never completes (a real null_blk hangs \
+                 on it too); accepted: mbps >= {} (or 0, no cap), or requests of at most \
+                 {grant} bytes",
+                self.cfg.mbps,
+                bytes.div_ceil(per_mbps)
+            ),
+        ))
     }
 }

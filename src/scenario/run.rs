@@ -417,6 +417,7 @@ pub fn prepare(
             sources.push(src_idx);
         }
     }
+    check_request_sizes(sc, variant, dev.as_ref(), &params, &tree)?;
     if params.is_empty() {
         return Err(format!(
             "{}: no fio job to run{}; give a cgroup a `fio = \"fio --name=...\"`",
@@ -605,6 +606,40 @@ pub fn simulate(sc: &Scenario, p: Prepared, progress: &Reporter) -> Result<Varia
         monitor,
         monitor_json,
     })
+}
+
+/// Refuse a device that could never complete the largest request of some job: the
+/// job's largest `bs` in the directions it does I/O in, cut to `max_sectors_kb`.
+fn check_request_sizes(
+    sc: &Scenario,
+    variant: Option<&str>,
+    dev: &dyn crate::device::BlockDevice,
+    jobs: &[JobParams],
+    tree: &CgroupTree,
+) -> Result<(), String> {
+    let max_rq = u64::from(dev.limits().max_sectors_kb) * 1024;
+    for p in jobs {
+        let dirs = [p.kind.read, p.kind.write];
+        let Some(largest) = (0..2)
+            .filter(|&d| dirs[d])
+            .map(|d| p.bs[d].max().div_ceil(512) * 512)
+            .max()
+        else {
+            continue;
+        };
+        if let Err(e) = dev.check_request(largest.min(max_rq)) {
+            let msg = format!(
+                "{}; that request is fio job `{}` (cgroup `{}`) with bs={largest}, cut at \
+                 max_sectors_kb={}",
+                e.msg,
+                p.name,
+                tree.nodes[p.cgroup as usize].path,
+                max_rq / 1024
+            );
+            return Err(key_err(sc, variant, &["device"], &KeyError::new(e.key, msg)).to_string());
+        }
+    }
+    Ok(())
 }
 
 /// `echo LINE > FILE` on the controllers a run has set up.
