@@ -519,6 +519,16 @@ fn command_line() {
     assert!(parse_cmdline_with(&args(&["x.fio"]), &no_env, &read).is_err());
 }
 
+/// `size=0` (and `0%`) is fio's "not given": the whole file or device; `io_size=0`
+/// likewise falls back to the size.
+#[test]
+fn size_zero_is_the_whole_device() {
+    for v in ["0", "0%", "0k"] {
+        let j = job(&format!("[a]\nsize={v}\nio_size={v}\n"));
+        assert_eq!((j.size, j.io_size), (None, None), "size={v}");
+    }
+}
+
 proptest! {
     #[test]
     fn never_panics_on_text(s in "\\PC{0,200}") {

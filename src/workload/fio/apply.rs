@@ -7,7 +7,7 @@
 //! option needs a value, as fio says "Option X requires an argument".
 
 use super::known::fio_knows;
-use super::units;
+use super::units::{self, SizeOrPct};
 use super::{
     BsSplit, IoEngine, JobSpec, NsRange, RandomDist, RateProcess, RwMode, RwSuffix, SubmitMode,
     ThinkBlocksType, UnifiedRw,
@@ -333,6 +333,16 @@ fn bare_ok(key: &str) -> bool {
     )
 }
 
+/// `size=`/`io_size=` of 0 (or 0%) is fio's "not given": the whole file or device
+/// (filesetup.c: a zero size falls back to `real_file_size - file_offset`), and for
+/// `io_size` the size.
+fn unless_zero(v: SizeOrPct) -> Option<SizeOrPct> {
+    match v {
+        SizeOrPct::Bytes(0) | SizeOrPct::Percent(0) | SizeOrPct::Zones(0) => None,
+        v => Some(v),
+    }
+}
+
 /// What applying one option did.
 pub(super) enum Outcome {
     /// Modelled and applied.
@@ -398,10 +408,10 @@ pub(super) fn apply(
         }
         "direct" => spec.direct = bool01(v)?,
         "buffered" => spec.direct = !bool01(v)?,
-        "size" => spec.size = Some(units::size_or_pct(v, kb, notes)?),
+        "size" => spec.size = unless_zero(units::size_or_pct(v, kb, notes)?),
         "filesize" => spec.filesize = Some(units::size_range(v, kb, notes)?),
         "offset" => spec.offset = units::size_or_pct(v, kb, notes)?,
-        "io_size" => spec.io_size = Some(units::size_or_pct(v, kb, notes)?),
+        "io_size" => spec.io_size = unless_zero(units::size_or_pct(v, kb, notes)?),
         "number_ios" => spec.number_ios = uint(v, kb, notes, 0, i64::MAX)?,
         "loops" => spec.loops = u32v(v, kb, notes, 1, u32::MAX)?,
         "numjobs" => spec.numjobs = u32v(v, kb, notes, 1, 65536)?, // cap: bounded memory

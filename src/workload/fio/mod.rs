@@ -289,13 +289,13 @@ pub struct JobSpec {
     /// `direct` (O_DIRECT), default false; `buffered=0` sets it.
     pub direct: bool,
     /// `size`: total bytes (or % of device) this job does per loop; `None` = whole
-    /// file/device.
+    /// file/device (`size=0` too, as in fio).
     pub size: Option<SizeOrPct>,
     /// `filesize` range (lo, hi); `None` = from `size`.
     pub filesize: Option<(u64, u64)>,
     /// `offset` start, default 0.
     pub offset: SizeOrPct,
-    /// `io_size`/`io_limit`: total bytes to transfer; `None` = `size`.
+    /// `io_size`/`io_limit`: total bytes to transfer; `None` (or 0) = `size`.
     pub io_size: Option<SizeOrPct>,
     /// `number_ios`: stop after this many I/Os; 0 = no limit.
     pub number_ios: u64,
