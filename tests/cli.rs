@@ -256,6 +256,61 @@ fn output_dir_holds_timelines_and_pictures() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Job and cgroup names come from users: every CSV quotes them as RFC 4180 says.
+#[test]
+fn csv_outputs_quote_the_names_users_choose() {
+    let sc = scenario_file(
+        "csv.toml",
+        "[device]\nmodel = \"nullb\"\n\
+         [root]\n\"io.cost.qos\" = \"252:0 enable=1 ctrl=user rpct=90 rlat=3500 wpct=90 wlat=3500 min=80 max=10000\"\n\
+         \"io.cost.model\" = \"252:0 ctrl=user model=linear rbps=200000000 rseqiops=20000 rrandiops=20000 wbps=200000000 wseqiops=20000 wrandiops=20000\"\n\
+         [cgroup.\"x,y\"]\n\"io.max\" = \"252:0 riops=100\"\n\
+         fio = \"\"\"\n[a,\"b\"]\nrw=randread\nioengine=libaio\nruntime=1\n\"\"\"\n",
+    );
+    let dir = std::env::temp_dir().join(format!("blkcg-sim-csv-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut cmd = bin();
+    cmd.args(["run", &sc, "--output-format", "summary", "--output"])
+        .arg(&dir);
+    ok(cmd);
+    let v = dir.join("default");
+    let read = |f: &str| std::fs::read_to_string(v.join(f)).unwrap();
+    let (jobs, throttle, timeline) = (read("jobs.csv"), read("throttle.csv"), read("timeline.csv"));
+    assert!(
+        jobs.lines()
+            .nth(1)
+            .unwrap()
+            .starts_with(r#"0.000,"x,y/a,""b""","#),
+        "{jobs}"
+    );
+    assert!(
+        throttle.lines().nth(1).unwrap().contains(r#","x,y",read,"#),
+        "{throttle}"
+    );
+    assert!(
+        timeline.lines().any(|l| l.contains(r#","x,y","#)),
+        "{timeline}"
+    );
+    // every row has as many fields as its header, read as RFC 4180 says
+    for text in [&jobs, &throttle, &timeline] {
+        let width = csv_fields(text.lines().next().unwrap());
+        assert!(text.lines().all(|l| csv_fields(l) == width), "{text}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The number of fields in one RFC 4180 line.
+fn csv_fields(line: &str) -> usize {
+    let mut quoted = false;
+    1 + line
+        .chars()
+        .filter(|&c| {
+            quoted ^= c == '"';
+            c == ',' && !quoted
+        })
+        .count()
+}
+
 #[test]
 fn successive_fio_runs_start_when_every_run_before_has_ended() {
     // a's second run waits for b's longer first run, as a script's `wait` does

@@ -9,6 +9,7 @@ use std::path::Path;
 
 use crate::blkcg::CgroupTree;
 use crate::iocost::ctl::PeriodRow;
+use crate::report::csv_field;
 use crate::report::plot::{Panel, Series, plot_panels};
 use crate::sim::Ns;
 use crate::sim::timebins::TimeBins;
@@ -47,7 +48,7 @@ pub fn iocost_csv(rows: &[PeriodRow], tree: &CgroupTree) -> String {
         for c in &r.cgroups {
             s.push_str(&format!(
                 "{dev},{},{},{},{},{},{},{},{},{},{},{}\n",
-                cg_name(tree, c.cg),
+                csv_field(&cg_name(tree, c.cg)),
                 c.active,
                 c.inuse,
                 c.hwa,
@@ -73,7 +74,7 @@ pub fn throttle_csv(rows: &[(Ns, ThrotlRow)], tree: &CgroupTree) -> String {
         s.push_str(&format!(
             "{:.3},{},{},{},{},{},{},{},{}\n",
             *t as f64 / 1e9,
-            cg_name(tree, r.cg),
+            csv_field(&cg_name(tree, r.cg)),
             r.dir.name(),
             r.queued,
             r.bytes_disp,
@@ -110,7 +111,7 @@ pub fn jobs_csv(jobs: &[JobLine]) -> String {
             s.push_str(&format!(
                 "{:.3},{},{},{:.1},{lat}\n",
                 t as f64 / 1e9,
-                j.label,
+                csv_field(&j.label),
                 b.ios,
                 b.ios as f64 / secs
             ));
