@@ -4,8 +4,8 @@
 
 use blkcg_sim::workload::fio::units::{self, SizeOrPct};
 use blkcg_sim::workload::fio::{
-    BsSplit, FioJobs, IoEngine, JobSpec, NsRange, RandomDist, RwMode, RwSuffix, UnifiedRw,
-    parse_cmdline, parse_cmdline_with, parse_jobfile,
+    BsSplit, Env, FioJobs, IoEngine, JobSpec, NsRange, Origin, RandomDist, Reader, RwMode,
+    RwSuffix, UnifiedRw, parse_cmdline, parse_cmdline_with, parse_jobfile,
 };
 use proptest::prelude::*;
 
@@ -19,8 +19,25 @@ fn no_files(p: &str) -> Result<String, String> {
     Err(format!("no such file {p}"))
 }
 
+/// Reads as fio does: `env` for `${VAR}`, `files` for includes and job files.
+fn rd<'a>(
+    env: &'a dyn Fn(&str) -> Option<String>,
+    files: &'a dyn Fn(&str) -> Result<String, String>,
+) -> Reader<'a> {
+    Reader {
+        env: Env::Vars(env),
+        read_file: files,
+        quote_job_files: true,
+    }
+}
+
+/// Text that is the whole of `file`.
+fn at(file: &str) -> Origin<'_> {
+    Origin { file, lines: &[] }
+}
+
 fn parse(text: &str) -> FioJobs {
-    parse_jobfile(text, "t.fio", &no_env, &no_files).unwrap_or_else(|e| panic!("{e}"))
+    parse_jobfile(text, &at("t.fio"), &rd(&no_env, &no_files)).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn job(text: &str) -> JobSpec {
@@ -30,7 +47,7 @@ fn job(text: &str) -> JobSpec {
 }
 
 fn parse_err(text: &str) -> String {
-    match parse_jobfile(text, "t.fio", &no_env, &no_files) {
+    match parse_jobfile(text, &at("t.fio"), &rd(&no_env, &no_files)) {
         Ok(j) => panic!("expected an error, got {j:?}"),
         Err(e) => e.to_string(),
     }
@@ -295,9 +312,8 @@ fn include_env_and_reserved() {
     };
     let f = parse_jobfile(
         "[a]\ninclude common.fio\nbs=${BS}\nnumjobs=$ncpus\nsize=$mb_memory\nba=$pagesize\n",
-        "dir/job.fio",
-        &env,
-        &read,
+        &at("dir/job.fio"),
+        &rd(&env, &read),
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let j = &f.jobs[0];
@@ -307,16 +323,33 @@ fn include_env_and_reserved() {
     assert_eq!(f.jobs.len(), 2, "$ncpus = 2");
     assert_eq!(j.size, Some(SizeOrPct::Bytes(8192)));
     assert_eq!(j.blockalign, [4096; 3]);
-    let e = parse_jobfile("[a]\ninclude sect.fio\n", "dir/job.fio", &env, &read).unwrap_err();
+    let e = parse_jobfile(
+        "[a]\ninclude sect.fio\n",
+        &at("dir/job.fio"),
+        &rd(&env, &read),
+    )
+    .unwrap_err();
     assert_eq!((e.file.as_str(), e.line), ("dir/sect.fio", 1));
-    let e = parse_jobfile("[a]\n\ninclude nope.fio\n", "dir/job.fio", &env, &read).unwrap_err();
+    let e = parse_jobfile(
+        "[a]\n\ninclude nope.fio\n",
+        &at("dir/job.fio"),
+        &rd(&env, &read),
+    )
+    .unwrap_err();
     assert_eq!(
         e.to_string(),
         "dir/job.fio:3: cannot include `dir/nope.fio`: not found"
     );
     // include loop is an error, not a stack overflow
     let looping = |_: &str| Ok("include self.fio\n".to_string());
-    assert!(parse_jobfile("[a]\ninclude self.fio\n", "self.fio", &env, &looping).is_err());
+    assert!(
+        parse_jobfile(
+            "[a]\ninclude self.fio\n",
+            &at("self.fio"),
+            &rd(&env, &looping)
+        )
+        .is_err()
+    );
 }
 
 #[test]
@@ -511,12 +544,69 @@ fn command_line() {
             .then(|| "[c]\nrw=write\n".to_string())
             .ok_or_else(|| "missing".to_string())
     };
-    let f = parse_cmdline_with(&args(&["--bs=16k", "j.fio", "--name=d"]), &no_env, &read)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let f = parse_cmdline_with(
+        &args(&["--bs=16k", "j.fio", "--name=d"]),
+        &at("<cmdline>"),
+        &rd(&no_env, &read),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let names: Vec<&str> = f.jobs.iter().map(|j| j.name.as_str()).collect();
     assert_eq!(names, ["d", "c"]);
     assert_eq!((f.jobs[1].rw, f.jobs[1].bs_min[0]), (RwMode::Write, 16384));
-    assert!(parse_cmdline_with(&args(&["x.fio"]), &no_env, &read).is_err());
+    assert!(parse_cmdline_with(&args(&["x.fio"]), &at("<cmdline>"), &rd(&no_env, &read)).is_err());
+}
+
+/// Acting as fio, `${VAR}` is read from the environment as fio reads it (unset:
+/// nothing, with a warning naming it); with the environment off, as in scenarios, it
+/// is an error naming the variable, never silently "".
+#[test]
+fn env_vars_as_fio_or_refused() {
+    let env = |v: &str| (v == "BS").then(|| "16k".to_string());
+    let f = parse_jobfile(
+        "[a]\nbs=${BS}\n\nrwmixread=${PCT}40\n",
+        &at("j.fio"),
+        &rd(&env, &no_files),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((f.jobs[0].bs_min[0], f.jobs[0].rwmixread), (16384, 40));
+    assert_eq!(
+        f.warnings,
+        ["j.fio:4: `${PCT}` is not set in the environment: it expands to nothing, as in fio"]
+    );
+    let off = Reader {
+        env: Env::Off,
+        read_file: &no_files,
+        quote_job_files: false,
+    };
+    let e = parse_jobfile("[a]\n\nfilename=/dev/${DEV}\n", &at("s.toml"), &off).unwrap_err();
+    assert_eq!(e.line, 3);
+    assert!(
+        e.msg
+            .starts_with("`${DEV}`: environment variables are not expanded in scenarios"),
+        "{e}"
+    );
+    // fio substitutes nothing on its command line (the shell did): `$ncpus` stays
+    // (fio 3.33: "failed parsing numjobs=$ncpus"), `${X}` is not emptied
+    let e = parse_cmdline(&args(&["--name=a", "--numjobs=$ncpus"])).unwrap_err();
+    assert!(e.msg.contains("$ncpus"), "{e}");
+    let f = parse_cmdline(&args(&["--name=a", "--filename=${NOT_SET_HERE}"])).unwrap();
+    assert_eq!(f.jobs[0].filename.as_deref(), Some("${NOT_SET_HERE}"));
+}
+
+/// fio hands a value in which it replaced `$ncpus`, `$mb_memory` or `$pagesize` and
+/// that holds `+ - * /` to bc (scale 0: divisions truncate). fio 3.33, 2 CPUs:
+/// `numjobs=$ncpus*2` runs 4 jobs.
+#[test]
+fn reserved_keywords_with_arithmetic() {
+    let f = parse("[a]\nnumjobs=$ncpus*2\nsize=$mb_memory/3\nbs=$pagesize*2\n");
+    assert_eq!(f.jobs.len(), 4);
+    assert_eq!(f.jobs[0].size, Some(SizeOrPct::Bytes(8192 / 3)));
+    assert_eq!(f.jobs[0].bs_min, [8192; 3]);
+    let e = parse_err("[a]\n\nsize=$mb_memory/0\n");
+    assert!(e.starts_with("t.fio:3: size: division by zero"), "{e}");
+    // bc cannot read a unit: fio 3.33 fails parsing `size=(4*$ncpus)MiB`
+    let e = parse_err("[a]\nsize=(4*$ncpus)MiB\n");
+    assert!(e.starts_with("t.fio:2: size: `(4*2)MiB`"), "{e}");
 }
 
 /// `size=0` (and `0%`) is fio's "not given": the whole file or device; `io_size=0`
@@ -529,19 +619,100 @@ fn size_zero_is_the_whole_device() {
     }
 }
 
+/// An included file need not be a job file, and its first line is then the error:
+/// errors name its file and line and never quote it. So is a job file a scenario's
+/// command line names; acting as fio, that one is quoted as fio quotes it.
+#[test]
+fn files_read_by_name_are_not_quoted() {
+    let read = |p: &str| match p {
+        "d/shadow" => Ok("root:$y$j9T$SECRETHASH:19000:0:99999:7:::\n".to_string()),
+        "d/opts" => Ok("iodepth=4\nbs=SECRET\n".to_string()),
+        "d/early" => Ok("SECRET=1\n".to_string()),
+        "d/nested" => Ok("include SECRETPATH\n".to_string()),
+        _ => Err("No such file or directory (os error 2)".to_string()),
+    };
+    let cases = [
+        ("[a]\ninclude shadow\n", "d/shadow:1: not an fio option"),
+        ("[a]\ninclude opts\n", "d/opts:2: bs: not a valid value"),
+        (
+            "include early\n[a]\n",
+            "d/early:1: an option outside of a [] job section",
+        ),
+        (
+            "[a]\ninclude nested\n",
+            "d/nested:1: cannot include the file this line names",
+        ),
+    ];
+    for (text, want) in cases {
+        let e = parse_jobfile(text, &at("d/j.fio"), &rd(&no_env, &read))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with(want), "{e}");
+        assert!(e.contains("(the line is not quoted"), "{e}");
+        assert!(!e.contains("SECRET") && !e.contains("root"), "{e}");
+    }
+    let cmd = args(&["d/shadow"]);
+    let scenario = Reader {
+        env: Env::Off,
+        read_file: &read,
+        quote_job_files: false,
+    };
+    let e = parse_cmdline_with(&cmd, &at("<cmdline>"), &scenario).unwrap_err();
+    assert_eq!((e.file.as_str(), e.line), ("d/shadow", 1));
+    assert!(!e.msg.contains("SECRET"), "{e}");
+    let e = parse_cmdline_with(&cmd, &at("<cmdline>"), &rd(&no_env, &read)).unwrap_err();
+    assert!(e.msg.contains("SECRETHASH"), "acting as fio, quoted: {e}");
+    // an endless file is read only so far
+    let e = parse_jobfile(
+        "[a]\ninclude /dev/zero\n",
+        &at("s.toml"),
+        &Reader::scenario(),
+    )
+    .unwrap_err();
+    assert!(e.msg.ends_with("larger than 16 MiB: not a job file"), "{e}");
+}
+
+/// Text held in another file reports that file's lines: line n of the text is
+/// `lines[n-1]`, argument n of a command line likewise.
+#[test]
+fn errors_and_warnings_at_the_holding_files_lines() {
+    let lines = [11, 12, 13, 14];
+    let held = Origin {
+        file: "s.toml",
+        lines: &lines,
+    };
+    let f = parse_jobfile("[a]\nbs = 4k\n", &held, &rd(&no_env, &no_files)).unwrap();
+    assert!(
+        f.warnings[0].starts_with("s.toml:12: blank after `=`"),
+        "{:?}",
+        f.warnings
+    );
+    let e = parse_jobfile("[a]\n\n\nbs=4q\n", &held, &rd(&no_env, &no_files)).unwrap_err();
+    assert_eq!(e.to_string().split(": ").next(), Some("s.toml:14"));
+    let e = parse_cmdline_with(
+        &args(&["--name=a", "--bogus=1"]),
+        &held,
+        &rd(&no_env, &no_files),
+    )
+    .unwrap_err();
+    assert_eq!((e.file.as_str(), e.line), ("s.toml", 12));
+}
+
 proptest! {
     #[test]
     fn never_panics_on_text(s in "\\PC{0,200}") {
-        let _ = parse_jobfile(&s, "p.fio", &no_env, &no_files);
-        let _ = parse_jobfile(&format!("[a]\n{s}"), "p.fio", &no_env, &no_files);
+        let _ = parse_jobfile(&s, &at("p.fio"), &rd(&no_env, &no_files));
+        let _ = parse_jobfile(&format!("[a]\n{s}"), &at("p.fio"), &rd(&no_env, &no_files));
+        let held = Origin { file: "s.toml", lines: &[3, 5] };
+        let _ = parse_jobfile(&format!("[a]\n{s}"), &held, &Reader::scenario());
     }
 
     #[test]
     fn never_panics_on_bytes(b in proptest::collection::vec(any::<u8>(), 0..200)) {
         let s = String::from_utf8_lossy(&b);
-        let _ = parse_jobfile(&format!("[a]\n{s}"), "p.fio", &no_env, &no_files);
-        let _ = parse_cmdline_with(&[s.to_string()], &no_env, &no_files);
-        let _ = parse_cmdline_with(&["--name=a".into(), format!("--{s}")], &no_env, &no_files);
+        let _ = parse_jobfile(&format!("[a]\n{s}"), &at("p.fio"), &rd(&no_env, &no_files));
+        let _ = parse_cmdline_with(&[s.to_string()], &at("<cmdline>"), &rd(&no_env, &no_files));
+        let _ = parse_cmdline_with(&["--name=a".into(), format!("--{s}")], &at("<cmdline>"), &rd(&no_env, &no_files));
     }
 
     #[test]
@@ -553,7 +724,7 @@ proptest! {
         ]),
         val in "[0-9a-zA-Z%:,/()*+^. -]{0,30}",
     ) {
-        let _ = parse_jobfile(&format!("[a]\n{key}={val}\n"), "p.fio", &no_env, &no_files);
+        let _ = parse_jobfile(&format!("[a]\n{key}={val}\n"), &at("p.fio"), &rd(&no_env, &no_files));
         let _ = parse_cmdline(&["--name=a".into(), format!("--{key}={val}")]);
     }
 }

@@ -3,7 +3,7 @@
 //! skipped (with a note on stderr) otherwise.
 //! Our own job files under `tests/jobs/` are always parsed.
 
-use blkcg_sim::workload::fio::{FioJobs, SizeOrPct, parse_jobfile};
+use blkcg_sim::workload::fio::{Env, FioJobs, Origin, Reader, SizeOrPct, parse_jobfile};
 use std::path::Path;
 use std::process::Command;
 
@@ -49,7 +49,19 @@ fn parse_mirror_dir(dir: &str) -> Option<(usize, Vec<String>)> {
         let text = git(&["show", &format!("HEAD:{f}")]).expect("git show");
         let read = |p: &str| git(&["show", &format!("HEAD:{p}")]).ok_or_else(|| "missing".into());
         n += 1;
-        match parse_jobfile(&text, f, &example_env, &read) {
+        let rd = Reader {
+            env: Env::Vars(&example_env),
+            read_file: &read,
+            quote_job_files: true,
+        };
+        match parse_jobfile(
+            &text,
+            &Origin {
+                file: f,
+                lines: &[],
+            },
+            &rd,
+        ) {
             Ok(j) => assert!(!j.jobs.is_empty(), "{f}: no jobs"),
             Err(e) => failures.push(e.to_string()),
         }
@@ -95,7 +107,21 @@ fn own(name: &str) -> FioJobs {
         .join(name);
     let text = std::fs::read_to_string(&p).expect("read job file");
     let read = |inc: &str| std::fs::read_to_string(inc).map_err(|e| e.to_string());
-    parse_jobfile(&text, &p.to_string_lossy(), &own_env, &read).unwrap_or_else(|e| panic!("{e}"))
+    let rd = Reader {
+        env: Env::Vars(&own_env),
+        read_file: &read,
+        quote_job_files: true,
+    };
+    let file = p.to_string_lossy();
+    parse_jobfile(
+        &text,
+        &Origin {
+            file: &file,
+            lines: &[],
+        },
+        &rd,
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]

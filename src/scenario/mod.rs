@@ -76,6 +76,11 @@ pub struct Scenario {
     pub table: Table,
     /// Where each key is written.
     pub lines: KeyLines,
+    /// `blkcg-sim fio`, acting as fio: its job files read `${VAR}` from the
+    /// environment, and errors quote them, as fio's do. A scenario file reads no
+    /// environment (the same scenario gives the same output on any machine) and quotes
+    /// no file it names.
+    pub acting_as_fio: bool,
 }
 
 impl Scenario {
@@ -95,6 +100,7 @@ impl Scenario {
             text: text.to_string(),
             table,
             lines: KeyLines::index(text),
+            acting_as_fio: false,
         };
         for k in sc.table.keys() {
             if !TOP_KEYS.contains(&k.as_str()) {
@@ -313,6 +319,22 @@ impl Scenario {
                 self.lines.exact(&full)
             })
             .or_else(|| self.lines.exact(path))
+    }
+
+    /// The line of each line of the string at `path` as variant `variant` sees it:
+    /// one by one for a multi-line string, else the line where it is written.
+    pub fn text_lines_in(&self, variant: Option<&str>, path: &[&str]) -> Vec<usize> {
+        let index = self.variant_index(variant).map(|i| i.to_string());
+        let own: Option<Vec<&str>> = index
+            .as_deref()
+            .map(|i| [&["variant", i][..], path].concat());
+        let written = own
+            .filter(|p| self.lines.exact(p).is_some())
+            .unwrap_or_else(|| path.to_vec());
+        match self.lines.text_lines(&written) {
+            Some(lines) => lines.to_vec(),
+            None => self.line_in(variant, path).into_iter().collect(),
+        }
     }
 
     /// `e` as seen while resolving `variant`: pointed at the variant's line for its key

@@ -55,7 +55,10 @@ pub struct IfaceWrite {
 pub struct FioSource {
     pub cgroup: u32,
     pub text: String,
+    /// Where it is written (the element of a `fio = [...]` array).
     pub src_line: Option<usize>,
+    /// The scenario's line of each line of `text` (see [`Scenario::text_lines_in`]).
+    pub lines: Vec<usize>,
     /// Which run of the cgroup this is (`fio = [...]`, from 0): every cgroup's run k
     /// starts once every run k-1 has ended, as a shell script's `wait` between loops.
     pub round: u32,
@@ -242,12 +245,17 @@ impl Scenario {
                                 .collect::<Result<_, _>>()?,
                             _ => return Err(bad()),
                         };
-                        let src_line = self.line_in(variant, &["cgroup", name, k]);
                         for (round, text) in texts.into_iter().enumerate() {
+                            let n = round.to_string();
+                            let mut at = vec!["cgroup", name.as_str(), k.as_str()];
+                            if v.is_array() {
+                                at.push(&n);
+                            }
                             fio.push(FioSource {
                                 cgroup: cg,
                                 text: text.to_string(),
-                                src_line,
+                                src_line: self.line_in(variant, &at),
+                                lines: self.text_lines_in(variant, &at),
                                 round: round as u32,
                             });
                         }

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use rayon::prelude::*;
 
 use super::repro::{self, ReproSpec, VariantMetrics};
-use super::resolve::{IfaceFile, IfaceWrite, Resolved};
+use super::resolve::{FioSource, IfaceFile, IfaceWrite, Resolved};
 use super::{Scenario, ScenarioError, embedded};
 use crate::blkcg::{CgroupTree, DeviceTable};
 use crate::device::QueueLimits;
@@ -83,72 +83,133 @@ pub struct VariantRun {
     pub monitor_json: String,
 }
 
-/// Read a fio source (command line or job-file text) of one cgroup.
-pub fn parse_fio(text: &str, src: &str) -> Result<fiojob::FioJobs, String> {
-    let t = text.trim();
-    let no_env = |_: &str| None;
-    let no_include = |f: &str| -> Result<String, String> {
-        std::fs::read_to_string(f).map_err(|e| format!("cannot read include `{f}`: {e}"))
-    };
-    if is_cmdline(t) {
-        let args: Vec<String> = split_shell_words(t.strip_prefix("fio").unwrap_or(t))?;
-        fiojob::parse_cmdline_with(&args, &no_env, &no_include).map_err(|e| format!("{src}: {e}"))
+/// Read one fio run (command line or job-file text) of a scenario as fio would, with
+/// errors at the scenario's lines, except that a scenario reads no environment
+/// (`${VAR}` is an error) and quotes no file it names; `blkcg-sim fio`
+/// ([`Scenario::acting_as_fio`]) does both as fio does. An `include` is read relative
+/// to the scenario file, a job file named on a command line from the working folder,
+/// as a shell would.
+pub fn parse_fio(sc: &Scenario, f: &FioSource) -> Result<fiojob::FioJobs, String> {
+    let rd = if sc.acting_as_fio {
+        fiojob::Reader::fio()
     } else {
-        fiojob::parse_jobfile(t, src, &no_env, &no_include).map_err(|e| e.to_string())
+        fiojob::Reader::scenario()
+    };
+    let text = f.text.as_str();
+    if !is_cmdline(text) {
+        let at = fiojob::Origin {
+            file: &sc.file,
+            lines: &f.lines,
+        };
+        return fiojob::parse_jobfile(text, &at, &rd).map_err(|e| e.to_string());
     }
+    let t = text.trim_start();
+    let args_at = text.len() - t.len() + if t.starts_with("fio") { 3 } else { 0 };
+    let (offsets, args): (Vec<usize>, Vec<String>) =
+        shell_words_at(&text[args_at..])?.into_iter().unzip();
+    // the scenario's line of each argument; acting as fio, arguments are numbered
+    let lines: Vec<usize> = if sc.acting_as_fio {
+        Vec::new()
+    } else {
+        offsets
+            .iter()
+            .map(|i| {
+                let l = text[..args_at + i].matches('\n').count();
+                f.lines
+                    .get(l)
+                    .or(f.lines.last())
+                    .copied()
+                    .unwrap_or_default()
+            })
+            .collect()
+    };
+    let at = fiojob::Origin {
+        file: if sc.acting_as_fio {
+            "<cmdline>"
+        } else {
+            &sc.file
+        },
+        lines: &lines,
+    };
+    fiojob::parse_cmdline_with(&args, &at, &rd).map_err(|e| e.to_string())
 }
 
 /// Whether a scenario's `fio` text is a command line (else a job file).
 pub fn is_cmdline(text: &str) -> bool {
     let t = text.trim();
-    t.starts_with("fio ") || t.starts_with("--") || t == "fio"
+    t.starts_with("--")
+        || t.strip_prefix("fio")
+            .is_some_and(|r| r.is_empty() || r.starts_with(char::is_whitespace))
 }
 
 /// Split a command line as a POSIX shell would for plain words and quotes.
 pub fn split_shell_words(s: &str) -> Result<Vec<String>, String> {
+    Ok(shell_words_at(s)?.into_iter().map(|(_, w)| w).collect())
+}
+
+/// [`split_shell_words`], each word with the byte offset where it starts. A variable
+/// a shell would expand (`$VAR`, `${VAR}`, outside single quotes) is refused: a
+/// scenario reads no environment. Nothing else of the shell is: `$(...)` stays text.
+fn shell_words_at(s: &str) -> Result<Vec<(usize, String)>, String> {
     let mut out = Vec::new();
     let mut cur = String::new();
-    let mut in_word = false;
+    // where the word being read starts, if one is
+    let mut start: Option<usize> = None;
     let mut quote: Option<char> = None;
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
+    let mut chars = s.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if c == '$'
+            && quote != Some('\'')
+            && chars
+                .peek()
+                .is_some_and(|&(_, n)| n == '{' || n == '_' || n.is_ascii_alphabetic())
+        {
+            let var = s[i + 1..]
+                .split(|c: char| !(c.is_ascii_alphanumeric() || "{}_".contains(c)))
+                .next()
+                .unwrap_or_default();
+            return Err(format!(
+                "`${var}` in the fio command line: a shell would expand it, but a scenario \
+                 reads no environment (the same scenario gives the same output on any \
+                 machine); write the value"
+            ));
+        }
         match (quote, c) {
             (Some(q), c) if c == q => quote = None,
             (Some('"'), '\\') => {
-                if let Some(n) = chars.next() {
+                if let Some((_, n)) = chars.next() {
                     cur.push(n);
                 }
             }
             (Some(_), c) => cur.push(c),
             (None, '\'' | '"') => {
                 quote = Some(c);
-                in_word = true;
+                start.get_or_insert(i);
             }
             (None, '\\') => {
-                if let Some(n) = chars.next()
+                if let Some((_, n)) = chars.next()
                     && n != '\n'
                 {
                     cur.push(n);
-                    in_word = true;
+                    start.get_or_insert(i);
                 }
             }
             (None, c) if c.is_whitespace() => {
-                if in_word {
-                    out.push(std::mem::take(&mut cur));
-                    in_word = false;
+                if let Some(at) = start.take() {
+                    out.push((at, std::mem::take(&mut cur)));
                 }
             }
             (None, c) => {
                 cur.push(c);
-                in_word = true;
+                start.get_or_insert(i);
             }
         }
     }
     if quote.is_some() {
         return Err("unterminated quote in the fio command line".into());
     }
-    if in_word {
-        out.push(cur);
+    if let Some(at) = start {
+        out.push((at, cur));
     }
     Ok(out)
 }
@@ -380,8 +441,9 @@ pub fn prepare(
             sc.file,
             src.src_line.map(|l| format!(":{l}")).unwrap_or_default()
         );
-        let jobs = parse_fio(&src.text, &where_)?;
-        warnings.extend(jobs.warnings.iter().map(|w| format!("{where_}: {w}")));
+        // parse errors and warnings name their own lines
+        let jobs = parse_fio(sc, src)?;
+        warnings.extend(jobs.warnings.iter().cloned());
         global_options.extend(jobs.global_options.iter().cloned());
         let base = params.len() as u32;
         let deps = start_dependencies(&jobs.jobs, base);
@@ -1099,7 +1161,8 @@ pub fn fio_command(
         t.insert("kernel".into(), toml::Value::Table(kt));
     }
     let text = toml::to_string(&t).map_err(|e| e.to_string())?;
-    let sc = Scenario::parse(&text, "<command line>").map_err(|e| e.to_string())?;
+    let mut sc = Scenario::parse(&text, "<command line>").map_err(|e| e.to_string())?;
+    sc.acting_as_fio = true;
     let opts = RunOptions {
         variants: vec![],
         kernels: vec![],

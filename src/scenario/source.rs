@@ -10,7 +10,9 @@
 //! element) starts. One linear pass over the document, one hash look-up per question,
 //! so a scenario with 100,000 cgroups is indexed as fast as it is parsed. A question
 //! about a key that is not written (a default, a missing key) is answered with the
-//! line of the nearest enclosing table that is.
+//! line of the nearest enclosing table that is. A multi-line string (`"""`, `'''`:
+//! fio job text) also keeps the line of each of its lines, so an error in its third
+//! line names the file's line of it.
 
 use std::collections::HashMap;
 
@@ -21,6 +23,8 @@ use toml::de::{DeTable, DeValue};
 #[derive(Debug, Clone, Default)]
 pub struct KeyLines {
     lines: HashMap<String, usize>,
+    /// Multi-line strings: the line of each line of the value.
+    texts: HashMap<String, Vec<usize>>,
 }
 
 /// Path elements joined by a byte no TOML key can hold unescaped in a sane scenario.
@@ -47,28 +51,36 @@ impl KeyLines {
         let starts = LineStarts::new(text);
         let mut k = KeyLines::default();
         let mut path = Vec::new();
-        k.table(doc.get_ref(), &starts, &mut path);
+        k.table(doc.get_ref(), &Source { text, starts }, &mut path);
         k
     }
 
-    fn table(&mut self, t: &DeTable<'_>, starts: &LineStarts, path: &mut Vec<String>) {
+    fn table(&mut self, t: &DeTable<'_>, src: &Source, path: &mut Vec<String>) {
         for (key, value) in t {
             path.push(key.get_ref().to_string());
-            self.record(path, starts.line(key.span().start));
-            self.value(value, starts, path);
+            self.record(path, src.starts.line(key.span().start));
+            self.value(value, src, path);
             path.pop();
         }
     }
 
-    fn value(&mut self, v: &Spanned<DeValue<'_>>, starts: &LineStarts, path: &mut Vec<String>) {
+    fn value(&mut self, v: &Spanned<DeValue<'_>>, src: &Source, path: &mut Vec<String>) {
         match v.get_ref() {
-            DeValue::Table(t) => self.table(t, starts, path),
+            DeValue::Table(t) => self.table(t, src, path),
             DeValue::Array(a) => {
                 for (i, e) in a.iter().enumerate() {
                     path.push(i.to_string());
-                    self.record(path, starts.line(e.span().start));
-                    self.value(e, starts, path);
+                    self.record(path, src.starts.line(e.span().start));
+                    self.value(e, src, path);
                     path.pop();
+                }
+            }
+            DeValue::String(_) => {
+                let raw = src.text.get(v.span()).unwrap_or_default();
+                if raw.starts_with("\"\"\"") || raw.starts_with("'''") {
+                    let refs: Vec<&str> = path.iter().map(String::as_str).collect();
+                    let lines = value_lines(raw, src.starts.line(v.span().start));
+                    self.texts.insert(join(&refs), lines);
                 }
             }
             _ => {}
@@ -90,6 +102,60 @@ impl KeyLines {
     pub fn nearest(&self, path: &[&str]) -> Option<usize> {
         (1..=path.len()).rev().find_map(|n| self.exact(&path[..n]))
     }
+
+    /// The line of each line of the multi-line string written at `path`, if it is one.
+    pub fn text_lines(&self, path: &[&str]) -> Option<&[usize]> {
+        self.texts.get(&join(path)).map(Vec::as_slice)
+    }
+}
+
+/// The text being indexed, with its line starts.
+struct Source<'a> {
+    text: &'a str,
+    starts: LineStarts,
+}
+
+/// The line of each line of the value of the multi-line string token `raw` (quotes
+/// included) that starts on line `first`. TOML drops a newline right after the
+/// opening quotes; in a `"""` string a `\n` escape starts a line of the value on the
+/// same line of the file, and a line-ending backslash joins lines of the file.
+fn value_lines(raw: &str, first: usize) -> Vec<usize> {
+    let basic = raw.starts_with('"');
+    let body = raw.get(3..raw.len().saturating_sub(3)).unwrap_or_default();
+    let mut line = first;
+    let body = match body
+        .strip_prefix("\r\n")
+        .or_else(|| body.strip_prefix('\n'))
+    {
+        Some(rest) => {
+            line += 1;
+            rest
+        }
+        None => body,
+    };
+    let mut out = vec![line];
+    let mut chars = body.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\n' => {
+                line += 1;
+                out.push(line);
+            }
+            '\\' if basic => match chars.next() {
+                Some('n') => out.push(line),
+                // a line-ending backslash: the whitespace after it, newlines too, goes
+                Some(w) if w.is_whitespace() => {
+                    line += usize::from(w == '\n');
+                    while let Some(w) = chars.next_if(|w| w.is_whitespace()) {
+                        line += usize::from(w == '\n');
+                    }
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -133,6 +199,35 @@ model = "ssd"
         assert_eq!(k.exact(&["kernel", "hz"]), None);
         // an unwritten key: the table that would hold it
         assert_eq!(k.nearest(&["kernel", "hz"]), Some(5));
+    }
+
+    #[test]
+    fn multi_line_strings_keep_the_line_of_each_line() {
+        let text = "[cgroup.a]\n\
+                    fio = \"\"\"\n\
+                    [a]\n\
+                    \n\
+                    rw=read\"\"\"\n\
+                    [cgroup.b]\n\
+                    fio = [\"fio --name=x\", '''[b]\n\
+                    bs=4k''', \"\"\"[c]\\nrw=write\\\n   \n\
+                    \x20 bs=8k\"\"\"]\n";
+        let k = KeyLines::index(text);
+        // the newline right after `"""` is not part of the value
+        assert_eq!(k.text_lines(&["cgroup", "a", "fio"]), Some(&[3, 4, 5][..]));
+        assert_eq!(k.text_lines(&["cgroup", "b", "fio", "0"]), None);
+        assert_eq!(
+            k.text_lines(&["cgroup", "b", "fio", "1"]),
+            Some(&[7, 8][..])
+        );
+        // `\n` breaks the value's line, a line-ending backslash joins the file's
+        assert_eq!(
+            k.text_lines(&["cgroup", "b", "fio", "2"]),
+            Some(&[8, 8][..])
+        );
+        let doc: toml::Table = text.parse().unwrap();
+        let v = doc["cgroup"]["b"]["fio"][2].as_str().unwrap();
+        assert_eq!(v, "[c]\nrw=writebs=8k");
     }
 
     #[test]

@@ -174,7 +174,7 @@ fn check_config(plan: &GuestPlan, k: &kernel::Kernel) -> Result<(), String> {
 /// simulation reads.
 fn check_fio(sc: &Scenario, r: &Resolved) -> Result<(), String> {
     for f in r.fio.iter().filter(|f| !f.text.trim().is_empty()) {
-        let jobs = parse_fio(&f.text, &sc.file)?;
+        let jobs = parse_fio(sc, f)?;
         for j in &jobs.jobs {
             if j.cgroup.is_some() {
                 return Err(format!(

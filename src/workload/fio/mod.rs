@@ -7,8 +7,12 @@
 //!
 //! Moving parts:
 //! - `syntax.rs`: lines → sections (`[global]`, `[job]`), comments, `include`, `${VAR}`
-//!   and reserved `$pagesize`/`$mb_memory`/`$ncpus` expansion, bare booleans, the
-//!   command line; `numjobs` cloning and group id assignment (init.c `add_job()`).
+//!   and reserved `$pagesize`/`$mb_memory`/`$ncpus` expansion (job files only, as in
+//!   fio; `${VAR}` is refused where the [`Reader`] turns the environment off, as
+//!   scenarios do), bare booleans, the command line; `numjobs` cloning and group id
+//!   assignment (init.c `add_job()`). Errors name the file and line ([`Origin`] maps
+//!   fio text inside a scenario to the scenario's lines) and never quote a line of an
+//!   included file, which need not be a job file.
 //! - `apply.rs`: one `key=value` onto a [`JobSpec`] (the option table), the fix-ups
 //!   fio does after parsing (init.c `fixup_options()`), and the warning for options
 //!   fio knows but we do not model.
@@ -29,7 +33,9 @@ mod known;
 mod syntax;
 pub mod units;
 
-pub use syntax::{PROGRAM_OPTIONS, parse_cmdline, parse_cmdline_with, parse_jobfile};
+pub use syntax::{
+    Env, Origin, PROGRAM_OPTIONS, Reader, parse_cmdline, parse_cmdline_with, parse_jobfile,
+};
 pub use units::SizeOrPct;
 
 use crate::sim::Ns;

@@ -1,16 +1,21 @@
 //! Job file and command line syntax → sections → resolved jobs.
 //!
 //! Mirrors init.c `parse_jobs_ini()` (sections, comments, `include`, options outside
-//! a section refused), parse.c `fio_option_dup_subs()` (`${VAR}` and the reserved
-//! `$pagesize`/`$mb_memory`/`$ncpus`), init.c `parse_cmd_line()` (`--name=` starts a
-//! job, `--name=global` the global section, options before any `--name` are global)
-//! and init.c `add_job()` (numjobs clones, group ids).
+//! a section refused), options.c `dup_and_sub_options()` (`${VAR}`, then the reserved
+//! `$pagesize`/`$mb_memory`/`$ncpus` and `bc` arithmetic on them; job files only, as
+//! in fio), init.c `parse_cmd_line()` (`--name=` starts a job, `--name=global` the
+//! global section, options before any `--name` are global) and init.c `add_job()`
+//! (numjobs clones, group ids).
 //!
 //! Moving parts: [`Builder`] holds the global spec and the group-id counters and
 //! turns each finished section into jobs; [`read_ini`] flattens one file (and its
-//! includes) into sections of [`Entry`]s that remember their file and line.
+//! includes) into sections of [`Entry`]s that remember their file and line. A
+//! [`Reader`] says where `${VAR}` and named files come from and which lines errors may
+//! quote; an [`Origin`] maps the text's lines to its file's (fio text inside a
+//! scenario).
 
 use super::apply::{self, Outcome};
+use super::units;
 use super::{FioError, FioJobs, JobSpec, SIM_MB_MEMORY, SIM_NCPUS, SIM_PAGESIZE};
 
 /// Maximum include nesting (guards against `include` loops).
@@ -42,6 +47,95 @@ pub const PROGRAM_OPTIONS: &[&str] = &[
     "aux-path",
 ];
 
+/// What `${VAR}` in a job file expands to (options.c `fio_option_dup_subs()`).
+#[derive(Clone, Copy)]
+pub enum Env<'a> {
+    /// The variable's value from this lookup (acting as fio: the process
+    /// environment); an unset one expands to nothing, as in fio, with a warning.
+    Vars(&'a dyn Fn(&str) -> Option<String>),
+    /// No expansion: `${VAR}` is an error naming the variable. Scenarios read no
+    /// environment, so that the same scenario gives the same output on any machine.
+    Off,
+}
+
+/// How fio text is read: `${VAR}`, the files it names, and what errors may quote.
+#[derive(Clone, Copy)]
+pub struct Reader<'a> {
+    pub env: Env<'a>,
+    /// The text of a file named by path: an `include`, or a job file named on a
+    /// command line.
+    pub read_file: &'a dyn Fn(&str) -> Result<String, String>,
+    /// Whether an error may quote a line of a job file named on a command line: yes
+    /// acting as fio (the user's own file, which fio quotes too), no for a scenario. A
+    /// line of an `include`d file is never quoted: any file on the machine can be
+    /// included, and the first line of one that is not a job file is the error.
+    pub quote_job_files: bool,
+}
+
+impl Reader<'static> {
+    /// Acting as fio: `${VAR}` from the process environment, files from the file
+    /// system, job files named on a command line quoted in errors.
+    pub fn fio() -> Self {
+        Reader {
+            env: Env::Vars(&process_env),
+            read_file: &read_fs,
+            quote_job_files: true,
+        }
+    }
+
+    /// A scenario's fio text: no environment, files from the file system, none of
+    /// them quoted in errors.
+    pub fn scenario() -> Self {
+        Reader {
+            env: Env::Off,
+            read_file: &read_fs,
+            quote_job_files: false,
+        }
+    }
+}
+
+fn process_env(var: &str) -> Option<String> {
+    std::env::var(var).ok()
+}
+
+/// Reads at most this much of a named file: more is no job file (and an `include` of
+/// `/dev/zero` must not eat the memory).
+const MAX_FILE: u64 = 16 << 20;
+
+fn read_fs(path: &str) -> Result<String, String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_FILE + 1).read_to_string(&mut text))
+        .map_err(|e| e.to_string())?;
+    if text.len() as u64 > MAX_FILE {
+        return Err(format!(
+            "larger than {} MiB: not a job file",
+            MAX_FILE >> 20
+        ));
+    }
+    Ok(text)
+}
+
+/// Where fio text is written, for messages and relative includes.
+#[derive(Clone, Copy)]
+pub struct Origin<'a> {
+    /// The file, named in messages; a relative `include` is read from its folder.
+    pub file: &'a str,
+    /// The file's line of each line of the text (of each argument of a command line)
+    /// when the text is part of the file, as a scenario's `fio` string is; empty
+    /// when the text is the whole file.
+    pub lines: &'a [usize],
+}
+
+impl Origin<'_> {
+    /// The file's line of line (argument) `n` of the text, 1-based.
+    fn line(&self, n: usize) -> usize {
+        let i = n.saturating_sub(1).min(self.lines.len().saturating_sub(1));
+        self.lines.get(i).copied().unwrap_or(n)
+    }
+}
+
 /// One `key[=value]` with where it was written.
 #[derive(Debug, Clone)]
 struct Entry {
@@ -49,8 +143,10 @@ struct Entry {
     val: Option<String>,
     file: String,
     line: usize,
-    /// A warning about how it was written (see [`parse_entry`]).
-    note: Option<String>,
+    /// Whether an error may quote the line (see [`Reader::quote_job_files`]).
+    quote: bool,
+    /// Warnings about how it was written (see [`split_entry`], [`substitute`]).
+    notes: Vec<String>,
 }
 
 /// One `[name]` section.
@@ -75,6 +171,16 @@ fn err(file: &str, line: usize, msg: impl Into<String>) -> FioError {
     }
 }
 
+/// An error's message: `quoted` when it may quote the line, else `plain`, which says
+/// what went wrong without it.
+fn quoting(quote: bool, quoted: String, plain: &str) -> String {
+    if quote {
+        quoted
+    } else {
+        format!("{plain} (the line is not quoted: the file may not be a job file)")
+    }
+}
+
 impl Builder {
     fn new() -> Self {
         Builder {
@@ -93,15 +199,22 @@ impl Builder {
                 Some(v) => format!("{}={}", e.key, v),
                 None => e.key.clone(),
             };
-            return Err(err(
-                &e.file,
-                e.line,
+            let msg = quoting(
+                e.quote,
                 format!("Bad option <{whole}>: not an fio option (see `fio --cmdhelp`)"),
-            ));
+                "not an fio option",
+            );
+            return Err(err(&e.file, e.line, msg));
         }
-        let mut notes: Vec<String> = e.note.iter().cloned().collect();
-        let r = apply::apply(spec, key, e.val.as_deref(), &mut notes)
-            .map_err(|m| err(&e.file, e.line, format!("{}: {m}", e.key)))?;
+        let mut notes = e.notes.clone();
+        let r = apply::apply(spec, key, e.val.as_deref(), &mut notes).map_err(|m| {
+            let msg = quoting(
+                e.quote,
+                format!("{}: {m}", e.key),
+                &format!("{key}: not a valid value"),
+            );
+            err(&e.file, e.line, msg)
+        })?;
         if let Outcome::Unmodelled = r {
             notes.push(format!(
                 "option `{}` is an fio option blkcg-sim does not model; ignored",
@@ -201,36 +314,63 @@ impl Builder {
     }
 }
 
-/// Expand `${VAR}` (unset → empty) and the reserved `$pagesize`, `$mb_memory`,
-/// `$ncpus` (parse.c `fio_option_dup_subs()` / `expand_reserved`).
-fn expand(s: &str, env: &dyn Fn(&str) -> Option<String>) -> String {
+/// fio's substitutions in a job-file line (options.c `dup_and_sub_options()`):
+/// `${VAR}` (`fio_option_dup_subs()`, answered by `env`), then the reserved
+/// `$pagesize`, `$mb_memory`, `$ncpus` (`fio_keyword_replace()`, with the simulated
+/// machine's values), after which a value holding `+ - * /` (and no `'`) is computed
+/// as fio's `bc_calc()` has `bc` compute it (`size=8*$mb_memory`). Warnings go to
+/// `notes`.
+fn substitute(s: &str, env: Env, notes: &mut Vec<String>) -> Result<String, String> {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
-    while let Some(i) = rest.find('$') {
+    while let Some(i) = rest.find("${") {
+        let body = &rest[i + 2..];
+        let Some(end) = body.find('}') else { break };
         out.push_str(&rest[..i]);
-        let tail = &rest[i..];
-        if let Some(body) = tail.strip_prefix("${")
-            && let Some(end) = body.find('}')
-        {
-            out.push_str(&env(&body[..end]).unwrap_or_default());
-            rest = &body[end + 1..];
-            continue;
+        let name = &body[..end];
+        match env {
+            Env::Off => {
+                return Err(format!(
+                    "`${{{name}}}`: environment variables are not expanded in scenarios (the \
+                     same scenario gives the same output on any machine); write the value"
+                ));
+            }
+            Env::Vars(get) => match get(name) {
+                Some(v) => out.push_str(&v),
+                None => notes.push(format!(
+                    "`${{{name}}}` is not set in the environment: it expands to nothing, as in fio"
+                )),
+            },
         }
-        let reserved = [
-            ("$pagesize", SIM_PAGESIZE),
-            ("$mb_memory", SIM_MB_MEMORY),
-            ("$ncpus", SIM_NCPUS),
-        ];
-        if let Some((k, v)) = reserved.iter().find(|(k, _)| tail.starts_with(k)) {
-            out.push_str(&v.to_string());
-            rest = &tail[k.len()..];
-        } else {
-            out.push('$');
-            rest = &tail[1..];
-        }
+        rest = &body[end + 1..];
     }
     out.push_str(rest);
-    out
+    let mut replaced = false;
+    for (word, value) in [
+        ("$pagesize", SIM_PAGESIZE),
+        ("$mb_memory", SIM_MB_MEMORY),
+        ("$ncpus", SIM_NCPUS),
+    ] {
+        if out.contains(word) {
+            out = out.replace(word, &value.to_string());
+            replaced = true;
+        }
+    }
+    if replaced
+        && !out.contains('\'')
+        && out.contains(['+', '-', '*', '/'])
+        && let Some((key, val)) = out.split_once('=')
+    {
+        let v = units::eval_bc(val).map_err(|m| {
+            format!(
+                "{}: {m} (fio computes a value with $pagesize, $mb_memory or $ncpus and \
+                 + - * / with bc)",
+                key.trim()
+            )
+        })?;
+        out = format!("{key}={v}");
+    }
+    Ok(out)
 }
 
 /// Cut a trailing ` ; comment` / ` # comment` (a `;`/`#` after whitespace). fio
@@ -247,8 +387,22 @@ fn strip_comment(s: &str) -> &str {
     s
 }
 
-fn parse_entry(text: &str, file: &str, line: usize, env: &dyn Fn(&str) -> Option<String>) -> Entry {
-    let text = expand(strip_comment(text), env);
+/// A job-file line (comment cut, substitutions done) as an entry.
+fn job_line(text: &str, file: &str, line: usize, quote: bool, env: Env) -> Result<Entry, FioError> {
+    let mut notes = Vec::new();
+    let text = substitute(strip_comment(text), env, &mut notes).map_err(|m| {
+        let msg = quoting(
+            quote,
+            m,
+            "a `${VAR}` or `$keyword` on this line cannot be substituted",
+        );
+        err(file, line, msg)
+    })?;
+    Ok(split_entry(&text, file, line, quote, notes))
+}
+
+/// `key[=value]` as an entry.
+fn split_entry(text: &str, file: &str, line: usize, quote: bool, mut notes: Vec<String>) -> Entry {
     let (key, val) = match text.split_once('=') {
         Some((k, v)) => (k.trim().to_string(), Some(v)),
         None => (text.trim().to_string(), None),
@@ -256,26 +410,26 @@ fn parse_entry(text: &str, file: &str, line: usize, env: &dyn Fn(&str) -> Option
     // fio keeps the blank after `=` in the value, so a number's unit suffix is
     // lost there (checked with fio 3.33: `bs = 1MiB` runs 1-byte I/Os). We trim
     // and warn.
-    let note = val
-        .filter(|v| v.starts_with(|c: char| c.is_ascii_whitespace()))
-        .map(|_| {
-            format!(
-                "blank after `=` in `{}`: fio keeps it and then drops a number's unit \
-                 suffix (`bs = 1MiB` is 1 byte in fio); blkcg-sim trims it",
-                text.trim()
-            )
-        });
+    if val.is_some_and(|v| v.starts_with(|c: char| c.is_ascii_whitespace())) {
+        notes.push(format!(
+            "blank after `=` in `{}`: fio keeps it and then drops a number's unit \
+             suffix (`bs = 1MiB` is 1 byte in fio); blkcg-sim trims it",
+            text.trim()
+        ));
+    }
     Entry {
         key,
         val: val.map(|v| v.trim().to_string()),
         file: file.to_string(),
         line,
-        note,
+        quote,
+        notes,
     }
 }
 
 /// Directory part of `path` joined with a relative `inc` (fio resolves includes
-/// relative to the including file).
+/// relative to the including file; it tries the working folder first, which would
+/// make a scenario's meaning depend on where it is run from).
 fn include_path(path: &str, inc: &str) -> String {
     if inc.starts_with('/') {
         return inc.to_string();
@@ -286,22 +440,20 @@ fn include_path(path: &str, inc: &str) -> String {
     }
 }
 
-struct IniCtx<'a> {
-    env: &'a dyn Fn(&str) -> Option<String>,
-    read_include: &'a dyn Fn(&str) -> Result<String, String>,
-}
-
-/// Flatten one file (recursing into includes) into `secs`. `in_include` forbids
-/// sections, as fio does for included files.
+/// Flatten one file (recursing into includes) into `secs`. Included files (`depth` >
+/// 0) may hold no sections, as in fio, and are never quoted; `quote` says whether
+/// errors may quote this one's lines.
 fn read_ini(
-    ctx: &IniCtx,
+    rd: &Reader,
     text: &str,
-    path: &str,
+    at: &Origin,
     depth: usize,
+    quote: bool,
     secs: &mut Vec<Section>,
 ) -> Result<(), FioError> {
+    let path = at.file;
     for (idx, raw) in text.lines().enumerate() {
-        let line = idx + 1;
+        let line = at.line(idx + 1);
         let l = raw.trim();
         if l.is_empty() || l.starts_with(';') || l.starts_with('#') {
             continue;
@@ -310,7 +462,6 @@ fn read_ini(
             .strip_prefix("include")
             .filter(|r| r.starts_with(|c: char| c.is_ascii_whitespace()))
         {
-            let inc = expand(inc.trim(), ctx.env);
             if depth >= MAX_INCLUDE_DEPTH {
                 return Err(err(
                     path,
@@ -318,10 +469,20 @@ fn read_ini(
                     format!("include nesting deeper than {MAX_INCLUDE_DEPTH} (include loop?)"),
                 ));
             }
-            let full = include_path(path, &inc);
-            let body = (ctx.read_include)(&full)
-                .map_err(|e| err(path, line, format!("cannot include `{full}`: {e}")))?;
-            read_ini(ctx, &body, &full, depth + 1, secs)?;
+            let full = include_path(path, inc.trim());
+            let body = (rd.read_file)(&full).map_err(|e| {
+                let msg = quoting(
+                    quote,
+                    format!("cannot include `{full}`: {e}"),
+                    &format!("cannot include the file this line names: {e}"),
+                );
+                err(path, line, msg)
+            })?;
+            let inner = Origin {
+                file: &full,
+                lines: &[],
+            };
+            read_ini(rd, &body, &inner, depth + 1, false, secs)?;
             continue;
         }
         if let Some(rest) = l.strip_prefix('[') {
@@ -333,13 +494,14 @@ fn read_ini(
                 ));
             }
             let Some(name) = rest.strip_suffix(']') else {
-                return Err(err(
-                    path,
-                    line,
+                let msg = quoting(
+                    quote,
                     format!("bad section header `{l}`; expected `[name]`"),
-                ));
+                    "bad section header; expected `[name]`",
+                );
+                return Err(err(path, line, msg));
             };
-            let name = expand(name.trim(), ctx.env);
+            let name = name.trim();
             if name.is_empty() {
                 return Err(err(
                     path,
@@ -348,62 +510,58 @@ fn read_ini(
                 ));
             }
             secs.push(Section {
-                name,
+                name: name.to_string(),
                 entries: Vec::new(),
             });
             continue;
         }
         let Some(sec) = secs.last_mut() else {
-            return Err(err(
-                path,
-                line,
+            let msg = quoting(
+                quote,
                 format!(
                     "option `{l}` outside of a [] job section; start one with `[global]` or `[jobname]`"
                 ),
-            ));
+                "an option outside of a [] job section",
+            );
+            return Err(err(path, line, msg));
         };
-        sec.entries.push(parse_entry(l, path, line, ctx.env));
+        sec.entries.push(job_line(l, path, line, quote, rd.env)?);
     }
     Ok(())
 }
 
-/// Parse a fio job file. `path` names it in errors and anchors relative includes;
-/// `env` answers `${VAR}`; `read_include` returns an included file's text.
-pub fn parse_jobfile(
-    text: &str,
-    path: &str,
-    env: &dyn Fn(&str) -> Option<String>,
-    read_include: &dyn Fn(&str) -> Result<String, String>,
-) -> Result<FioJobs, FioError> {
+/// Parse a fio job file: `text`, written at `at`, read as `rd` says.
+pub fn parse_jobfile(text: &str, at: &Origin, rd: &Reader) -> Result<FioJobs, FioError> {
     let mut b = Builder::new();
-    let ctx = IniCtx { env, read_include };
-    jobfile_into(&mut b, &ctx, text, path)?;
+    jobfile_into(&mut b, rd, text, at, true)?;
     Ok(b.out)
 }
 
-fn jobfile_into(b: &mut Builder, ctx: &IniCtx, text: &str, path: &str) -> Result<(), FioError> {
+fn jobfile_into(
+    b: &mut Builder,
+    rd: &Reader,
+    text: &str,
+    at: &Origin,
+    quote: bool,
+) -> Result<(), FioError> {
     let mut secs = Vec::new();
-    read_ini(ctx, text, path, 0, &mut secs)?;
+    read_ini(rd, text, at, 0, quote, &mut secs)?;
     b.sections(secs)
 }
 
-/// Parse a fio command line (the arguments after `fio`): `--name=x` starts a job,
-/// `--name=global` the global section, options before any `--name` are global.
-/// A bare argument is a job file read through `read_include` and parsed after the
-/// command-line jobs, starting from the command line's global options.
-/// `${VAR}` is expanded (through `env`) only inside job files: in arguments the
-/// shell already did it.
-pub fn parse_cmdline_with(
-    args: &[String],
-    env: &dyn Fn(&str) -> Option<String>,
-    read_include: &dyn Fn(&str) -> Result<String, String>,
-) -> Result<FioJobs, FioError> {
-    const FILE: &str = "<cmdline>";
+/// Parse a fio command line (the arguments after `fio`), written at `at` (its lines
+/// are per argument): `--name=x` starts a job, `--name=global` the global section,
+/// options before any `--name` are global. A bare argument is a job file read through
+/// `rd` and parsed after the command-line jobs, starting from the command line's
+/// global options.
+/// `${VAR}` and fio's keywords are substituted only inside job files, as fio does: in
+/// arguments the shell already did it.
+pub fn parse_cmdline_with(args: &[String], at: &Origin, rd: &Reader) -> Result<FioJobs, FioError> {
+    let file = at.file;
     let mut b = Builder::new();
     let mut files = Vec::new();
     // (name, entries) of the section being collected; None = global.
     let mut cur: (Option<String>, Vec<Entry>) = (None, Vec::new());
-    let no_env = |_: &str| None;
     let flush = |b: &mut Builder, cur: &mut (Option<String>, Vec<Entry>)| {
         let (name, entries) = std::mem::take(cur);
         match name {
@@ -412,11 +570,11 @@ pub fn parse_cmdline_with(
         }
     };
     for (i, a) in args.iter().enumerate() {
-        let line = i + 1;
+        let line = at.line(i + 1);
         let Some(opt) = a.strip_prefix("--") else {
             if a.starts_with('-') {
                 return Err(err(
-                    FILE,
+                    file,
                     line,
                     format!("`{a}`: job options are written `--key=value`"),
                 ));
@@ -424,17 +582,17 @@ pub fn parse_cmdline_with(
             files.push((line, a.clone()));
             continue;
         };
-        let e = parse_entry(opt, FILE, line, &no_env);
+        let e = split_entry(opt, file, line, true, Vec::new());
         if PROGRAM_OPTIONS.contains(&e.key.as_str()) {
             b.out.warnings.push(format!(
-                "{FILE}:{line}: `--{}` is an fio program option, not a job option; ignored",
+                "{file}:{line}: `--{}` is an fio program option, not a job option; ignored",
                 e.key
             ));
             continue;
         }
         if e.key == "name" {
             let Some(n) = e.val.filter(|v| !v.is_empty()) else {
-                return Err(err(FILE, line, "--name needs a job name (or `global`)"));
+                return Err(err(file, line, "--name needs a job name (or `global`)"));
             };
             flush(&mut b, &mut cur)?;
             cur.0 = Some(n);
@@ -443,19 +601,25 @@ pub fn parse_cmdline_with(
         cur.1.push(e);
     }
     flush(&mut b, &mut cur)?;
-    let ctx = IniCtx { env, read_include };
     for (line, f) in files {
-        let text = read_include(&f)
-            .map_err(|e| err(FILE, line, format!("cannot read job file `{f}`: {e}")))?;
-        jobfile_into(&mut b, &ctx, &text, &f)?;
+        let text = (rd.read_file)(&f)
+            .map_err(|e| err(file, line, format!("cannot read job file `{f}`: {e}")))?;
+        let job_file = Origin {
+            file: &f,
+            lines: &[],
+        };
+        jobfile_into(&mut b, rd, &text, &job_file, rd.quote_job_files)?;
     }
     Ok(b.out)
 }
 
-/// [`parse_cmdline_with`] reading job-file arguments from the real file system and
-/// `${VAR}` from the process environment.
+/// [`parse_cmdline_with`] acting as fio: arguments numbered as `<cmdline>:N`, job
+/// files read from the file system (and quoted in errors), `${VAR}` from the process
+/// environment.
 pub fn parse_cmdline(args: &[String]) -> Result<FioJobs, FioError> {
-    parse_cmdline_with(args, &|v| std::env::var(v).ok(), &|p| {
-        std::fs::read_to_string(p).map_err(|e| e.to_string())
-    })
+    let at = Origin {
+        file: "<cmdline>",
+        lines: &[],
+    };
+    parse_cmdline_with(args, &at, &Reader::fio())
 }

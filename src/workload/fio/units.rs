@@ -286,10 +286,26 @@ pub fn size_range(s: &str, kb_base: u64, notes: &mut Vec<String>) -> Result<(u64
 /// Evaluate a parenthesised arithmetic expression (`(1+2)*4`). Operators:
 /// `+ - * / % ^`, unary minus, parentheses. Numbers may be decimal.
 pub fn eval_expr(s: &str) -> Result<f64, String> {
+    eval(s, false)
+}
+
+/// Evaluate `s` as `bc` does at its default scale 0, where a division truncates: how
+/// fio computes a value in which it replaced a reserved keyword and that holds
+/// `+ - * /` (options.c `bc_calc()`: `size=8*$mb_memory`).
+pub fn eval_bc(s: &str) -> Result<i64, String> {
+    let v = eval(s, true)?;
+    if !(-9.2e18..9.2e18).contains(&v) {
+        return Err(format!("`{s}` evaluates to {v}, out of range"));
+    }
+    Ok(v as i64)
+}
+
+fn eval(s: &str, truncate: bool) -> Result<f64, String> {
     let mut p = Expr {
         b: s.as_bytes(),
         i: 0,
         depth: 0,
+        truncate,
     };
     let v = p.sum()?;
     p.ws();
@@ -309,6 +325,8 @@ struct Expr<'a> {
     b: &'a [u8],
     i: usize,
     depth: u32,
+    /// Divisions truncate toward zero (bc's scale 0).
+    truncate: bool,
 }
 
 impl Expr<'_> {
@@ -340,6 +358,7 @@ impl Expr<'_> {
             }
             v = match c {
                 b'*' => v * r,
+                b'/' if self.truncate => (v / r).trunc(),
                 b'/' => v / r,
                 _ => v % r,
             };
