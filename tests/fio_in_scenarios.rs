@@ -1,6 +1,6 @@
 //! fio text inside scenario files, as users write it: errors and warnings at the
 //! scenario's own lines, no environment read (and `blkcg-sim fio` reading it as fio
-//! does), files it names never quoted.
+//! does), files it names never quoted, fio's getopt and `size=0`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -123,15 +123,15 @@ fn scenarios_read_no_environment() {
 }
 
 #[test]
-fn fio_command_reads_the_environment() {
+fn fio_command_reads_the_environment_and_getopt_words() {
     let d = dir("fiocmd");
     let job = write(&d, "j.fio", "[a]\nbs=${BLKCG_SIM_TEST_BS}\nsize=0\n");
     let out = succeeds(
         bin()
             .env("BLKCG_SIM_TEST_BS", "8k")
             .args(["fio", "--device", "nullb", "--output-format", "json"])
-            .args(["--runtime=1", "--time_based", "--ioengine=libaio"])
-            .args(["--iodepth=4", &job]),
+            .args(["--runtime", "1", "--time_based", "--ioengine", "libaio"])
+            .args(["-iodepth", "4", &job]),
     );
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let j = &v["jobs"][0];

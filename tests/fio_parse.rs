@@ -609,6 +609,63 @@ fn reserved_keywords_with_arithmetic() {
     assert!(e.starts_with("t.fio:2: size: `(4*2)MiB`"), "{e}");
 }
 
+/// getopt: an option with a required argument and no `=` takes the next word
+/// (`--bs 4k`); a flag (`FIO_OPT_STR_SET`) takes a value only after `=`, so the word
+/// after it is a job file, as fio 3.33 reads `--time_based 1` ("unable to open '1'
+/// job file").
+#[test]
+fn command_line_options_take_the_next_word() {
+    let f = parse_cmdline(&args(&[
+        "--output-format",
+        "json",
+        "--name",
+        "a",
+        "--bs",
+        "8k",
+        "--time_based",
+        "--runtime",
+        "5",
+        "--rw=randread",
+    ]))
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(f.jobs.len(), 1);
+    let j = &f.jobs[0];
+    assert_eq!(
+        (j.name.as_str(), j.bs_min[0], j.rw),
+        ("a", 8192, RwMode::RandRead)
+    );
+    assert!(j.time_based);
+    assert_eq!(j.runtime, 5 * S);
+    assert_eq!(f.warnings.len(), 1, "--output-format: {:?}", f.warnings);
+    let e = parse_cmdline(&args(&["--name=a", "--time_based", "1"])).unwrap_err();
+    assert_eq!(e.line, 3);
+    assert!(e.msg.starts_with("cannot read job file `1`"), "{e}");
+    // getopt_long_only: one dash is enough for a long option (fio 3.33 runs
+    // `fio -name=a -bs 8k`)
+    let f = parse_cmdline(&args(&[
+        "-name",
+        "b",
+        "-bs",
+        "16k",
+        "-time_based",
+        "-runtime=2",
+    ]))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let j = &f.jobs[0];
+    assert_eq!(
+        (j.name.as_str(), j.bs_min[0], j.runtime),
+        ("b", 16384, 2 * S)
+    );
+    assert!(j.time_based);
+    let e = parse_cmdline(&args(&["--name=a", "-x"])).unwrap_err();
+    assert!(e.msg.starts_with("`-x`: not an fio option"), "{e}");
+    let e = parse_cmdline(&args(&["--name=a", "--bs"])).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "<cmdline>:2: option `--bs` requires an argument: `--bs=VALUE` or `--bs VALUE`"
+    );
+}
+
 /// `size=0` (and `0%`) is fio's "not given": the whole file or device; `io_size=0`
 /// likewise falls back to the size.
 #[test]
@@ -617,6 +674,8 @@ fn size_zero_is_the_whole_device() {
         let j = job(&format!("[a]\nsize={v}\nio_size={v}\n"));
         assert_eq!((j.size, j.io_size), (None, None), "size={v}");
     }
+    let f = parse_cmdline(&args(&["--name=a", "--size", "0"])).unwrap();
+    assert_eq!(f.jobs[0].size, None);
 }
 
 /// An included file need not be a job file, and its first line is then the error:

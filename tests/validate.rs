@@ -77,6 +77,22 @@ fn job_files_get_the_guest_disk() {
     assert!(p.init_script(&[]).contains("/jobs/0.fio"));
 }
 
+/// The guest's fio gets its options as `run` reads them: `--bs 4k` and `-rw=...` are
+/// one option each (fio's getopt), and a dropped program option takes its value along.
+#[test]
+fn command_line_options_reach_the_guest_as_run_reads_them() {
+    let p = try_plan_text(
+        "[device]\nmodel = \"nullb\"\n[cgroup.a]\n\
+         fio = \"fio --name a --bs 4k --output-format json -rw=randread --runtime 1\"\n",
+    )
+    .expect("plans");
+    let init = p.init_script(&[]);
+    assert!(
+        init.contains(" --name=a --bs=4k --rw=randread --runtime=1 >"),
+        "{init}"
+    );
+}
+
 /// A job file named on a fio command line reaches the guest as `run` reads it; an
 /// `include` in a job file cannot, and says so.
 #[test]

@@ -39,7 +39,7 @@ use crate::device::nullb;
 use crate::scenario::resolve::{IfaceFile, Resolved};
 use crate::scenario::run::{is_cmdline, split_shell_words};
 use crate::sim::Ns;
-use crate::workload::fio::PROGRAM_OPTIONS;
+use crate::workload::fio::{PROGRAM_OPTIONS, getopt_words};
 
 /// The console marker every line of ours starts with.
 pub const MARK: &str = "@@blkcg-sim";
@@ -232,7 +232,8 @@ impl GuestPlan {
             let mut arg_files = Vec::new();
             let invocation = if is_cmdline(text) {
                 let mut args = Vec::new();
-                for a in split_shell_words(text.strip_prefix("fio").unwrap_or(text))? {
+                let words = split_shell_words(text.strip_prefix("fio").unwrap_or(text))?;
+                for (_, a) in getopt_words(&words) {
                     if a.starts_with('-') {
                         if !dropped_arg(&a) {
                             args.push(a);

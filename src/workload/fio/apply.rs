@@ -6,7 +6,7 @@
 //! fio declares `FIO_OPT_STR_SET` may be given bare (`time_based`); every other
 //! option needs a value, as fio says "Option X requires an argument".
 
-use super::known::fio_knows;
+use super::known::{fio_flag, fio_knows};
 use super::units::{self, SizeOrPct};
 use super::{
     BsSplit, IoEngine, JobSpec, NsRange, RandomDist, RateProcess, RwMode, RwSuffix, SubmitMode,
@@ -319,18 +319,10 @@ fn engine(v: &str) -> IoEngine {
     }
 }
 
-/// Options fio declares `FIO_OPT_STR_SET`: may be given without a value.
-fn bare_ok(key: &str) -> bool {
-    matches!(
-        key,
-        "bs_unaligned"
-            | "norandommap"
-            | "time_based"
-            | "stonewall"
-            | "new_group"
-            | "group_reporting"
-            | "blkcg_meta"
-    )
+/// Whether `key` (canonical) is a flag, which may be given without a value: fio's
+/// `FIO_OPT_STR_SET` options, and our extensions (all flags).
+pub(super) fn is_flag(key: &str) -> bool {
+    fio_flag(key) || EXTENSIONS.contains(&key)
 }
 
 /// `size=`/`io_size=` of 0 (or 0%) is fio's "not given": the whole file or device
@@ -361,7 +353,7 @@ pub(super) fn apply(
 ) -> Result<Outcome, String> {
     let v = match val {
         Some(v) => v.trim(),
-        None if bare_ok(key) => "1",
+        None if is_flag(key) => "1",
         None if fio_knows(key) && !is_modelled(key) => return Ok(Outcome::Unmodelled),
         None => return Err(format!("Option {key} requires an argument")),
     };

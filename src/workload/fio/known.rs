@@ -480,6 +480,47 @@ pub(super) fn fio_knows(name: &str) -> bool {
     FIO_OPTION_NAMES.binary_search(&name).is_ok()
 }
 
+/// The options (and aliases) fio declares `FIO_OPT_STR_SET`, in options.c and the
+/// engines: flags, which may be written bare (`time_based`). On the command line
+/// getopt gives them `optional_argument` (options.c `add_to_lopt()`), so a value must
+/// follow `=`; every other option has `required_argument` and takes the next word when
+/// no `=` follows (`--bs 4k`). Sorted.
+const FIO_FLAG_OPTIONS: &[&str] = &[
+    "blocksize_unaligned",
+    "bs_unaligned",
+    "dummy",
+    "exitall",
+    "exitall_on_error",
+    "fixedbufs",
+    "group_reporting",
+    "hipri",
+    "libblkio_force_enable_completion_eventfd",
+    "libblkio_vectored",
+    "libblkio_write_zeroes_on_trim",
+    "listen",
+    "new_group",
+    "no_completion_thread",
+    "norandommap",
+    "pingpong",
+    "prep",
+    "refill_buffers",
+    "registerfiles",
+    "sqthread_poll",
+    "stonewall",
+    "thread",
+    "time_based",
+    "userspace_reap",
+    "verify_only",
+    "wait_for_previous",
+    "xnvme_iovec",
+    "zero_buffers",
+];
+
+/// Whether fio declares option `name` a flag (`FIO_OPT_STR_SET`).
+pub(super) fn fio_flag(name: &str) -> bool {
+    FIO_FLAG_OPTIONS.binary_search(&name).is_ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -498,5 +539,8 @@ mod tests {
             assert!(fio_knows(n), "{n}");
         }
         assert!(!fio_knows("bsxyz"));
+        assert!(FIO_FLAG_OPTIONS.windows(2).all(|w| w[0] < w[1]));
+        assert!(FIO_FLAG_OPTIONS.iter().all(|n| fio_knows(n)));
+        assert!(fio_flag("time_based") && !fio_flag("bs"));
     }
 }

@@ -9,10 +9,11 @@
 //! - `syntax.rs`: lines → sections (`[global]`, `[job]`), comments, `include`, `${VAR}`
 //!   and reserved `$pagesize`/`$mb_memory`/`$ncpus` expansion (job files only, as in
 //!   fio; `${VAR}` is refused where the [`Reader`] turns the environment off, as
-//!   scenarios do), bare booleans, the command line; `numjobs` cloning and group id
-//!   assignment (init.c `add_job()`). Errors name the file and line ([`Origin`] maps
-//!   fio text inside a scenario to the scenario's lines) and never quote a line of an
-//!   included file, which need not be a job file.
+//!   scenarios do), bare booleans, the command line as fio's `getopt_long_only()`
+//!   reads it ([`getopt_words`]); `numjobs` cloning and group id assignment (init.c
+//!   `add_job()`). Errors name the file and line ([`Origin`] maps fio text inside a
+//!   scenario to the scenario's lines) and never quote a line of an included file,
+//!   which need not be a job file.
 //! - `apply.rs`: one `key=value` onto a [`JobSpec`] (the option table), the fix-ups
 //!   fio does after parsing (init.c `fixup_options()`), and the warning for options
 //!   fio knows but we do not model.
@@ -34,7 +35,8 @@ mod syntax;
 pub mod units;
 
 pub use syntax::{
-    Env, Origin, PROGRAM_OPTIONS, Reader, parse_cmdline, parse_cmdline_with, parse_jobfile,
+    Env, Origin, PROGRAM_OPTIONS, Reader, getopt_words, parse_cmdline, parse_cmdline_with,
+    parse_jobfile,
 };
 pub use units::SizeOrPct;
 

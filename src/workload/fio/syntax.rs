@@ -3,9 +3,10 @@
 //! Mirrors init.c `parse_jobs_ini()` (sections, comments, `include`, options outside
 //! a section refused), options.c `dup_and_sub_options()` (`${VAR}`, then the reserved
 //! `$pagesize`/`$mb_memory`/`$ncpus` and `bc` arithmetic on them; job files only, as
-//! in fio), init.c `parse_cmd_line()` (`--name=` starts a job, `--name=global` the
-//! global section, options before any `--name` are global) and init.c `add_job()`
-//! (numjobs clones, group ids).
+//! in fio), init.c `parse_cmd_line()` (`getopt_long_only()`: `--name=` starts a job,
+//! `--name=global` the global section, options before any `--name` are global, a long
+//! option may start with one dash, one that needs a value and has no `=` takes the next
+//! word) and init.c `add_job()` (numjobs clones, group ids).
 //!
 //! Moving parts: [`Builder`] holds the global spec and the group-id counters and
 //! turns each finished section into jobs; [`read_ini`] flattens one file (and its
@@ -27,7 +28,6 @@ pub const PROGRAM_OPTIONS: &[&str] = &[
     "output",
     "output-format",
     "minimal",
-    "json",
     "append-terse",
     "terse-version",
     "eta",
@@ -45,6 +45,18 @@ pub const PROGRAM_OPTIONS: &[&str] = &[
     "alloc-size",
     "section",
     "aux-path",
+];
+
+/// The [`PROGRAM_OPTIONS`] getopt gives no argument or an optional one (init.c
+/// `l_opts`): a value only after `=`. The others take the next word without one.
+const PROGRAM_FLAGS: &[&str] = &[
+    "minimal",
+    "append-terse",
+    "showcmd",
+    "readonly",
+    "parse-only",
+    "warnings-fatal",
+    "bandwidth-log",
 ];
 
 /// What `${VAR}` in a job file expands to (options.c `fio_option_dup_subs()`).
@@ -549,11 +561,54 @@ fn jobfile_into(
     b.sections(secs)
 }
 
+/// Whether `name` is a long option fio's getopt knows: a job option or a program
+/// option.
+fn long_option(name: &str) -> bool {
+    PROGRAM_OPTIONS.contains(&name) || apply::is_known(apply::canonical(name))
+}
+
+/// Whether getopt gives command-line option `--key` a required argument, which
+/// without `=` is the next word (init.c `l_opts`; options.c `add_to_lopt()`: every
+/// job option but the flags).
+fn takes_next_word(key: &str) -> bool {
+    if PROGRAM_OPTIONS.contains(&key) {
+        return !PROGRAM_FLAGS.contains(&key);
+    }
+    let key = apply::canonical(key);
+    apply::is_known(key) && !apply::is_flag(key)
+}
+
+/// The command line as fio's `getopt_long_only()` reads it, each option written
+/// `--key[=value]`: a long option may start with one dash (`-rw=read`), and one that
+/// requires a value and has no `=` takes the next word (`--bs 4k` is `--bs=4k`). Each
+/// with the index of its first word. An option missing its value at the end stays as
+/// written.
+pub fn getopt_words(args: &[String]) -> Vec<(usize, String)> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut words = args.iter().enumerate();
+    while let Some((i, a)) = words.next() {
+        let long = a.strip_prefix("--").or_else(|| {
+            a.strip_prefix('-')
+                .filter(|o| long_option(o.split_once('=').map_or(o, |(k, _)| k)))
+        });
+        let word = match long {
+            Some(opt) if !opt.contains('=') && takes_next_word(opt) => match words.next() {
+                Some((_, v)) => format!("--{opt}={v}"),
+                None => format!("--{opt}"),
+            },
+            Some(opt) => format!("--{opt}"),
+            None => a.clone(),
+        };
+        out.push((i, word));
+    }
+    out
+}
+
 /// Parse a fio command line (the arguments after `fio`), written at `at` (its lines
 /// are per argument): `--name=x` starts a job, `--name=global` the global section,
-/// options before any `--name` are global. A bare argument is a job file read through
-/// `rd` and parsed after the command-line jobs, starting from the command line's
-/// global options.
+/// options before any `--name` are global; `-bs 4k` is `--bs=4k`, as getopt reads
+/// it ([`getopt_words`]). A bare argument is a job file read through `rd` and parsed
+/// after the command-line jobs, starting from the command line's global options.
 /// `${VAR}` and fio's keywords are substituted only inside job files, as fio does: in
 /// arguments the shell already did it.
 pub fn parse_cmdline_with(args: &[String], at: &Origin, rd: &Reader) -> Result<FioJobs, FioError> {
@@ -569,19 +624,30 @@ pub fn parse_cmdline_with(args: &[String], at: &Origin, rd: &Reader) -> Result<F
             _ => b.global_entries(&entries, false),
         }
     };
-    for (i, a) in args.iter().enumerate() {
+    for (i, a) in getopt_words(args) {
         let line = at.line(i + 1);
         let Some(opt) = a.strip_prefix("--") else {
             if a.starts_with('-') {
                 return Err(err(
                     file,
                     line,
-                    format!("`{a}`: job options are written `--key=value`"),
+                    format!(
+                        "`{a}`: not an fio option; job options are written `--key=value` or `--key value`"
+                    ),
                 ));
             }
-            files.push((line, a.clone()));
+            files.push((line, a));
             continue;
         };
+        if !opt.contains('=') && takes_next_word(opt) {
+            return Err(err(
+                file,
+                line,
+                format!(
+                    "option `--{opt}` requires an argument: `--{opt}=VALUE` or `--{opt} VALUE`"
+                ),
+            ));
+        }
         let e = split_entry(opt, file, line, true, Vec::new());
         if PROGRAM_OPTIONS.contains(&e.key.as_str()) {
             b.out.warnings.push(format!(
