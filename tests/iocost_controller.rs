@@ -334,12 +334,14 @@ fn debt_scenario_delay_lands_in_slat() {
     );
     assert!(job("data").slat_mean_ms < 0.01);
     assert!(
-        run.iocost_rows
+        run.record
+            .iocost_rows
             .iter()
             .any(|r| r.cgroups.iter().any(|c| c.debt > 0))
     );
     assert!(
-        run.trace
+        run.record
+            .trace
             .iter()
             .any(|l| l.starts_with("iocost_iocg_forgive_debt: "))
     );
@@ -364,7 +366,7 @@ fn trace_lines_follow_the_tracepoint_formats() {
             false,
         )
         .unwrap();
-        for l in &run.trace {
+        for l in &run.record.trace {
             let (ev, rest) = l.split_once(": [").unwrap();
             let (head, body) = rest.split_once("] ").unwrap();
             let keys: Vec<&str> = body

@@ -1,8 +1,10 @@
 //! Output: fio-compatible statistics and formats (`fio/`), and our own views.
 
+pub mod decimate;
 pub mod fio;
 pub mod outdir;
 pub mod plot;
+pub mod record;
 pub mod summary;
 pub mod timeline;
 

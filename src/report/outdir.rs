@@ -15,7 +15,7 @@
 //! created anew with `O_NOFOLLOW | O_EXCL`, so a symlink planted meanwhile makes the
 //! write fail instead of landing elsewhere. Files of other names are left alone.
 
-use std::fs::{self, OpenOptions};
+use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -67,6 +67,7 @@ pub fn check_label(label: &str) -> Result<(), String> {
 }
 
 /// One folder of ours, emptied of the files an earlier run left in it.
+#[derive(Debug, Clone)]
 pub struct OutDir {
     path: PathBuf,
 }
@@ -130,17 +131,23 @@ impl OutDir {
         &self.path
     }
 
-    /// Create file `name` (one of ours) with `text`: never through a symlink, never
-    /// over a file that appeared since the folder was opened.
-    pub fn write(&self, name: &str, text: &str) -> Result<(), String> {
+    /// Create file `name` (one of ours): never through a symlink, never over a file
+    /// that appeared since the folder was opened.
+    pub fn create(&self, name: &str) -> Result<File, String> {
         let p = self.path.join(name);
-        let mut f = OpenOptions::new()
+        OpenOptions::new()
             .write(true)
             .create_new(true)
             .custom_flags(libc::O_NOFOLLOW)
             .open(&p)
-            .map_err(|e| io_err(&p, e))?;
-        f.write_all(text.as_bytes()).map_err(|e| io_err(&p, e))
+            .map_err(|e| io_err(&p, e))
+    }
+
+    /// Create file `name` (one of ours) with `text`, as [`OutDir::create`] does.
+    pub fn write(&self, name: &str, text: &str) -> Result<(), String> {
+        self.create(name)?
+            .write_all(text.as_bytes())
+            .map_err(|e| io_err(&self.path.join(name), e))
     }
 }
 

@@ -213,22 +213,21 @@ pub fn iostat_text(dev: &str, rows: &[IostatRow]) -> String {
     s
 }
 
-/// The same timeline as CSV (MB/s in MiB/s, as `iostat -h` prints M).
-pub fn iostat_csv(rows: &[IostatRow]) -> String {
-    let mut s = String::from("t_s,r_per_s,w_per_s,r_mib_s,w_mib_s,aqu_sz,util_pct\n");
-    for r in rows {
-        s.push_str(&format!(
-            "{},{},{},{:.4},{:.4},{:.4},{:.2}\n",
-            r.t,
-            r.r_ios,
-            r.w_ios,
-            r.r_bytes as f64 / 1048576.0,
-            r.w_bytes as f64 / 1048576.0,
-            r.aqu_sz,
-            r.util
-        ));
-    }
-    s
+/// `iostat.csv`'s header (MB/s in MiB/s, as `iostat -h` prints M).
+pub const IOSTAT_CSV_HEADER: &str = "t_s,r_per_s,w_per_s,r_mib_s,w_mib_s,aqu_sz,util_pct\n";
+
+/// One second of `iostat.csv`.
+pub fn iostat_csv_row(out: &mut String, r: &IostatRow) {
+    out.push_str(&format!(
+        "{},{},{},{:.4},{:.4},{:.4},{:.2}\n",
+        r.t,
+        r.r_ios,
+        r.w_ios,
+        r.r_bytes as f64 / 1048576.0,
+        r.w_bytes as f64 / 1048576.0,
+        r.aqu_sz,
+        r.util
+    ));
 }
 
 #[cfg(test)]
@@ -314,6 +313,8 @@ mod tests {
                 .unwrap()
                 .contains("10.00")
         );
-        assert!(iostat_csv(&rows).contains("3,0,20,0.0000,10.0000"));
+        let mut csv = String::new();
+        iostat_csv_row(&mut csv, &rows[0]);
+        assert_eq!(csv, "3,0,20,0.0000,10.0000,0.0000,0.00\n");
     }
 }

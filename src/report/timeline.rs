@@ -10,6 +10,7 @@ use std::path::Path;
 use crate::blkcg::CgroupTree;
 use crate::iocost::ctl::PeriodRow;
 use crate::report::csv_field;
+use crate::report::decimate::Decimated;
 use crate::report::plot::{Panel, Series, plot_panels};
 use crate::sim::Ns;
 use crate::sim::timebins::TimeBins;
@@ -20,71 +21,66 @@ fn cg_name(tree: &CgroupTree, cg: u32) -> String {
     if p.is_empty() { "/".into() } else { p.clone() }
 }
 
-/// blk-iocost: one line per period per active cgroup (device fields repeated).
-pub fn iocost_csv(rows: &[PeriodRow], tree: &CgroupTree) -> String {
-    let mut s = String::from(
-        "t_s,period_us,vrate_base_pct,vrate_eff_pct,busy_before,busy_after,nr_done,missed_ppm_r,missed_ppm_w,rq_wait_pct,nr_lagging,nr_shortages,nr_donors,cgroup,active,inuse,hweight_active,hweight_inuse,budget_us,inflight_pct,usage_pct,waiters,abs_vdebt,delay_us\n",
-    );
-    for r in rows {
-        let dev = format!(
-            "{:.6},{},{:.2},{:.2},{},{},{},{},{},{},{},{},{}",
-            r.t as f64 / 1e9,
-            r.period_us,
-            r.vrate_base_pct,
-            r.vrate_eff_pct,
-            r.busy_before,
-            r.busy_after,
-            r.nr_done,
-            r.missed_ppm[0],
-            r.missed_ppm[1],
-            r.rq_wait_pct,
-            r.nr_lagging,
-            r.nr_shortages,
-            r.nr_donors
-        );
-        if r.cgroups.is_empty() {
-            s.push_str(&format!("{dev},,,,,,,,,,,\n"));
-        }
-        for c in &r.cgroups {
-            s.push_str(&format!(
-                "{dev},{},{},{},{},{},{},{},{},{},{},{}\n",
-                csv_field(&cg_name(tree, c.cg)),
-                c.active,
-                c.inuse,
-                c.hwa,
-                c.hwi,
-                c.budget_us,
-                c.inflight_pct,
-                c.usage_pct,
-                c.waiters,
-                c.debt,
-                c.delay
-            ));
-        }
-    }
-    s
-}
+/// `timeline.csv`'s header: blk-iocost, one line per period per active cgroup.
+pub const IOCOST_CSV_HEADER: &str = "t_s,period_us,vrate_base_pct,vrate_eff_pct,busy_before,busy_after,nr_done,missed_ppm_r,missed_ppm_w,rq_wait_pct,nr_lagging,nr_shortages,nr_donors,cgroup,active,inuse,hweight_active,hweight_inuse,budget_us,inflight_pct,usage_pct,waiters,abs_vdebt,delay_us\n";
 
-/// blk-throttle: one line per limited group and direction every sample tick.
-pub fn throttle_csv(rows: &[(Ns, ThrotlRow)], tree: &CgroupTree) -> String {
-    let mut s = String::from(
-        "t_s,cgroup,dir,queued,bytes_disp,ios_disp,slice_start_jiffies,slice_end_jiffies,disptime_jiffies\n",
+/// One period's lines of `timeline.csv` (the device fields repeated per cgroup).
+pub fn iocost_csv_rows(out: &mut String, r: &PeriodRow, tree: &CgroupTree) {
+    let dev = format!(
+        "{:.6},{},{:.2},{:.2},{},{},{},{},{},{},{},{},{}",
+        r.t as f64 / 1e9,
+        r.period_us,
+        r.vrate_base_pct,
+        r.vrate_eff_pct,
+        r.busy_before,
+        r.busy_after,
+        r.nr_done,
+        r.missed_ppm[0],
+        r.missed_ppm[1],
+        r.rq_wait_pct,
+        r.nr_lagging,
+        r.nr_shortages,
+        r.nr_donors
     );
-    for (t, r) in rows {
-        s.push_str(&format!(
-            "{:.3},{},{},{},{},{},{},{},{}\n",
-            *t as f64 / 1e9,
-            csv_field(&cg_name(tree, r.cg)),
-            r.dir.name(),
-            r.queued,
-            r.bytes_disp,
-            r.io_disp,
-            r.slice_start,
-            r.slice_end,
-            r.disptime.map(|d| d.to_string()).unwrap_or_default()
+    if r.cgroups.is_empty() {
+        out.push_str(&format!("{dev},,,,,,,,,,,\n"));
+    }
+    for c in &r.cgroups {
+        out.push_str(&format!(
+            "{dev},{},{},{},{},{},{},{},{},{},{},{}\n",
+            csv_field(&cg_name(tree, c.cg)),
+            c.active,
+            c.inuse,
+            c.hwa,
+            c.hwi,
+            c.budget_us,
+            c.inflight_pct,
+            c.usage_pct,
+            c.waiters,
+            c.debt,
+            c.delay
         ));
     }
-    s
+}
+
+/// `throttle.csv`'s header: blk-throttle, one line per limited group and direction
+/// every sample tick.
+pub const THROTTLE_CSV_HEADER: &str = "t_s,cgroup,dir,queued,bytes_disp,ios_disp,slice_start_jiffies,slice_end_jiffies,disptime_jiffies\n";
+
+/// One line of `throttle.csv`.
+pub fn throttle_csv_row(out: &mut String, t: Ns, r: &ThrotlRow, tree: &CgroupTree) {
+    out.push_str(&format!(
+        "{:.3},{},{},{},{},{},{},{},{}\n",
+        t as f64 / 1e9,
+        csv_field(&cg_name(tree, r.cg)),
+        r.dir.name(),
+        r.queued,
+        r.bytes_disp,
+        r.io_disp,
+        r.slice_start,
+        r.slice_end,
+        r.disptime.map(|d| d.to_string()).unwrap_or_default()
+    ));
 }
 
 /// One job's completions over time, labelled for pictures and `jobs.csv`.
@@ -168,32 +164,20 @@ fn extend_series(series: &mut Vec<Series>, name: &str, points: impl Iterator<Ite
 }
 
 /// vrate and busy_level over time, each cgroup's hweight_inuse, and each job's IOPS
-/// and latency under it.
+/// and latency under it; the controller's series come decimated (`record.rs`).
 pub fn plot_iocost(
     base: &Path,
     title: &str,
-    rows: &[PeriodRow],
+    series: &IocostSeries,
     tree: &CgroupTree,
     jobs: &[JobLine],
 ) -> Result<(), String> {
-    if rows.is_empty() {
-        return Ok(());
-    }
-    let t = |r: &PeriodRow| r.t as f64 / 1e9;
-    let mut hw: std::collections::BTreeMap<u32, Vec<(f64, f64)>> = Default::default();
-    for r in rows {
-        for c in &r.cgroups {
-            hw.entry(c.cg)
-                .or_default()
-                .push((t(r), c.hwi as f64 * 100.0 / 65536.0));
-        }
-    }
     let mut panels = vec![
         Panel {
             y_label: "vrate %".into(),
             series: vec![Series {
                 name: "vrate (base)".into(),
-                points: rows.iter().map(|r| (t(r), r.vrate_base_pct)).collect(),
+                points: series.vrate.points(),
             }],
             log_y: false,
         },
@@ -201,17 +185,18 @@ pub fn plot_iocost(
             y_label: "busy_level".into(),
             series: vec![Series {
                 name: "busy_level".into(),
-                points: rows.iter().map(|r| (t(r), r.busy_after as f64)).collect(),
+                points: series.busy_level.points(),
             }],
             log_y: false,
         },
         Panel {
             y_label: "hweight_inuse %".into(),
-            series: hw
-                .into_iter()
-                .map(|(cg, points)| Series {
-                    name: cg_name(tree, cg),
-                    points,
+            series: series
+                .hweight_inuse
+                .iter()
+                .map(|(cg, d)| Series {
+                    name: cg_name(tree, *cg),
+                    points: d.points(),
                 })
                 .collect(),
             log_y: false,
@@ -219,6 +204,28 @@ pub fn plot_iocost(
     ];
     panels.extend(job_panels(jobs));
     plot_panels(base, title, "time (s)", &panels)
+}
+
+/// blk-iocost's series for its picture, decimated as the periods arrive.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IocostSeries {
+    pub vrate: Decimated,
+    pub busy_level: Decimated,
+    /// Per cgroup, in cgroup order.
+    pub hweight_inuse: std::collections::BTreeMap<u32, Decimated>,
+}
+
+impl IocostSeries {
+    pub fn add(&mut self, r: &PeriodRow) {
+        self.vrate.add(r.t, r.vrate_base_pct);
+        self.busy_level.add(r.t, r.busy_after as f64);
+        for c in &r.cgroups {
+            self.hweight_inuse
+                .entry(c.cg)
+                .or_default()
+                .add(r.t, c.hwi as f64 * 100.0 / 65536.0);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -257,7 +264,8 @@ mod tests {
                 delay: 0,
             }],
         };
-        let csv = iocost_csv(&[row], &tree);
+        let mut csv = String::from(IOCOST_CSV_HEADER);
+        iocost_csv_rows(&mut csv, &row, &tree);
         let line = csv.lines().nth(1).unwrap();
         assert!(
             line.starts_with(

@@ -21,7 +21,6 @@ use super::{Scenario, ScenarioError, embedded};
 use crate::blkcg::{CgroupTree, DeviceTable};
 use crate::device::QueueLimits;
 use crate::error::KeyError;
-use crate::iocost::ctl::PeriodRow;
 use crate::iocost::{self, Iocost, IocostConfig, TimerMode};
 use crate::kernel_version::KernelVersion;
 use crate::progress::{Horizon, Reporter};
@@ -29,6 +28,7 @@ use crate::report::fio::stats::percentiles;
 use crate::report::fio::{self as fioreport, JobReport, RunReport};
 use crate::report::outdir::{OutDir, check_label};
 use crate::report::plot::{Panel, Series, plot_panels};
+use crate::report::record::{RecordOptions, Recorded, RunRecorder};
 use crate::report::summary::{self, JobSummary};
 use crate::report::timeline::{self, JobLine};
 use crate::sim::engine::{JobParams, Pipeline, RunOutput};
@@ -74,9 +74,9 @@ pub struct VariantRun {
     pub warnings: Vec<String>,
     pub io_stat: String,
     pub extra: BTreeMap<String, f64>,
-    /// blk-iocost: one row per period, and the trace lines.
-    pub iocost_rows: Vec<PeriodRow>,
-    pub trace: Vec<String>,
+    /// The timelines kept of the run (all rows where the caller asked to keep them;
+    /// always the pictures' decimated series) and the folder they streamed to.
+    pub record: Recorded,
     /// blk-iocost as `iocost_monitor.py` shows it at the end of the run, as text and
     /// as its `--json` lines.
     pub monitor: String,
@@ -558,11 +558,15 @@ pub fn run_variant(
     progress: bool,
 ) -> Result<VariantRun, String> {
     let reporter = Reporter::for_stderr(!progress);
-    run_variant_traced(sc, variant, kernel_version, seed, &reporter, false)
+    let keep = RecordOptions {
+        keep: true,
+        ..RecordOptions::default()
+    };
+    run_variant_traced(sc, variant, kernel_version, seed, &reporter, false, keep)
 }
 
 /// `run_variant`, optionally with the controllers' event logs (blk-throttle's
-/// blktrace-style `throtl` lines) collected into `VariantRun::trace`.
+/// blktrace-style `throtl` lines), its timelines recorded as `record` says.
 pub fn run_variant_traced(
     sc: &Scenario,
     variant: Option<&str>,
@@ -570,13 +574,20 @@ pub fn run_variant_traced(
     seed: Option<u64>,
     progress: &Reporter,
     trace_on: bool,
+    record: RecordOptions,
 ) -> Result<VariantRun, String> {
     let prepared = prepare(sc, variant, kernel_version, seed, trace_on)?;
-    simulate(sc, prepared, progress)
+    simulate(sc, prepared, progress, record)
 }
 
-/// Run a prepared variant to its end and gather its outputs.
-pub fn simulate(sc: &Scenario, p: Prepared, progress: &Reporter) -> Result<VariantRun, String> {
+/// Run a prepared variant to its end and gather its outputs; its timelines go where
+/// `record` says.
+pub fn simulate(
+    sc: &Scenario,
+    p: Prepared,
+    progress: &Reporter,
+    record: RecordOptions,
+) -> Result<VariantRun, String> {
     let Prepared {
         label,
         resolved: r,
@@ -592,6 +603,7 @@ pub fn simulate(sc: &Scenario, p: Prepared, progress: &Reporter) -> Result<Varia
         ..
     } = p;
     let tree = &r.tree;
+    let mut recorder = RunRecorder::new(tree, record);
     let mut shown = progress.start(&label, horizon);
     let mut late_errors = Vec::new();
     let out = pipe.run(
@@ -603,6 +615,7 @@ pub fn simulate(sc: &Scenario, p: Prepared, progress: &Reporter) -> Result<Varia
             }
         },
         |now, done_bytes| shown.update(now, done_bytes),
+        &mut recorder,
     );
     shown.finish();
     // every write was accepted before the run on the same controllers in the same
@@ -625,24 +638,15 @@ pub fn simulate(sc: &Scenario, p: Prepared, progress: &Reporter) -> Result<Varia
     let fio = fio_report(&out, &specs, &sources, &rounds, tree, &global_options);
     let summaries = fio.jobs.iter().map(job_summary).collect();
     let mut out = out;
+    let record = recorder.finish()?;
     let mut extra = BTreeMap::new();
-    let mut iocost_rows = Vec::new();
-    let mut trace = match out.throttle.as_mut() {
-        Some(t) => t.take_trace(),
-        None => Vec::new(),
-    };
-    if let Some(ioc) = out.iocost.as_mut() {
-        iocost_rows = ioc.take_rows();
-        trace.extend(ioc.take_trace());
+    if out.iocost.is_some() {
         // the bug of the no-completion seed: a period with no completion and lagging
         // IO that drops a positive busy_level to 0
-        let resets = iocost_rows
-            .iter()
-            .filter(|r| {
-                r.nr_done == 0 && r.nr_lagging > 0 && r.busy_before > 0 && r.busy_after == 0
-            })
-            .count();
-        extra.insert("iocost.no_completion_resets".to_string(), resets as f64);
+        extra.insert(
+            "iocost.no_completion_resets".to_string(),
+            record.no_completion_resets as f64,
+        );
     }
     let io_stat = io_stat_text(&mut out, tree, &limits);
     // iocost_monitor.py's view of the device at the end of the run
@@ -663,8 +667,7 @@ pub fn simulate(sc: &Scenario, p: Prepared, progress: &Reporter) -> Result<Varia
         warnings,
         io_stat,
         extra,
-        iocost_rows,
-        trace,
+        record,
         monitor,
         monitor_json,
     })
@@ -969,9 +972,30 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
     }
     // every run on its own core; output in plan order, byte-identical to a serial run
     let runs = in_parallel(&plan, |(v, k)| {
-        let mut run =
-            run_variant_traced(sc, v.as_deref(), k.as_deref(), o.seed, &o.progress, o.trace)?;
-        run.label = run_label(v, k);
+        let label = run_label(v, k);
+        // the timelines stream to their files; in memory only what is printed
+        let record = RecordOptions {
+            out: o
+                .output
+                .as_ref()
+                .map(|dir| OutDir::open(dir, &label))
+                .transpose()?,
+            keep: o.timeline,
+            trace_stderr: (o.trace && o.output.is_none()).then(|| match plan.len() {
+                1 => String::new(),
+                _ => format!("[{label}] "),
+            }),
+        };
+        let mut run = run_variant_traced(
+            sc,
+            v.as_deref(),
+            k.as_deref(),
+            o.seed,
+            &o.progress,
+            o.trace,
+            record,
+        )?;
+        run.label = label;
         Ok(run)
     })?;
     for w in runs.iter().flat_map(|r| &r.warnings) {
@@ -992,16 +1016,12 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
             ),
         }
         if o.timeline {
-            stdout.push_str(&summary::iostat_text(&run.limits.name, &run.out.iostat));
+            stdout.push_str(&summary::iostat_text(&run.limits.name, &run.record.iostat));
             stdout.push_str(&run.io_stat);
             stdout.push_str(&run.monitor);
         }
-        if let Some(dir) = &o.output {
-            write_outputs(&OutDir::open(dir, &run.label)?, run)?;
-        } else if o.trace {
-            for l in &run.trace {
-                eprintln!("{l}");
-            }
+        if let Some(out) = &run.record.out {
+            write_outputs(out, run)?;
         }
     }
     let ab = (!single).then(|| {
@@ -1028,7 +1048,8 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
     Ok(0)
 }
 
-/// Every output file of one run in its folder `out` (see `report::outdir`).
+/// Every output file of one run in its folder `out` (see `report::outdir`) besides
+/// the timelines, which streamed there during the run.
 fn write_outputs(out: &OutDir, run: &VariantRun) -> Result<(), String> {
     let dir = out.path();
     let write = |name: &str, text: &str| out.write(name, text);
@@ -1036,7 +1057,6 @@ fn write_outputs(out: &OutDir, run: &VariantRun) -> Result<(), String> {
     write("summary.txt", &summary::summary_table(&run.summaries))?;
     write("fio.json", &fioreport::json::to_json(&run.fio, false))?;
     write("fio.txt", &fioreport::text::to_normal(&run.fio))?;
-    write("iostat.csv", &summary::iostat_csv(&run.out.iostat))?;
     write("io.stat", &run.io_stat)?;
     let mut jobs: Vec<JobLine> = run
         .out
@@ -1074,50 +1094,27 @@ fn write_outputs(out: &OutDir, run: &VariantRun) -> Result<(), String> {
         write("iocost_monitor.txt", &run.monitor)?;
         write("iocost_monitor.json", &run.monitor_json)?;
     }
-    if !run.iocost_rows.is_empty() {
-        write(
-            "timeline.csv",
-            &timeline::iocost_csv(&run.iocost_rows, tree),
-        )?;
-        if let Err(e) = timeline::plot_iocost(
+    if let Some(series) = &run.record.iocost
+        && let Err(e) = timeline::plot_iocost(
             &dir.join("iocost"),
             &format!("blk-iocost: {}", run.label),
-            &run.iocost_rows,
+            series,
             tree,
             &jobs,
-        ) {
-            eprintln!("warning: plot not drawn: {e}");
-        }
-    }
-    if !run.trace.is_empty() {
-        write("trace.txt", &(run.trace.join("\n") + "\n"))?;
-    }
-    if !run.out.throttle_rows.is_empty() {
-        write(
-            "throttle.csv",
-            &timeline::throttle_csv(&run.out.throttle_rows, tree),
-        )?;
+        )
+    {
+        eprintln!("warning: plot not drawn: {e}");
     }
     let iostat_panels = vec![Panel {
         y_label: "MiB/s".into(),
         series: vec![
             Series {
                 name: "read".into(),
-                points: run
-                    .out
-                    .iostat
-                    .iter()
-                    .map(|r| (r.t as f64, r.r_bytes as f64 / 1048576.0))
-                    .collect(),
+                points: run.record.read_mib.points(),
             },
             Series {
                 name: "write".into(),
-                points: run
-                    .out
-                    .iostat
-                    .iter()
-                    .map(|r| (r.t as f64, r.w_bytes as f64 / 1048576.0))
-                    .collect(),
+                points: run.record.write_mib.points(),
             },
         ],
         log_y: false,
@@ -1263,7 +1260,7 @@ pub fn check_command(sc: &Scenario, variants: &[String]) -> Result<u8, String> {
 fn metrics_of(run: &VariantRun) -> VariantMetrics {
     VariantMetrics {
         jobs: run.summaries.clone(),
-        iostat: run.out.iostat.clone(),
+        iostat: run.record.iostat.clone(),
         extra: run.extra.clone(),
     }
 }
@@ -1346,7 +1343,11 @@ fn reproduce_with(name: &str, progress: &Reporter) -> Result<Reproduction, Strin
     let spec =
         ReproSpec::from_table(&sc.table)?.ok_or_else(|| format!("{name} has no [repro] table"))?;
     let runs = in_parallel(&sc.variants(), |v| {
-        run_variant_traced(&sc, Some(v), None, None, progress, false)
+        let keep = RecordOptions {
+            keep: true,
+            ..RecordOptions::default()
+        };
+        run_variant_traced(&sc, Some(v), None, None, progress, false, keep)
     })?;
     let metrics = runs
         .iter()

@@ -41,6 +41,7 @@ use std::collections::VecDeque;
 
 use crate::device::{BlockDevice, DevRq, QueueLimits};
 use crate::iocost::Iocost;
+use crate::iocost::ctl::PeriodRow;
 use crate::report::fio::JobStats;
 use crate::sim::timebins::TimeBins;
 use crate::sim::{
@@ -261,6 +262,7 @@ struct DevAcct {
     area: u128,
     busy: Ns,
     cur: IostatRow,
+    /// Seconds closed since the last drain.
     rows: Vec<IostatRow>,
     /// Bytes completed since the start (progress by bytes).
     done_bytes: u64,
@@ -296,18 +298,30 @@ pub struct CgIoStat {
     pub wios: u64,
 }
 
-/// The finished run: per-job stats plus the timelines.
+/// Where a run's timelines go as they are made: the pipeline hands over every row
+/// and trace line once per sample tick (100 ms of simulated time) and at the end,
+/// keeping none itself, so its memory is flat in simulated time.
+pub trait Recorder {
+    /// One second of the device (`iostat -x 1`).
+    fn iostat(&mut self, row: &IostatRow);
+    /// blk-throttle: one group and direction at sample tick `t`.
+    fn throttle(&mut self, t: Ns, row: &ThrotlRow);
+    /// blk-iocost: one period.
+    fn iocost(&mut self, row: &PeriodRow);
+    /// One controller trace line.
+    fn trace(&mut self, line: String);
+}
+
+/// The finished run: per-job stats and the controllers' final state (the timelines
+/// went to the [`Recorder`]).
 pub struct RunOutput {
     pub jobs: Vec<(JobParams, JobStats, JobTimes)>,
     /// Each job's completions over time, in the order of `jobs`.
     pub job_timelines: Vec<TimeBins>,
-    pub iostat: Vec<IostatRow>,
     pub cg_stat: Vec<CgIoStat>,
     pub end: Ns,
-    /// The controllers as the run left them (timelines, traces, io.stat keys).
+    /// The controllers as the run left them (io.stat keys, monitor views).
     pub throttle: Option<Throttle>,
-    /// (time, row) every 100 ms while blk-throttle was set up.
-    pub throttle_rows: Vec<(Ns, ThrotlRow)>,
     pub iocost: Option<Iocost>,
 }
 
@@ -342,6 +356,7 @@ pub struct Pipeline {
     /// Jobs that have ended (the run stops when all have).
     jobs_done: usize,
     /// blk-throttle state every sample tick (the throttle timeline).
+    /// blk-throttle rows since the last drain.
     throttle_rows: Vec<(Ns, ThrotlRow)>,
     scratch_bios: Vec<BioId>,
     duration: Option<Ns>,
@@ -474,6 +489,7 @@ impl Pipeline {
         mut self,
         mut on_config: impl FnMut(&mut Pipeline, u32),
         mut progress: impl FnMut(Ns, u64),
+        rec: &mut dyn Recorder,
     ) -> RunOutput {
         self.start_ready();
         self.q.push(SAMPLE_TICK, Event::Sample);
@@ -531,7 +547,9 @@ impl Pipeline {
                     self.scratch_bios = woken;
                 }
                 Event::Sample => {
-                    if self.on_sample() {
+                    let more = self.on_sample();
+                    self.drain(rec);
+                    if more {
                         self.q.push(now + SAMPLE_TICK, Event::Sample);
                     }
                 }
@@ -556,12 +574,12 @@ impl Pipeline {
             }
         }
         self.dev_acct.advance(end);
-        let mut iostat = std::mem::take(&mut self.dev_acct.rows);
         // a final partial second is reported only if it saw any completion
         let tail = std::mem::take(&mut self.dev_acct.cur);
         if tail.r_ios + tail.w_ios > 0 {
-            iostat.push(tail);
+            self.dev_acct.rows.push(tail);
         }
+        self.drain(rec);
         let job_timelines = self
             .jobs
             .iter_mut()
@@ -582,12 +600,33 @@ impl Pipeline {
         RunOutput {
             jobs,
             job_timelines,
-            iostat,
             cg_stat: self.cg_stat,
             end,
             throttle: self.throttle,
-            throttle_rows: self.throttle_rows,
             iocost: self.iocost,
+        }
+    }
+
+    /// Hand every row and trace line made since the last call to `rec`.
+    fn drain(&mut self, rec: &mut dyn Recorder) {
+        for row in self.dev_acct.rows.drain(..) {
+            rec.iostat(&row);
+        }
+        for (t, row) in self.throttle_rows.drain(..) {
+            rec.throttle(t, &row);
+        }
+        if let Some(t) = self.throttle.as_mut() {
+            for line in t.take_trace() {
+                rec.trace(line);
+            }
+        }
+        if let Some(ioc) = self.iocost.as_mut() {
+            for row in ioc.take_rows() {
+                rec.iocost(&row);
+            }
+            for line in ioc.take_trace() {
+                rec.trace(line);
+            }
         }
     }
 
@@ -1141,7 +1180,9 @@ fn bio_for(iou: &IoU, io: u32, p: &JobParams, offset: u64) -> Bio {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::blkcg::CgroupTree;
     use crate::device::{BlockDevice, DevRq, QueueLimits};
+    use crate::report::record::{Recorded, RunRecorder};
     use crate::workload::job::{Distribution, RwKind};
 
     /// A device that completes every request `lat` after it arrives.
@@ -1223,8 +1264,19 @@ mod tests {
     }
 
     fn run_on(jobs: Vec<JobParams>, lat: Ns, depth: u32, host: HostCosts) -> RunOutput {
+        run_recorded(jobs, lat, depth, host).0
+    }
+
+    fn run_recorded(
+        jobs: Vec<JobParams>,
+        lat: Ns,
+        depth: u32,
+        host: HostCosts,
+    ) -> (RunOutput, Recorded) {
         let p = Pipeline::new(dev(lat, depth), jobs, 1, host, 1);
-        p.run(|_, _| {}, |_, _| {})
+        let mut rec = RunRecorder::keep_all(&CgroupTree::default());
+        let out = p.run(|_, _| {}, |_, _| {}, &mut rec);
+        (out, rec.finish().expect("nothing to write"))
     }
 
     #[test]
@@ -1309,9 +1361,9 @@ mod tests {
         j.time_based = false;
         j.runtime = None;
         j.io_limit = 16 << 20;
-        let out = run(vec![j], 10_000, 64);
+        let (out, rec) = run_recorded(vec![j], 10_000, 64, HostCosts::default());
         assert_eq!(out.jobs[0].1.dd[0].total_ios, 16);
-        let dev_ios: u64 = out.iostat.iter().map(|r| r.r_ios).sum();
+        let dev_ios: u64 = rec.iostat.iter().map(|r| r.r_ios).sum();
         assert_eq!(dev_ios, 16 * 8, "1 MiB bios split at 128 KiB");
         assert_eq!(out.cg_stat[0].rbytes, 16 << 20);
     }

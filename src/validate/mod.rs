@@ -426,7 +426,7 @@ fn render(
     }
     let sim_disk: Vec<compare::DiskSecond> = sim
         .run
-        .out
+        .record
         .iostat
         .iter()
         .map(|r| compare::DiskSecond {
@@ -448,6 +448,7 @@ fn render(
     if plan.iocost {
         let sim_vrate: Vec<(f64, f64)> = sim
             .run
+            .record
             .iocost_rows
             .iter()
             .map(|r| (r.t as f64 / 1e9, r.vrate_base_pct))

@@ -1,0 +1,242 @@
+//! A run's timelines as the pipeline makes them: streamed to their files, decimated for
+//! the pictures, and kept whole only where a caller asks.
+//!
+//! Design
+//! ------
+//! The pipeline hands every row and trace line to a [`sim::engine::Recorder`] once per
+//! sample tick and keeps none itself. [`RunRecorder`] is the one implementation:
+//! - with an output folder, each CSV (`iostat.csv`, `timeline.csv`, `throttle.csv`) and
+//!   `trace.txt` is created at its first row — so a file exists exactly when there is
+//!   something to put in it — and written through a buffer as the run goes;
+//! - the pictures' series (device throughput, blk-iocost's vrate, busy_level and
+//!   hweights) go into [`Decimated`] series of bounded size;
+//! - with `keep`, every row and line is also kept in memory (the library API, tests,
+//!   `validate` and `repro`, whose runs are short); the command line keeps only what
+//!   it prints (`run --timeline` prints the device timeline);
+//! - trace lines go to stderr as they come when the user asked for `--trace` without
+//!   an output folder;
+//! - figures a band needs from the whole run (blk-iocost's busy_level resets) are
+//!   counted on the way.
+//!
+//! So a run's memory does not grow with simulated time unless the caller keeps rows.
+//! A write error (disk full) is remembered and reported once the run ends.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+
+use crate::blkcg::CgroupTree;
+use crate::iocost::ctl::PeriodRow;
+use crate::report::decimate::Decimated;
+use crate::report::outdir::OutDir;
+use crate::report::summary::{IOSTAT_CSV_HEADER, iostat_csv_row};
+use crate::report::timeline::{
+    IOCOST_CSV_HEADER, IocostSeries, THROTTLE_CSV_HEADER, iocost_csv_rows, throttle_csv_row,
+};
+use crate::sim::engine::{IostatRow, Recorder};
+use crate::sim::{NSEC_PER_SEC, Ns};
+use crate::throttle::ThrotlRow;
+
+/// What a caller wants of a run's timelines.
+#[derive(Default)]
+pub struct RecordOptions {
+    /// Stream the files into this folder.
+    pub out: Option<OutDir>,
+    /// Keep every row and trace line in memory too.
+    pub keep: bool,
+    /// Print trace lines to stderr as they come, after this prefix.
+    pub trace_stderr: Option<String>,
+}
+
+/// Everything kept of a run's timelines once it has ended.
+#[derive(Debug, Clone, Default)]
+pub struct Recorded {
+    /// With `keep`: every second of the device, every period, every trace line.
+    pub iostat: Vec<IostatRow>,
+    pub iocost_rows: Vec<PeriodRow>,
+    pub trace: Vec<String>,
+    /// The folder the files streamed to, for the run's other outputs.
+    pub out: Option<OutDir>,
+    /// Device throughput in MiB/s, read and write, decimated.
+    pub read_mib: Decimated,
+    pub write_mib: Decimated,
+    /// blk-iocost's series, decimated; None when blk-iocost made no period.
+    pub iocost: Option<IocostSeries>,
+    /// Periods where no I/O completed and lagging I/O reset a positive busy_level to
+    /// 0 (the bug of the iocost no-completion seed).
+    pub no_completion_resets: u64,
+}
+
+/// One streamed file: created at its first line.
+struct Stream {
+    name: &'static str,
+    header: &'static str,
+    file: Option<BufWriter<File>>,
+}
+
+impl Stream {
+    fn new(name: &'static str, header: &'static str) -> Self {
+        Stream {
+            name,
+            header,
+            file: None,
+        }
+    }
+
+    fn write(&mut self, dir: &OutDir, text: &str) -> Result<(), String> {
+        let file = match &mut self.file {
+            Some(f) => f,
+            None => {
+                let mut f = BufWriter::new(dir.create(self.name)?);
+                f.write_all(self.header.as_bytes())
+                    .map_err(|e| format!("{}: {e}", dir.path().join(self.name).display()))?;
+                self.file.insert(f)
+            }
+        };
+        file.write_all(text.as_bytes())
+            .map_err(|e| format!("{}: {e}", dir.path().join(self.name).display()))
+    }
+
+    fn finish(&mut self, dir: &OutDir) -> Result<(), String> {
+        match self.file.take() {
+            Some(mut f) => f
+                .flush()
+                .map_err(|e| format!("{}: {e}", dir.path().join(self.name).display())),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The recorder of one run (see the module comment).
+pub struct RunRecorder {
+    tree: CgroupTree,
+    opts: RecordOptions,
+    iostat: Stream,
+    timeline: Stream,
+    throttle: Stream,
+    trace: Stream,
+    /// One line's text, reused.
+    line: String,
+    rec: Recorded,
+    error: Option<String>,
+}
+
+impl RunRecorder {
+    /// A recorder for a run over cgroups `tree`.
+    pub fn new(tree: &CgroupTree, opts: RecordOptions) -> Self {
+        RunRecorder {
+            tree: tree.clone(),
+            opts,
+            iostat: Stream::new("iostat.csv", IOSTAT_CSV_HEADER),
+            timeline: Stream::new("timeline.csv", IOCOST_CSV_HEADER),
+            throttle: Stream::new("throttle.csv", THROTTLE_CSV_HEADER),
+            trace: Stream::new("trace.txt", ""),
+            line: String::new(),
+            rec: Recorded {
+                read_mib: Decimated::new(NSEC_PER_SEC),
+                write_mib: Decimated::new(NSEC_PER_SEC),
+                ..Recorded::default()
+            },
+            error: None,
+        }
+    }
+
+    /// A recorder that keeps everything in memory and writes nothing.
+    pub fn keep_all(tree: &CgroupTree) -> Self {
+        Self::new(
+            tree,
+            RecordOptions {
+                keep: true,
+                ..RecordOptions::default()
+            },
+        )
+    }
+
+    /// `self.line` into `stream`, remembering the first error.
+    fn emit(&mut self, which: fn(&mut Self) -> &mut Stream) {
+        let Some(dir) = self.opts.out.take() else {
+            return;
+        };
+        let line = std::mem::take(&mut self.line);
+        if let Err(e) = which(self).write(&dir, &line) {
+            self.error.get_or_insert(e);
+        }
+        self.line = line;
+        self.opts.out = Some(dir);
+    }
+
+    /// The run has ended: flush the files; what was kept, or the first write error.
+    pub fn finish(mut self) -> Result<Recorded, String> {
+        if let Some(dir) = self.opts.out.take() {
+            // iostat.csv is always written, if only its header
+            if self.iostat.file.is_none()
+                && let Err(e) = self.iostat.write(&dir, "")
+            {
+                self.error.get_or_insert(e);
+            }
+            for s in [
+                &mut self.iostat,
+                &mut self.timeline,
+                &mut self.throttle,
+                &mut self.trace,
+            ] {
+                if let Err(e) = s.finish(&dir) {
+                    self.error.get_or_insert(e);
+                }
+            }
+            self.rec.out = Some(dir);
+        }
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.rec),
+        }
+    }
+}
+
+impl Recorder for RunRecorder {
+    fn iostat(&mut self, row: &IostatRow) {
+        let t = row.t * NSEC_PER_SEC;
+        self.rec.read_mib.add(t, row.r_bytes as f64 / 1048576.0);
+        self.rec.write_mib.add(t, row.w_bytes as f64 / 1048576.0);
+        self.line.clear();
+        iostat_csv_row(&mut self.line, row);
+        self.emit(|r| &mut r.iostat);
+        if self.opts.keep {
+            self.rec.iostat.push(row.clone());
+        }
+    }
+
+    fn throttle(&mut self, t: Ns, row: &ThrotlRow) {
+        self.line.clear();
+        throttle_csv_row(&mut self.line, t, row, &self.tree);
+        self.emit(|r| &mut r.throttle);
+    }
+
+    fn iocost(&mut self, row: &PeriodRow) {
+        if row.nr_done == 0 && row.nr_lagging > 0 && row.busy_before > 0 && row.busy_after == 0 {
+            self.rec.no_completion_resets += 1;
+        }
+        self.rec
+            .iocost
+            .get_or_insert_with(IocostSeries::default)
+            .add(row);
+        self.line.clear();
+        iocost_csv_rows(&mut self.line, row, &self.tree);
+        self.emit(|r| &mut r.timeline);
+        if self.opts.keep {
+            self.rec.iocost_rows.push(row.clone());
+        }
+    }
+
+    fn trace(&mut self, line: String) {
+        if let Some(prefix) = &self.opts.trace_stderr {
+            eprintln!("{prefix}{line}");
+        }
+        self.line.clear();
+        self.line.push_str(&line);
+        self.line.push('\n');
+        self.emit(|r| &mut r.trace);
+        if self.opts.keep {
+            self.rec.trace.push(line);
+        }
+    }
+}
