@@ -97,6 +97,32 @@ impl<'a> Keys<'a> {
         Ok(v)
     }
 
+    /// Lines written to an attribute one after another: a string or an array of
+    /// strings (none when absent).
+    pub fn lines(&mut self, key: &'static str) -> Result<Vec<String>, KeyError> {
+        self.used.insert(key);
+        let bad = |v: &toml::Value| {
+            KeyError::new(
+                full(key),
+                format!(
+                    "`{v}` is not accepted: expected a string (one line) or an array of strings"
+                ),
+            )
+        };
+        let v: Vec<String> = match self.table.get(key) {
+            None => Vec::new(),
+            Some(toml::Value::String(s)) => vec![s.clone()],
+            Some(toml::Value::Array(a)) => a
+                .iter()
+                .map(|x| x.as_str().map(str::to_string).ok_or_else(|| bad(x)))
+                .collect::<Result<_, _>>()?,
+            Some(v) => return Err(bad(v)),
+        };
+        self.resolved
+            .extend(v.iter().map(|l| (key.to_string(), l.clone())));
+        Ok(v)
+    }
+
     /// `dev = "MAJ:MIN"`, or the model's default.
     pub fn dev(&mut self, default: (u32, u32)) -> Result<(u32, u32), KeyError> {
         self.used.insert("dev");

@@ -14,12 +14,17 @@
 //!   untouched, and a request arriving then restarts it at its old, past expiry, so it
 //!   fires at once: the first request after an idle spell refills the grant at once, and
 //!   the next tick comes at the next point of the grid, not 20 ms later.
+//! - `badblocks` (configfs, `fault.rs`): a request touching a bad sector is processed
+//!   as usual (it takes its bandwidth, completes at its time) and ends in EIO
+//!   (`null_handle_badblocks()` in `null_process_cmd()`, checked once the request
+//!   has passed the bandwidth cap).
 //! - Events: token = tag for completions, `TICK` for the bandwidth timer.
 
 use super::config::Keys;
+use super::fault::{Badblocks, BadblocksWrite};
 use super::{BlockDevice, DevRq, QueueLimits};
 use crate::error::KeyError;
-use crate::sim::{Event, EventQueue, NSEC_PER_SEC, Ns};
+use crate::sim::{Event, EventQueue, IoErr, NSEC_PER_SEC, Ns};
 use std::collections::VecDeque;
 
 /// Token of the bandwidth timer event.
@@ -51,6 +56,8 @@ pub struct Config {
     pub max_sectors_kb: u32,
     pub dev: (u32, u32),
     pub name: String,
+    /// configfs `badblocks` lines written before the device is powered on.
+    pub badblocks: Vec<BadblocksWrite>,
 }
 
 impl Config {
@@ -93,6 +100,12 @@ impl Config {
         k.choice("scheduler", "none", &["none"])?; // mq-deadline/bfq/kyber are not modelled yet
         let dev = k.dev((252, 0))?;
         let name = k.name("nullb0")?;
+        let badblocks = k
+            .lines("badblocks")?
+            .iter()
+            .map(|l| BadblocksWrite::parse(l))
+            .collect::<Result<_, _>>()
+            .map_err(|e| KeyError::new("device.badblocks", e.to_string()))?;
         Ok(Config {
             irqmode,
             completion_nsec,
@@ -108,6 +121,7 @@ impl Config {
             max_sectors_kb,
             dev,
             name,
+            badblocks,
         })
     }
 }
@@ -127,6 +141,9 @@ pub struct NullBlk {
     stopped: bool,
     /// Requests waiting while the queue is stopped (requeued one first).
     waiting: VecDeque<DevRq>,
+    badblocks: Badblocks,
+    /// By tag: the request touched a bad sector (`cmd->error`).
+    failed: Vec<bool>,
 }
 
 impl NullBlk {
@@ -144,6 +161,11 @@ impl NullBlk {
         };
         let waiting = VecDeque::with_capacity(cfg.hw_queue_depth as usize);
         let throttled = cfg.mbps > 0;
+        let mut badblocks = Badblocks::default();
+        for &w in &cfg.badblocks {
+            badblocks.write(w);
+        }
+        let failed = vec![false; cfg.nr_requests as usize];
         NullBlk {
             cur_bytes: mb_per_tick(cfg.mbps),
             cfg,
@@ -154,6 +176,8 @@ impl NullBlk {
             tick_pending: false,
             stopped: false,
             waiting,
+            badblocks,
+            failed,
         }
     }
 
@@ -166,7 +190,13 @@ impl NullBlk {
         self.cur_bytes
     }
 
-    fn complete(&self, now: Ns, rq: DevRq, q: &mut EventQueue) {
+    fn complete(&mut self, now: Ns, rq: DevRq, q: &mut EventQueue) {
+        // null_handle_cmd() -> null_process_cmd() -> null_handle_badblocks()
+        if !self.badblocks.is_empty()
+            && let Some(f) = self.failed.get_mut(rq.tag as usize)
+        {
+            *f = self.badblocks.check(rq.sector, rq.bytes.div_ceil(512));
+        }
         let at = if self.cfg.irqmode == 2 {
             now + self.cfg.completion_nsec
         } else {
@@ -256,5 +286,14 @@ impl BlockDevice for NullBlk {
 
     fn model(&self) -> &'static str {
         "nullb"
+    }
+
+    fn status(&mut self, tag: u32) -> Option<IoErr> {
+        let f = self.failed.get_mut(tag as usize)?;
+        std::mem::take(f).then_some(IoErr::Eio)
+    }
+
+    fn badblocks_mut(&mut self) -> Option<&mut Badblocks> {
+        Some(&mut self.badblocks)
     }
 }

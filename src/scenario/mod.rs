@@ -294,6 +294,23 @@ fn line_of_offset(text: &str, off: usize) -> usize {
 }
 
 /// Does `line` assign `key` (bare or quoted)?
+/// The 1-based line of the `nth` (from 0) `device = ...` / `device.KEY = ...`
+/// assignment after the first `[[schedule]]` header.
+pub fn find_schedule_device_line(text: &str, nth: usize) -> Option<usize> {
+    let start = text
+        .lines()
+        .position(|l| l.trim().starts_with("[[schedule]]"))?;
+    text.lines()
+        .enumerate()
+        .skip(start)
+        .filter(|(_, l)| {
+            let l = l.trim_start();
+            assigns(l, "device") || l.strip_prefix("device.").is_some_and(|r| r.contains('='))
+        })
+        .nth(nth)
+        .map(|(i, _)| i + 1)
+}
+
 fn assigns(line: &str, key: &str) -> bool {
     let l = line.trim_start();
     let rest = if let Some(r) = l.strip_prefix(key) {

@@ -4,7 +4,9 @@
 //! `[device]`, the fio jobs from each cgroup's `fio`, blk-throttle and blk-iocost from
 //! `[kernel]`; then the scenario's interface writes are applied in order (root files
 //! first, parents before children) exactly as `echo LINE > FILE` would, and a refused
-//! write is reported with the scenario line and the kernel's errno. A cgroup's `fio`
+//! write is reported with the scenario line and the kernel's errno; device actions
+//! (`[[schedule]] device = "remove"`, null_blk's `device.power`/`device.badblocks`)
+//! are applied the same way, at their time. A cgroup's `fio`
 //! array is successive runs, as a script's loop with a `wait`: every job of run k waits
 //! (its `after` list) for every job of run k-1, then `[host] fio_restart_ns` more. The
 //! commands (`run`, `fio`, `check`, `repro`) only choose variants and print; `run` with
@@ -16,14 +18,14 @@ use std::path::{Path, PathBuf};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::repro::{self, ReproSpec, VariantMetrics};
-use super::resolve::{IfaceFile, IfaceWrite, Resolved};
+use super::resolve::{DeviceAction, DeviceWrite, IfaceFile, IfaceWrite, Resolved};
 use super::{Scenario, embedded};
 use crate::blkcg::{CgroupTree, DeviceTable};
 use crate::device::QueueLimits;
 use crate::iocost::ctl::PeriodRow;
 use crate::iocost::{self, Iocost, IocostConfig, TimerMode};
 use crate::report::fio::stats::percentiles;
-use crate::report::fio::{self as fioreport, JobReport, RunReport};
+use crate::report::fio::{self as fioreport, FioMessage, JobReport, RunReport};
 use crate::report::plot::{Panel, Series, plot_panels};
 use crate::report::summary::{self, JobSummary};
 use crate::report::timeline::{self, JobLine};
@@ -328,6 +330,9 @@ pub fn run_variant_traced(
                 // the script between two fio runs (`[host] fio_restart_ns`)
                 p.startdelay += r.host.fio_restart_ns;
             }
+            if p.filename.is_empty() {
+                p.filename = format!("/dev/{}", limits.name);
+            }
             warnings.extend(w.into_iter().map(|w| format!("{where_}: {w}")));
             params.push(p);
             specs.push(spec);
@@ -375,14 +380,23 @@ pub fn run_variant_traced(
         }
         pipe.iocost = Some(ioc);
     }
-    // interface writes at t = 0 now, later ones from the event loop
+    // interface writes and device actions at t = 0 now, later ones from the event loop
     let mut later = Vec::new();
     for w in &r.writes {
         if w.at == 0 {
             apply_write(&mut pipe, w, &devs).map_err(|e| write_error(&sc.file, w, &tree, e))?;
         } else {
             pipe.schedule_config(w.at, later.len() as u32);
-            later.push(w.clone());
+            later.push(Later::Iface(w.clone()));
+        }
+    }
+    let dev_name = limits.name.clone();
+    for w in &r.device_writes {
+        if w.at == 0 {
+            apply_device(&mut pipe, w).map_err(|e| device_error(&sc.file, w, &dev_name, e))?;
+        } else {
+            pipe.schedule_config(w.at, later.len() as u32);
+            later.push(Later::Device(w.clone()));
         }
     }
     let label = variant.unwrap_or("default").to_string();
@@ -391,10 +405,16 @@ pub fn run_variant_traced(
     let pb = progress_bar(progress, horizon, &label);
     let mut late_errors = Vec::new();
     let out = pipe.run(
-        |p, i| {
-            let w = &later[i as usize];
-            if let Err(e) = apply_write(p, w, &devs) {
-                late_errors.push(write_error(&sc.file, w, &tree, e));
+        |p, i| match &later[i as usize] {
+            Later::Iface(w) => {
+                if let Err(e) = apply_write(p, w, &devs) {
+                    late_errors.push(write_error(&sc.file, w, &tree, e));
+                }
+            }
+            Later::Device(w) => {
+                if let Err(e) = apply_device(p, w) {
+                    late_errors.push(device_error(&sc.file, w, &dev_name, e));
+                }
             }
         },
         |now| {
@@ -457,6 +477,49 @@ pub fn run_variant_traced(
     })
 }
 
+/// A scheduled write, applied from the event loop.
+enum Later {
+    Iface(IfaceWrite),
+    Device(DeviceWrite),
+}
+
+/// A device action on the running pipeline.
+fn apply_device(p: &mut Pipeline, w: &DeviceWrite) -> Result<(), String> {
+    match w.action {
+        DeviceAction::Remove => p.remove_disk(),
+        DeviceAction::Badblocks(b) => match p.device_mut().badblocks_mut() {
+            Some(list) => list.write(b),
+            None => return Err("this device model has no badblocks attribute".into()),
+        },
+    }
+    Ok(())
+}
+
+/// A device action as the shell command a user would type for it on disk `dev`.
+fn device_echo(w: &DeviceWrite, dev: &str) -> String {
+    let (line, file) = match w.action {
+        // SCSI's sysfs delete: the generic way to pull a disk
+        DeviceAction::Remove if w.line == "remove" => {
+            ("1", format!("/sys/block/{dev}/device/delete"))
+        }
+        DeviceAction::Remove => ("0", format!("/sys/kernel/config/nullb/{dev}/power")),
+        DeviceAction::Badblocks(_) => (
+            w.line.as_str(),
+            format!("/sys/kernel/config/nullb/{dev}/badblocks"),
+        ),
+    };
+    format!("echo \"{line}\" > {file}")
+}
+
+/// The error for a refused device action, naming the scenario line.
+fn device_error(sc_file: &str, w: &DeviceWrite, dev: &str, e: String) -> String {
+    format!(
+        "{sc_file}{}: {}: {e}",
+        w.src_line.map(|l| format!(":{l}")).unwrap_or_default(),
+        device_echo(w, dev)
+    )
+}
+
 /// `echo LINE > FILE` on the running pipeline.
 fn apply_write(p: &mut Pipeline, w: &IfaceWrite, devs: &DeviceTable) -> Result<(), String> {
     let now = p.queue_mut().now();
@@ -494,6 +557,7 @@ fn fio_report(
     global: &[(String, String)],
 ) -> RunReport {
     let mut reports = Vec::new();
+    let mut messages = Vec::new();
     for (i, ((p, st, t), spec)) in out.jobs.iter().zip(specs).enumerate() {
         let runtime_ms = t.finished.saturating_sub(t.stats_start).div_ceil(1_000_000);
         let engine = spec
@@ -535,8 +599,24 @@ fn fio_report(
             pid: 1000 + i as u32,
             time: fioreport::ctime(fioreport::SIM_EPOCH + t.finished / NSEC_PER_SEC),
         };
+        // what fio printed for this job while it ran: its I/O error lines, and the
+        // `fio: pid=` line of a job an error stopped (thread_main()'s exit)
+        messages.extend(st.err.log.iter().map(|(at, text)| FioMessage {
+            at: *at,
+            text: text.clone(),
+        }));
+        if st.err.error != 0 {
+            messages.push(FioMessage {
+                at: t.finished,
+                text: format!(
+                    "fio: pid={}, err={}/{}",
+                    report.pid, st.err.error, st.err.verror
+                ),
+            });
+        }
         reports.push((report, spec.group_reporting, sources[i]));
     }
+    messages.sort_by_key(|m| m.at);
     let end = out.end;
     RunReport {
         version: "fio-3.33".into(),
@@ -545,6 +625,7 @@ fn fio_report(
         time: fioreport::ctime(fioreport::SIM_EPOCH + end / NSEC_PER_SEC),
         global_options: global.to_vec(),
         jobs: fioreport::group(reports),
+        messages,
     }
 }
 
@@ -707,9 +788,15 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
         match o.format {
             OutputFormat::Summary => {}
             OutputFormat::Normal => stdout.push_str(&fioreport::text::to_normal(&run.fio)),
-            OutputFormat::Json | OutputFormat::JsonPlus => stdout.push_str(
-                &fioreport::json::to_json(&run.fio, o.format == OutputFormat::JsonPlus),
-            ),
+            OutputFormat::Json | OutputFormat::JsonPlus => {
+                for m in &run.fio.messages {
+                    eprintln!("{}", m.text);
+                }
+                stdout.push_str(&fioreport::json::to_json(
+                    &run.fio,
+                    o.format == OutputFormat::JsonPlus,
+                ))
+            }
         }
         if o.timeline {
             stdout.push_str(&summary::iostat_text(&run.limits.name, &run.out.iostat));
@@ -954,6 +1041,9 @@ pub fn check_command(sc: &Scenario, variants: &[String]) -> Result<u8, String> {
                 },
                 w.file.name()
             );
+        }
+        for w in &r.device_writes {
+            println!("  at {:>12} ns  {}", w.at, device_echo(w, &l.name));
         }
         for f in &r.fio {
             if f.text.trim().is_empty() {
