@@ -281,3 +281,47 @@ fn device_actions_are_checked_with_the_scenario_line() {
     let sc = Scenario::parse(text, "ok.toml").unwrap();
     assert!(run_variant(&sc, None, None, None, false).is_ok());
 }
+
+#[test]
+fn an_injected_timeout_ends_the_request_after_5_s_with_etimedout() {
+    // null_blk's configfs timeout_inject/: the 1000th request is never completed by
+    // the driver; the block layer times it out after 5 s (BLK_STS_TIMEOUT), which
+    // continue_on_error does not let pass (fio's non-fatal errors are EIO, EILSEQ)
+    let r = run(r#"
+[device]
+model = "nullb"
+irqmode = 2
+completion_nsec = 100000
+[device.timeout_inject]
+probability = 100
+interval = 1000
+times = 1
+[cgroup.a]
+fio = "fio --name=a --rw=randread --bs=4k --ioengine=libaio --iodepth=4 --runtime=10 --time_based --continue_on_error=all"
+"#);
+    let st = &job(&r, "a").stats;
+    assert_eq!((st.err.error, st.err.total_err), (110, 0));
+    assert_eq!(st.dd[0].errors, 1);
+    assert_eq!(st.err.log.len(), 1);
+    assert!(
+        st.err.log[0]
+            .1
+            .starts_with("fio: io_u error on file /dev/nullb0: Connection timed out: read offset="),
+        "{}",
+        st.err.log[0].1
+    );
+    // the job ran on three slots until the timeout, then stopped once the other
+    // three were back (100 us)
+    let t = st.err.log[0].0;
+    assert!(
+        (5 * NSEC_PER_SEC..5 * NSEC_PER_SEC + 100 * NSEC_PER_MSEC).contains(&t),
+        "t={t}"
+    );
+    let end = finished(&r, "a");
+    assert!(end > t && end <= t + 200_000, "{end}");
+    let text = to_normal(&r.fio);
+    assert!(text.contains(
+        "a: (groupid=0, jobs=1): err=110 (file:io_u.c:1876, func=io_u error, error=Connection timed out): pid=1000: "
+    ));
+    assert!(text.contains("errors    : total=0, first_error=0/<Success>"));
+}

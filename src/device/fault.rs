@@ -1,5 +1,6 @@
-//! Injected media faults: null_blk's `badblocks` list (configfs), shared by the device
-//! and the scenario parser that checks the lines a scenario writes.
+//! Injected faults: null_blk's `badblocks` list (configfs), shared by the device and
+//! the scenario parser that checks the lines a scenario writes, and the kernel's fault
+//! attributes (`timeout_inject/`).
 //!
 //! Design
 //! ------
@@ -11,10 +12,17 @@
 //! (`badblocks_check()` in `null_handle_badblocks()`). Not modelled: the kernel
 //! table's limit of 512 entries of at most 512 sectors each (a longer list would be
 //! refused there).
+//!
+//! [`FaultAttr`] is `struct fault_attr` as its configfs group shows it (`probability`,
+//! `interval`, `times`, `space`), deciding with `should_fail()`'s arithmetic and the
+//! seeded PRNG for the percentage; the task filter and stack-trace filters are not
+//! modelled.
 
 use std::collections::BTreeMap;
 
 use crate::blkcg::{Errno, KernelError};
+use crate::error::KeyError;
+use crate::sim::SimRng;
 
 /// One `echo LINE > badblocks`: mark (`+`) or clear (`-`) sectors `start..=end`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,9 +125,129 @@ impl Badblocks {
     }
 }
 
+/// A fault attribute (`struct fault_attr`, lib/fault-inject.c).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FaultAttr {
+    /// Percent of eligible calls that fail (0 = never).
+    pub probability: u64,
+    /// Only every `interval`-th eligible call may fail.
+    pub interval: u64,
+    /// Failures left; -1 = no limit.
+    pub times: i64,
+    /// Size to let through before any failure.
+    pub space: i64,
+    count: u64,
+}
+
+impl Default for FaultAttr {
+    /// FAULT_ATTR_INITIALIZER: interval 1, times 1, nothing fails.
+    fn default() -> Self {
+        FaultAttr {
+            probability: 0,
+            interval: 1,
+            times: 1,
+            space: 0,
+            count: 0,
+        }
+    }
+}
+
+impl FaultAttr {
+    /// The attributes of configfs group `group` from a scenario table
+    /// (`[device.timeout_inject]`), as `echo N > .../timeout_inject/ATTR` sets them.
+    /// Returns the attribute and its resolved `group.attr=value` pairs.
+    pub fn from_table(
+        group: &str,
+        t: &toml::Table,
+    ) -> Result<(FaultAttr, Vec<(String, String)>), KeyError> {
+        let key = format!("device.{group}");
+        let mut a = FaultAttr::default();
+        for (k, v) in t {
+            let bad = |range: &str| {
+                KeyError::new(
+                    format!("{key}.{k}"),
+                    format!("`{v}` is not accepted: expected an integer {range}"),
+                )
+            };
+            let Some(i) = v.as_integer() else {
+                return Err(bad("(probability 0-100, interval, times, space)"));
+            };
+            match k.as_str() {
+                "probability" if (0..=100).contains(&i) => a.probability = i as u64,
+                "probability" => return Err(bad("in [0, 100] (percent)")),
+                "interval" if i >= 0 => a.interval = i as u64,
+                "interval" => return Err(bad(">= 0")),
+                "times" if i >= -1 && i <= i64::from(i32::MAX) => a.times = i,
+                "times" => return Err(bad("in [-1, 2147483647] (-1: no limit)")),
+                "space" if (0..=i64::from(i32::MAX)).contains(&i) => a.space = i,
+                "space" => return Err(bad("in [0, 2147483647]")),
+                _ => {
+                    return Err(KeyError::new(
+                        format!("{key}.{k}"),
+                        "unknown fault attribute; accepted: probability, interval, times, space",
+                    ));
+                }
+            }
+        }
+        let resolved = [
+            ("probability", a.probability as i64),
+            ("interval", a.interval as i64),
+            ("times", a.times),
+            ("space", a.space),
+        ]
+        .iter()
+        .map(|(n, v)| (format!("{group}.{n}"), v.to_string()))
+        .collect();
+        Ok((a, resolved))
+    }
+
+    /// mirrors should_fail(attr, size): whether this call fails.
+    pub fn should_fail(&mut self, size: i64, rng: &mut SimRng) -> bool {
+        if self.probability == 0 || self.times == 0 {
+            return false;
+        }
+        if self.space > size {
+            self.space -= size;
+            return false;
+        }
+        if self.interval > 1 {
+            self.count += 1;
+            if !self.count.is_multiple_of(self.interval) {
+                return false;
+            }
+        }
+        if self.probability <= rng.below(100) {
+            return false;
+        }
+        if self.times > 0 {
+            self.times -= 1;
+        }
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fault_attr_interval_times_space() {
+        let t: toml::Table = "probability = 100\ninterval = 3\ntimes = 2\nspace = 2"
+            .parse()
+            .unwrap();
+        let (mut a, resolved) = FaultAttr::from_table("timeout_inject", &t).unwrap();
+        assert_eq!(resolved[2], ("timeout_inject.times".into(), "2".into()));
+        let mut rng = SimRng::new(1, "t");
+        let fails: Vec<bool> = (0..12).map(|_| a.should_fail(1, &mut rng)).collect();
+        // the first call is let through on `space`, then every third fails, twice
+        let at: Vec<usize> = (0..12).filter(|&i| fails[i]).collect();
+        assert_eq!(at, [3, 6]);
+        // the defaults inject nothing; a bad value names the attribute
+        assert!(!FaultAttr::default().should_fail(1, &mut rng));
+        let t: toml::Table = "probability = 101".parse().unwrap();
+        let e = FaultAttr::from_table("timeout_inject", &t).unwrap_err();
+        assert_eq!(e.key, "device.timeout_inject.probability");
+    }
 
     fn w(line: &str) -> BadblocksWrite {
         BadblocksWrite::parse(line).unwrap()

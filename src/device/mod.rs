@@ -20,7 +20,8 @@
 //! block-queue sysfs names), so a scenario maps one-to-one onto a real setup.
 //!
 //! Faults: a model may fail a request (`status()`, the request's `blk_status_t` as
-//! an errno); null_blk does for its configfs `badblocks` (`fault.rs`). Removing the
+//! an errno); null_blk does for its configfs `badblocks` and `timeout_inject/`
+//! (`fault.rs`). Removing the
 //! disk is the block layer's business (`del_gendisk()`, in the pipeline), not the
 //! model's.
 

@@ -65,8 +65,8 @@ pub struct GuestWrite {
 }
 
 /// One write to a null_blk configfs attribute from the scenario's faults: `badblocks`
-/// lines of `[device]` (at 0) and `[[schedule]]` device actions (a removal is
-/// `power` 0, since the guest's disk is a null_blk).
+/// lines and `timeout_inject/` of `[device]` (at 0) and `[[schedule]]` device actions
+/// (a removal is `power` 0, since the guest's disk is a null_blk).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GuestDeviceWrite {
     pub at: Ns,
@@ -212,6 +212,24 @@ impl GuestPlan {
                 )
             })
             .collect();
+        // timeout_inject/ exists with CONFIG_BLK_DEV_NULL_BLK_FAULT_INJECTION only (not
+        // in Debian's kernels): a kernel without it refuses the write
+        let t = &c.timeout_inject;
+        if t.probability > 0 {
+            device_writes.extend(
+                [
+                    ("timeout_inject/probability", t.probability as i64),
+                    ("timeout_inject/interval", t.interval as i64),
+                    ("timeout_inject/times", t.times),
+                    ("timeout_inject/space", t.space),
+                ]
+                .map(|(attr, v)| GuestDeviceWrite {
+                    at: 0,
+                    attr,
+                    line: v.to_string(),
+                }),
+            );
+        }
         device_writes.extend(r.device_writes.iter().map(|w| match w.action {
             DeviceAction::Remove => GuestDeviceWrite {
                 at: w.at,
