@@ -70,6 +70,11 @@ pub trait BlockDevice {
     fn on_event(&mut self, now: Ns, token: u64, q: &mut EventQueue, done: &mut Vec<u32>);
     /// The model's name (`nullb`, `ssd`, `hdd`, `cloud`).
     fn model(&self) -> &'static str;
+    /// Whether the model as configured can fail a request (else `status()` is not
+    /// asked; a `badblocks` write makes it ask from then on).
+    fn may_fail(&self) -> bool {
+        false
+    }
     /// How request `tag`, just reported done by `on_event`, ended: None = success.
     fn status(&mut self, _tag: u32) -> Option<IoErr> {
         None

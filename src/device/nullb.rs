@@ -178,6 +178,8 @@ pub struct NullBlk {
     badblocks: Badblocks,
     /// By tag: how the request ended (`cmd->error`), None = OK.
     status: Vec<Option<IoErr>>,
+    /// Entries of `status` set: completions need not look while there are none.
+    failing: u32,
     timeout_inject: FaultAttr,
     /// The fault attributes' percentage draws.
     rng: SimRng,
@@ -216,6 +218,7 @@ impl NullBlk {
             waiting,
             badblocks,
             status,
+            failing: 0,
             timeout_inject,
             rng: SimRng::new(seed, "nullb/fault"),
         }
@@ -233,18 +236,13 @@ impl NullBlk {
     fn complete(&mut self, now: Ns, rq: DevRq, fake_timeout: bool, q: &mut EventQueue) {
         if fake_timeout {
             // started, never completed: null_timeout_rq() ends it
-            if let Some(st) = self.status.get_mut(rq.tag as usize) {
-                *st = Some(IoErr::Etimedout);
-            }
+            self.fail(rq.tag, IoErr::Etimedout);
             q.push(now + RQ_TIMEOUT, Event::Device(TIMEOUT | u64::from(rq.tag)));
             return;
         }
         // null_handle_cmd() -> null_process_cmd() -> null_handle_badblocks()
-        if !self.badblocks.is_empty()
-            && self.badblocks.check(rq.sector, rq.bytes.div_ceil(512))
-            && let Some(st) = self.status.get_mut(rq.tag as usize)
-        {
-            *st = Some(IoErr::Eio);
+        if !self.badblocks.is_empty() && self.badblocks.check(rq.sector, rq.bytes.div_ceil(512)) {
+            self.fail(rq.tag, IoErr::Eio);
         }
         let at = if self.cfg.irqmode == 2 {
             now + self.cfg.completion_nsec
@@ -252,6 +250,14 @@ impl NullBlk {
             now
         };
         q.push(at, Event::Device(rq.tag as u64));
+    }
+
+    /// Request `tag` ends in `err` (`cmd->error`).
+    fn fail(&mut self, tag: u32, err: IoErr) {
+        if let Some(st) = self.status.get_mut(tag as usize) {
+            self.failing += u32::from(st.is_none());
+            *st = Some(err);
+        }
     }
 
     /// `if (!hrtimer_active()) hrtimer_restart()` at the top of null_handle_throttled().
@@ -279,7 +285,8 @@ impl NullBlk {
     /// mirrors null_handle_throttled(): false = requeued, queue stopped.
     fn dispatch(&mut self, now: Ns, rq: DevRq, q: &mut EventQueue) -> bool {
         // null_queue_rq(): the timeout draw comes first, at every dispatch
-        let fake_timeout = self.timeout_inject.should_fail(1, &mut self.rng);
+        let fake_timeout = self.timeout_inject.probability > 0
+            && self.timeout_inject.should_fail(1, &mut self.rng);
         if self.cfg.mbps > 0 {
             self.arm_timer(now, q);
             self.cur_bytes -= rq.bytes as i64;
@@ -339,8 +346,17 @@ impl BlockDevice for NullBlk {
         "nullb"
     }
 
+    fn may_fail(&self) -> bool {
+        !self.badblocks.is_empty() || self.timeout_inject.probability > 0
+    }
+
     fn status(&mut self, tag: u32) -> Option<IoErr> {
-        self.status.get_mut(tag as usize)?.take()
+        if self.failing == 0 {
+            return None;
+        }
+        let err = self.status.get_mut(tag as usize)?.take();
+        self.failing -= u32::from(err.is_some());
+        err
     }
 
     fn badblocks_mut(&mut self) -> Option<&mut Badblocks> {

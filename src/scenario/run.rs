@@ -487,10 +487,7 @@ enum Later {
 fn apply_device(p: &mut Pipeline, w: &DeviceWrite) -> Result<(), String> {
     match w.action {
         DeviceAction::Remove => p.remove_disk(),
-        DeviceAction::Badblocks(b) => match p.device_mut().badblocks_mut() {
-            Some(list) => list.write(b),
-            None => return Err("this device model has no badblocks attribute".into()),
-        },
+        DeviceAction::Badblocks(b) => return p.write_badblocks(b),
     }
     Ok(())
 }

@@ -49,6 +49,7 @@
 
 use std::collections::VecDeque;
 
+use crate::device::fault::BadblocksWrite;
 use crate::device::{BlockDevice, DevRq, QueueLimits};
 use crate::iocost::Iocost;
 use crate::report::fio::JobStats;
@@ -293,6 +294,7 @@ impl JobRt {
     /// `td_non_fatal_error()`, `break_on_this_error()`, `update_error_count()`):
     /// true when it stops the job. `continue_on_error` lets EIO pass (fio's default
     /// `ignore_error` list, EIO and EILSEQ), counting it; other errors stop the job.
+    #[cold]
     fn io_error(
         &mut self,
         now: Ns,
@@ -471,6 +473,8 @@ pub struct Pipeline {
     draining: bool,
     /// Bios past `bio_queue_enter()` and not yet completed (`q_usage_counter`).
     q_usage: u64,
+    /// The device can fail requests: ask it how each one ended.
+    dev_may_fail: bool,
 }
 
 const WORKER: u32 = 0;
@@ -486,6 +490,7 @@ impl Pipeline {
         seed: u64,
     ) -> Self {
         let limits = dev.limits().clone();
+        let dev_may_fail = dev.may_fail();
         let tags = limits.nr_requests.max(1);
         let max_bio_bytes = (limits.max_sectors_kb.max(1) as u64) * 1024;
         let mut ctxs = vec![Ctx::default()];
@@ -566,6 +571,7 @@ impl Pipeline {
             dead: false,
             draining: false,
             q_usage: 0,
+            dev_may_fail,
             limits,
         }
     }
@@ -580,9 +586,15 @@ impl Pipeline {
         &self.limits
     }
 
-    /// The device model (run-time configfs writes such as `badblocks`).
-    pub fn device_mut(&mut self) -> &mut dyn BlockDevice {
-        self.dev.as_mut()
+    /// A run-time `badblocks` write (configfs); Err if the model has no such list.
+    pub fn write_badblocks(&mut self, w: BadblocksWrite) -> Result<(), String> {
+        let list = self
+            .dev
+            .badblocks_mut()
+            .ok_or("this device model has no badblocks attribute")?;
+        list.write(w);
+        self.dev_may_fail = true;
+        Ok(())
     }
 
     /// The disk goes away (`del_gendisk()`): new bios fail at once; bios already in
@@ -934,7 +946,11 @@ impl Pipeline {
         let Some(slot) = self.rqs[tag as usize].take() else {
             return;
         };
-        let err = self.dev.status(tag);
+        let err = if self.dev_may_fail {
+            self.dev.status(tag)
+        } else {
+            None
+        };
         self.dev_acct.advance(now);
         self.dev_acct.inflight -= 1;
         let bio = self.bios.get(slot.bio);
@@ -970,6 +986,7 @@ impl Pipeline {
 
     /// bio_endio() of one piece of fio I/O `io`: the I/O completes with its last
     /// piece, failed if any piece failed (`bio_chain()` keeps the first error).
+    #[inline(always)]
     fn piece_done(&mut self, io: u32, err: Option<IoErr>) {
         let iou = &mut self.ios[io as usize];
         if let (Some(e), IoRes::Full) = (err, iou.res) {
@@ -1127,21 +1144,8 @@ impl Pipeline {
                     return;
                 }
                 Phase::SubmitEnter(io) if self.dead => {
-                    // blkdev_read_iter() / blkdev_write_iter() on a disk of size 0
-                    // (del_gendisk() set it): a read returns 0 bytes, a write ENOSPC,
-                    // completed inside io_submit() without a bio
                     job.phase = Phase::InSubmit(io);
-                    if let Some((b, _)) = self.ctxs[(j + 1) as usize].pending.pop_front() {
-                        self.bios.release(b);
-                    }
-                    let iou = &mut self.ios[io as usize];
-                    iou.res = if iou.dir_write {
-                        IoRes::Err(IoErr::Enospc)
-                    } else {
-                        IoRes::Eof
-                    };
-                    self.piece_done(io, None);
-                    self.submit_returned(j, io);
+                    self.submit_to_dead_disk(j, io);
                     return;
                 }
                 Phase::SubmitEnter(io) => {
@@ -1236,7 +1240,26 @@ impl Pipeline {
         }
     }
 
+    /// io_submit() of job `j`'s I/O `io` on a removed disk: blkdev_read_iter() /
+    /// blkdev_write_iter() see a disk of size 0 (del_gendisk() set it): a read
+    /// returns 0 bytes, a write ENOSPC, completed inside io_submit() without a bio.
+    #[cold]
+    fn submit_to_dead_disk(&mut self, j: u32, io: u32) {
+        if let Some((b, _)) = self.ctxs[(j + 1) as usize].pending.pop_front() {
+            self.bios.release(b);
+        }
+        let iou = &mut self.ios[io as usize];
+        iou.res = if iou.dir_write {
+            IoRes::Err(IoErr::Enospc)
+        } else {
+            IoRes::Eof
+        };
+        self.piece_done(io, None);
+        self.submit_returned(j, io);
+    }
+
     /// io_submit() returned: slat ends, the I/O is in flight.
+    #[inline(always)]
     fn submit_returned(&mut self, j: u32, io: u32) {
         let now = self.q.now();
         let iou = &mut self.ios[io as usize];
@@ -1292,11 +1315,13 @@ impl Pipeline {
             };
             let iou = &self.ios[io as usize];
             let dir = if iou.dir_write { Dir::Write } else { Dir::Read };
-            let failed = match iou.res {
+            let res = iou.res;
+            // a sync engine's read of 0 bytes is fio's "full resid" error
+            let failed = match res {
+                IoRes::Full => None,
                 IoRes::Err(e) => Some((e, ErrSite::of(job.p.sync_engine))),
-                // a sync engine's read of 0 bytes is fio's "full resid" error
                 IoRes::Eof if job.p.sync_engine => Some((IoErr::Eio, ErrSite::FullResid)),
-                IoRes::Full | IoRes::Eof => None,
+                IoRes::Eof => None,
             };
             if let Some((e, site)) = failed {
                 if logging {
@@ -1304,7 +1329,7 @@ impl Pipeline {
                 }
                 job.stopped |= job.io_error(now, dir, e, iou.offset, iou.bytes, site);
             } else if logging {
-                let bytes = if iou.res == IoRes::Eof { 0 } else { iou.bytes };
+                let bytes = if res == IoRes::Full { iou.bytes } else { 0 };
                 job.stats.add_clat(dir, now - iou.issued);
                 job.stats.add_lat(dir, now - iou.start);
                 job.stats.add_io(dir, bytes);
