@@ -32,6 +32,7 @@ fio = "fio --name=b --rw=randread --bs=4k --ioengine=libaio --iodepth=4 --rate_i
 }
 
 /// Run `blkcg-sim run FILE --output OUT`; its peak RSS in KiB (wait4's rusage).
+#[allow(clippy::zombie_processes, reason = "wait4 below reaps the child")]
 fn peak_rss_kib(file: &Path, out: &Path) -> i64 {
     let child = Command::new(env!("CARGO_BIN_EXE_blkcg-sim"))
         .args(["run", "--quiet", "--output-format", "summary", "--output"])

@@ -59,6 +59,18 @@ fn init_for_an_iocost_scenario() {
 }
 
 #[test]
+fn device_actions_become_configfs_writes_in_the_guest() {
+    let p = try_plan_text("[device]\nmodel = \"nullb\"\nbadblocks = \"+8-15\"\n[device.timeout_inject]\nprobability = 100\ntimes = -1\n[cgroup.a]\nfio = \"fio --name=a --rw=randread\"\n[[schedule]]\nat = \"1s\"\ndevice.badblocks = \"-8-15\"\n[[schedule]]\nat = \"2500ms\"\ndevice = \"remove\"\n").expect("plans");
+    let init = p.init_script(&modules());
+    assert!(init.contains("echo +8-15 > $N/badblocks || die"));
+    assert!(init.contains("echo 100 > $N/timeout_inject/probability || die"));
+    assert!(init.contains("echo -1 > $N/timeout_inject/times || die"));
+    assert!(init.contains("(sleep 1.000; echo -8-15 > $N/badblocks || say"));
+    // the guest's disk is a null_blk: removing it is powering it off
+    assert!(init.contains("(sleep 2.500; echo 0 > $N/power || say"));
+}
+
+#[test]
 fn devices_without_a_guest_counterpart_are_refused() {
     let e = try_plan_text("[device]\nmodel = \"cloud\"\npreset = \"azure-p20\"\n[cgroup.a]\nfio = \"fio --name=a --rw=randread\"\n").expect_err("refused");
     assert!(e.contains("`cloud`") && e.contains("null_blk"), "{e}");

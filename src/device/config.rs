@@ -102,6 +102,45 @@ impl<'a> Keys<'a> {
         Ok(v)
     }
 
+    /// Lines written to an attribute one after another: a string or an array of
+    /// strings (none when absent).
+    pub fn lines(&mut self, key: &'static str) -> Result<Vec<String>, KeyError> {
+        self.used.insert(key);
+        let bad = |v: &toml::Value| {
+            KeyError::new(
+                full(key),
+                format!(
+                    "`{v}` is not accepted: expected a string (one line) or an array of strings"
+                ),
+            )
+        };
+        let v: Vec<String> = match self.table.get(key) {
+            None => Vec::new(),
+            Some(toml::Value::String(s)) => vec![s.clone()],
+            Some(toml::Value::Array(a)) => a
+                .iter()
+                .map(|x| x.as_str().map(str::to_string).ok_or_else(|| bad(x)))
+                .collect::<Result<_, _>>()?,
+            Some(v) => return Err(bad(v)),
+        };
+        self.resolved
+            .extend(v.iter().map(|l| (key.to_string(), l.clone())));
+        Ok(v)
+    }
+
+    /// A sub-table (a configfs group, e.g. null_blk's `timeout_inject/`), if given.
+    pub fn table(&mut self, key: &'static str) -> Result<Option<&'a toml::Table>, KeyError> {
+        self.used.insert(key);
+        match self.table.get(key) {
+            None => Ok(None),
+            Some(toml::Value::Table(t)) => Ok(Some(t)),
+            Some(v) => Err(KeyError::new(
+                full(key),
+                format!("`{v}` is not accepted: expected a table ([device.{key}])"),
+            )),
+        }
+    }
+
     /// `dev = "MAJ:MIN"`, or the model's default.
     pub fn dev(&mut self, default: (u32, u32)) -> Result<(u32, u32), KeyError> {
         self.used.insert("dev");
@@ -191,7 +230,7 @@ pub fn resolve(table: &toml::Table, seed: u64) -> Result<Resolved, KeyError> {
     };
     let mut k = Keys::new(table);
     let dev: Box<dyn BlockDevice> = match model {
-        "nullb" => Box::new(nullb::NullBlk::new(nullb::Config::from_keys(&mut k)?)),
+        "nullb" => Box::new(nullb::NullBlk::new(nullb::Config::from_keys(&mut k)?, seed)),
         "ssd" => Box::new(ssd::Ssd::new(ssd::Config::from_keys(&mut k)?, seed)),
         "hdd" => Box::new(hdd::Hdd::new(hdd::Config::from_keys(&mut k)?, seed)),
         "cloud" => Box::new(cloud::Cloud::new(cloud::Config::from_keys(&mut k)?)),

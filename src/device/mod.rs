@@ -19,9 +19,16 @@
 //!
 //! Device keys in a scenario use the real thing's names (null_blk configfs names,
 //! block-queue sysfs names), so a scenario maps one-to-one onto a real setup.
+//!
+//! Faults: a model may fail a request (`status()`, the request's `blk_status_t` as
+//! an errno); null_blk does for its configfs `badblocks` and `timeout_inject/`
+//! (`fault.rs`). Removing the
+//! disk is the block layer's business (`del_gendisk()`, in the pipeline), not the
+//! model's.
 
 use crate::error::KeyError;
-use crate::sim::{Dir, EventQueue, Ns};
+use crate::sim::{Dir, EventQueue, IoErr, Ns};
+use fault::Badblocks;
 
 /// A request handed to the driver: `tag` identifies it in the completion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,10 +78,24 @@ pub trait BlockDevice {
     fn check_request(&self, _bytes: u64) -> Result<(), KeyError> {
         Ok(())
     }
+    /// Whether the model as configured can fail a request (else `status()` is not
+    /// asked; a `badblocks` write makes it ask from then on).
+    fn may_fail(&self) -> bool {
+        false
+    }
+    /// How request `tag`, just reported done by `on_event`, ended: None = success.
+    fn status(&mut self, _tag: u32) -> Option<IoErr> {
+        None
+    }
+    /// The model's bad-sector list, if it has one (null_blk's configfs `badblocks`).
+    fn badblocks_mut(&mut self) -> Option<&mut Badblocks> {
+        None
+    }
 }
 
 pub mod cloud;
 pub mod config;
+pub mod fault;
 pub mod hdd;
 pub mod nullb;
 pub mod ssd;

@@ -20,16 +20,36 @@
 //!   that would do, before the run.
 //! - `completion_nsec` only matters with `irqmode=2`; set with another mode it is a
 //!   warning (null_blk takes it and ignores it).
-//! - Events: token = tag for completions, `TICK` for the bandwidth timer.
+//! - `badblocks` (configfs, `fault.rs`): a request touching a bad sector is processed
+//!   as usual (it takes its bandwidth, completes at its time) and ends in EIO
+//!   (`null_handle_badblocks()` in `null_process_cmd()`, checked once the request
+//!   has passed the bandwidth cap).
+//! - `timeout_inject/` (configfs fault attribute, CONFIG_BLK_DEV_NULL_BLK_FAULT_INJECTION):
+//!   a request it picks (`should_timeout_request()`, drawn at each dispatch, before the
+//!   bandwidth cap) is started but never completed by the driver; the block layer
+//!   times it out after null_blk's 5 s (`set->timeout = 5 * HZ`) and
+//!   `null_timeout_rq()` ends it with BLK_STS_TIMEOUT (ETIMEDOUT). Simplified: it
+//!   ends exactly 5 s after it started (the queue's timeout timer, rounded up to a
+//!   whole second by `blk_add_timer()` and later by the timer wheel, is not modelled).
+//!   `requeue_inject` is refused: a requeued request is dispatched again when blk-mq's
+//!   restart machinery says (SCHED_RESTART, the 3 ms resource delay, the requeue
+//!   work), which the pipeline does not model.
+//! - Events: token = tag for completions, `TIMEOUT | tag` for an injected timeout,
+//!   `TICK` for the bandwidth timer.
 
 use super::config::Keys;
+use super::fault::{Badblocks, BadblocksWrite, FaultAttr};
 use super::{BlockDevice, DevRq, QueueLimits};
 use crate::error::KeyError;
-use crate::sim::{Event, EventQueue, NSEC_PER_SEC, Ns};
+use crate::sim::{Event, EventQueue, IoErr, NSEC_PER_SEC, Ns, SimRng};
 use std::collections::VecDeque;
 
 /// Token of the bandwidth timer event.
 const TICK: u64 = u64::MAX;
+/// Token bit of an injected timeout's expiry (the tag below it).
+const TIMEOUT: u64 = 1 << 62;
+/// null_blk's tag-set timeout (`set->timeout = 5 * HZ`).
+const RQ_TIMEOUT: Ns = 5 * NSEC_PER_SEC;
 /// null_blk's TICKS_PER_SEC.
 const TICKS_PER_SEC: u64 = 50;
 const TIMER_INTERVAL: Ns = NSEC_PER_SEC / TICKS_PER_SEC;
@@ -57,6 +77,10 @@ pub struct Config {
     pub max_sectors_kb: u32,
     pub dev: (u32, u32),
     pub name: String,
+    /// configfs `badblocks` lines written before the device is powered on.
+    pub badblocks: Vec<BadblocksWrite>,
+    /// configfs `timeout_inject/` (probability 0: none).
+    pub timeout_inject: FaultAttr,
 }
 
 impl Config {
@@ -110,6 +134,28 @@ impl Config {
         k.choice("scheduler", "none", &["none"])?; // mq-deadline/bfq/kyber are not modelled yet
         let dev = k.dev((252, 0))?;
         let name = k.name("nullb0")?;
+        let badblocks = k
+            .lines("badblocks")?
+            .iter()
+            .map(|l| BadblocksWrite::parse(l))
+            .collect::<Result<_, _>>()
+            .map_err(|e| KeyError::new("device.badblocks", e.to_string()))?;
+        let timeout_inject = match k.table("timeout_inject")? {
+            Some(t) => {
+                let (a, resolved) = FaultAttr::from_table("timeout_inject", t)?;
+                k.resolved.extend(resolved);
+                a
+            }
+            None => FaultAttr::default(),
+        };
+        if k.has("requeue_inject") {
+            return Err(KeyError::new(
+                "device.requeue_inject",
+                "not modelled: a requeued request is dispatched again when blk-mq's restart \
+                 machinery says (SCHED_RESTART, the 3 ms resource delay, the requeue work), \
+                 which the pipeline does not model; timeout_inject and badblocks are",
+            ));
+        }
         Ok(Config {
             irqmode,
             completion_nsec,
@@ -125,6 +171,8 @@ impl Config {
             max_sectors_kb,
             dev,
             name,
+            badblocks,
+            timeout_inject,
         })
     }
 }
@@ -144,10 +192,18 @@ pub struct NullBlk {
     stopped: bool,
     /// Requests waiting while the queue is stopped (requeued one first).
     waiting: VecDeque<DevRq>,
+    badblocks: Badblocks,
+    /// By tag: how the request ended (`cmd->error`), None = OK.
+    status: Vec<Option<IoErr>>,
+    /// Entries of `status` set: completions need not look while there are none.
+    failing: u32,
+    timeout_inject: FaultAttr,
+    /// The fault attributes' percentage draws.
+    rng: SimRng,
 }
 
 impl NullBlk {
-    pub fn new(cfg: Config) -> Self {
+    pub fn new(cfg: Config, seed: u64) -> Self {
         let limits = QueueLimits {
             major: cfg.dev.0,
             minor: cfg.dev.1,
@@ -161,6 +217,12 @@ impl NullBlk {
         };
         let waiting = VecDeque::with_capacity(cfg.hw_queue_depth as usize);
         let throttled = cfg.mbps > 0;
+        let mut badblocks = Badblocks::default();
+        for &w in &cfg.badblocks {
+            badblocks.write(w);
+        }
+        let status = vec![None; cfg.nr_requests as usize];
+        let timeout_inject = cfg.timeout_inject.clone();
         NullBlk {
             cur_bytes: mb_per_tick(cfg.mbps),
             cfg,
@@ -171,6 +233,11 @@ impl NullBlk {
             tick_pending: false,
             stopped: false,
             waiting,
+            badblocks,
+            status,
+            failing: 0,
+            timeout_inject,
+            rng: SimRng::new(seed, "nullb/fault"),
         }
     }
 
@@ -183,13 +250,31 @@ impl NullBlk {
         self.cur_bytes
     }
 
-    fn complete(&self, now: Ns, rq: DevRq, q: &mut EventQueue) {
+    fn complete(&mut self, now: Ns, rq: DevRq, fake_timeout: bool, q: &mut EventQueue) {
+        if fake_timeout {
+            // started, never completed: null_timeout_rq() ends it
+            self.fail(rq.tag, IoErr::Etimedout);
+            q.push(now + RQ_TIMEOUT, Event::Device(TIMEOUT | u64::from(rq.tag)));
+            return;
+        }
+        // null_handle_cmd() -> null_process_cmd() -> null_handle_badblocks()
+        if !self.badblocks.is_empty() && self.badblocks.check(rq.sector, rq.bytes.div_ceil(512)) {
+            self.fail(rq.tag, IoErr::Eio);
+        }
         let at = if self.cfg.irqmode == 2 {
             now + self.cfg.completion_nsec
         } else {
             now
         };
         q.push(at, Event::Device(rq.tag as u64));
+    }
+
+    /// Request `tag` ends in `err` (`cmd->error`).
+    fn fail(&mut self, tag: u32, err: IoErr) {
+        if let Some(st) = self.status.get_mut(tag as usize) {
+            self.failing += u32::from(st.is_none());
+            *st = Some(err);
+        }
     }
 
     /// `if (!hrtimer_active()) hrtimer_restart()` at the top of null_handle_throttled().
@@ -216,6 +301,9 @@ impl NullBlk {
 
     /// mirrors null_handle_throttled(): false = requeued, queue stopped.
     fn dispatch(&mut self, now: Ns, rq: DevRq, q: &mut EventQueue) -> bool {
+        // null_queue_rq(): the timeout draw comes first, at every dispatch
+        let fake_timeout = self.timeout_inject.probability > 0
+            && self.timeout_inject.should_fail(1, &mut self.rng);
         if self.cfg.mbps > 0 {
             self.arm_timer(now, q);
             self.cur_bytes -= rq.bytes as i64;
@@ -225,7 +313,7 @@ impl NullBlk {
                 return false;
             }
         }
-        self.complete(now, rq, q);
+        self.complete(now, rq, fake_timeout, q);
         true
     }
 }
@@ -245,7 +333,7 @@ impl BlockDevice for NullBlk {
 
     fn on_event(&mut self, now: Ns, token: u64, q: &mut EventQueue, done: &mut Vec<u32>) {
         if token != TICK {
-            done.push(token as u32);
+            done.push((token & !TIMEOUT) as u32);
             return;
         }
         // mirrors nullb_bwtimer_fn()
@@ -298,5 +386,22 @@ impl BlockDevice for NullBlk {
                 bytes.div_ceil(per_mbps)
             ),
         ))
+    }
+
+    fn may_fail(&self) -> bool {
+        !self.badblocks.is_empty() || self.timeout_inject.probability > 0
+    }
+
+    fn status(&mut self, tag: u32) -> Option<IoErr> {
+        if self.failing == 0 {
+            return None;
+        }
+        let err = self.status.get_mut(tag as usize)?.take();
+        self.failing -= u32::from(err.is_some());
+        err
+    }
+
+    fn badblocks_mut(&mut self) -> Option<&mut Badblocks> {
+        Some(&mut self.badblocks)
     }
 }

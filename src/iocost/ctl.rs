@@ -23,6 +23,9 @@
 //! to the submitter on its return to user space; the period timer forgives debt on an
 //! idle device (`ioc_forgive_debts()`, arithmetic in `debt.rs`).
 //!
+//! Disk removal: [`Iocost::exit`] stops the period timer once the queue has drained
+//! (no waiter is left by then: waiting bios hold the queue and drain first).
+//!
 //! Not modelled: autop switching. `blkcg_scale_delay()` needs nothing: blk-iocost sets
 //! its delay through `blkcg_set_delay()`, whose negative `use_delay` exempts the blkg
 //! from that decay and from the 250 ms clamp.
@@ -526,6 +529,14 @@ impl Iocost {
         }
         g.timer_at = None;
         self.kick(now, cg as u32, q, &mut set, woken);
+    }
+
+    /// `ioc_rqos_exit()` (rq_qos_exit() in del_gendisk(), the queue drained): the
+    /// period timer is deleted and nothing runs any more; the counters stay as the
+    /// last period flushed them.
+    pub fn exit(&mut self) {
+        self.rt.running = false;
+        self.rt.period_seq += 1;
     }
 
     /// Hand out earlier waiters that a kick on the submit path committed (their

@@ -40,6 +40,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/throttle-meta-bypass.toml"),
     ),
     (
+        "example-device-removal",
+        include_str!("../../scenarios/example-device-removal.toml"),
+    ),
+    (
         "validate-iomax-riops",
         include_str!("../../scenarios/validate-iomax-riops.toml"),
     ),

@@ -5,6 +5,7 @@ use toml::{Table, Value};
 
 use super::{BareNumber, Scenario, ScenarioError, parse_duration};
 use crate::blkcg::CgroupTree;
+use crate::device::fault::BadblocksWrite;
 use crate::kernel_version::KernelVersion;
 use crate::sim::Ns;
 use crate::sim::engine::HostCosts;
@@ -47,6 +48,26 @@ pub struct IfaceWrite {
     pub file: IfaceFile,
     pub line: String,
     /// Where the line is written in the scenario file.
+    pub src_line: Option<usize>,
+}
+
+/// What a `[[schedule]]` entry does to the disk, as a user would on the machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceAction {
+    /// `device = "remove"` (e.g. `echo 1 > /sys/block/sdX/device/delete`), or
+    /// null_blk's `device.power = 0` (`echo 0 > .../nullb0/power`): `del_gendisk()`.
+    Remove,
+    /// null_blk's `device.badblocks = "+START-END"` (`echo ... > .../badblocks`).
+    Badblocks(BadblocksWrite),
+}
+
+/// One device action at time `at`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceWrite {
+    pub at: Ns,
+    pub action: DeviceAction,
+    /// The configfs line, as `echo` would write it (`0`, `+2048-4095`; `remove`).
+    pub line: String,
     pub src_line: Option<usize>,
 }
 
@@ -113,6 +134,8 @@ pub struct Resolved {
     pub state: PriorState,
     pub tree: CgroupTree,
     pub writes: Vec<IfaceWrite>,
+    /// Device actions from `[[schedule]]`, in file order.
+    pub device_writes: Vec<DeviceWrite>,
     /// Every fio run, ordered by round, then by cgroup as the scenario lists them.
     pub fio: Vec<FioSource>,
     /// What is accepted but worth saying (a kernel newer than the newest modelled).
@@ -301,7 +324,8 @@ impl Scenario {
                 }
             }
         }
-        self.schedule(&t, &tree, &mut writes)?;
+        let mut device_writes = Vec::new();
+        self.schedule(&t, &tree, &mut writes, &mut device_writes)?;
         // run by run, cgroups in scenario order within each (a stable sort)
         fio.sort_by_key(|f: &FioSource| f.round);
         Ok(Resolved {
@@ -315,6 +339,7 @@ impl Scenario {
             state,
             tree,
             writes,
+            device_writes,
             fio,
             warnings,
         })
@@ -509,6 +534,7 @@ impl Scenario {
         t: &Table,
         tree: &CgroupTree,
         writes: &mut Vec<IfaceWrite>,
+        device_writes: &mut Vec<DeviceWrite>,
     ) -> Result<(), ScenarioError> {
         let Some(s) = t.get("schedule") else {
             return Ok(());
@@ -537,6 +563,23 @@ impl Scenario {
                     ));
                 }
             };
+            if let Some(d) = et.get("device") {
+                let model = t
+                    .get("device")
+                    .and_then(|d| d.get("model"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("nullb");
+                let src_line = self.lines.nearest(&[path[0], path[1], "device"]);
+                for (action, line) in self.device_actions(&path, et, d, model)? {
+                    device_writes.push(DeviceWrite {
+                        at,
+                        action,
+                        line,
+                        src_line,
+                    });
+                }
+                continue;
+            }
             let cg = match et.get("cgroup") {
                 None => CgroupTree::ROOT,
                 Some(Value::String(p)) => tree.find(p).ok_or_else(|| {
@@ -576,6 +619,82 @@ impl Scenario {
             }
         }
         Ok(())
+    }
+}
+
+impl Scenario {
+    /// A `[[schedule]]` entry's `device` value (`path` is the entry's): `"remove"`, or
+    /// null_blk configfs attributes (`power = 0`, `badblocks = "+START-END"` or an
+    /// array of lines).
+    fn device_actions(
+        &self,
+        path: &[&str],
+        entry: &Table,
+        v: &Value,
+        model: &str,
+    ) -> Result<Vec<(DeviceAction, String)>, ScenarioError> {
+        let err = |msg: String| self.err_at(path, "device", format!("[[schedule]] device: {msg}"));
+        if let Some(k) = entry.keys().find(|k| *k != "at" && *k != "device") {
+            return Err(err(format!(
+                "`{k}` beside `device`: an entry acts on the device or writes cgroup files, not both"
+            )));
+        }
+        let attrs = match v {
+            Value::String(s) if s == "remove" => {
+                return Ok(vec![(DeviceAction::Remove, s.clone())]);
+            }
+            Value::Table(a) => a,
+            _ => {
+                return Err(err(format!(
+                    "`{v}` is not accepted: expected \"remove\" (the disk goes away), or null_blk configfs attributes: power = 0, badblocks = \"+START-END\""
+                )));
+            }
+        };
+        if model != "nullb" {
+            return Err(err(format!(
+                "configfs attributes are null_blk's; this device is `{model}`: use device = \"remove\""
+            )));
+        }
+        let mut out = Vec::new();
+        for (k, val) in attrs {
+            match (k.as_str(), val) {
+                ("power", Value::Integer(0)) => out.push((DeviceAction::Remove, "0".into())),
+                ("power", _) => {
+                    return Err(err(format!(
+                        "power = {val}: only 0 is accepted (powering the device off removes the disk; powering it on again makes a new disk, which is not modelled)"
+                    )));
+                }
+                ("badblocks", _) => {
+                    let lines = match val {
+                        Value::String(l) => vec![l.as_str()],
+                        Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+                        _ => Vec::new(),
+                    };
+                    if lines.is_empty() || matches!(val, Value::Array(a) if a.len() != lines.len())
+                    {
+                        return Err(err(format!(
+                            "badblocks = {val}: expected a line \"+START-END\" / \"-START-END\" or an array of them"
+                        )));
+                    }
+                    for l in lines {
+                        let w = BadblocksWrite::parse(l)
+                            .map_err(|e| err(format!("echo \"{l}\" > badblocks: {e}")))?;
+                        out.push((DeviceAction::Badblocks(w), l.to_string()));
+                    }
+                }
+                _ => {
+                    return Err(err(format!(
+                        "unknown attribute `{k}`; accepted: power, badblocks"
+                    )));
+                }
+            }
+        }
+        if out.is_empty() {
+            return Err(err(
+                "writes nothing: add power = 0 or badblocks = \"+START-END\"".into(),
+            ));
+        }
+        Ok(out)
     }
 }
 

@@ -4,7 +4,9 @@
 //! `[device]`, the fio jobs from each cgroup's `fio`, blk-throttle and blk-iocost from
 //! `[kernel]`; then the scenario's interface writes are applied in order (root files
 //! first, parents before children) exactly as `echo LINE > FILE` would, and a refused
-//! write is reported with the scenario line and the kernel's errno. A cgroup's `fio`
+//! write is reported with the scenario line and the kernel's errno; device actions
+//! (`[[schedule]] device = "remove"`, null_blk's `device.power`/`device.badblocks`)
+//! are applied the same way, at their time. A cgroup's `fio`
 //! array is successive runs, as a script's loop with a `wait`: every job of run k waits
 //! (its `after` list) for every job of run k-1, then `[host] fio_restart_ns` more. The
 //! commands (`run`, `fio`, `check`, `repro`) only choose variants and print; `run` with
@@ -16,7 +18,7 @@ use std::path::PathBuf;
 use rayon::prelude::*;
 
 use super::repro::{self, ReproSpec, VariantMetrics};
-use super::resolve::{FioSource, IfaceFile, IfaceWrite, Resolved};
+use super::resolve::{DeviceAction, DeviceWrite, FioSource, IfaceFile, IfaceWrite, Resolved};
 use super::{Scenario, ScenarioError, embedded};
 use crate::blkcg::{CgroupTree, DeviceTable};
 use crate::device::QueueLimits;
@@ -25,7 +27,7 @@ use crate::iocost::{self, Iocost, IocostConfig, TimerMode};
 use crate::kernel_version::KernelVersion;
 use crate::progress::{Horizon, Reporter};
 use crate::report::fio::stats::percentiles;
-use crate::report::fio::{self as fioreport, JobReport, RunReport};
+use crate::report::fio::{self as fioreport, FioMessage, JobReport, RunReport};
 use crate::report::outdir::{OutDir, check_label};
 use crate::report::plot::{Panel, Series, plot_panels};
 use crate::report::record::{RecordOptions, Recorded, RunRecorder};
@@ -329,7 +331,7 @@ pub struct Prepared {
     sources: Vec<usize>,
     global_options: Vec<(String, String)>,
     /// Interface writes after t = 0, in the order the pipeline's events name them.
-    later: Vec<IfaceWrite>,
+    later: Vec<Later>,
     /// What progress is measured against: the cap, or the longest job's planned
     /// time, or with no job bounded by time the bytes the jobs plan to move.
     horizon: Horizon,
@@ -473,6 +475,9 @@ pub fn prepare(
                 // the script between two fio runs (`[host] fio_restart_ns`)
                 p.startdelay += r.host.fio_restart_ns;
             }
+            if p.filename.is_empty() {
+                p.filename = format!("/dev/{}", limits.name);
+            }
             warnings.extend(w.into_iter().map(|w| format!("{where_}: {w}")));
             params.push(p);
             specs.push(spec);
@@ -520,7 +525,7 @@ pub fn prepare(
     pipe.set_duration(r.duration);
     pipe.throttle = throttle;
     pipe.iocost = iocost;
-    // interface writes at t = 0 now, later ones from the event loop
+    // interface writes and device actions at t = 0 now, later ones from the event loop
     let mut later = Vec::new();
     for w in &r.writes {
         if w.at == 0 {
@@ -528,7 +533,15 @@ pub fn prepare(
             apply_write(t, ioc, q, w, &devs).map_err(|e| write_error(sc, variant, w, &tree, e))?;
         } else {
             pipe.schedule_config(w.at, later.len() as u32);
-            later.push(w.clone());
+            later.push(Later::Iface(w.clone()));
+        }
+    }
+    for w in &r.device_writes {
+        if w.at == 0 {
+            apply_device(&mut pipe, w).map_err(|e| device_error(sc, w, &limits.name, e))?;
+        } else {
+            pipe.schedule_config(w.at, later.len() as u32);
+            later.push(Later::Device(w.clone()));
         }
     }
     Ok(Prepared {
@@ -606,12 +619,19 @@ pub fn simulate(
     let mut recorder = RunRecorder::new(tree, record);
     let mut shown = progress.start(&label, horizon);
     let mut late_errors = Vec::new();
+    let dev_name = &limits.name;
     let out = pipe.run(
-        |p, i| {
-            let w = &later[i as usize];
-            let (t, ioc, q) = p.controllers_mut();
-            if let Err(e) = apply_write(t, ioc, q, w, &devs) {
-                late_errors.push(write_error(sc, r.variant.as_deref(), w, tree, e));
+        |p, i| match &later[i as usize] {
+            Later::Iface(w) => {
+                let (t, ioc, q) = p.controllers_mut();
+                if let Err(e) = apply_write(t, ioc, q, w, &devs) {
+                    late_errors.push(write_error(sc, r.variant.as_deref(), w, tree, e));
+                }
+            }
+            Later::Device(w) => {
+                if let Err(e) = apply_device(p, w) {
+                    late_errors.push(device_error(sc, w, dev_name, e));
+                }
             }
         },
         |now, done_bytes| shown.update(now, done_bytes),
@@ -626,11 +646,11 @@ pub fn simulate(
         ));
     }
     let end = out.end;
-    for w in later.iter().filter(|w| w.at > end) {
+    for (at, src_line) in later.iter().map(Later::when).filter(|(at, _)| *at > end) {
         warnings.push(format!(
             "{}: [[schedule]] at {:.3} s never happened: the run ended at {:.3} s",
-            location(sc, w.src_line),
-            w.at as f64 / 1e9,
+            location(sc, src_line),
+            at as f64 / 1e9,
             end as f64 / 1e9
         ));
     }
@@ -707,6 +727,52 @@ fn check_request_sizes(
     Ok(())
 }
 
+/// A scheduled write, applied from the event loop.
+enum Later {
+    Iface(IfaceWrite),
+    Device(DeviceWrite),
+}
+
+impl Later {
+    /// When, and the scenario line that asked for it.
+    fn when(&self) -> (Ns, Option<usize>) {
+        match self {
+            Later::Iface(w) => (w.at, w.src_line),
+            Later::Device(w) => (w.at, w.src_line),
+        }
+    }
+}
+
+/// A device action on the running pipeline.
+fn apply_device(p: &mut Pipeline, w: &DeviceWrite) -> Result<(), String> {
+    match w.action {
+        DeviceAction::Remove => p.remove_disk(),
+        DeviceAction::Badblocks(b) => return p.write_badblocks(b),
+    }
+    Ok(())
+}
+
+/// A device action as the shell command a user would type for it on disk `dev`.
+fn device_echo(w: &DeviceWrite, dev: &str) -> String {
+    let (line, file) = match w.action {
+        // SCSI's sysfs delete: the generic way to pull a disk
+        DeviceAction::Remove if w.line == "remove" => {
+            ("1", format!("/sys/block/{dev}/device/delete"))
+        }
+        DeviceAction::Remove => ("0", format!("/sys/kernel/config/nullb/{dev}/power")),
+        DeviceAction::Badblocks(_) => (
+            w.line.as_str(),
+            format!("/sys/kernel/config/nullb/{dev}/badblocks"),
+        ),
+    };
+    format!("echo \"{line}\" > {file}")
+}
+
+/// The error for a refused device action, naming the scenario line.
+fn device_error(sc: &Scenario, w: &DeviceWrite, dev: &str, e: String) -> String {
+    format!("{}: {}: {e}", location(sc, w.src_line), device_echo(w, dev))
+}
+
 /// `echo LINE > FILE` on the controllers a run has set up.
 fn apply_write(
     throttle: Option<&mut Throttle>,
@@ -747,6 +813,7 @@ fn fio_report(
     global: &[(String, String)],
 ) -> RunReport {
     let mut reports = Vec::new();
+    let mut messages = Vec::new();
     for (i, ((p, st, t), spec)) in out.jobs.iter().zip(specs).enumerate() {
         let runtime_ms = t.finished.saturating_sub(t.stats_start).div_ceil(1_000_000);
         let engine = spec
@@ -788,8 +855,24 @@ fn fio_report(
             pid: 1000 + i as u32,
             time: fioreport::ctime(fioreport::SIM_EPOCH + t.finished / NSEC_PER_SEC),
         };
+        // what fio printed for this job while it ran: its I/O error lines, and the
+        // `fio: pid=` line of a job an error stopped (thread_main()'s exit)
+        messages.extend(st.err.log.iter().map(|(at, text)| FioMessage {
+            at: *at,
+            text: text.clone(),
+        }));
+        if st.err.error != 0 {
+            messages.push(FioMessage {
+                at: t.finished,
+                text: format!(
+                    "fio: pid={}, err={}/{}",
+                    report.pid, st.err.error, st.err.verror
+                ),
+            });
+        }
         reports.push((report, spec.group_reporting, sources[i]));
     }
+    messages.sort_by_key(|m| m.at);
     let end = out.end;
     RunReport {
         version: "fio-3.33".into(),
@@ -798,6 +881,7 @@ fn fio_report(
         time: fioreport::ctime(fioreport::SIM_EPOCH + end / NSEC_PER_SEC),
         global_options: global.to_vec(),
         jobs: fioreport::group(reports),
+        messages,
     }
 }
 
@@ -1011,9 +1095,15 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
         match o.format {
             OutputFormat::Summary => {}
             OutputFormat::Normal => stdout.push_str(&fioreport::text::to_normal(&run.fio)),
-            OutputFormat::Json | OutputFormat::JsonPlus => stdout.push_str(
-                &fioreport::json::to_json(&run.fio, o.format == OutputFormat::JsonPlus),
-            ),
+            OutputFormat::Json | OutputFormat::JsonPlus => {
+                for m in &run.fio.messages {
+                    eprintln!("{}", m.text);
+                }
+                stdout.push_str(&fioreport::json::to_json(
+                    &run.fio,
+                    o.format == OutputFormat::JsonPlus,
+                ))
+            }
         }
         if o.timeline {
             stdout.push_str(&summary::iostat_text(&run.limits.name, &run.record.iostat));
@@ -1232,6 +1322,9 @@ pub fn check_command(sc: &Scenario, variants: &[String]) -> Result<u8, String> {
                 },
                 w.file.name()
             );
+        }
+        for w in &r.device_writes {
+            println!("  at {:>12} ns  {}", w.at, device_echo(w, &l.name));
         }
         for (spec, &src) in p.specs.iter().zip(&p.sources) {
             let f = &r.fio[src];

@@ -31,6 +31,34 @@ impl Dir {
     }
 }
 
+/// How an I/O that did not succeed ended, as the submitter's errno: the block layer's
+/// `blk_status_to_errno()` (BLK_STS_IOERR, BLK_STS_TIMEOUT) or the block device's
+/// `write_iter` refusing a write past the end of a removed disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IoErr {
+    Eio,
+    Enospc,
+    Etimedout,
+}
+
+impl IoErr {
+    pub fn errno(self) -> i32 {
+        match self {
+            IoErr::Eio => 5,
+            IoErr::Enospc => 28,
+            IoErr::Etimedout => 110,
+        }
+    }
+    /// glibc's `strerror()`.
+    pub fn strerror(self) -> &'static str {
+        match self {
+            IoErr::Eio => "Input/output error",
+            IoErr::Enospc => "No space left on device",
+            IoErr::Etimedout => "Connection timed out",
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Bio {
     /// Cgroup index (0 = root) in the scenario's cgroup tree.

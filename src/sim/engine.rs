@@ -34,18 +34,30 @@
 //! (clat; likewise), and in fio's own loop between reaping and the next I/O (in
 //! neither). They are what a QD1 job's IOPS come down to on a fast device.
 //!
+//! *Faults.* A request the device fails, and every piece of a split bio, ends its fio
+//! I/O with the first error (`bio_chain()`); fio's handling of a failed I/O (logged,
+//! counted under `continue_on_error`, or stopping the job, which then waits for what
+//! is in flight) is `JobRt::io_error()`. Removing the disk (`remove_disk()`, mirroring
+//! `del_gendisk()`) marks it dead: bios fail at `bio_queue_enter()`, and a new
+//! `io_submit()` sees a disk of size 0 (a read returns 0 bytes, a write ENOSPC);
+//! what already entered the queue drains (requests at the driver, blk-iocost and tag
+//! waiters: `q_usage` counts them), then blk-throttle lets its queued bios go, to
+//! fail, and blk-iocost stops.
+//!
 //! Where things live: contexts and the stack walk in `run_ctx()`; the device side in
 //! `issue()` / `on_device_done()`; fio jobs in `job_step()`; sampling in `on_sample()`.
 
 use std::collections::VecDeque;
 
+use crate::device::fault::BadblocksWrite;
 use crate::device::{BlockDevice, DevRq, QueueLimits};
 use crate::iocost::Iocost;
 use crate::iocost::ctl::PeriodRow;
 use crate::report::fio::JobStats;
+use crate::report::fio::stats::ErrorStats;
 use crate::sim::timebins::TimeBins;
 use crate::sim::{
-    Bio, BioId, BioSlab, Dir, Event, EventQueue, NSEC_PER_MSEC, NSEC_PER_SEC, Ns, SimRng,
+    Bio, BioId, BioSlab, Dir, Event, EventQueue, IoErr, NSEC_PER_MSEC, NSEC_PER_SEC, Ns, SimRng,
 };
 use crate::throttle::{ThrotlRow, Throttle};
 pub use crate::workload::job::JobParams;
@@ -135,12 +147,26 @@ impl Default for HostCosts {
     }
 }
 
+/// How an I/O ended, as the completion event (aio `res`) tells fio.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum IoRes {
+    /// Every byte transferred.
+    #[default]
+    Full,
+    /// `res = 0`: a read at or past the end of the disk (a removed disk has size 0).
+    Eof,
+    Err(IoErr),
+}
+
 /// One fio I/O unit in flight.
 #[derive(Debug, Clone, Default)]
 struct IoU {
     job: u32,
     dir_write: bool,
     bytes: u64,
+    /// Byte offset in the file (fio's error lines name it).
+    offset: u64,
+    res: IoRes,
     /// fio's io_u start_time.
     start: Ns,
     /// End of submission (slat end / clat start).
@@ -238,6 +264,104 @@ struct JobRt {
     wake_scheduled: bool,
     next_sample: Ns,
     finished_at: Ns,
+    /// A fatal error stopped the job: it only waits for what is in flight.
+    stopped: bool,
+}
+
+/// Where fio meets a failed I/O, which decides its message and `td->verror`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ErrSite {
+    /// Reaped from an async engine (`io_completed()`).
+    Reap,
+    /// Returned by a sync engine's read/write (`fio_io_end()`, then
+    /// `break_on_this_error()`).
+    Sync,
+    /// A sync engine's read of 0 bytes (`io_queue_event()`: "full resid").
+    FullResid,
+}
+
+impl ErrSite {
+    fn of(sync_engine: bool) -> ErrSite {
+        if sync_engine {
+            ErrSite::Sync
+        } else {
+            ErrSite::Reap
+        }
+    }
+}
+
+impl JobRt {
+    /// fio's handling of one failed I/O (`__io_u_log_error()`, `td_verror()`,
+    /// `td_non_fatal_error()`, `break_on_this_error()`, `update_error_count()`):
+    /// true when it stops the job. `continue_on_error` lets EIO pass (fio's default
+    /// `ignore_error` list, EIO and EILSEQ), counting it; other errors stop the job.
+    #[cold]
+    fn io_error(
+        &mut self,
+        now: Ns,
+        dir: Dir,
+        err: IoErr,
+        offset: u64,
+        buflen: u64,
+        site: ErrSite,
+    ) -> bool {
+        let bit = match dir {
+            Dir::Read => 1,
+            Dir::Write => 2,
+        };
+        let coe = self.p.continue_on_error & bit != 0;
+        let non_fatal = coe && err == IoErr::Eio;
+        let e = &mut self.stats.err;
+        // __td_verror(): the first error sticks, its text only while none was counted
+        let td_verror = |e: &mut ErrorStats, at: &str, func: &str| {
+            if e.error == 0 {
+                e.error = err.errno();
+                if e.first_error == 0 {
+                    e.verror = format!("file:{at}, func={func}, error={}", err.strerror());
+                }
+            }
+        };
+        if site != ErrSite::FullResid && !non_fatal {
+            e.log.push((
+                now,
+                format!(
+                    "fio: io_u error on file {}: {}: {} offset={offset}, buflen={buflen}",
+                    self.p.filename,
+                    err.strerror(),
+                    dir.name()
+                ),
+            ));
+            td_verror(e, "io_u.c:1876", "io_u error");
+        }
+        let count = |e: &mut ErrorStats| {
+            e.total_err += 1;
+            if e.total_err == 1 {
+                e.first_error = err.errno();
+            }
+        };
+        match site {
+            ErrSite::Reap if non_fatal => {
+                count(e);
+                e.error = 0;
+                false
+            }
+            ErrSite::Reap => true,
+            ErrSite::Sync | ErrSite::FullResid => {
+                if site == ErrSite::Sync {
+                    td_verror(e, "engines/sync.c:126", "xfer");
+                } else {
+                    td_verror(e, "backend.c:471", "full resid");
+                }
+                if coe {
+                    count(e);
+                }
+                if non_fatal {
+                    e.error = 0;
+                }
+                !non_fatal
+            }
+        }
+    }
 }
 
 /// Per-second device view, like `iostat -x 1`.
@@ -360,6 +484,14 @@ pub struct Pipeline {
     throttle_rows: Vec<(Ns, ThrotlRow)>,
     scratch_bios: Vec<BioId>,
     duration: Option<Ns>,
+    /// The disk is gone (`GD_DEAD`): bios fail at `bio_queue_enter()`.
+    dead: bool,
+    /// del_gendisk() is waiting for the queue to drain (`blk_mq_freeze_queue_wait()`).
+    draining: bool,
+    /// Bios past `bio_queue_enter()` and not yet completed (`q_usage_counter`).
+    q_usage: u64,
+    /// The device can fail requests: ask it how each one ended.
+    dev_may_fail: bool,
 }
 
 const WORKER: u32 = 0;
@@ -375,6 +507,7 @@ impl Pipeline {
         seed: u64,
     ) -> Self {
         let limits = dev.limits().clone();
+        let dev_may_fail = dev.may_fail();
         let tags = limits.nr_requests.max(1);
         let max_bio_bytes = (limits.max_sectors_kb.max(1) as u64) * 1024;
         let mut ctxs = vec![Ctx::default()];
@@ -402,10 +535,12 @@ impl Pipeline {
                     matches!(p.bs[0], BsGen::Split(_)),
                     matches!(p.bs[1], BsGen::Split(_)),
                 ];
+                let mut stats = JobStats::default();
+                stats.err.coe = p.continue_on_error != 0;
                 JobRt {
                     host_rng: SimRng::new(seed, &format!("{}/host", p.seed_name)),
                     mix: RwMix::new(p.kind, p.rwmix_read),
-                    stats: JobStats::default(),
+                    stats,
                     timeline: TimeBins::default(),
                     rng,
                     offsets,
@@ -422,6 +557,7 @@ impl Pipeline {
                     wake_scheduled: false,
                     next_sample: 0,
                     finished_at: 0,
+                    stopped: false,
                     p,
                 }
             })
@@ -449,6 +585,10 @@ impl Pipeline {
             throttle_rows: Vec::new(),
             scratch_bios: Vec::new(),
             duration: None,
+            dead: false,
+            draining: false,
+            q_usage: 0,
+            dev_may_fail,
             limits,
         }
     }
@@ -461,6 +601,44 @@ impl Pipeline {
     /// The device's queue limits (for interface-file writes and reports).
     pub fn limits(&self) -> &QueueLimits {
         &self.limits
+    }
+
+    /// A run-time `badblocks` write (configfs); Err if the model has no such list.
+    pub fn write_badblocks(&mut self, w: BadblocksWrite) -> Result<(), String> {
+        let list = self
+            .dev
+            .badblocks_mut()
+            .ok_or("this device model has no badblocks attribute")?;
+        list.write(w);
+        self.dev_may_fail = true;
+        Ok(())
+    }
+
+    /// The disk goes away (`del_gendisk()`): new bios fail at once; bios already in
+    /// the queue (requests at the driver, blk-iocost and tag waiters) drain as usual;
+    /// then blk-throttle lets its queued bios go, to fail (`blk_throtl_cancel_bios()`),
+    /// and blk-iocost stops (`rq_qos_exit()`).
+    pub fn remove_disk(&mut self) {
+        if !self.dead {
+            self.dead = true;
+            self.draining = true;
+            self.check_drained();
+        }
+    }
+
+    /// The rest of del_gendisk() once `blk_mq_freeze_queue_wait()` returns.
+    fn check_drained(&mut self) {
+        if !self.draining || self.q_usage > 0 {
+            return;
+        }
+        self.draining = false;
+        let now = self.q.now();
+        if let Some(t) = self.throttle.as_mut() {
+            t.cancel(now, &mut self.q);
+        }
+        if let Some(ioc) = self.iocost.as_mut() {
+            ioc.exit();
+        }
     }
 
     /// The event queue, for controllers that need it while being configured.
@@ -653,6 +831,18 @@ impl Pipeline {
             let Some(&(b, stage)) = ctx.pending.front() else {
                 break;
             };
+            if stage <= Stage::Split && self.dead {
+                // bio_queue_enter() on a dead disk: bio_io_error(). (The kernel asks
+                // blk-throttle first; a bio it queued would fail when cancelled.)
+                self.ctxs[c as usize].pending.pop_front();
+                if stage == Stage::Throttle {
+                    self.account_cg(b);
+                }
+                let io = self.bios.get(b).io;
+                self.bios.release(b);
+                self.piece_done(io, Some(IoErr::Eio));
+                continue;
+            }
             if stage == Stage::Throttle {
                 let passes = match self.throttle.as_mut() {
                     Some(t) => t.submit(now, b, self.bios.get_mut(b), &mut self.q),
@@ -665,6 +855,7 @@ impl Pipeline {
                 self.account_cg(b);
             }
             if stage <= Stage::Split {
+                self.q_usage += 1;
                 self.split(c, b);
             }
             if stage <= Stage::Iocost && self.iocost.is_some() && !self.iocost_throttle(b, now) {
@@ -810,6 +1001,11 @@ impl Pipeline {
         let Some(slot) = self.rqs[tag as usize].take() else {
             return;
         };
+        let err = if self.dev_may_fail {
+            self.dev.status(tag)
+        } else {
+            None
+        };
         self.dev_acct.advance(now);
         self.dev_acct.inflight -= 1;
         let bio = self.bios.get(slot.bio);
@@ -840,7 +1036,19 @@ impl Pipeline {
         } else {
             self.free_tags.push(tag);
         }
+        self.piece_done(io, err);
+        self.q_usage -= 1;
+        self.check_drained();
+    }
+
+    /// bio_endio() of one piece of fio I/O `io`: the I/O completes with its last
+    /// piece, failed if any piece failed (`bio_chain()` keeps the first error).
+    #[inline(always)]
+    fn piece_done(&mut self, io: u32, err: Option<IoErr>) {
         let iou = &mut self.ios[io as usize];
+        if let (Some(e), IoRes::Full) = (err, iou.res) {
+            iou.res = IoRes::Err(e);
+        }
         iou.pieces -= 1;
         if iou.pieces == 0 {
             let j = iou.job;
@@ -898,6 +1106,19 @@ impl Pipeline {
         let now = self.q.now();
         loop {
             let job = &mut self.jobs[j as usize];
+            // a fatal error: do_io() breaks out of its loop, cleanup_pending_aio()
+            if job.stopped
+                && matches!(
+                    job.phase,
+                    Phase::Loop
+                        | Phase::Issue(_)
+                        | Phase::Reap
+                        | Phase::Quiesce(_)
+                        | Phase::Sleeping(_)
+                )
+            {
+                job.phase = Phase::Drain;
+            }
             match job.phase {
                 Phase::NotStarted | Phase::Done | Phase::InSubmit(_) => return,
                 Phase::Sleeping(resume) => {
@@ -955,6 +1176,8 @@ impl Pipeline {
                         job: j,
                         dir_write: dir == Dir::Write,
                         bytes,
+                        offset,
+                        res: IoRes::Full,
                         start: now,
                         issued: 0,
                         pieces: 1,
@@ -975,6 +1198,11 @@ impl Pipeline {
                         .pending
                         .push_back((b, Stage::Throttle));
                     self.wake_job(j, self.host.submit_cost(bytes));
+                    return;
+                }
+                Phase::SubmitEnter(io) if self.dead => {
+                    job.phase = Phase::InSubmit(io);
+                    self.submit_to_dead_disk(j, io);
                     return;
                 }
                 Phase::SubmitEnter(io) => {
@@ -999,6 +1227,9 @@ impl Pipeline {
                         self.reap(j, usize::MAX);
                     }
                     let job = &mut self.jobs[j as usize];
+                    if job.stopped {
+                        continue;
+                    }
                     match then {
                         AfterQuiesce::Think => {
                             job.last_think_blocks = job.blocks_counter;
@@ -1066,7 +1297,26 @@ impl Pipeline {
         }
     }
 
+    /// io_submit() of job `j`'s I/O `io` on a removed disk: blkdev_read_iter() /
+    /// blkdev_write_iter() see a disk of size 0 (del_gendisk() set it): a read
+    /// returns 0 bytes, a write ENOSPC, completed inside io_submit() without a bio.
+    #[cold]
+    fn submit_to_dead_disk(&mut self, j: u32, io: u32) {
+        if let Some((b, _)) = self.ctxs[(j + 1) as usize].pending.pop_front() {
+            self.bios.release(b);
+        }
+        let iou = &mut self.ios[io as usize];
+        iou.res = if iou.dir_write {
+            IoRes::Err(IoErr::Enospc)
+        } else {
+            IoRes::Eof
+        };
+        self.piece_done(io, None);
+        self.submit_returned(j, io);
+    }
+
     /// io_submit() returned: slat ends, the I/O is in flight.
+    #[inline(always)]
     fn submit_returned(&mut self, j: u32, io: u32) {
         let now = self.q.now();
         let iou = &mut self.ios[io as usize];
@@ -1108,27 +1358,47 @@ impl Pipeline {
     /// Reap up to `max` completed I/Os, oldest first (io_u_queued_complete()). A full
     /// queue reaps at most `iodepth_batch_complete_max` — 1 by default, since fio lifts
     /// the unset max to the min — so a deep queue stays full, one reap per submit.
+    /// A failed I/O that stops the job is followed by reaping what else has completed
+    /// (`cleanup_pending_aio()`); the job then waits for the rest (`Phase::Drain`).
     fn reap(&mut self, j: u32, max: usize) {
         let now = self.q.now();
         let job = &mut self.jobs[j as usize];
         let n = job.completed.len().min(max);
         let logging = now >= job.stats_start;
+        let was_stopped = job.stopped;
         for _ in 0..n {
             let Some(io) = job.completed.pop_front() else {
                 break;
             };
             let iou = &self.ios[io as usize];
             let dir = if iou.dir_write { Dir::Write } else { Dir::Read };
-            if logging {
+            let res = iou.res;
+            // a sync engine's read of 0 bytes is fio's "full resid" error
+            let failed = match res {
+                IoRes::Full => None,
+                IoRes::Err(e) => Some((e, ErrSite::of(job.p.sync_engine))),
+                IoRes::Eof if job.p.sync_engine => Some((IoErr::Eio, ErrSite::FullResid)),
+                IoRes::Eof => None,
+            };
+            if let Some((e, site)) = failed {
+                if logging {
+                    job.stats.add_error(dir);
+                }
+                job.stopped |= job.io_error(now, dir, e, iou.offset, iou.bytes, site);
+            } else if logging {
+                let bytes = if res == IoRes::Full { iou.bytes } else { 0 };
                 job.stats.add_clat(dir, now - iou.issued);
                 job.stats.add_lat(dir, now - iou.start);
-                job.stats.add_io(dir, iou.bytes);
+                job.stats.add_io(dir, bytes);
                 job.timeline.add(now, now - iou.start);
             }
             self.free_ios.push(io);
         }
         job.inflight -= n as u32;
         job.stats.mark_complete(n as u32);
+        if job.stopped && !was_stopped && !job.completed.is_empty() {
+            self.reap(j, usize::MAX);
+        }
     }
 
     fn finish_job(&mut self, j: u32) {
@@ -1253,6 +1523,8 @@ mod tests {
             randommap: true,
             distribution: Distribution::Random,
             meta: false,
+            continue_on_error: 0,
+            filename: "/dev/test".into(),
             after: Vec::new(),
             seed_name: name.into(),
             reap_batch_max: 1,

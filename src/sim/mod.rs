@@ -19,7 +19,7 @@
 //! - `queue.rs`  — the event queue: sorted FIFO lanes in front of a binary heap (most
 //!   events are a fixed delay after now, so they arrive in order and skip the heap);
 //! - `rng.rs`    — the seeded PRNG (PCG) and the per-component seed derivation;
-//! - `bio.rs`    — `Bio` (what the controllers see) and `Dir`;
+//! - `bio.rs`    — `Bio` (what the controllers see), `Dir`, and `IoErr` (how an I/O failed);
 //! - `timebins.rs` — each job's completions per time bin, in bounded memory (pictures);
 //! - `engine.rs` — the request pipeline of DESIGN.md §1 wiring all layers together.
 
@@ -29,7 +29,7 @@ pub mod queue;
 pub mod rng;
 pub mod timebins;
 
-pub use bio::{Bio, BioId, BioSlab, Dir};
+pub use bio::{Bio, BioId, BioSlab, Dir, IoErr};
 pub use queue::{Event, EventQueue};
 pub use rng::SimRng;
 

@@ -15,7 +15,8 @@
 //!   `trim()` mirrors `throtl_trim_slice()`; `write_io_max()` mirrors `tg_set_limit()` +
 //!   `tg_conf_updated()` (+ `__tg_update_carryover()`);
 //! - `submit()` mirrors `blk_throtl_bio()`; `on_event()` the pending timer +
-//!   `throtl_select_dispatch()` + the dispatch work.
+//!   `throtl_select_dispatch()` + the dispatch work; `cancel()` mirrors
+//!   `blk_throtl_cancel_bios()` (disk removal).
 //!
 //! Simplifications (spec §7): one global pending set ordered by (disptime, insertion);
 //! at each due tick all due groups are dispatched, parents in the same tick as children
@@ -156,6 +157,8 @@ struct Tg {
     lim: IoMax,
     d: [DirState; 2],
     pending: Option<(u64, u64)>,
+    /// THROTL_TG_CANCELING: the disk is gone; every bio may go (to fail below).
+    canceling: bool,
 }
 
 impl Tg {
@@ -374,6 +377,9 @@ impl Throttle {
     /// mirrors tg_may_dispatch() / tg_dispatch_time(): wait in jiffies for `e` at `cg`.
     /// In the two-stage mode a bps-eligible bio is charged its bytes here.
     fn may_dispatch(&mut self, cg: u32, dir: Dir, e: &mut Entry, j: u64) -> u64 {
+        if self.tgs[cg as usize].canceling {
+            return 0;
+        }
         self.prepare_slice(cg, dir, j);
         let skip_bps = e.bps_throttled || e.tg_charged;
         let bw = if skip_bps {
@@ -683,6 +689,20 @@ impl Throttle {
 
     /// Write `io.max` of cgroup `cg`. The root has no `io.max` file: EINVAL.
     /// Mirrors tg_set_limit() + tg_conf_updated() with the version's carryover.
+    /// mirrors blk_throtl_cancel_bios() (del_gendisk(), once the queue has drained):
+    /// every group lets its bios go, and the pending timer dispatches all queued ones
+    /// at the next jiffy, to fail at the dead queue.
+    pub fn cancel(&mut self, now: Ns, q: &mut EventQueue) {
+        let j = self.jiffies(now);
+        for cg in 0..self.tgs.len() {
+            self.tgs[cg].canceling = true;
+            if self.tgs[cg].pending.is_some() {
+                self.update_disptime(cg as u32, j);
+            }
+        }
+        self.arm(j, q);
+    }
+
     pub fn write_io_max(
         &mut self,
         now: Ns,

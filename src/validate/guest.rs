@@ -16,7 +16,7 @@
 //! 3. creates the cgroups, enables `+io` on every parent, writes the time-0 interface
 //!    lines — a refused write is reported with the kernel's own error, not fatal;
 //! 4. starts every cgroup's fio inside its cgroup at once, and the scheduled writes
-//!    with `sleep`, then waits;
+//!    (device actions too: null_blk's `power` and `badblocks`) with `sleep`, then waits;
 //! 5. samples the disk's `/sys/block/NAME/stat` once a second meanwhile (the real
 //!    side of the iostat timeline);
 //! 6. prints fio's JSON, each cgroup's `io.stat` and the tracepoints (iocost's, and any
@@ -36,7 +36,7 @@ use std::fmt::Write as _;
 
 use crate::device::config::Keys;
 use crate::device::nullb;
-use crate::scenario::resolve::{IfaceFile, Resolved};
+use crate::scenario::resolve::{DeviceAction, IfaceFile, Resolved};
 use crate::scenario::run::{is_cmdline, split_shell_words};
 use crate::sim::Ns;
 use crate::workload::fio::{PROGRAM_OPTIONS, getopt_words};
@@ -76,6 +76,16 @@ pub struct GuestWrite {
     pub line: String,
 }
 
+/// One write to a null_blk configfs attribute from the scenario's faults: `badblocks`
+/// lines and `timeout_inject/` of `[device]` (at 0) and `[[schedule]]` device actions
+/// (a removal is `power` 0, since the guest's disk is a null_blk).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuestDeviceWrite {
+    pub at: Ns,
+    pub attr: &'static str,
+    pub line: String,
+}
+
 /// One null_blk configfs attribute.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NullbAttr {
@@ -101,6 +111,7 @@ pub struct GuestPlan {
     /// Non-root cgroups, parents first.
     pub cgroups: Vec<String>,
     pub writes: Vec<GuestWrite>,
+    pub device_writes: Vec<GuestDeviceWrite>,
     pub fio: Vec<GuestFio>,
     /// blk-iocost is enabled somewhere: collect its tracepoint.
     pub iocost: bool,
@@ -221,6 +232,47 @@ impl GuestPlan {
                 line: w.line.clone(),
             })
             .collect();
+        let badblocks = |at, line: String| GuestDeviceWrite {
+            at,
+            attr: "badblocks",
+            line,
+        };
+        let mut device_writes: Vec<GuestDeviceWrite> = c
+            .badblocks
+            .iter()
+            .map(|b| {
+                badblocks(
+                    0,
+                    format!("{}{}-{}", if b.set { '+' } else { '-' }, b.start, b.end),
+                )
+            })
+            .collect();
+        // timeout_inject/ exists with CONFIG_BLK_DEV_NULL_BLK_FAULT_INJECTION only (not
+        // in Debian's kernels): a kernel without it refuses the write
+        let t = &c.timeout_inject;
+        if t.probability > 0 {
+            device_writes.extend(
+                [
+                    ("timeout_inject/probability", t.probability as i64),
+                    ("timeout_inject/interval", t.interval as i64),
+                    ("timeout_inject/times", t.times),
+                    ("timeout_inject/space", t.space),
+                ]
+                .map(|(attr, v)| GuestDeviceWrite {
+                    at: 0,
+                    attr,
+                    line: v.to_string(),
+                }),
+            );
+        }
+        device_writes.extend(r.device_writes.iter().map(|w| match w.action {
+            DeviceAction::Remove => GuestDeviceWrite {
+                at: w.at,
+                attr: "power",
+                line: "0".into(),
+            },
+            DeviceAction::Badblocks(_) => badblocks(w.at, w.line.clone()),
+        }));
         let mut fio = Vec::new();
         for src in &r.fio {
             let text = src.text.trim();
@@ -280,6 +332,7 @@ impl GuestPlan {
             queue_attrs,
             cgroups,
             writes,
+            device_writes,
             fio,
             iocost,
             debug_stats: r.kernel.debug_stats,
@@ -426,6 +479,16 @@ mount -t tracefs none /sys/kernel/tracing 2>/dev/null
             "DEV=$(cat \"/sys/block/$DISK/dev\") || die \"no /sys/block/$DISK\""
         );
         let _ = writeln!(s, "say \"dev $DEV\"");
+        for w in self.device_writes.iter().filter(|w| w.at == 0) {
+            let _ = writeln!(
+                s,
+                "echo {} > $N/{} || die \"null_blk refused {}={}\"",
+                sh_quote(&w.line),
+                w.attr,
+                w.attr,
+                w.line
+            );
+        }
         for (k, v) in &self.queue_attrs {
             let _ = writeln!(s, "w \"/sys/block/$DISK/queue\" {k} {}", sh_quote(v));
         }
@@ -517,6 +580,17 @@ mount -t tracefs none /sys/kernel/tracing 2>/dev/null
                 cgroup_dir(&w.cgroup),
                 w.file,
                 self.shell_line(&w.line)
+            );
+        }
+        for w in self.device_writes.iter().filter(|w| w.at > 0) {
+            let _ = writeln!(
+                s,
+                "(sleep {}; echo {} > $N/{} || say \"refused {} {}\") &",
+                secs(w.at),
+                sh_quote(&w.line),
+                w.attr,
+                w.attr,
+                w.line
             );
         }
         s.push_str(&later_rounds);

@@ -57,6 +57,10 @@ pub struct JobParams {
     pub distribution: Distribution,
     /// blkcg-sim extension: the job's bios are REQ_META.
     pub meta: bool,
+    /// `continue_on_error` as fio's `error_type` bits (read 1, write 2).
+    pub continue_on_error: u32,
+    /// The file fio names in its error lines (`filename`, else the device node).
+    pub filename: String,
     /// Jobs (indices into the job list) that must end before this one starts
     /// (fio's `stonewall`: every earlier job of the same job file).
     pub after: Vec<u32>,
@@ -459,6 +463,16 @@ impl JobParams {
                 randommap: !spec.norandommap,
                 distribution,
                 meta: spec.blkcg_meta,
+                continue_on_error: spec.continue_on_error,
+                // the first of fio's `:`-separated files; run.rs fills in the device
+                filename: spec
+                    .filename
+                    .as_deref()
+                    .unwrap_or_default()
+                    .split(':')
+                    .next()
+                    .unwrap_or_default()
+                    .to_string(),
                 after,
                 seed_name,
                 reap_batch_max: spec.iodepth_batch_complete_max.max(1),

@@ -118,7 +118,7 @@ fn lat_obj(s: &LatStat, pct: Option<&[f64]>, plus: bool) -> J {
 fn ddir_obj(r: &JobReport, s: &DdirStats, runtime: u64, group_bw: u64, plus: bool) -> J {
     let bw_bytes = (s.io_bytes * 1000).checked_div(runtime).unwrap_or(0);
     let iops = if runtime > 0 {
-        s.total_ios as f64 * 1000.0 / runtime as f64
+        s.issued() as f64 * 1000.0 / runtime as f64
     } else {
         0.0
     };
@@ -142,7 +142,7 @@ fn ddir_obj(r: &JobReport, s: &DdirStats, runtime: u64, group_bw: u64, plus: boo
         ("bw", J::Int((bw_bytes / 1024).into())),
         ("iops", J::Float(iops)),
         ("runtime", J::Int(runtime.into())),
-        ("total_ios", J::Int(s.total_ios.into())),
+        ("total_ios", J::Int(s.issued().into())),
         ("short_ios", J::Int(0)),
         ("drop_ios", J::Int(0)),
         ("slat_ns", lat_obj(&s.slat, pl(r.slat_percentiles), plus)),
@@ -193,7 +193,7 @@ fn job_obj(r: &JobReport, all: &[JobReport], plus: bool) -> J {
     let mut kv: Vec<(&str, J)> = vec![
         ("jobname", J::Str(r.name.clone())),
         ("groupid", J::Int(r.groupid.into())),
-        ("error", J::Int(0)),
+        ("error", J::Int(st.err.shown().0.into())),
         ("eta", J::Int(2_147_483_647)),
         ("elapsed", J::Int(r.elapsed_s.into())),
         (
@@ -234,7 +234,7 @@ fn job_obj(r: &JobReport, all: &[JobReport], plus: bool) -> J {
             ("lat_ns", lat_obj(&LatStat::default(), None, false)),
         ]),
     ));
-    let total_ios: u64 = st.dd.iter().map(|d| d.total_ios).sum();
+    let total_ios: u64 = st.dd.iter().map(|d| d.issued()).sum();
     kv.extend([
         ("job_runtime", J::Int(r.runtime_ms.into())),
         ("usr_cpu", J::Float(0.0)),
@@ -269,6 +269,14 @@ fn job_obj(r: &JobReport, all: &[JobReport], plus: bool) -> J {
         ("latency_ns", dist(&st.lat_n, &LAT_N_KEYS, total_ios)),
         ("latency_us", dist(&st.lat_u, &LAT_N_KEYS, total_ios)),
         ("latency_ms", dist(&st.lat_m, &LAT_M_KEYS, total_ios)),
+    ]);
+    if st.err.coe {
+        kv.extend([
+            ("total_err", J::Int(st.err.total_err.into())),
+            ("first_error", J::Int(st.err.first_error.into())),
+        ]);
+    }
+    kv.extend([
         ("latency_depth", J::Int(r.iodepth.into())),
         ("latency_target", J::Int(0)),
         ("latency_percentile", J::Float(100.0)),

@@ -8,7 +8,10 @@
 //!   `show_run_stats()`), with fio's `num2str()` unit rules.
 //!
 //! A [`RunReport`] holds one fio process's worth of jobs; timestamps come from the
-//! simulation (a fixed epoch plus simulated time), never the wall clock.
+//! simulation (a fixed epoch plus simulated time), never the wall clock. Failed I/Os
+//! show as fio shows them: `err=`/`"error"`, issued but without bytes or latency,
+//! `total_err`/`first_error` under `continue_on_error`, and the lines fio prints as
+//! they happen (`fio: io_u error on file ...`) in [`RunReport::messages`].
 
 pub mod json;
 pub mod stats;
@@ -67,6 +70,15 @@ impl JobReport {
     }
 }
 
+/// A line fio prints while its jobs run: an I/O error (fio writes it to stderr) or
+/// a job that stopped on one (`fio: pid=..., err=...`, stdout).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FioMessage {
+    /// Simulated time it is printed at (the messages are in time order).
+    pub at: u64,
+    pub text: String,
+}
+
 /// One fio run: every job of every cgroup of a variant.
 #[derive(Debug, Clone)]
 pub struct RunReport {
@@ -77,6 +89,11 @@ pub struct RunReport {
     pub time: String,
     pub global_options: Vec<(String, String)>,
     pub jobs: Vec<JobReport>,
+    /// What fio printed while the jobs ran; the normal output shows it before the
+    /// job blocks, as a terminal does. (fio 3.33 also puts the `fio: pid=` lines on
+    /// stdout ahead of its JSON document; we print them to stderr then, so the
+    /// document parses.)
+    pub messages: Vec<FioMessage>,
 }
 
 /// The fixed epoch simulated runs start at: 2026-01-01 00:00:00 UTC.

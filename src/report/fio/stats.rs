@@ -304,7 +304,11 @@ impl SampleStat {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct DdirStats {
     pub io_bytes: u64,
+    /// I/Os that completed without error (fio's `io_blocks`).
     pub total_ios: u64,
+    /// I/Os that ended in an error: fio counts them as issued (`total_io_u`) but
+    /// records no bytes and no latency for them.
+    pub errors: u64,
     pub slat: LatStat,
     pub clat: LatStat,
     pub lat: LatStat,
@@ -313,6 +317,48 @@ pub struct DdirStats {
     /// Bytes/ios at the last sample, for the window rate.
     last_bytes: u64,
     last_ios: u64,
+}
+
+impl DdirStats {
+    /// fio's `total_io_u`: every I/O issued, failed ones included (IOPS, `total_ios`,
+    /// `issued rwts`, the latency distribution's denominator).
+    pub fn issued(&self) -> u64 {
+        self.total_ios + self.errors
+    }
+}
+
+/// fio's error accounting of one job (`td->error`, `td->verror`, `total_err_count`,
+/// `first_error`) and the error lines it logged, with the time they were printed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ErrorStats {
+    /// `td->error`: the errno that stopped the job (0: none).
+    pub error: i32,
+    /// `td->verror`: `file:io_u.c:1876, func=io_u error, error=Input/output error`.
+    pub verror: String,
+    /// `total_err_count` and `first_error`: errors `continue_on_error` let pass.
+    pub total_err: u64,
+    pub first_error: i32,
+    /// The job set `continue_on_error` (fio then prints `total_err`/`first_error`).
+    pub coe: bool,
+    /// `fio: io_u error on file ...` lines (fio writes them to stderr as they happen).
+    pub log: Vec<(u64, String)>,
+}
+
+impl ErrorStats {
+    /// The error fio reports for the job (`__show_run_stats()`): the one that stopped
+    /// it, else with `continue_on_error` the first one let pass; and `verror`.
+    pub fn shown(&self) -> (i32, &str) {
+        if self.error != 0 || (self.coe && self.first_error != 0) {
+            let e = if self.error != 0 {
+                self.error
+            } else {
+                self.first_error
+            };
+            (e, &self.verror)
+        } else {
+            (0, "")
+        }
+    }
 }
 
 /// Latency distribution buckets (io_u_mark_lat_*): ns, µs and ms tables.
@@ -380,6 +426,7 @@ pub struct JobStats {
     pub lat_m: [u64; 12],
     pub ctx: u64,
     pub minf: u64,
+    pub err: ErrorStats,
 }
 
 impl JobStats {
@@ -408,6 +455,11 @@ impl JobStats {
         let s = &mut self.dd[d.idx()];
         s.io_bytes += bytes;
         s.total_ios += 1;
+    }
+
+    /// One I/O that ended in an error (issued, but no bytes or latency recorded).
+    pub fn add_error(&mut self, d: Dir) {
+        self.dd[d.idx()].errors += 1;
     }
 
     /// io_u_mark_depth(): the queue depth right after a submit.
@@ -445,6 +497,7 @@ impl JobStats {
         for (a, b) in self.dd.iter_mut().zip(o.dd.iter()) {
             a.io_bytes += b.io_bytes;
             a.total_ios += b.total_ios;
+            a.errors += b.errors;
             a.slat.merge(&b.slat);
             a.clat.merge(&b.clat);
             a.lat.merge(&b.lat);
@@ -462,6 +515,18 @@ impl JobStats {
         self.total_complete += o.total_complete;
         self.ctx += o.ctx;
         self.minf += o.minf;
+        // __show_run_stats(): error counts add up, the first error is the last
+        // member's, the job error the first member's that has one
+        // (the error shown is fixed here: it outlives the first_error overwrite)
+        let (e, v) = match self.err.shown() {
+            (0, _) => o.err.shown(),
+            shown => shown,
+        };
+        (self.err.error, self.err.verror) = (e, v.to_string());
+        self.err.total_err += o.err.total_err;
+        self.err.first_error = o.err.first_error;
+        self.err.coe |= o.err.coe;
+        self.err.log.extend(o.err.log.iter().cloned());
     }
 
     /// The read and write directions folded into one (unified_rw_reporting=mixed).
@@ -470,6 +535,7 @@ impl JobStats {
         let w = &self.dd[1];
         m.io_bytes += w.io_bytes;
         m.total_ios += w.total_ios;
+        m.errors += w.errors;
         m.slat.merge(&w.slat);
         m.clat.merge(&w.clat);
         m.lat.merge(&w.lat);

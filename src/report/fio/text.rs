@@ -6,6 +6,7 @@
 use super::json::group_bw;
 use super::stats::{DdirStats, LatStat, percentiles};
 use super::{JobReport, RunReport};
+use crate::sim::IoErr;
 use crate::workload::fio::UnifiedRw;
 
 /// mirrors num2str(): `num` shown in at most `maxlen` digits, dividing by 1000 or
@@ -129,7 +130,7 @@ fn ddir_block(
 ) -> String {
     let mut out = String::new();
     let runt = runtime.max(1);
-    let iops = s.total_ios * 1000 / runt;
+    let iops = s.issued() * 1000 / runt;
     let bw = s.io_bytes * 1000 / runt;
     let sig = r.sig_figs as usize;
     out.push_str(&format!(
@@ -239,14 +240,21 @@ fn pcts(counts: &[u64]) -> Vec<f64> {
 fn job_block(r: &JobReport, all: &[JobReport]) -> String {
     let st = &r.stats;
     let pow2 = r.kb_base == 1024;
+    // `err=%2d`, with `(verror)` once there is an error
+    let (err, verror) = st.err.shown();
+    let why = if err == 0 {
+        String::new()
+    } else {
+        format!(" ({verror})")
+    };
     let mut out = format!(
-        "{}: (groupid={}, jobs={}): err= 0: pid={}: {}\n",
+        "{}: (groupid={}, jobs={}): err={err:2}{why}: pid={}: {}\n",
         r.name, r.groupid, r.jobs, r.pid, r.time
     );
     let names = ["read", "write", "trim"];
     if r.unified != UnifiedRw::Mixed {
         for (d, name) in names.iter().enumerate() {
-            if st.dd[d].total_ios > 0 {
+            if st.dd[d].io_bytes > 0 {
                 out.push_str(&ddir_block(
                     r,
                     name,
@@ -264,7 +272,7 @@ fn job_block(r: &JobReport, all: &[JobReport]) -> String {
         let gbw = group_bw(all, r.groupid, 0) + group_bw(all, r.groupid, 1);
         out.push_str(&ddir_block(r, "mixed", &m, runtime, gbw, pow2));
     }
-    let total: u64 = st.dd.iter().map(|d| d.total_ios).sum();
+    let total: u64 = st.dd.iter().map(|d| d.issued()).sum();
     let nk = [
         "2", "4", "10", "20", "50", "100", "250", "500", "750", "1000",
     ];
@@ -292,8 +300,18 @@ fn job_block(r: &JobReport, all: &[JobReport]) -> String {
     }
     out.push_str(&format!(
         "     issued rwts: total={},{},{},0 short=0,0,0,0 dropped=0,0,0,0\n",
-        st.dd[0].total_ios, st.dd[1].total_ios, st.dd[2].total_ios
+        st.dd[0].issued(),
+        st.dd[1].issued(),
+        st.dd[2].issued()
     ));
+    if st.err.coe {
+        let first = st.err.first_error;
+        out.push_str(&format!(
+            "     errors    : total={}, first_error={first}/<{}>\n",
+            st.err.total_err,
+            strerror(first)
+        ));
+    }
     out.push_str(&format!(
         "     latency   : target=0, window=0, percentile=100.00%, depth={}\n",
         r.iodepth
@@ -343,7 +361,16 @@ fn group_block(gid: u32, jobs: &[&JobReport], all: &[JobReport]) -> String {
     out
 }
 
-/// The whole normal output of one run: job headers, per-job blocks, group lines.
+/// glibc's `strerror()` of the errnos a simulated I/O can end in.
+fn strerror(errno: i32) -> &'static str {
+    [IoErr::Eio, IoErr::Enospc, IoErr::Etimedout]
+        .into_iter()
+        .find(|e| e.errno() == errno)
+        .map_or("Success", IoErr::strerror)
+}
+
+/// The whole normal output of one run: job headers, the lines fio prints while the
+/// jobs run (errors), per-job blocks, group lines.
 pub fn to_normal(run: &RunReport) -> String {
     let mut out = String::new();
     for j in &run.jobs {
@@ -352,9 +379,14 @@ pub fn to_normal(run: &RunReport) -> String {
     out.push_str(&format!("{}\n", run.version));
     let n = run.jobs.iter().map(|j| j.jobs).sum::<u32>();
     out.push_str(&format!(
-        "Starting {n} process{}\n\n",
+        "Starting {n} process{}\n",
         if n == 1 { "" } else { "es" }
     ));
+    for m in &run.messages {
+        out.push_str(&m.text);
+        out.push('\n');
+    }
+    out.push('\n');
     for j in &run.jobs {
         out.push_str(&job_block(j, &run.jobs));
     }

@@ -509,6 +509,21 @@ pub(super) fn apply(
             }
             spec.filename = Some(v.to_string())
         }
+        "continue_on_error" => {
+            spec.continue_on_error = one_of(
+                v,
+                &[
+                    ("none", 0),
+                    ("read", 1),
+                    ("write", 2),
+                    ("io", 3),
+                    ("verify", 4),
+                    ("all", 0xffff),
+                    ("0", 0),
+                    ("1", 0xffff),
+                ],
+            )?
+        }
         "description" => spec.description = Some(v.to_string()),
         "io_submit_mode" => {
             spec.io_submit_mode = one_of(

@@ -389,6 +389,9 @@ pub struct JobSpec {
     pub cgroup_nodelete: bool,
     /// `filename` as written (`:`-separated list in fio).
     pub filename: Option<String>,
+    /// `continue_on_error`: which errors the job counts and goes on after, as fio's
+    /// `error_type` bits (read 1, write 2, verify 4; `all` sets every bit), default none.
+    pub continue_on_error: u32,
     /// `description`.
     pub description: Option<String>,
     /// `io_submit_mode`, default inline.
@@ -479,6 +482,7 @@ impl Default for JobSpec {
             cgroup: None,
             cgroup_nodelete: false,
             filename: None,
+            continue_on_error: 0,
             description: None,
             io_submit_mode: SubmitMode::Inline,
             prio: None,
