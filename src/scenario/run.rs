@@ -417,7 +417,10 @@ pub fn prepare(
     // every behaviour switch is checked, whether or not a controller uses it
     let throttle_b = throttle_behaviour(&r).map_err(|e| located(&["kernel"], &e))?;
     let iocost_cfg = iocost_config(&r).map_err(|e| located(&["kernel"], &e))?;
-    // fio jobs, in the order the scenario lists cgroups
+    // fio jobs, in the order the scenario lists cgroups, refused as soon as they
+    // could not fit in 90% of the memory available
+    let memory_limit = available_memory().map_or(u64::MAX, |a| a / 10 * 9);
+    let mut needed = r.tree.len() as u64 * Pipeline::CGROUP_MEMORY;
     let mut params: Vec<JobParams> = Vec::new();
     let mut specs: Vec<fiojob::JobSpec> = Vec::new();
     let mut sources: Vec<usize> = Vec::new();
@@ -479,6 +482,18 @@ pub fn prepare(
                 p.filename = format!("/dev/{}", limits.name);
             }
             warnings.extend(w.into_iter().map(|w| format!("{where_}: {w}")));
+            needed += Pipeline::job_memory(&p);
+            if needed > memory_limit {
+                return Err(format!(
+                    "{where_}: this scenario needs more than {:.1} GiB by fio job {} \
+                     ({} cgroups), over 90% of the {:.1} GiB this machine has \
+                     available: run fewer jobs (numjobs, cgroups) or split it",
+                    needed as f64 / (1u64 << 30) as f64,
+                    params.len() + 1,
+                    tree.len() - 1,
+                    memory_limit as f64 / 0.9 / (1u64 << 30) as f64
+                ));
+            }
             params.push(p);
             specs.push(spec);
             sources.push(src_idx);
@@ -725,6 +740,20 @@ fn check_request_sizes(
         }
     }
     Ok(())
+}
+
+/// The memory this machine has available (`MemAvailable` in /proc/meminfo), if known.
+fn available_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))?
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib << 10)
 }
 
 /// A scheduled write, applied from the event loop.

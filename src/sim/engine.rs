@@ -499,6 +499,20 @@ const SAMPLE_TICK: Ns = 100 * NSEC_PER_MSEC;
 const FIO_SAMPLE: Ns = 500 * NSEC_PER_MSEC;
 
 impl Pipeline {
+    /// About how many bytes a running pipeline takes for job `p`: its state, its I/O
+    /// units, and its latency histograms as they fill (a few groups of 64 buckets per
+    /// statistic). With [`Pipeline::CGROUP_MEMORY`] per cgroup, what a scenario is
+    /// checked against before anything is allocated for it.
+    pub fn job_memory(p: &JobParams) -> u64 {
+        const HISTOGRAMS_AS_THEY_FILL: u64 = 16 << 10;
+        std::mem::size_of::<JobRt>() as u64
+            + HISTOGRAMS_AS_THEY_FILL
+            + u64::from(p.iodepth) * std::mem::size_of::<IoU>() as u64
+    }
+
+    /// About how many bytes each cgroup takes (counters, controller state).
+    pub const CGROUP_MEMORY: u64 = 1 << 10;
+
     pub fn new(
         dev: Box<dyn BlockDevice>,
         jobs: Vec<JobParams>,
