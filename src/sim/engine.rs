@@ -341,6 +341,8 @@ pub struct Pipeline {
     scratch_done: Vec<u32>,
     /// Jobs that have ended (the run stops when all have).
     jobs_done: usize,
+    /// Jobs not started yet (waiting for their `after` jobs), in job order.
+    not_started: Vec<u32>,
     /// blk-throttle state every sample tick (the throttle timeline).
     throttle_rows: Vec<(Ns, ThrotlRow)>,
     scratch_bios: Vec<BioId>,
@@ -411,6 +413,7 @@ impl Pipeline {
                 }
             })
             .collect();
+        let nr_jobs = jobs.len();
         Pipeline {
             q: EventQueue::new(),
             bios: BioSlab::default(),
@@ -431,6 +434,7 @@ impl Pipeline {
             cg_stat: vec![CgIoStat::default(); nr_cgroups.max(1)],
             scratch_done: Vec::new(),
             jobs_done: 0,
+            not_started: (0..nr_jobs as u32).collect(),
             throttle_rows: Vec::new(),
             scratch_bios: Vec::new(),
             duration: None,
@@ -827,22 +831,22 @@ impl Pipeline {
         }
     }
 
-    /// Start every job whose `after` jobs have all ended.
+    /// Start every job whose `after` jobs have all ended, in job order. Only the jobs
+    /// not started yet are looked at, so the end of each of N jobs costs O(1), not
+    /// O(N), once every job has started.
     fn start_ready(&mut self) {
         let now = self.q.now();
-        for j in 0..self.jobs.len() {
-            if self.jobs[j].phase != Phase::NotStarted {
-                continue;
-            }
-            let ready = self.jobs[j].p.after.iter().all(|&a| {
+        let mut waiting = std::mem::take(&mut self.not_started);
+        waiting.retain(|&j| {
+            let ready = self.jobs[j as usize].p.after.iter().all(|&a| {
                 self.jobs
                     .get(a as usize)
                     .is_none_or(|x| x.phase == Phase::Done)
             });
             if !ready {
-                continue;
+                return true;
             }
-            let job = &mut self.jobs[j];
+            let job = &mut self.jobs[j as usize];
             let at = now + job.p.startdelay;
             job.epoch = at;
             job.stats_start = at + job.p.ramp;
@@ -850,8 +854,10 @@ impl Pipeline {
             job.end = job.p.runtime.map(|r| at + job.p.ramp + r);
             job.phase = Phase::Loop;
             job.wake_scheduled = true;
-            self.q.push(at, Event::Job(j as u32));
-        }
+            self.q.push(at, Event::Job(j));
+            false
+        });
+        self.not_started = waiting;
     }
 
     /// The fio do_io() loop for job `j`, run until it has to wait.
