@@ -361,6 +361,23 @@ mod tests {
         assert_eq!(h.hweight(a), (WEIGHT_ONE, WEIGHT_ONE));
     }
 
+    /// `iocg_build_inner_walk()`: every ancestor once, parents before children, and
+    /// nothing off the walk (B's own subtree is not on it).
+    #[test]
+    fn inner_walk_covers_ancestors_once_in_pre_order() {
+        let mut t = CgroupTree::default();
+        let a1 = t.ensure("A/A1/x");
+        let a0 = t.ensure("A/A0");
+        let b = t.ensure("B/B0");
+        let (a, aa1) = (t.find("A").unwrap(), t.find("A/A1").unwrap());
+        let mut h = Hier::new(&t, |_| 100);
+        assert_eq!(h.inner_walk([a1, a0]), vec![0, a, aa1]);
+        assert_eq!(h.inner_walk([a0, a1, a0]), vec![0, a, aa1]);
+        assert_eq!(h.inner_walk([b]).len(), 2);
+        assert!(h.inner_walk([]).is_empty());
+        assert!(h.nodes.iter().all(|n| !n.on_walk));
+    }
+
     #[test]
     fn kernel_header_example() {
         let mut t = CgroupTree::default();
