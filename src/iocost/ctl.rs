@@ -741,8 +741,8 @@ impl Iocost {
         }
         self.vrate = nv;
         self.refresh();
-        self.forgive_debts(now, usage_us_sum, nr_debtors, &active, q, set, woken);
         self.put_active(active);
+        self.forgive_debts(now, usage_us_sum, nr_debtors, q, set, woken);
         self.rt.cur_period += 1;
         let row_cgs = self.cg_rows(now, vnow);
         if !self.rt.active_iocgs.is_empty() {
@@ -821,7 +821,6 @@ impl Iocost {
         now: Ns,
         usage_us_sum: u64,
         nr_debtors: u32,
-        active: &[u32],
         q: &mut EventQueue,
         set: &mut dyn FnMut(BioId, u64),
         woken: &mut Vec<BioId>,
@@ -836,7 +835,8 @@ impl Iocost {
         ) else {
             return;
         };
-        for &cg in active {
+        let active = self.take_active();
+        for &cg in &active {
             let g = &mut self.rt.iocgs[cg as usize];
             if g.abs_vdebt == 0 && g.delay == 0 {
                 continue;
@@ -856,6 +856,7 @@ impl Iocost {
             );
             self.rt.trace.push(line);
         }
+        self.put_active(active);
     }
 
     /// Debtors take part in the calculation but keep their minimum inuse.
