@@ -341,8 +341,8 @@ pub struct Pipeline {
     scratch_done: Vec<u32>,
     /// Jobs that have ended (the run stops when all have).
     jobs_done: usize,
-    /// Jobs not started yet (waiting for their `after` jobs), in job order.
-    not_started: Vec<u32>,
+    /// Jobs not started yet (waiting for their `after` jobs).
+    nr_not_started: usize,
     /// blk-throttle state every sample tick (the throttle timeline).
     throttle_rows: Vec<(Ns, ThrotlRow)>,
     scratch_bios: Vec<BioId>,
@@ -434,7 +434,7 @@ impl Pipeline {
             cg_stat: vec![CgIoStat::default(); nr_cgroups.max(1)],
             scratch_done: Vec::new(),
             jobs_done: 0,
-            not_started: (0..nr_jobs as u32).collect(),
+            nr_not_started: nr_jobs,
             throttle_rows: Vec::new(),
             scratch_bios: Vec::new(),
             duration: None,
@@ -831,22 +831,28 @@ impl Pipeline {
         }
     }
 
-    /// Start every job whose `after` jobs have all ended, in job order. Only the jobs
-    /// not started yet are looked at, so the end of each of N jobs costs O(1), not
-    /// O(N), once every job has started.
+    /// Start every job whose `after` jobs have all ended, in job order. Once every job
+    /// has started this returns at once, so the end of each of N jobs costs O(1), not
+    /// a walk over all N.
     fn start_ready(&mut self) {
+        if self.nr_not_started == 0 {
+            return;
+        }
         let now = self.q.now();
-        let mut waiting = std::mem::take(&mut self.not_started);
-        waiting.retain(|&j| {
-            let ready = self.jobs[j as usize].p.after.iter().all(|&a| {
+        for j in 0..self.jobs.len() {
+            if self.jobs[j].phase != Phase::NotStarted {
+                continue;
+            }
+            let ready = self.jobs[j].p.after.iter().all(|&a| {
                 self.jobs
                     .get(a as usize)
                     .is_none_or(|x| x.phase == Phase::Done)
             });
             if !ready {
-                return true;
+                continue;
             }
-            let job = &mut self.jobs[j as usize];
+            self.nr_not_started -= 1;
+            let job = &mut self.jobs[j];
             let at = now + job.p.startdelay;
             job.epoch = at;
             job.stats_start = at + job.p.ramp;
@@ -854,10 +860,8 @@ impl Pipeline {
             job.end = job.p.runtime.map(|r| at + job.p.ramp + r);
             job.phase = Phase::Loop;
             job.wake_scheduled = true;
-            self.q.push(at, Event::Job(j));
-            false
-        });
-        self.not_started = waiting;
+            self.q.push(at, Event::Job(j as u32));
+        }
     }
 
     /// The fio do_io() loop for job `j`, run until it has to wait.
