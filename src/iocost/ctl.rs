@@ -4,8 +4,12 @@
 //!
 //! - [`Iocg`]: one cgroup's state (vtime, done_vtime, cursor, FIFO waiters, usage).
 //! - [`Runtime`]: the device clock (`period_at`, `period_at_vtime`, effective rate,
-//!   `vtime_err`), busy_level, completion counters, the hierarchy cache and the
-//!   observability buffers (rows, trace).
+//!   `vtime_err`), busy_level, completion counters, the active list, the hierarchy
+//!   cache and the observability buffers (rows, trace).
+//! - The period timer walks only the active list (`ioc->active_iocgs`: an activation
+//!   appends, `ioc_check_iocgs()` removes the idle), in cgroup order; stat flushing
+//!   and donation visit the ancestors of active leaves only, so a period costs
+//!   O(active × depth) however many cgroups exist.
 //! - Events: the period timer uses token `PERIOD_BIT | seq`; an iocg's wait-queue timer
 //!   uses `(cg << 32) | seq`. Stale tokens (older seq) are ignored.
 //!
@@ -130,6 +134,12 @@ pub struct PeriodRow {
 #[derive(Debug, Clone)]
 pub struct Runtime {
     pub iocgs: Vec<Iocg>,
+    /// `ioc->active_iocgs`: the active iocgs, which the period timer walks instead of
+    /// every cgroup. Walked in cgroup order (the kernel's list is newest first: the
+    /// same set; cgroup order keeps trace lines and same-instant wake-ups as they
+    /// were); an activation appends, and `active_sorted` says whether it still ascends.
+    active_iocgs: Vec<u32>,
+    active_sorted: bool,
     pub(super) hier: Hier,
     running: bool,
     period_seq: u64,
@@ -155,6 +165,8 @@ impl Runtime {
     pub fn new(nr_cgroups: usize, hier: Hier, vrate: u64) -> Self {
         Runtime {
             iocgs: vec![Iocg::default(); nr_cgroups],
+            active_iocgs: Vec::new(),
+            active_sorted: true,
             hier,
             running: false,
             period_seq: 0,
@@ -174,6 +186,15 @@ impl Runtime {
             trace: Vec::new(),
         }
     }
+}
+
+/// What `ioc_check_iocgs()` made of one active iocg.
+enum Checked {
+    Active,
+    /// Still active, with debt or an issuer delay after its kick.
+    Debtor,
+    /// Deactivated: off the active list.
+    Idle,
 }
 
 fn us(now: Ns) -> i64 {
@@ -249,6 +270,11 @@ impl Iocost {
         g.vtime += delta;
         g.done_vtime += delta;
         g.active = true;
+        // list_add(&iocg->active_list, &ioc->active_iocgs)
+        if self.rt.active_iocgs.last().is_some_and(|&last| last > cg) {
+            self.rt.active_sorted = false;
+        }
+        self.rt.active_iocgs.push(cg);
         let last_period = std::mem::replace(&mut g.active_period, cur);
         // back at the inuse it had when it went idle (`last_inuse ?: weight`)
         let w = u64::from(self.weight(cg)) * WEIGHT_ONE;
@@ -620,60 +646,25 @@ impl Iocost {
         let target = self.derived.margins.target as i64;
         let base = self.vrate.max(1);
         // ioc_check_iocgs(): flush wait/debt/delay stats, kick waiters and debtors,
-        // deactivate idle iocgs
+        // deactivate idle iocgs (off the active list)
         let mut nr_debtors = 0u32;
-        let now_us = us(now);
-        for cg in 1..self.rt.iocgs.len() as u32 {
-            let cur = self.rt.cur_period;
-            let g = &mut self.rt.iocgs[cg as usize];
-            if !g.active {
-                continue;
+        let mut active = self.take_active();
+        active.retain(|&cg| match self.check_iocg(now, cg, vnow, q, set, woken) {
+            Checked::Idle => false,
+            Checked::Debtor => {
+                nr_debtors += 1;
+                true
             }
-            let idle = g.active_period != cur && g.done_vtime == g.vtime;
-            let owes = g.abs_vdebt > 0 || g.delay > 0;
-            if g.waiters.is_empty() && !owes && !idle {
-                continue;
-            }
-            for (since, total) in [
-                (&mut g.wait_since, &mut g.stat.wait_us),
-                (&mut g.indebt_since, &mut g.stat.indebt_us),
-                (&mut g.indelay_since, &mut g.stat.indelay_us),
-            ] {
-                if let Some(t) = since.replace(now_us) {
-                    *total += (now_us - t) as u64;
-                } else {
-                    *since = None;
-                }
-            }
-            if !g.waiters.is_empty() || owes {
-                self.kick(now, cg, q, set, woken);
-                let g = &self.rt.iocgs[cg as usize];
-                if g.abs_vdebt > 0 || g.delay > 0 {
-                    nr_debtors += 1;
-                }
-            } else {
-                let (vtime, last) = (g.vtime, g.active_period);
-                let (_, hwi) = self.rt.hier.hweight(cg);
-                let excess = vnow - vtime - target;
-                if excess > 0 {
-                    self.rt.vtime_err -= excess * hwi as i64 / WEIGHT_ONE as i64;
-                }
-                self.trace_state("iocost_iocg_idle", cg, now, vnow, last, vtime);
-                self.rt.hier.propagate(cg, 0, 0);
-                self.rt.iocgs[cg as usize].active = false;
-            }
-        }
-        self.flush_stat(base);
+            Checked::Active => true,
+        });
+        self.flush_stat(base, &active);
         let pct_on = self.derived.thr_ppm != [1_000_000; 2];
         let (mut nr_lagging, mut nr_shortages, mut nr_donors) = (0u32, 0u32, 0u32);
         let mut usage_us_sum = 0u64;
         let mut donors: Vec<Donor> = Vec::new();
         let low = self.derived.margins.low as i64;
         let min_m = self.derived.margins.min as i64;
-        for cg in 1..self.rt.iocgs.len() as u32 {
-            if !self.rt.iocgs[cg as usize].active {
-                continue;
-            }
+        for &cg in &active {
             let (hwa, hwi) = self.rt.hier.hweight(cg);
             let g = &mut self.rt.iocgs[cg as usize];
             usage_us_sum += g.usage_delta_us;
@@ -761,10 +752,11 @@ impl Iocost {
         }
         self.vrate = nv;
         self.refresh();
+        self.put_active(active);
         self.forgive_debts(now, usage_us_sum, nr_debtors, q, set, woken);
         self.rt.cur_period += 1;
         let row_cgs = self.cg_rows(now, vnow);
-        if self.rt.iocgs.iter().any(|g| g.active) {
+        if !self.rt.active_iocgs.is_empty() {
             self.rt.period_at_us = us(now);
             self.rt.period_at_vtime = vnow;
             self.arm_period(now, q);
@@ -805,27 +797,17 @@ impl Iocost {
     /// Mirrors `iocg_flush_stat()`: active leaves turn their usage into us at the base
     /// rate, then every counter's delta since the last flush goes up to the parent,
     /// deepest inner nodes first (`iocg_flush_stat_upward()`), root included.
-    fn flush_stat(&mut self, base: u64) {
-        let n = self.rt.iocgs.len();
-        let mut inner = vec![false; n];
-        for cg in 1..n {
-            let g = &mut self.rt.iocgs[cg];
-            if !g.active {
-                continue;
-            }
+    fn flush_stat(&mut self, base: u64, active: &[u32]) {
+        for &cg in active {
+            let g = &mut self.rt.iocgs[cg as usize];
             g.usage_delta_us = (g.abs_vusage - g.last_abs_vusage) / base;
             g.last_abs_vusage = g.abs_vusage;
             g.stat.usage_us += g.usage_delta_us;
-            self.flush_stat_upward(cg);
-            let mut c = cg as u32;
-            while let Some(p) = self.rt.hier.parent(c) {
-                inner[p as usize] = true;
-                c = p;
-            }
+            self.flush_stat_upward(cg as usize);
         }
-        // a parent's index is below its children's: descending order is bottom-up
-        for cg in (0..n).rev().filter(|&c| inner[c]) {
-            self.flush_stat_upward(cg);
+        // descending pre-order is bottom-up
+        for &cg in self.rt.hier.inner_walk(active.iter().copied()).iter().rev() {
+            self.flush_stat_upward(cg as usize);
         }
     }
 
@@ -864,9 +846,10 @@ impl Iocost {
         ) else {
             return;
         };
-        for cg in 1..self.rt.iocgs.len() as u32 {
+        let active = self.take_active();
+        for &cg in &active {
             let g = &mut self.rt.iocgs[cg as usize];
-            if !g.active || (g.abs_vdebt == 0 && g.delay == 0) {
+            if g.abs_vdebt == 0 && g.delay == 0 {
                 continue;
             }
             let (old_debt, old_delay) = (g.abs_vdebt, g.delay);
@@ -884,6 +867,7 @@ impl Iocost {
             );
             self.rt.trace.push(line);
         }
+        self.put_active(active);
     }
 
     /// Debtors take part in the calculation but keep their minimum inuse.
@@ -909,11 +893,9 @@ impl Iocost {
     fn cg_rows(&mut self, _now: Ns, vnow: i64) -> Vec<CgRow> {
         let base = self.vrate.max(1);
         let p = self.derived.period_us;
-        let mut out = Vec::new();
-        for cg in 1..self.rt.iocgs.len() as u32 {
-            if !self.rt.iocgs[cg as usize].active {
-                continue;
-            }
+        let active = self.take_active();
+        let mut out = Vec::with_capacity(active.len());
+        for &cg in &active {
             let (hwa, hwi) = self.rt.hier.hweight(cg);
             let g = &self.rt.iocgs[cg as usize];
             out.push(CgRow {
@@ -931,7 +913,76 @@ impl Iocost {
                 delay: g.delay,
             });
         }
+        self.put_active(active);
         out
+    }
+
+    /// The active list in cgroup order, taken out for a walk that may change other
+    /// state (nothing activates during one); [`Self::put_active`] puts it back.
+    fn take_active(&mut self) -> Vec<u32> {
+        let mut active = std::mem::take(&mut self.rt.active_iocgs);
+        if !self.rt.active_sorted {
+            active.sort_unstable();
+            self.rt.active_sorted = true;
+        }
+        active
+    }
+
+    fn put_active(&mut self, active: Vec<u32>) {
+        debug_assert!(self.rt.active_iocgs.is_empty());
+        self.rt.active_iocgs = active;
+    }
+
+    /// One iocg of `ioc_check_iocgs()`: flushes its wait/debt/delay stats; kicks a
+    /// waiter or debtor; deactivates it if it did nothing this period and has nothing
+    /// in flight (the caller takes it off the active list).
+    fn check_iocg(
+        &mut self,
+        now: Ns,
+        cg: u32,
+        vnow: i64,
+        q: &mut EventQueue,
+        set: &mut dyn FnMut(BioId, u64),
+        woken: &mut Vec<BioId>,
+    ) -> Checked {
+        let now_us = us(now);
+        let cur = self.rt.cur_period;
+        let g = &mut self.rt.iocgs[cg as usize];
+        let idle = g.active_period != cur && g.done_vtime == g.vtime;
+        let owes = g.abs_vdebt > 0 || g.delay > 0;
+        if g.waiters.is_empty() && !owes && !idle {
+            return Checked::Active;
+        }
+        for (since, total) in [
+            (&mut g.wait_since, &mut g.stat.wait_us),
+            (&mut g.indebt_since, &mut g.stat.indebt_us),
+            (&mut g.indelay_since, &mut g.stat.indelay_us),
+        ] {
+            if let Some(t) = since.replace(now_us) {
+                *total += (now_us - t) as u64;
+            } else {
+                *since = None;
+            }
+        }
+        if !g.waiters.is_empty() || owes {
+            self.kick(now, cg, q, set, woken);
+            let g = &self.rt.iocgs[cg as usize];
+            return if g.abs_vdebt > 0 || g.delay > 0 {
+                Checked::Debtor
+            } else {
+                Checked::Active
+            };
+        }
+        let (vtime, last) = (g.vtime, g.active_period);
+        let (_, hwi) = self.rt.hier.hweight(cg);
+        let excess = vnow - vtime - self.derived.margins.target as i64;
+        if excess > 0 {
+            self.rt.vtime_err -= excess * hwi as i64 / WEIGHT_ONE as i64;
+        }
+        self.trace_state("iocost_iocg_idle", cg, now, vnow, last, vtime);
+        self.rt.hier.propagate(cg, 0, 0);
+        self.rt.iocgs[cg as usize].active = false;
+        Checked::Idle
     }
 
     /// Drains the per-period rows.

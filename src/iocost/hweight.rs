@@ -1,12 +1,17 @@
 //! The weight hierarchy: per-node `active`/`inuse` and their children's sums, kept up
 //! to date by [`Hier::propagate`] (mirrors `propagate_weights()`), and hierarchical
 //! weights by [`Hier::hweight`] (mirrors `current_hweight()`), all in `WEIGHT_ONE`
-//! fixed point. Hweights are cached per node and recomputed only after a propagation
-//! changed something (the kernel's `hweight_gen`), so the per-bio path stays O(depth).
+//! fixed point. Hweights are cached per node and recomputed lazily: a propagation that
+//! changed a weight bumps `hweight_gen` (`commit_weights()`), and a node's cached pair
+//! is good while its generation matches, so the per-bio path stays O(depth) and a
+//! period touching N active leaves recomputes each at most once per change.
 //! [`Hier::hweight_max`] mirrors `current_hweight_max()` and [`Hier::transfer_surpluses`]
 //! the donation arithmetic of `transfer_surpluses()` (it returns the donors' new inuse;
-//! the caller propagates them). Node indices follow `CgroupTree`, where a parent always
-//! precedes its children, so index order is a valid pre-order walk.
+//! the caller propagates them). Walks over inner nodes touch only the ancestors of the
+//! leaves concerned ([`Hier::inner_walk`], `iocg_build_inner_walk()`), never the whole
+//! tree, so period work is O(active × depth) however many cgroups exist. Node indices
+//! follow `CgroupTree`, where a parent always precedes its children, so ascending index
+//! order is a valid pre-order walk and descending order a bottom-up one.
 
 use crate::blkcg::CgroupTree;
 
@@ -26,6 +31,8 @@ struct Node {
     child_inuse_sum: u64,
     /// (hweight_active, hweight_inuse) and the generation it was computed at.
     cached: (u64, u64, u64),
+    /// On the walk being built (`!list_empty(&iocg->walk_list)`); false between walks.
+    on_walk: bool,
 }
 
 /// Active/inuse weights of every cgroup on one device.
@@ -33,6 +40,10 @@ struct Node {
 pub struct Hier {
     nodes: Vec<Node>,
     hweight_gen: u64,
+    /// Scratch of `hweight()`: the path from a node up to the root.
+    path: Vec<(u32, u32)>,
+    /// Scratch of `transfer_surpluses()`, one per node, default between calls.
+    inner: Vec<Inner>,
 }
 
 impl Hier {
@@ -48,10 +59,12 @@ impl Hier {
                 cached: (0, 0, u64::MAX),
                 ..Node::default()
             })
-            .collect();
+            .collect::<Vec<_>>();
         Hier {
+            inner: vec![Inner::default(); nodes.len()],
             nodes,
             hweight_gen: 0,
+            path: Vec::new(),
         }
     }
 
@@ -77,9 +90,10 @@ impl Hier {
         self.nodes[cg as usize].weight = u64::from(weight) * WEIGHT_ONE;
     }
 
-    /// Mirrors `__propagate_weights()` for a leaf: inuse clamped to [1, active] (0 when
+    /// Mirrors `propagate_weights()` for a leaf: inuse clamped to [1, active] (0 when
     /// deactivating), the old inuse remembered, then a walk up updating the children's
-    /// sums until nothing changes.
+    /// sums until nothing changes; `commit_weights()` bumps `hweight_gen` only if a
+    /// weight changed.
     pub fn propagate(&mut self, cg: u32, active: u64, inuse: u64) {
         let mut idx = cg as usize;
         let mut active = active;
@@ -89,6 +103,10 @@ impl Hier {
             let n = self.nodes[idx];
             if n.active == active && n.inuse == inuse {
                 break;
+            }
+            // `weights_updated`: at least one level changes
+            if idx == cg as usize {
+                self.hweight_gen += 1;
             }
             self.nodes[idx].active = active;
             self.nodes[idx].inuse = inuse;
@@ -112,7 +130,6 @@ impl Hier {
             };
             idx = p;
         }
-        self.hweight_gen += 1;
     }
 
     /// Mirrors `current_hweight()`: (hweight_active, hweight_inuse), each ≥ 1.
@@ -122,7 +139,8 @@ impl Hier {
             return (n.cached.0, n.cached.1);
         }
         let (mut hwa, mut hwi) = (WEIGHT_ONE, WEIGHT_ONE);
-        let mut path = Vec::new();
+        let mut path = std::mem::take(&mut self.path);
+        path.clear();
         let mut c = cg;
         while let Some(p) = self.nodes[c as usize].parent {
             path.push((c, p));
@@ -136,9 +154,34 @@ impl Hier {
             hwa = hwa * cn.active / cn.active.max(pn.child_active_sum);
             hwi = hwi * cn.inuse / cn.inuse.max(pn.child_inuse_sum);
         }
+        self.path = path;
         let r = (hwa.max(1), hwi.max(1));
         self.nodes[cg as usize].cached = (r.0, r.1, self.hweight_gen);
         r
+    }
+
+    /// Mirrors `iocg_build_inner_walk()`: the ancestors of `leaves`, each once, in
+    /// pre-order (ascending index). A walk up stops at the first ancestor already on
+    /// the walk, whose own ancestors are then on it too.
+    pub fn inner_walk(&mut self, leaves: impl IntoIterator<Item = u32>) -> Vec<u32> {
+        let mut walk = Vec::new();
+        for cg in leaves {
+            let mut c = cg;
+            while let Some(p) = self.nodes[c as usize].parent {
+                let pn = &mut self.nodes[p as usize];
+                if pn.on_walk {
+                    break;
+                }
+                pn.on_walk = true;
+                walk.push(p);
+                c = p;
+            }
+        }
+        for &p in &walk {
+            self.nodes[p as usize].on_walk = false;
+        }
+        walk.sort_unstable();
+        walk
     }
 }
 
@@ -155,7 +198,6 @@ pub struct Donor {
 /// Per-inner-node scratch values of `transfer_surpluses()`.
 #[derive(Debug, Clone, Copy, Default)]
 struct Inner {
-    on_walk: bool,
     donating: u64,
     after: u64,
     hwa: u64,
@@ -187,7 +229,7 @@ impl Hier {
     /// the comment above it in blk-iocost.c): returns each donor's new inuse so that its
     /// hweight_inuse becomes `after` while every non-donating pair keeps its relative
     /// share. Inner-node values are scratch and discarded, as in the kernel.
-    pub fn transfer_surpluses(&self, donors: &[Donor]) -> Vec<(u32, u64)> {
+    pub fn transfer_surpluses(&mut self, donors: &[Donor]) -> Vec<(u32, u64)> {
         let mut donors = donors.to_vec();
         // keep the sum of afters below WEIGHT_ONE by scaling down those above their hwa
         let after_sum: u64 = donors.iter().map(|d| d.after).sum();
@@ -204,32 +246,42 @@ impl Hier {
                 }
             }
         }
-        // pass 1: donating and after-donation budgets summed up the tree
-        let mut inner = vec![Inner::default(); self.nodes.len()];
-        for d in &donors {
-            let mut c = d.cg as usize;
-            while let Some(p) = self.nodes[c].parent {
-                inner[p as usize].on_walk = true;
-                c = p as usize;
-            }
+        let walk = self.inner_walk(donors.iter().map(|d| d.cg));
+        let mut inner = std::mem::take(&mut self.inner);
+        let out = self.transfer_on_walk(&donors, &walk, &mut inner);
+        // scratch back to its defaults: only the walk was touched
+        for &i in &walk {
+            inner[i as usize] = Inner::default();
         }
-        for d in &donors {
+        self.inner = inner;
+        out
+    }
+
+    /// The three passes of `transfer_surpluses()` over the inner walk (ascending
+    /// index), with per-node values in `inner`.
+    fn transfer_on_walk(
+        &self,
+        donors: &[Donor],
+        walk: &[u32],
+        inner: &mut [Inner],
+    ) -> Vec<(u32, u64)> {
+        // pass 1: donating and after-donation budgets summed up the tree
+        for d in donors {
             if let Some(p) = self.nodes[d.cg as usize].parent {
                 inner[p as usize].donating += d.hwa;
                 inner[p as usize].after += d.after;
             }
         }
-        for i in (1..self.nodes.len()).rev() {
-            if let (true, Some(p)) = (inner[i].on_walk, self.nodes[i].parent) {
-                inner[p as usize].donating += inner[i].donating;
-                inner[p as usize].after += inner[i].after;
+        for &i in walk.iter().rev() {
+            if let Some(p) = self.nodes[i as usize].parent {
+                let (donating, after) = (inner[i as usize].donating, inner[i as usize].after);
+                inner[p as usize].donating += donating;
+                inner[p as usize].after += after;
             }
         }
         // pass 2: inner hwa, donation values clamped into range (pre-order)
-        for i in 0..self.nodes.len() {
-            if !inner[i].on_walk {
-                continue;
-            }
+        for &i in walk {
+            let i = i as usize;
             inner[i].hwa = match self.nodes[i].parent {
                 None => WEIGHT_ONE,
                 Some(p) => (inner[p as usize].hwa * self.nodes[i].active)
@@ -242,17 +294,15 @@ impl Hier {
             }
         }
         // gamma = (1 - t_r') / (1 - t_r), the growth of non-donating budgets
-        let root = inner[0];
-        if !root.on_walk || root.after >= WEIGHT_ONE {
+        if walk.first() != Some(&0) || inner[0].after >= WEIGHT_ONE {
             return Vec::new();
         }
+        let root = inner[0];
         let gamma = ((WEIGHT_ONE - root.after) * WEIGHT_ONE)
             .div_ceil(WEIGHT_ONE - root.donating.min(WEIGHT_ONE - 1));
         // pass 3: adjusted hwi, inuse and children's adjusted sum (pre-order)
-        for i in 0..self.nodes.len() {
-            if !inner[i].on_walk {
-                continue;
-            }
+        for &i in walk {
+            let i = i as usize;
             let node = &self.nodes[i];
             let Some(p) = node.parent else {
                 // s' = s * b_pf / b'_pf
@@ -309,6 +359,23 @@ mod tests {
         assert_eq!(h.last_inuse(b), w / 4);
         assert_eq!(h.nodes[0].child_inuse_sum, w);
         assert_eq!(h.hweight(a), (WEIGHT_ONE, WEIGHT_ONE));
+    }
+
+    /// `iocg_build_inner_walk()`: every ancestor once, parents before children, and
+    /// nothing off the walk (B's own subtree is not on it).
+    #[test]
+    fn inner_walk_covers_ancestors_once_in_pre_order() {
+        let mut t = CgroupTree::default();
+        let a1 = t.ensure("A/A1/x");
+        let a0 = t.ensure("A/A0");
+        let b = t.ensure("B/B0");
+        let (a, aa1) = (t.find("A").unwrap(), t.find("A/A1").unwrap());
+        let mut h = Hier::new(&t, |_| 100);
+        assert_eq!(h.inner_walk([a1, a0]), vec![0, a, aa1]);
+        assert_eq!(h.inner_walk([a0, a1, a0]), vec![0, a, aa1]);
+        assert_eq!(h.inner_walk([b]).len(), 2);
+        assert!(h.inner_walk([]).is_empty());
+        assert!(h.nodes.iter().all(|n| !n.on_walk));
     }
 
     #[test]

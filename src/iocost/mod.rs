@@ -14,11 +14,16 @@
 //!   trace line;
 //! - `hweight.rs`— `propagate_weights()` sums, `current_hweight()`,
 //!   `current_hweight_max()` and `transfer_surpluses()`'s donation arithmetic
-//!   (WEIGHT_ONE fixed point) over the cgroup tree;
+//!   (WEIGHT_ONE fixed point) over the cgroup tree. Hweights are cached per node and
+//!   recomputed lazily, only after a propagation changed a weight (`hweight_gen`), and
+//!   inner-node walks cover the ancestors of the leaves concerned
+//!   (`iocg_build_inner_walk()`), never the whole tree;
 //! - `debt.rs`   — debt/issuer-delay/forgiveness arithmetic (`iocg_kick_delay()`,
 //!   `ioc_forgive_debts()`);
 //! - `ctl.rs`    — the running controller: vtime, issue path, waiters, debt, the
-//!   period timer, stats flush, trace lines and the monitor views;
+//!   period timer, stats flush, trace lines and the monitor views. It keeps the active
+//!   iocgs in a list (`ioc->active_iocgs`), so every walk of the period timer is
+//!   O(active) with small constants, whatever the number of cgroups;
 //! - this file  — [`IocostConfig`], [`behaviour_for`] (the named behaviours by kernel
 //!   version: [`NoCompletion`], [`TraceVrate`]), and [`Iocost`], which owns the
 //!   device's interface state (`io.cost.qos`, `io.cost.model`, `io.weight`) parsed by
