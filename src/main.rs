@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use blkcg_sim::progress::Reporter;
 use blkcg_sim::scenario::run::{self, OutputFormat, RunOptions};
 use blkcg_sim::scenario::{Scenario, embedded};
+use blkcg_sim::sweep;
 use blkcg_sim::validate;
 
 #[derive(Parser)]
@@ -201,8 +202,82 @@ enum Cmd {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Run a scenario over every combination of values for some of its keys, on every core.
+    ///
+    /// Each --set KEY=V1,V2,... is an axis; the points are the cartesian product (the first
+    /// --set varies slowest), each run with --seeds seeds (the scenario's seed, then the
+    /// next ones). A point is exactly the scenario with those values written in by hand:
+    /// its run is byte-identical to `blkcg-sim run` of that file. Results stream in point
+    /// order as runs finish, byte-identical whatever --jobs: one JSON object per run on
+    /// stdout (or CSV rows with --format csv), each with the point's values, its seed and
+    /// every job's IOPS, MiB/s, slat and clat means, clat p50/p90/p99/p99.9/max (as fio
+    /// buckets them), the totals and, with blk-iocost, the mean vrate.
+    ///
+    /// KEY (a scenario's own names; NAME is a cgroup's path, TOKEN a key=value word of
+    /// the line, OPTION any fio option or alias):
+    ///   variant                         the scenario's [[variant]]s (default: all)
+    ///   duration                        the run's cap
+    ///   device.KEY                      e.g. device.iops, device.preset, device.completion_nsec
+    ///   kernel.version | kernel.hz      e.g. kernel.version=6.10,6.16
+    ///   kernel.config.NAME              throttling_low, blkcg_debug_stats
+    ///   kernel.throttle.* | kernel.iocost.*   a behaviour switch
+    ///   host.KEY | state.KEY            e.g. host.submit_ns, state.iocost.vrate
+    ///   root.io.cost.qos[:TOKEN]        whole line, or e.g. root.io.cost.qos:max=50,100
+    ///   root.io.cost.model[:TOKEN]      e.g. root.io.cost.model:rrandiops=3000,3566
+    ///   cgroup.NAME.io.max[:TOKEN]      e.g. cgroup.batch.io.max:wbps=10485760,max
+    ///   cgroup.NAME.io.weight           the whole line, e.g. "default 100,default 300"
+    ///   cgroup.NAME.fio[:OPTION]        the fio text, or e.g. cgroup.web.fio:iodepth=1,8,32
+    ///
+    /// A token is replaced where the line has it, else appended; a fio option is replaced
+    /// in every job that writes it (under any spelling), else added for all jobs. Values
+    /// are comma-separated (\, for a comma inside one: fio:bs=4k\,64k); ranges from the
+    /// shell: --set root.io.cost.qos:max=$(seq -s, 10 10 150). Every key and value is
+    /// checked before anything runs, errors naming the key.
+    ///
+    /// Scale-out: --shard I/N runs the I-th of N contiguous slices (1 <= I <= N; shard 1
+    /// alone prints the CSV header), so the shards' outputs concatenate, in order, to
+    /// exactly the unsharded output: a Slurm array (--shard $SLURM_ARRAY_TASK_ID/N with
+    /// --array=1-N), a Kubernetes Indexed Job (--shard $((JOB_COMPLETION_INDEX+1))/N), GNU
+    /// parallel. --output DIR also writes DIR/sweep.jsonl and DIR/sweep.csv as runs finish
+    /// (DIR/sweep-I-of-N.* for a shard) and, unsharded, a picture per axis
+    /// (DIR/sweep-axis-K.png/svg: each job's IOPS, MiB/s and clat p99 against the axis).
+    ///
+    /// Example: blkcg-sim sweep iocost-linear-max --set variant=linear,linear-max
+    /// --set cgroup.single.fio:bs=4k,16k,64k,256k --seeds 3
+    #[command(verbatim_doc_comment)]
+    Sweep {
+        scenario: String,
+        /// KEY=V1,V2,...: an axis (repeatable; see above).
+        #[arg(long = "set", value_name = "KEY=V1,V2,...")]
+        set: Vec<String>,
+        /// Seeds per point: the scenario's seed and the next N-1 (device jitter, random
+        /// offsets).
+        #[arg(long, default_value_t = 1)]
+        seeds: u32,
+        /// Worker threads (default: the machine's cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Run only the I-th of N contiguous slices of the runs (1-based).
+        #[arg(long, value_name = "I/N")]
+        shard: Option<blkcg_sim::sweep::Shard>,
+        /// Also write sweep.jsonl, sweep.csv and pictures into this folder.
+        #[arg(long)]
+        output: Option<PathBuf>,
+        /// What stdout shows: JSON lines or CSV.
+        #[arg(long, value_enum, default_value = "jsonl")]
+        format: SweepFormat,
+        /// Print the runs (point, seed index, values), one per line, and run nothing.
+        #[arg(long)]
+        list: bool,
+    },
     /// List the built-in scenarios, or print one (`blkcg-sim scenarios NAME`).
     Scenarios { name: Option<String> },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum SweepFormat {
+    Jsonl,
+    Csv,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -312,6 +387,31 @@ fn main() -> ExitCode {
                 dry_run,
             };
             validate::validate_command(&sc, &opts)
+        }),
+        Cmd::Sweep {
+            scenario,
+            set,
+            seeds,
+            jobs,
+            shard,
+            output,
+            format,
+            list,
+        } => load(&scenario).and_then(|sc| {
+            let opts = sweep::SweepOptions {
+                sets: set,
+                seeds,
+                jobs: jobs.unwrap_or_else(sweep::pool::cores),
+                shard,
+                output,
+                format: match format {
+                    SweepFormat::Jsonl => sweep::Format::Jsonl,
+                    SweepFormat::Csv => sweep::Format::Csv,
+                },
+                list,
+                progress,
+            };
+            sweep::sweep_command(&sc, &opts)
         }),
         Cmd::Scenarios { name } => match name {
             None => {

@@ -96,8 +96,14 @@ fn remove_owned(dir: &Path, names: &[&str]) -> Result<(), String> {
 impl OutDir {
     /// `DIR` itself (created if missing), for the files of [`OWNED_TOP`].
     pub fn top(dir: &Path) -> Result<OutDir, String> {
+        Self::top_owning(dir, OWNED_TOP)
+    }
+
+    /// `DIR` itself (created if missing), emptied of the files named `owned`: the
+    /// commands that write into DIR directly (`sweep`, `tune`) name theirs.
+    pub fn top_owning(dir: &Path, owned: &[&str]) -> Result<OutDir, String> {
         fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
-        remove_owned(dir, OWNED_TOP)?;
+        remove_owned(dir, owned)?;
         Ok(OutDir {
             path: dir.to_path_buf(),
         })
@@ -133,14 +139,35 @@ impl OutDir {
     /// Create file `name` (one of ours) with `text`: never through a symlink, never
     /// over a file that appeared since the folder was opened.
     pub fn write(&self, name: &str, text: &str) -> Result<(), String> {
-        let p = self.path.join(name);
-        let mut f = OpenOptions::new()
+        self.create(name)?.write(text)
+    }
+
+    /// Create file `name` (one of ours) as [`OutDir::write`] does, to write it piece by
+    /// piece (a sweep's results as they come).
+    pub fn create(&self, name: &str) -> Result<OutFile, String> {
+        let path = self.path.join(name);
+        let file = OpenOptions::new()
             .write(true)
             .create_new(true)
             .custom_flags(libc::O_NOFOLLOW)
-            .open(&p)
-            .map_err(|e| io_err(&p, e))?;
-        f.write_all(text.as_bytes()).map_err(|e| io_err(&p, e))
+            .open(&path)
+            .map_err(|e| io_err(&path, e))?;
+        Ok(OutFile { path, file })
+    }
+}
+
+/// A file of ours being written.
+pub struct OutFile {
+    path: PathBuf,
+    file: fs::File,
+}
+
+impl OutFile {
+    /// Append `text`.
+    pub fn write(&mut self, text: &str) -> Result<(), String> {
+        self.file
+            .write_all(text.as_bytes())
+            .map_err(|e| io_err(&self.path, e))
     }
 }
 
