@@ -14,5 +14,6 @@ pub mod scenario;
 pub mod sim;
 pub mod sweep;
 pub mod throttle;
+pub mod tune;
 pub mod validate;
 pub mod workload;

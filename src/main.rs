@@ -10,6 +10,7 @@ use blkcg_sim::progress::Reporter;
 use blkcg_sim::scenario::run::{self, OutputFormat, RunOptions};
 use blkcg_sim::scenario::{Scenario, embedded};
 use blkcg_sim::sweep;
+use blkcg_sim::tune;
 use blkcg_sim::validate;
 
 #[derive(Parser)]
@@ -270,8 +271,76 @@ enum Cmd {
         #[arg(long)]
         list: bool,
     },
+    /// Answer "what should I write?": io.cost.model and io.cost.qos for a simulated disk.
+    ///
+    /// `tune model` runs the kernel's tools/cgroup/iocost_coef_gen.py procedure;
+    /// `tune qos` runs resctl-bench's iocost-qos/iocost-tune procedure over a scenario's
+    /// own workloads. See `blkcg-sim tune model --help` and `blkcg-sim tune qos --help`.
+    Tune {
+        #[command(subcommand)]
+        what: TuneCmd,
+    },
     /// List the built-in scenarios, or print one (`blkcg-sim scenarios NAME`).
     Scenarios { name: Option<String> },
+}
+
+#[derive(Subcommand)]
+enum TuneCmd {
+    /// io.cost.model for a device, as the kernel's tools/cgroup/iocost_coef_gen.py finds it.
+    ///
+    /// Runs the script's six fio jobs against the simulated device (each
+    /// `fio --direct=1 --ioengine=libaio --name=coef --readwrite=RW --iodepth=QD
+    /// --blocksize=BS --time_based --runtime=DURATION --numjobs=N` on a 16 GiB test file):
+    /// rbps = read QD1 in 128 MiB blocks, rseqiops = read QD64 4 KiB, rrandiops = randread
+    /// QD64 4 KiB, and the same three writing; each figure is the sum of fio's
+    /// read.bw_bytes + write.bw_bytes over the jobs (IOPS: / 4096, rounded as Python
+    /// does). Prints the script's line, ready for /sys/fs/cgroup/io.cost.model:
+    ///   MAJ:MIN rbps=... rseqiops=... rrandiops=... wbps=... wseqiops=... wrandiops=...
+    ///
+    /// --qos adds resctl-demo rd-agent's QoS heuristic as a second line (an io.cost.qos
+    /// line enabling blk-iocost): rpct = wpct = 95 on a non-rotational device, else 50;
+    /// rlat / wlat = 1.5 x the clat percentile nearest pct of a random 4 KiB job at 90%
+    /// of the measured random IOPS; min=60 max=100.
+    ///
+    /// The six jobs run in parallel. The script's default of 120 s per job is kept: a
+    /// very fast device model (millions of IOPS) takes a while to simulate for that long,
+    /// so try --duration 10 first.
+    ///
+    /// Examples:
+    ///   blkcg-sim tune model --device cloud:preset=azure-p20 --qos
+    ///   blkcg-sim tune model --device nullb:irqmode=2,completion_nsec=100000 --duration 10
+    ///   blkcg-sim tune model --device my.toml     (its [device], [kernel] and [host])
+    #[command(verbatim_doc_comment)]
+    Model {
+        /// A device SPEC (MODEL[:key=value,...], as `blkcg-sim fio --device`) or a
+        /// scenario (file or built-in name) whose [device], [kernel] and [host] to use.
+        #[arg(long, value_name = "SPEC|SCENARIO")]
+        device: String,
+        /// Also print rd-agent's QoS heuristic as an io.cost.qos line.
+        #[arg(long)]
+        qos: bool,
+        /// Seconds per fio job (the script's --duration).
+        #[arg(long, default_value_t = 120)]
+        duration: u64,
+        /// Block size of the rbps/wbps jobs in MiB (the script's --seqio-block-mb).
+        #[arg(long, default_value_t = 128)]
+        seqio_block_mb: u64,
+        /// Queue depth of the sequential 4 KiB jobs (--seq-depth).
+        #[arg(long, default_value_t = 64)]
+        seq_depth: u32,
+        /// Queue depth of the random 4 KiB jobs (--rand-depth).
+        #[arg(long, default_value_t = 64)]
+        rand_depth: u32,
+        /// fio jobs per run (--numjobs).
+        #[arg(long, default_value_t = 1)]
+        numjobs: u32,
+        /// Size of the test file in GiB (--testfile-size-gb).
+        #[arg(long, default_value_t = 16.0)]
+        testfile_size_gb: f64,
+        /// Worker threads (default: the machine's cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -305,6 +374,48 @@ fn load(name: &str) -> Result<Scenario, String> {
         "{name}: no such file, and no built-in scenario of that name; built in: {}",
         embedded::names().join(", ")
     ))
+}
+
+/// A scenario (a file or a built-in name) when `name` is one, else None.
+fn scenario_named(name: &str) -> Option<Result<Scenario, String>> {
+    (Path::new(name).exists() || embedded::get(name.trim_end_matches(".toml")).is_some())
+        .then(|| load(name))
+}
+
+fn tune_command(what: TuneCmd, progress: Reporter) -> Result<u8, String> {
+    match what {
+        TuneCmd::Model {
+            device,
+            qos,
+            duration,
+            seqio_block_mb,
+            seq_depth,
+            rand_depth,
+            numjobs,
+            testfile_size_gb,
+            jobs,
+        } => {
+            let machine = match scenario_named(&device) {
+                Some(sc) => tune::Machine::from_scenario(&sc?)?,
+                None => tune::Machine::from_spec(&device)?,
+            };
+            let coef = tune::model::CoefGen {
+                duration_s: duration,
+                seqio_block_mb,
+                seq_depth,
+                rand_depth,
+                numjobs,
+                testfile_size_gb,
+            };
+            let opts = tune::model::ModelOptions {
+                coef,
+                qos,
+                jobs: jobs.unwrap_or_else(sweep::pool::cores),
+                progress,
+            };
+            tune::model::model_command(&machine, &opts)
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -413,6 +524,7 @@ fn main() -> ExitCode {
             };
             sweep::sweep_command(&sc, &opts)
         }),
+        Cmd::Tune { what } => tune_command(what, progress),
         Cmd::Scenarios { name } => match name {
             None => {
                 for n in embedded::names() {
