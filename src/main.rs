@@ -341,6 +341,74 @@ enum TuneCmd {
         #[arg(long)]
         jobs: Option<usize>,
     },
+    /// io.cost.qos (and a scaled io.cost.model) protecting one cgroup, as resctl-bench's
+    /// iocost-qos and iocost-tune find them, with a picture of the trade-off.
+    ///
+    /// The --protect cgroup's fio jobs are the workload to protect (a latency-sensitive
+    /// service: give it a rate, e.g. rate_iops, or think time); the scenario's other cgroups
+    /// are the antagonists. vrate is fixed (min = max) at each point of resctl-bench's axis
+    /// (iocost-tune's iocost-qos run: vrate-max=125, vrate-intvs=25: 125, 120, ..., 5), each
+    /// with --seeds seeds, beside two references per seed: iocost off, and the protected
+    /// cgroup alone (iocost off) as its target. The base io.cost.model and QoS latencies
+    /// are the scenario's root lines (else `tune model --qos` measures them).
+    ///
+    /// Per vrate (mean ±sd over seeds): the work done (MiB/s of all jobs) and its loss
+    /// against iocost off, the protected cgroup's clat p99 and p99.9, isolation (resctl's
+    /// isol-05: the 5th percentile over 1 s windows of the protected jobs' completions /
+    /// their alone IOPS, capped at 1; >= 90% is isolated), device read/write p99; the
+    /// vrates on the Pareto front of protected p99 against work are starred.
+    ///
+    /// Then resctl-bench's named solutions, solved on piecewise-linear fits of those
+    /// figures: naive (vrate 75-100 on p99 read/write latency), bandwidth (the highest
+    /// vrate keeping isolation), isolated-bandwidth (the most isolated work, between
+    /// isolation and bandwidth), isolation (the highest vrate at the protected cgroup's
+    /// lowest p99) -- each as io.cost.model and io.cost.qos lines scaled so that
+    /// min = max = 100, ready to write, and as systemd hwdb lines (IOCOST_SOLUTIONS=...,
+    /// IOCOST_MODEL_<SOL>=..., IOCOST_QOS_<SOL>=...).
+    ///
+    /// --output DIR writes tune-qos.txt (what is printed), tune-qos.csv (every run),
+    /// tune-qos.hwdb, tune-qos.png/svg (each figure against vrate with the fits and the
+    /// solutions) and tune-qos-pareto.png/svg (protection against throughput).
+    ///
+    /// Example (the iocost seed's cloud disk and workloads):
+    ///   blkcg-sim tune qos iocost-no-completion --variant after --protect cgB --output out/
+    #[command(verbatim_doc_comment)]
+    Qos {
+        scenario: String,
+        /// The cgroup to protect (its path, as in [cgroup."PATH"]).
+        #[arg(long)]
+        protect: String,
+        /// The variant to tune (needed when the scenario has variants).
+        #[arg(long)]
+        variant: Option<String>,
+        /// Lowest vrate (%); 0: one click above 0, as resctl-bench's iocost-qos.
+        #[arg(long, default_value_t = 0.0)]
+        vrate_min: f64,
+        /// Highest vrate (%).
+        #[arg(long, default_value_t = 125.0)]
+        vrate_max: f64,
+        /// Points on the vrate axis.
+        #[arg(long, default_value_t = 25)]
+        vrate_intvs: u32,
+        /// Isolation percentile over 1 s windows (resctl-bench isol-pct).
+        #[arg(long, default_value_t = 5.0)]
+        isol_pct: f64,
+        /// Isolation threshold, a fraction (resctl-bench isol-thr).
+        #[arg(long, default_value_t = 0.9)]
+        isol_thr: f64,
+        /// Seeds per point (device jitter, random offsets): error bars.
+        #[arg(long, default_value_t = 3)]
+        seeds: u32,
+        /// Seconds per fio job when the model must be measured (tune model --duration).
+        #[arg(long, default_value_t = 120)]
+        model_duration: u64,
+        /// Worker threads (default: the machine's cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Write the report, every run's figures, hwdb lines and pictures here.
+        #[arg(long)]
+        output: Option<PathBuf>,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -415,6 +483,39 @@ fn tune_command(what: TuneCmd, progress: Reporter) -> Result<u8, String> {
             };
             tune::model::model_command(&machine, &opts)
         }
+        TuneCmd::Qos {
+            scenario,
+            protect,
+            variant,
+            vrate_min,
+            vrate_max,
+            vrate_intvs,
+            isol_pct,
+            isol_thr,
+            seeds,
+            model_duration,
+            jobs,
+            output,
+        } => load(&scenario).and_then(|sc| {
+            let opts = tune::qos::QosOptions {
+                variant,
+                protect,
+                vrate_min,
+                vrate_max,
+                vrate_intvs,
+                isol_pct,
+                isol_thr,
+                seeds,
+                jobs: jobs.unwrap_or_else(sweep::pool::cores),
+                coef: tune::model::CoefGen {
+                    duration_s: model_duration,
+                    ..Default::default()
+                },
+                output,
+                progress,
+            };
+            tune::qos::qos_command(&sc, &opts)
+        }),
     }
 }
 

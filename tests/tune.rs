@@ -102,3 +102,144 @@ fn model_takes_a_scenarios_device() {
     assert!(out.starts_with("8:0 rbps="), "{out}");
     within_1pct(&out, "rrandiops", 3566.0);
 }
+
+#[test]
+fn qos_on_the_iocost_seed_finds_resctls_solutions_the_same_whatever_the_workers() {
+    let dir = std::env::temp_dir().join(format!("blkcg-sim-tune-qos-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let run = |jobs: &str, out: bool| {
+        let mut args = vec![
+            "tune",
+            "qos",
+            "iocost-no-completion",
+            "--variant",
+            "after",
+            "--protect",
+            "cgB",
+            "--seeds",
+            "2",
+            "--jobs",
+            jobs,
+            "--quiet",
+        ];
+        if out {
+            args.extend(["--output", dir.to_str().unwrap()]);
+        }
+        stdout_of(&args)
+    };
+    let out = run("2", true);
+    assert_eq!(out, run("1", false), "--jobs 1 and 2 print the same");
+    let line = |prefix: &str, after: &str| {
+        let mut lines = out.lines().skip_while(|l| !l.starts_with(after));
+        lines
+            .find(|l| l.trim_start().starts_with(prefix))
+            .unwrap_or_else(|| panic!("no `{prefix}` after `{after}` in\n{out}"))
+            .trim()
+            .to_string()
+    };
+    // 25 vrates (125 .. 5) plus alone and off
+    assert!(out.contains("\n 125.00 ") && out.contains("\n   5.00 ") && out.contains("\n  alone "));
+    // the seed's disk is modelled at its exact capacity: isolation holds up to 100%
+    // and the fixed vrate starves cgB (200 IOPS) below ~64%
+    let range = line("isolated range", "isolated range");
+    let floor: f64 = range["isolated range: vrate ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((60.0..70.0).contains(&floor), "{range}");
+    assert_eq!(
+        line("qos:", "[naive]"),
+        "qos: 8:0 enable=1 ctrl=user rpct=99.00 rlat=7963 wpct=99.00 wlat=7963 min=75.00 max=100.00"
+    );
+    assert!(line("info:", "[bandwidth]").starts_with("info: scale=100.00%"));
+    // the isolation solution's model is the base scaled by its vrate, min = max = 100
+    let info = line("info:", "[isolation]");
+    let scale: f64 = info["info: scale=".len()..]
+        .split('%')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(scale < 100.0 && scale >= floor, "{info}");
+    let model = line("model:", "[isolation]");
+    assert_eq!(
+        coef(&model, "rbps"),
+        (173471131.0 * scale / 100.0).round(),
+        "{model}"
+    );
+    assert!(
+        line("qos:", "[isolation]")
+            .ends_with("rpct=0.00 rlat=7963 wpct=0.00 wlat=7963 min=100.00 max=100.00")
+    );
+    assert_eq!(
+        line("IOCOST_SOLUTIONS", "block:"),
+        "IOCOST_SOLUTIONS=isolation isolated-bandwidth bandwidth naive"
+    );
+    assert!(line("IOCOST_QOS_NAIVE", "block:").ends_with("min=75.00 max=100.00"));
+    // the files and pictures
+    assert_eq!(
+        std::fs::read_to_string(dir.join("tune-qos.txt")).unwrap(),
+        out
+    );
+    let csv = std::fs::read_to_string(dir.join("tune-qos.csv")).unwrap();
+    assert_eq!(
+        csv.lines().count(),
+        1 + 27 * 2,
+        "alone, off, 25 vrates, 2 seeds"
+    );
+    for f in ["tune-qos.hwdb", "tune-qos.svg", "tune-qos-pareto.svg"] {
+        assert!(dir.join(f).exists(), "{f}");
+    }
+}
+
+#[test]
+fn qos_refuses_what_it_cannot_tune_on_one_line() {
+    for (args, says) in [
+        (
+            vec!["iocost-no-completion", "--protect", "cgB"],
+            "--variant",
+        ),
+        (
+            vec![
+                "iocost-no-completion",
+                "--variant",
+                "after",
+                "--protect",
+                "cgC",
+            ],
+            "no cgroup `cgC`",
+        ),
+        (
+            vec![
+                "iocost-linear-max",
+                "--variant",
+                "linear",
+                "--protect",
+                "single",
+            ],
+            "nothing to protect it from",
+        ),
+        (
+            vec![
+                "iocost-no-completion",
+                "--variant",
+                "after",
+                "--protect",
+                "cgB",
+                "--vrate-max",
+                "0",
+            ],
+            "--vrate-max",
+        ),
+    ] {
+        let mut a = vec!["tune", "qos"];
+        a.extend(args);
+        let out = bin().args(&a).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{a:?}");
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(e.trim_end().lines().count(), 1, "{e}");
+        assert!(e.contains(says), "{a:?}: {e}");
+    }
+}

@@ -306,6 +306,13 @@ fn controllers(
     (throttle, iocost)
 }
 
+impl Prepared {
+    /// Also record each request's time on the device (`RunOutput::device_lat`).
+    pub fn record_device_latency(&mut self) {
+        self.pipe.record_device_latency();
+    }
+}
+
 /// Build and check variant `variant` (None: the scenario without variants), with
 /// `kernel_version` (`run --kernel`) and `seed` overriding the scenario's.
 pub fn prepare(

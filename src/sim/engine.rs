@@ -42,6 +42,7 @@ use std::collections::VecDeque;
 use crate::device::{BlockDevice, DevRq, QueueLimits};
 use crate::iocost::Iocost;
 use crate::report::fio::JobStats;
+use crate::report::fio::stats::LatHist;
 use crate::sim::timebins::TimeBins;
 use crate::sim::{
     Bio, BioId, BioSlab, Dir, Event, EventQueue, NSEC_PER_MSEC, NSEC_PER_SEC, Ns, SimRng,
@@ -309,6 +310,9 @@ pub struct RunOutput {
     /// (time, row) every 100 ms while blk-throttle was set up.
     pub throttle_rows: Vec<(Ns, ThrotlRow)>,
     pub iocost: Option<Iocost>,
+    /// With [`Pipeline::record_device_latency`]: every request's time on the device
+    /// (issue to the driver → completion), reads and writes.
+    pub device_lat: Option<Box<[LatHist; 2]>>,
 }
 
 /// When a job ran, in simulated ns.
@@ -345,6 +349,7 @@ pub struct Pipeline {
     throttle_rows: Vec<(Ns, ThrotlRow)>,
     scratch_bios: Vec<BioId>,
     duration: Option<Ns>,
+    device_lat: Option<Box<[LatHist; 2]>>,
 }
 
 const WORKER: u32 = 0;
@@ -434,6 +439,7 @@ impl Pipeline {
             throttle_rows: Vec::new(),
             scratch_bios: Vec::new(),
             duration: None,
+            device_lat: None,
             limits,
         }
     }
@@ -441,6 +447,13 @@ impl Pipeline {
     /// Stop the run at this time even if jobs are still running.
     pub fn set_duration(&mut self, d: Option<Ns>) {
         self.duration = d;
+    }
+
+    /// Record every request's time on the device, per direction, as resctl-demo's
+    /// `biolatpcts.py` measures it by default (`on-device`: from `io_start_time_ns` to
+    /// completion): `RunOutput::device_lat`.
+    pub fn record_device_latency(&mut self) {
+        self.device_lat = Some(Box::default());
     }
 
     /// The device's queue limits (for interface-file writes and reports).
@@ -588,6 +601,7 @@ impl Pipeline {
             throttle: self.throttle,
             throttle_rows: self.throttle_rows,
             iocost: self.iocost,
+            device_lat: self.device_lat,
         }
     }
 
@@ -786,6 +800,9 @@ impl Pipeline {
                 self.dev_acct.cur.w_bytes += bytes;
                 self.dev_acct.done_bytes += bytes;
             }
+        }
+        if let Some(h) = self.device_lat.as_mut() {
+            h[dir.idx()].add(now.saturating_sub(slot.start));
         }
         if let Some(ioc) = self.iocost.as_mut() {
             ioc.on_rq_done(now, dir, bytes, slot.alloc, slot.start);

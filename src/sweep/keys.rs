@@ -242,7 +242,7 @@ fn set_key(t: &mut Table, path: &[String], v: Value) {
 }
 
 /// `line` with token `key=value` replaced, or appended when the line has none.
-fn set_token(line: &str, key: &str, value: &str) -> String {
+pub(crate) fn set_token(line: &str, key: &str, value: &str) -> String {
     let mut found = false;
     let mut words: Vec<String> = line
         .split_whitespace()

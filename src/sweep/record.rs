@@ -4,8 +4,8 @@
 //! ------
 //! A record is a point's values, its seed and what the run's summary table shows for
 //! each job (the same [`JobSummary`] rows `run` prints: fio's IOPS and bandwidth,
-//! slat and clat means, clat percentiles as fio buckets them, clat max), the total over
-//! jobs, and with blk-iocost the mean base vrate over its periods (what the root's
+//! slat and clat means, clat percentiles as fio buckets them, clat max), the total of
+//! every job's I/O over the run's simulated time, and with blk-iocost the mean base vrate over its periods (what the root's
 //! `io.stat` shows as `cost.vrate`). Fields are in a fixed order and floats are
 //! printed in Rust's shortest round-trip form, so a record's text depends only on the
 //! run. The CSV is long: one row per job, the point's values and totals repeated on
@@ -53,11 +53,32 @@ impl JobFigures {
     }
 }
 
-/// Sums over every job.
+/// Every job's I/O together over the run's simulated time: what the device did on
+/// average (successive fio runs of a cgroup count once, not as a sum of their rates).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Totals {
     pub iops: f64,
     pub mib_s: f64,
+}
+
+impl Totals {
+    /// The totals of `run`.
+    pub fn of(run: &VariantRun) -> Totals {
+        let secs = run.out.end as f64 / 1e9;
+        let dirs = run.out.jobs.iter().flat_map(|(_, st, _)| st.dd.iter());
+        let (ios, bytes) = dirs.fold((0u64, 0u64), |(i, b), d| (i + d.total_ios, b + d.io_bytes));
+        if secs > 0.0 {
+            Totals {
+                iops: ios as f64 / secs,
+                mib_s: bytes as f64 / secs / 1048576.0,
+            }
+        } else {
+            Totals {
+                iops: 0.0,
+                mib_s: 0.0,
+            }
+        }
+    }
 }
 
 /// blk-iocost's figures of a run.
@@ -102,10 +123,7 @@ impl Record {
     /// The record of `run`, point `point` with `values`, seed `seed`.
     pub fn of(point: usize, seed: u64, values: Values, run: &VariantRun) -> Record {
         let jobs: Vec<JobFigures> = run.summaries.iter().map(JobFigures::of).collect();
-        let total = Totals {
-            iops: run.summaries.iter().map(|s| s.iops).sum(),
-            mib_s: run.summaries.iter().map(|s| s.mib_s).sum(),
-        };
+        let total = Totals::of(run);
         let iocost = (!run.iocost_rows.is_empty()).then(|| IocostFigures {
             vrate_mean_pct: run
                 .iocost_rows

@@ -16,7 +16,9 @@
 //! - here       — the machine a tuner measures: a device, with the kernel and host
 //!   costs of a scenario when one is given.
 
+pub mod fit;
 pub mod model;
+pub mod qos;
 
 use toml::{Table, Value};
 
