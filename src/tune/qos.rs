@@ -166,16 +166,12 @@ fn pct_ms(hist: &LatHist, p: &[f64]) -> Option<Vec<f64>> {
 impl Sample {
     fn of(kind: Kind, seed: u64, run: &VariantRun, protect: &str) -> Sample {
         let tree = &run.resolved.tree;
-        let sub = format!("{protect}/");
         let prot: Vec<usize> = run
             .out
             .jobs
             .iter()
             .enumerate()
-            .filter(|(_, (p, _, _))| {
-                let path = &tree.nodes[p.cgroup as usize].path;
-                *path == protect || path.starts_with(&sub)
-            })
+            .filter(|(_, (p, _, _))| in_subtree(&tree.nodes[p.cgroup as usize].path, protect))
             .map(|(i, _)| i)
             .collect();
         let mut hist = LatHist::default();
@@ -266,6 +262,12 @@ impl Sample {
     }
 }
 
+/// Whether cgroup `name` is `top` or below it.
+fn in_subtree(name: &str, top: &str) -> bool {
+    let name = name.trim_matches('/');
+    name == top || name.strip_prefix(top).is_some_and(|r| r.starts_with('/'))
+}
+
 /// The scenario's table for one run: its variant merged, root lines `model` and
 /// `qos`, seed `seed`; with `alone`, only `protect` runs fio.
 fn table_for(base: &Table, model: &str, qos: &str, seed: u64, alone: Option<&str>) -> Table {
@@ -280,7 +282,7 @@ fn table_for(base: &Table, model: &str, qos: &str, seed: u64, alone: Option<&str
     }
     if let (Some(protect), Some(cgs)) = (alone, t.get_mut("cgroup").and_then(Value::as_table_mut)) {
         for (name, cg) in cgs.iter_mut() {
-            if name != protect
+            if !in_subtree(name, protect)
                 && let Some(c) = cg.as_table_mut()
                 && c.contains_key("fio")
             {
@@ -398,21 +400,22 @@ pub fn qos_command(sc: &Scenario, o: &QosOptions) -> Result<u8, String> {
         _ => false,
     };
     let protect = o.protect.trim_matches('/').to_string();
-    match cgs.and_then(|c| c.get(&protect)) {
-        Some(c) if runs_fio(c) => {}
-        _ => {
-            return Err(format!(
-                "--protect {protect}: {} has no cgroup `{protect}` running fio; its cgroups: {}",
-                sc.file,
-                cgs.map(|c| c.keys().cloned().collect::<Vec<_>>().join(", "))
-                    .unwrap_or_default()
-            ));
-        }
+    let protected = |c: &Table| {
+        c.iter()
+            .any(|(n, v)| in_subtree(n, &protect) && runs_fio(v))
+    };
+    if !cgs.is_some_and(protected) {
+        return Err(format!(
+            "--protect {protect}: {} has no cgroup `{protect}` running fio (itself or below it); its cgroups: {}",
+            sc.file,
+            cgs.map(|c| c.keys().cloned().collect::<Vec<_>>().join(", "))
+                .unwrap_or_default()
+        ));
     }
     let others: Vec<String> = cgs
         .map(|c| {
             c.iter()
-                .filter(|(n, v)| **n != protect && runs_fio(v))
+                .filter(|(n, v)| !in_subtree(n, &protect) && runs_fio(v))
                 .map(|(n, _)| n.clone())
                 .collect()
         })
@@ -1235,6 +1238,12 @@ fn write_outputs(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_protected_cgroup_holds_its_subtree() {
+        assert!(in_subtree("web", "web") && in_subtree("web/a", "web"));
+        assert!(!in_subtree("webby", "web") && !in_subtree("batch", "web"));
+    }
 
     #[test]
     fn the_vrate_axis_is_iocost_qos() {
