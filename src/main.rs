@@ -275,7 +275,8 @@ enum Cmd {
     ///
     /// `tune model` runs the kernel's tools/cgroup/iocost_coef_gen.py procedure;
     /// `tune qos` runs resctl-bench's iocost-qos/iocost-tune procedure over a scenario's
-    /// own workloads. See `blkcg-sim tune model --help` and `blkcg-sim tune qos --help`.
+    /// own workloads; `tune iomax` finds the loosest io.max on a neighbour that keeps a
+    /// cgroup isolated. See `blkcg-sim tune <model|qos|iomax> --help`.
     Tune {
         #[command(subcommand)]
         what: TuneCmd,
@@ -409,6 +410,57 @@ enum TuneCmd {
         #[arg(long)]
         output: Option<PathBuf>,
     },
+    /// The least restrictive io.max limit on another cgroup that keeps one cgroup protected.
+    ///
+    /// --limit is one sweep axis (see `blkcg-sim sweep --help`) on the io.max line of a
+    /// cgroup other than --protect, or a token of it, e.g.
+    /// --limit cgroup.batch.io.max:wbps=10485760,20971520,41943040,max. Per seed it runs
+    /// the protected cgroup alone (its target), the scenario as written, and each value.
+    /// A value meets the goal when the protected cgroup stays isolated (resctl-bench's
+    /// isol-05 >= 90%: the 5th percentile over 1 s windows of its completions / its
+    /// alone IOPS) and, with --p99-ms X, its clat p99 is at most X ms (means over seeds).
+    /// Values are ordered from the most to the least restrictive (by number, `max` last,
+    /// when all are numbers or max; else as given).
+    ///
+    /// Prints each value's work (all jobs, and the others alone), loss against the
+    /// scenario as written, the protected p99/p99.9 and isolation, then the answer: the
+    /// least restrictive value meeting the goal, the io.max line to write, whether every
+    /// more restrictive value meets it too, and what it costs the others. --output DIR
+    /// writes tune-iomax.txt, tune-iomax.csv and tune-iomax.png/svg.
+    ///
+    /// Example:
+    ///   blkcg-sim tune iomax my.toml --protect web --limit cgroup.batch.io.max:wiops=250,500,1000,2000,max
+    #[command(verbatim_doc_comment)]
+    Iomax {
+        scenario: String,
+        /// The cgroup to protect (its path).
+        #[arg(long)]
+        protect: String,
+        /// KEY=V1,V2,...: another cgroup's io.max line or token and the values to try.
+        #[arg(long, value_name = "KEY=V1,V2,...")]
+        limit: String,
+        /// The variant to tune (needed when the scenario has variants).
+        #[arg(long)]
+        variant: Option<String>,
+        /// Also keep the protected cgroup's clat p99 at most this many ms.
+        #[arg(long)]
+        p99_ms: Option<f64>,
+        /// Isolation percentile over 1 s windows (resctl-bench isol-pct).
+        #[arg(long, default_value_t = 5.0)]
+        isol_pct: f64,
+        /// Isolation threshold, a fraction (resctl-bench isol-thr).
+        #[arg(long, default_value_t = 0.9)]
+        isol_thr: f64,
+        /// Seeds per value (device jitter, random offsets): error bars.
+        #[arg(long, default_value_t = 3)]
+        seeds: u32,
+        /// Worker threads (default: the machine's cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Write the report, every run's figures and a picture here.
+        #[arg(long)]
+        output: Option<PathBuf>,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -515,6 +567,32 @@ fn tune_command(what: TuneCmd, progress: Reporter) -> Result<u8, String> {
                 progress,
             };
             tune::qos::qos_command(&sc, &opts)
+        }),
+        TuneCmd::Iomax {
+            scenario,
+            protect,
+            limit,
+            variant,
+            p99_ms,
+            isol_pct,
+            isol_thr,
+            seeds,
+            jobs,
+            output,
+        } => load(&scenario).and_then(|sc| {
+            let opts = tune::iomax::IomaxOptions {
+                variant,
+                protect,
+                limit,
+                p99_ms,
+                isol_pct,
+                isol_thr,
+                seeds,
+                jobs: jobs.unwrap_or_else(sweep::pool::cores),
+                output,
+                progress,
+            };
+            tune::iomax::iomax_command(&sc, &opts)
         }),
     }
 }

@@ -243,3 +243,71 @@ fn qos_refuses_what_it_cannot_tune_on_one_line() {
         assert!(e.contains(says), "{a:?}: {e}");
     }
 }
+
+/// A rate-limited reader beside a batch writer that fills an aws-gp3 volume.
+const WEB_AND_BATCH: &str = r#"
+name = "web-beside-batch"
+seed = 1
+[device]
+model = "cloud"
+preset = "aws-gp3"
+dev = "8:16"
+[cgroup.web]
+fio = "fio --name=web --rw=randread --bs=4k --iodepth=1 --rate_iops=200 --ioengine=libaio --direct=1 --runtime=10 --time_based"
+[cgroup.batch]
+"io.max" = "8:16 wiops=max"
+fio = "fio --name=batch --rw=randwrite --bs=64k --iodepth=32 --ioengine=libaio --direct=1 --runtime=10 --time_based"
+"#;
+
+#[test]
+fn iomax_finds_the_loosest_limit_that_keeps_the_reader_isolated() {
+    let dir = std::env::temp_dir().join(format!("blkcg-sim-tune-iomax-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sc = dir.join("web.toml");
+    std::fs::write(&sc, WEB_AND_BATCH).unwrap();
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "tune",
+            "iomax",
+            sc.to_str().unwrap(),
+            "--protect",
+            "web",
+            // out of order on purpose: the tuner orders them
+            "--limit",
+            "cgroup.batch.io.max:wiops=max,500,2000,250,1000,1500",
+            "--quiet",
+        ];
+        a.extend(extra);
+        stdout_of(&a)
+    };
+    let out = run(&["--seeds", "2"]);
+    assert_eq!(out, run(&["--seeds", "2", "--jobs", "1"]), "--jobs 1 and 2");
+    let rows: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("LIMIT"))
+        .skip(3)
+        .take(6)
+        .collect();
+    let limits: Vec<&str> = rows
+        .iter()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(
+        limits,
+        ["250", "500", "1000", "1500", "2000", "max"],
+        "{out}"
+    );
+    // unlimited, the batch writer queues ahead of the reader in the volume: not isolated
+    assert!(!rows[5].ends_with("ok"), "{out}");
+    assert!(
+        out.contains("answer: cgroup.batch.io.max:wiops=1500: the least restrictive value meeting the goal; every more restrictive one meets it too"),
+        "{out}"
+    );
+    assert!(out.contains("  echo \"8:16 wiops=1500\" > /sys/fs/cgroup/batch/io.max\n"));
+    // a latency goal on top asks for more
+    let strict = run(&["--seeds", "1", "--p99-ms", "5"]);
+    assert!(
+        strict.contains("answer: cgroup.batch.io.max:wiops=250:"),
+        "{strict}"
+    );
+}

@@ -13,11 +13,18 @@
 //!   arithmetic (io.cost.model), and with `--qos` resctl-demo rd-agent's QoS heuristic;
 //! - `qos.rs`   — `tune qos`: resctl-bench `iocost-qos`/`iocost-tune` over a scenario's
 //!   own workloads (vrate axis, isolation, Pareto front, named solutions, hwdb lines);
+//! - `iomax.rs` — `tune iomax`: the least restrictive io.max limit on another cgroup
+//!   that keeps the protected one isolated, and its cost;
+//! - `protect.rs` — what protecting a cgroup means (its figures, isolation against its
+//!   run alone), shared by the tuners that protect one;
+//! - `fit.rs`   — resctl-bench's piecewise-linear fits and the searches on them;
 //! - here       — the machine a tuner measures: a device, with the kernel and host
 //!   costs of a scenario when one is given.
 
 pub mod fit;
+pub mod iomax;
 pub mod model;
+pub mod protect;
 pub mod qos;
 
 use toml::{Table, Value};

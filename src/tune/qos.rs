@@ -66,17 +66,14 @@ use toml::{Table, Value};
 
 use super::fit::{self, End, Fit, Pt, Shape};
 use super::model::{CoefGen, ModelParams, measure};
+use super::protect::{Protection, Row, mean_sd, mean_sd_text};
 use super::{Machine, py_round};
-use crate::progress::{Horizon, Reporter};
-use crate::report::fio::stats::{LatHist, percentiles};
+use crate::progress::Reporter;
 use crate::report::outdir::OutDir;
 use crate::report::plot::{Marks, Panel, Series, plot_marks, plot_panels};
 use crate::report::summary::fmt_figure;
 use crate::scenario::Scenario;
-use crate::scenario::run::{VariantRun, prepare, simulate};
 use crate::sweep::keys::set_token;
-use crate::sweep::pool;
-use crate::sweep::record::Totals;
 
 /// Options of `tune qos`.
 pub struct QosOptions {
@@ -136,159 +133,15 @@ enum Kind {
     Vrate(f64),
 }
 
-/// What one run measured (see the module's design).
-#[derive(Debug, Clone)]
-struct Sample {
-    kind: Kind,
-    seed: u64,
-    work: f64,
-    p99_ms: f64,
-    p999_ms: f64,
-    /// Each protected job's mean IOPS over its run.
-    job_iops: Vec<f64>,
-    /// Per window, each protected job's completions (None: not running all window).
-    windows: Vec<Vec<Option<u64>>>,
-    window_s: f64,
-    rlat_us: Option<f64>,
-    wlat_us: Option<f64>,
-}
-
-/// `hist`'s percentiles `p` in ms (None without IOs).
-fn pct_ms(hist: &LatHist, p: &[f64]) -> Option<Vec<f64>> {
-    (hist.total() > 0).then(|| {
-        percentiles(hist, p)
-            .into_iter()
-            .map(|ns| ns as f64 / 1e6)
-            .collect()
-    })
-}
-
-impl Sample {
-    fn of(kind: Kind, seed: u64, run: &VariantRun, protect: &str) -> Sample {
-        let tree = &run.resolved.tree;
-        let prot: Vec<usize> = run
-            .out
-            .jobs
-            .iter()
-            .enumerate()
-            .filter(|(_, (p, _, _))| in_subtree(&tree.nodes[p.cgroup as usize].path, protect))
-            .map(|(i, _)| i)
-            .collect();
-        let mut hist = LatHist::default();
-        for &i in &prot {
-            hist.merge(&run.out.jobs[i].1.mixed().clat.hist);
-        }
-        let p = pct_ms(&hist, &[99.0, 99.9]).unwrap_or_else(|| vec![0.0, 0.0]);
-        let job_iops = prot
-            .iter()
-            .map(|&i| {
-                let (_, st, t) = &run.out.jobs[i];
-                let ios: u64 = st.dd.iter().map(|d| d.total_ios).sum();
-                let secs = t.finished.saturating_sub(t.stats_start) as f64 / 1e9;
-                if secs > 0.0 { ios as f64 / secs } else { 0.0 }
-            })
-            .collect();
-        // windows of a whole number of bins, at least 1 s, aligned to simulated time
-        let width = prot
-            .iter()
-            .map(|&i| run.out.job_timelines[i].width())
-            .max()
-            .unwrap_or(1_000_000_000);
-        let w = width * 1_000_000_000u64.div_ceil(width);
-        let spans: Vec<(u64, u64)> = prot
-            .iter()
-            .map(|&i| {
-                let t = &run.out.jobs[i].2;
-                (t.stats_start.div_ceil(w), t.finished / w)
-            })
-            .collect();
-        let first = spans.iter().map(|s| s.0).min().unwrap_or(0);
-        let last = spans.iter().map(|s| s.1).max().unwrap_or(0);
-        let mut windows = vec![vec![None; prot.len()]; last.saturating_sub(first) as usize];
-        for (j, &(a, b)) in spans.iter().enumerate() {
-            for k in a..b {
-                windows[(k - first) as usize][j] = Some(0);
-            }
-            for (t, bin) in run.out.job_timelines[prot[j]].iter() {
-                let k = t / w;
-                if (a..b).contains(&k)
-                    && let Some(c) = windows[(k - first) as usize][j].as_mut()
-                {
-                    *c += bin.ios;
-                }
-            }
-        }
-        let us = |d: usize| {
-            let h = run.out.device_lat.as_ref().map(|h| &h[d])?;
-            pct_ms(h, &[99.0]).map(|v| v[0] * 1000.0)
-        };
-        Sample {
-            kind,
-            seed,
-            work: Totals::of(run).mib_s,
-            p99_ms: p[0],
-            p999_ms: p[1],
-            job_iops,
-            windows,
-            window_s: w as f64 / 1e9,
-            rlat_us: us(0),
-            wlat_us: us(1),
-        }
-    }
-
-    /// Per-window isolation against `alone`'s IOPS: its `pct` percentile (nearest rank)
-    /// and mean, as fractions.
-    fn isolation(&self, alone: &Sample, pct: f64) -> (f64, f64) {
-        let mut r: Vec<f64> = self
-            .windows
-            .iter()
-            .filter_map(|w| {
-                let (mut done, mut target) = (0.0, 0.0);
-                for (j, c) in w.iter().enumerate() {
-                    if let (Some(c), Some(a)) = (c, alone.job_iops.get(j)) {
-                        done += *c as f64;
-                        target += a * self.window_s;
-                    }
-                }
-                (target > 0.0).then(|| (done / target).min(1.0))
-            })
-            .collect();
-        if r.is_empty() {
-            return (0.0, 0.0);
-        }
-        r.sort_by(f64::total_cmp);
-        let rank = ((pct / 100.0 * r.len() as f64).ceil() as usize).clamp(1, r.len());
-        (r[rank - 1], r.iter().sum::<f64>() / r.len() as f64)
-    }
-}
-
-/// Whether cgroup `name` is `top` or below it.
-fn in_subtree(name: &str, top: &str) -> bool {
-    let name = name.trim_matches('/');
-    name == top || name.strip_prefix(top).is_some_and(|r| r.starts_with('/'))
-}
-
-/// The scenario's table for one run: its variant merged, root lines `model` and
-/// `qos`, seed `seed`; with `alone`, only `protect` runs fio.
-fn table_for(base: &Table, model: &str, qos: &str, seed: u64, alone: Option<&str>) -> Table {
+/// `base` with root lines `model` and `qos`.
+fn with_iocost(base: &Table, model: &str, qos: &str) -> Table {
     let mut t = base.clone();
-    t.insert("seed".into(), Value::Integer(seed as i64));
     let root = t
         .entry("root")
         .or_insert_with(|| Value::Table(Table::new()));
     if let Some(r) = root.as_table_mut() {
         r.insert("io.cost.model".into(), Value::String(model.into()));
         r.insert("io.cost.qos".into(), Value::String(qos.into()));
-    }
-    if let (Some(protect), Some(cgs)) = (alone, t.get_mut("cgroup").and_then(Value::as_table_mut)) {
-        for (name, cg) in cgs.iter_mut() {
-            if !in_subtree(name, protect)
-                && let Some(c) = cg.as_table_mut()
-                && c.contains_key("fio")
-            {
-                c.insert("fio".into(), Value::String(String::new()));
-            }
-        }
     }
     t
 }
@@ -311,18 +164,6 @@ struct Solution {
     vrate: f64,
     model: ModelParams,
     qos: Qos,
-}
-
-/// Mean and sample standard deviation.
-fn mean_sd(v: &[f64]) -> (f64, f64) {
-    let n = v.len() as f64;
-    let m = v.iter().sum::<f64>() / n;
-    let sd = if v.len() > 1 {
-        (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
-    } else {
-        0.0
-    };
-    (m, sd)
 }
 
 /// The mean over seeds of `get` at each vrate, ascending.
@@ -356,78 +197,22 @@ struct Analysis {
     solutions: Vec<Solution>,
 }
 
-/// One run's figures, isolation resolved.
-#[derive(Debug, Clone, Copy)]
-struct Row {
-    seed: u64,
-    work: f64,
-    loss: f64,
-    p99: f64,
-    p999: f64,
-    isol: f64,
-    isol_mean: f64,
-    rlat: Option<f64>,
-    wlat: Option<f64>,
-}
-
 /// `tune qos`: plan, run and report (see the module's design).
 pub fn qos_command(sc: &Scenario, o: &QosOptions) -> Result<u8, String> {
-    let base = sc.merged(o.variant.as_deref()).map_err(|e| e.to_string())?;
-    if o.variant.is_none() && !sc.variants().is_empty() {
-        return Err(format!(
-            "{}: the scenario has variants ({}); pick the one to tune with --variant",
-            sc.file,
-            sc.variants().join(", ")
-        ));
-    }
-    if o.seeds == 0 {
-        return Err("--seeds 0: at least one seed is run".into());
-    }
-    if !(o.isol_pct > 0.0 && o.isol_pct <= 100.0 && o.isol_thr > 0.0 && o.isol_thr <= 1.0) {
-        return Err(format!(
-            "--isol-pct {} --isol-thr {}: a percentile in (0, 100] and a fraction in (0, 1]",
-            o.isol_pct, o.isol_thr
-        ));
-    }
+    let pr = Protection::new(
+        sc,
+        o.variant.as_deref(),
+        &o.protect,
+        o.seeds,
+        o.isol_pct,
+        o.isol_thr,
+    )?;
     let vrates = vrate_axis(o.vrate_min, o.vrate_max, o.vrate_intvs)
         .map_err(|m| format!("--vrate-min/--vrate-max/--vrate-intvs: {m}"))?;
-    let cgs = base.get("cgroup").and_then(Value::as_table);
-    let runs_fio = |c: &Value| match c.get("fio") {
-        Some(Value::String(s)) => !s.trim().is_empty(),
-        Some(Value::Array(a)) => a
-            .iter()
-            .any(|s| s.as_str().is_some_and(|s| !s.trim().is_empty())),
-        _ => false,
-    };
-    let protect = o.protect.trim_matches('/').to_string();
-    let protected = |c: &Table| {
-        c.iter()
-            .any(|(n, v)| in_subtree(n, &protect) && runs_fio(v))
-    };
-    if !cgs.is_some_and(protected) {
-        return Err(format!(
-            "--protect {protect}: {} has no cgroup `{protect}` running fio (itself or below it); its cgroups: {}",
-            sc.file,
-            cgs.map(|c| c.keys().cloned().collect::<Vec<_>>().join(", "))
-                .unwrap_or_default()
-        ));
-    }
-    let others: Vec<String> = cgs
-        .map(|c| {
-            c.iter()
-                .filter(|(n, v)| !in_subtree(n, &protect) && runs_fio(v))
-                .map(|(n, _)| n.clone())
-                .collect()
-        })
-        .unwrap_or_default();
-    if others.is_empty() {
-        return Err(format!(
-            "--protect {protect}: no other cgroup runs fio, so there is nothing to protect it from"
-        ));
-    }
+    let base = &pr.base;
     // the machine, its MAJ:MIN and the base model / QoS lines
     let machine = Machine::from_scenario(&Scenario {
-        table: base.clone(),
+        table: pr.base.clone(),
         ..sc.clone()
     })?;
     let root = base.get("root").and_then(Value::as_table);
@@ -457,60 +242,23 @@ pub fn qos_command(sc: &Scenario, o: &QosOptions) -> Result<u8, String> {
         }
         q
     };
-    let base_seed = base.get("seed").and_then(Value::as_integer).unwrap_or(1) as u64;
     let kinds: Vec<Kind> = [Kind::Alone, Kind::Off]
         .into_iter()
         .chain(vrates.iter().rev().map(|&v| Kind::Vrate(v)))
         .collect();
-    let seeds = o.seeds as usize;
-    let scenario_of = |r: usize| {
-        let (kind, seed) = (kinds[r / seeds], base_seed + (r % seeds) as u64);
-        let t = match kind {
-            Kind::Alone => table_for(
-                &base,
-                &model_line,
-                &qos_with("0", None),
-                seed,
-                Some(&protect),
-            ),
-            Kind::Off => table_for(&base, &model_line, &qos_with("0", None), seed, None),
-            Kind::Vrate(v) => table_for(&base, &model_line, &qos_with("1", Some(v)), seed, None),
-        };
-        (
-            kind,
-            seed,
-            Scenario {
-                table: t,
-                ..sc.clone()
-            },
-        )
-    };
-    // everything that can be refused is refused now: the alone run and the highest vrate
-    for r in [0, (kinds.len() - 1) * seeds] {
-        let (_, _, s) = scenario_of(r);
-        prepare(&s, None, None, None, false)?;
-    }
-    let total = kinds.len() * seeds;
-    let mut shown = o.progress.start("tune qos", Horizon::Count(total as u64));
-    let mut samples = Vec::with_capacity(total);
-    pool::ordered(
-        total,
-        o.jobs,
-        |r| {
-            let (kind, seed, s) = scenario_of(r);
-            let mut p = prepare(&s, None, None, None, false)?;
-            p.record_device_latency();
-            let run = simulate(&s, p, &Reporter::Quiet)?;
-            Ok::<Sample, String>(Sample::of(kind, seed, &run, &protect))
-        },
-        |_, s| {
-            samples.push(s?);
-            shown.update(0, samples.len() as u64);
-            Ok(())
-        },
-    )?;
-    shown.finish();
-    let a = analyse(&samples, &vrates, seeds, model, o)?;
+    let samples = pr.run(sc, kinds.len(), o.jobs, &o.progress, "tune qos", |k, _| {
+        Ok(match kinds[k] {
+            Kind::Alone => {
+                let mut t = with_iocost(base, &model_line, &qos_with("0", None));
+                pr.alone(&mut t);
+                t
+            }
+            Kind::Off => with_iocost(base, &model_line, &qos_with("0", None)),
+            Kind::Vrate(v) => with_iocost(base, &model_line, &qos_with("1", Some(v))),
+        })
+    })?;
+    let rows: Vec<(Kind, Vec<Row>)> = kinds.into_iter().zip(pr.rows(&samples, 1)).collect();
+    let a = analyse(rows, &vrates, model, o)?;
     let dev = model_line
         .split_whitespace()
         .next()
@@ -518,8 +266,8 @@ pub fn qos_command(sc: &Scenario, o: &QosOptions) -> Result<u8, String> {
         .to_string();
     let ctx = Context {
         scenario: sc.name(),
-        protect: &protect,
-        others: &others,
+        protect: &pr.protect,
+        others: &pr.others,
         model_line: &model_line,
         qos_line: &qos_line,
         measured: measured.is_some(),
@@ -548,42 +296,11 @@ struct Context<'a> {
 
 /// Figures per run, fits, the front and the solutions.
 fn analyse(
-    samples: &[Sample],
+    rows: Vec<(Kind, Vec<Row>)>,
     vrates: &[f64],
-    seeds: usize,
     model: ModelParams,
     o: &QosOptions,
 ) -> Result<Analysis, String> {
-    let alone = &samples[..seeds];
-    let off = &samples[seeds..2 * seeds];
-    let rows: Vec<(Kind, Vec<Row>)> = samples
-        .chunks(seeds)
-        .map(|chunk| {
-            let rows = chunk
-                .iter()
-                .enumerate()
-                .map(|(k, s)| {
-                    let (isol, isol_mean) = s.isolation(&alone[k], o.isol_pct);
-                    Row {
-                        seed: s.seed,
-                        work: s.work,
-                        loss: if off[k].work > 0.0 {
-                            1.0 - s.work / off[k].work
-                        } else {
-                            0.0
-                        },
-                        p99: s.p99_ms,
-                        p999: s.p999_ms,
-                        isol,
-                        isol_mean,
-                        rlat: s.rlat_us,
-                        wlat: s.wlat_us,
-                    }
-                })
-                .collect();
-            (chunk[0].kind, rows)
-        })
-        .collect();
     let series = |get: &dyn Fn(&Row) -> Option<f64>| -> Vec<Pt> {
         rows.iter()
             .filter_map(|(k, rs)| match k {
@@ -825,18 +542,6 @@ fn report_text(a: &Analysis, c: &Context) -> String {
         o.isol_thr * 100.0,
         c.protect
     );
-    let ms = |v: &[f64]| {
-        let (m, sd) = mean_sd(v);
-        let shown = fmt_figure(m);
-        // the spread to the mean's precision, left out when it rounds to nothing
-        let decimals = shown.split_once('.').map_or(0, |(_, d)| d.len());
-        let sd = format!("{sd:.decimals$}");
-        if sd.bytes().all(|b| b == b'0' || b == b'.') {
-            shown
-        } else {
-            format!("{shown} ±{sd}")
-        }
-    };
     let _ = writeln!(
         s,
         "{:>7} {:>14} {:>11} {:>14} {:>14} {:>11} {:>15} {:>15} {:>5}",
@@ -852,12 +557,7 @@ fn report_text(a: &Analysis, c: &Context) -> String {
     );
     for (kind, rows) in &a.rows {
         let col = |f: &dyn Fn(&Row) -> Option<f64>| {
-            let v: Vec<f64> = rows.iter().filter_map(f).collect();
-            if v.is_empty() {
-                "-".to_string()
-            } else {
-                ms(&v)
-            }
+            mean_sd_text(&rows.iter().filter_map(f).collect::<Vec<_>>())
         };
         let (label, front) = match kind {
             Kind::Alone => ("alone".to_string(), ""),
@@ -868,8 +568,7 @@ fn report_text(a: &Analysis, c: &Context) -> String {
             ),
         };
         let alone = *kind == Kind::Alone;
-        let _ = writeln!(
-            s,
+        let row = format!(
             "{label:>7} {:>14} {:>11} {:>14} {:>14} {:>11} {:>15} {:>15} {front:>5}",
             col(&|r| Some(r.work)),
             if alone || *kind == Kind::Off {
@@ -887,6 +586,8 @@ fn report_text(a: &Analysis, c: &Context) -> String {
             col(&|r| r.rlat),
             col(&|r| r.wlat),
         );
+        s.push_str(row.trim_end());
+        s.push('\n');
     }
     let _ = writeln!(
         s,
@@ -1240,12 +941,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_protected_cgroup_holds_its_subtree() {
-        assert!(in_subtree("web", "web") && in_subtree("web/a", "web"));
-        assert!(!in_subtree("webby", "web") && !in_subtree("batch", "web"));
-    }
-
-    #[test]
     fn the_vrate_axis_is_iocost_qos() {
         // iocost-tune's: vrate-max=125, vrate-intvs=25 from 0: 125, 120, ..., 5
         let v = vrate_axis(0.0, 125.0, 25).unwrap();
@@ -1258,30 +953,6 @@ mod tests {
         );
         assert_eq!(vrate_axis(0.0, 10.0, 4).unwrap(), [10.0, 7.5, 5.0, 2.5]);
         assert!(vrate_axis(50.0, 40.0, 5).is_err());
-    }
-
-    #[test]
-    fn isolation_is_a_capped_percentile_of_windows() {
-        let s = |windows: Vec<Vec<Option<u64>>>, iops: f64| Sample {
-            kind: Kind::Off,
-            seed: 1,
-            work: 0.0,
-            p99_ms: 0.0,
-            p999_ms: 0.0,
-            job_iops: vec![iops],
-            windows,
-            window_s: 1.0,
-            rlat_us: None,
-            wlat_us: None,
-        };
-        let alone = s(vec![], 100.0);
-        // 20 windows: one at 50%, one idle (job not running), the rest above target
-        let mut w: Vec<Vec<Option<u64>>> = (0..20).map(|_| vec![Some(120)]).collect();
-        w[3] = vec![Some(50)];
-        w[7] = vec![None];
-        let (p05, mean) = s(w, 0.0).isolation(&alone, 5.0);
-        assert_eq!(p05, 0.5, "the 1st of 19 (rank ceil(0.95))");
-        assert!((mean - (18.0 + 0.5) / 19.0).abs() < 1e-12);
     }
 
     #[test]
