@@ -14,7 +14,7 @@
 //! from `vrate-max` down by one click to `vrate-min` (at least 1%), each written as
 //! `min=max=v` (two decimals) over the base QoS; `iocost-tune` asks for `vrate-max=125,
 //! vrate-intvs=25` (125, 120, ..., 5). Each point runs with every seed, beside two
-//! references per seed: iocost off (`enable=0`: resctl's run [00]) and the protected
+//! references per seed: iocost off (`enable=0`: resctl's run `[00]`) and the protected
 //! cgroup alone with iocost off (its target: resctl's `base_rps`). The base
 //! `io.cost.model` and QoS latencies are the scenario's root lines, else `tune model
 //! --qos` measures them.
