@@ -174,11 +174,6 @@ impl Sweep {
         Ok(sweep)
     }
 
-    /// The axes, the implicit `variant` one included.
-    pub fn axes(&self) -> &[Axis] {
-        &self.axes
-    }
-
     /// How many points (value combinations).
     pub fn points(&self) -> usize {
         self.axes.iter().map(|a| a.values.len()).product()

@@ -218,13 +218,17 @@ pub fn iomax_command(sc: &Scenario, o: &IomaxOptions) -> Result<u8, String> {
             let v = &axis.values[i];
             let mut t = pr.base.clone();
             axis.apply(&mut t, v)?;
-            let written = t["cgroup"][&limited]["io.max"].clone();
-            let lines: Vec<String> = match &written {
-                toml::Value::Array(a) => a
+            let written = t
+                .get("cgroup")
+                .and_then(|c| c.get(&limited))
+                .and_then(|c| c.get("io.max"));
+            let lines: Vec<String> = match written {
+                Some(toml::Value::Array(a)) => a
                     .iter()
                     .filter_map(|x| x.as_str().map(str::to_string))
                     .collect(),
-                x => x.as_str().map(str::to_string).into_iter().collect(),
+                Some(x) => x.as_str().map(str::to_string).into_iter().collect(),
+                None => Vec::new(),
             };
             let _ = writeln!(
                 s,
