@@ -356,8 +356,10 @@ enum TuneCmd {
     /// Per vrate (mean ±sd over seeds): the work done (MiB/s of all jobs) and its loss
     /// against iocost off, the protected cgroup's clat p99 and p99.9, isolation (resctl's
     /// isol-05: the 5th percentile over 1 s windows of the protected jobs' completions /
-    /// their alone IOPS, capped at 1; >= 90% is isolated), device read/write p99; the
-    /// vrates on the Pareto front of protected p99 against work are starred.
+    /// their alone IOPS, capped at 1; >= 90% is isolated), device read/write p99 (each
+    /// request's time on the device); the vrates on the Pareto front of isolation against
+    /// work are starred. Isolation holds over a range: below it the fixed vrate starves
+    /// the protected cgroup itself, above it the others' IO gets to the device first.
     ///
     /// Then resctl-bench's named solutions, solved on piecewise-linear fits of those
     /// figures: naive (vrate 75-100 on p99 read/write latency), bandwidth (the highest
