@@ -12,6 +12,8 @@ pub mod progress;
 pub mod report;
 pub mod scenario;
 pub mod sim;
+pub mod sweep;
 pub mod throttle;
+pub mod tune;
 pub mod validate;
 pub mod workload;

@@ -7,8 +7,9 @@
 //! is a terminal; each simulation run asks it for a [`Progress`] with its label and
 //! its horizon — simulated time (the duration cap, or the longest job's planned
 //! time), or, when no job is bounded by time (`size=`-bound jobs), the bytes the jobs
-//! plan to move. The pipeline calls [`Progress::update`] once per simulated second
-//! with the simulated time and the bytes completed. On a terminal the bars of runs
+//! plan to move, or a count of runs (a sweep's points). The pipeline calls
+//! [`Progress::update`] once per simulated second with the simulated time and the bytes
+//! completed; a sweep calls it as points finish, with the count done. On a terminal the bars of runs
 //! that go on in parallel share one `MultiProgress`; elsewhere a run stays silent for
 //! its first [`FIRST_LINE_AFTER`] of wall time (quick runs print nothing) and then
 //! writes one line every [`LINE_EVERY`]. Progress goes to stderr only, so it never
@@ -53,7 +54,7 @@ impl Reporter {
     pub fn start(&self, label: &str, horizon: Horizon) -> Progress {
         let total = match horizon {
             Horizon::Time(ns) => ns / 1_000_000,
-            Horizon::Bytes(b) => b,
+            Horizon::Bytes(b) | Horizon::Count(b) => b,
         };
         let shown = match self {
             Reporter::Quiet => Shown::Nothing,
@@ -63,6 +64,7 @@ impl Reporter {
                 let template = match horizon {
                     Horizon::Time(_) => "{prefix:>24} [{bar:30}] {pos}/{len} ms simulated",
                     Horizon::Bytes(_) => "{prefix:>24} [{bar:30}] {bytes}/{total_bytes} done",
+                    Horizon::Count(_) => "{prefix:>24} [{bar:30}] {pos}/{len} runs, eta {eta}",
                 };
                 pb.set_style(
                     ProgressStyle::with_template(template)
@@ -93,6 +95,8 @@ pub enum Horizon {
     Time(Ns),
     /// Bytes the jobs plan to move.
     Bytes(u64),
+    /// Runs to finish (a sweep's points × seeds).
+    Count(u64),
 }
 
 enum Shown {
@@ -113,11 +117,12 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// The run has reached simulated time `now` with `done_bytes` completed.
-    pub fn update(&mut self, now: Ns, done_bytes: u64) {
+    /// The run has reached simulated time `now` with `done` completed: bytes, or runs
+    /// for a [`Horizon::Count`] (whose `now` is unused).
+    pub fn update(&mut self, now: Ns, done: u64) {
         let (pos, total) = match self.horizon {
             Horizon::Time(t) => (now / 1_000_000, t / 1_000_000),
-            Horizon::Bytes(b) => (done_bytes, b),
+            Horizon::Bytes(b) | Horizon::Count(b) => (done, b),
         };
         match &mut self.shown {
             Shown::Nothing => {}
@@ -142,9 +147,10 @@ impl Progress {
                     ),
                     Horizon::Bytes(b) => format!(
                         "{:.1} of {:.1} MiB done",
-                        done_bytes as f64 / 1048576.0,
+                        done as f64 / 1048576.0,
                         b as f64 / 1048576.0
                     ),
+                    Horizon::Count(n) => format!("{done} of {n} runs done"),
                 };
                 eprintln!(
                     "blkcg-sim: {}: {done} ({pct:.0}%), {:.0} s wall",

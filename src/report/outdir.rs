@@ -97,8 +97,14 @@ fn remove_owned(dir: &Path, names: &[&str]) -> Result<(), String> {
 impl OutDir {
     /// `DIR` itself (created if missing), for the files of [`OWNED_TOP`].
     pub fn top(dir: &Path) -> Result<OutDir, String> {
+        Self::top_owning(dir, OWNED_TOP)
+    }
+
+    /// `DIR` itself (created if missing), emptied of the files named `owned`: the
+    /// commands that write into DIR directly (`sweep`, `tune`) name theirs.
+    pub fn top_owning(dir: &Path, owned: &[&str]) -> Result<OutDir, String> {
         fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
-        remove_owned(dir, OWNED_TOP)?;
+        remove_owned(dir, owned)?;
         Ok(OutDir {
             path: dir.to_path_buf(),
         })
@@ -145,9 +151,31 @@ impl OutDir {
 
     /// Create file `name` (one of ours) with `text`, as [`OutDir::create`] does.
     pub fn write(&self, name: &str, text: &str) -> Result<(), String> {
-        self.create(name)?
+        self.open_file(name)?.write(text)
+    }
+
+    /// Create file `name` (one of ours) as [`OutDir::create`] does, to write it piece
+    /// by piece (a sweep's results as they come).
+    pub fn open_file(&self, name: &str) -> Result<OutFile, String> {
+        Ok(OutFile {
+            path: self.path.join(name),
+            file: self.create(name)?,
+        })
+    }
+}
+
+/// A file of ours being written.
+pub struct OutFile {
+    path: PathBuf,
+    file: File,
+}
+
+impl OutFile {
+    /// Append `text`.
+    pub fn write(&mut self, text: &str) -> Result<(), String> {
+        self.file
             .write_all(text.as_bytes())
-            .map_err(|e| io_err(&self.path.join(name), e))
+            .map_err(|e| io_err(&self.path, e))
     }
 }
 

@@ -28,13 +28,17 @@ pub struct Panel {
     pub log_y: bool,
 }
 
-const COLORS: [RGBColor; 6] = [
+const COLORS: [RGBColor; 10] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
     RGBColor(214, 39, 40),
     RGBColor(148, 103, 189),
     RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
 ];
 
 /// Write `base.png` and `base.svg`: `panels` stacked vertically over a shared x axis.
@@ -48,21 +52,226 @@ pub fn plot_panels(
         return Ok(());
     }
     let h = 260 * panels.len() as u32 + 60;
+    render(
+        base,
+        (1100, h),
+        &Panels {
+            title,
+            x_label,
+            panels,
+        },
+    )
+}
+
+/// A picture that can be drawn on any backend.
+trait Figure {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>
+    where
+        DB::ErrorType: 'static;
+}
+
+/// Draw `fig` into `base.png` and `base.svg`.
+fn render(base: &Path, size: (u32, u32), fig: &impl Figure) -> Result<(), String> {
     let png = base.with_extension("png");
     let svg = base.with_extension("svg");
     {
-        let root = BitMapBackend::new(&png, (1100, h)).into_drawing_area();
-        draw(&root, title, x_label, panels).map_err(|e| format!("{}: {e}", png.display()))?;
+        let root = BitMapBackend::new(&png, size).into_drawing_area();
+        fig.draw(&root)
+            .map_err(|e| format!("{}: {e}", png.display()))?;
         root.present()
             .map_err(|e| format!("{}: {e}", png.display()))?;
     }
     {
-        let root = SVGBackend::new(&svg, (1100, h)).into_drawing_area();
-        draw(&root, title, x_label, panels).map_err(|e| format!("{}: {e}", svg.display()))?;
+        let root = SVGBackend::new(&svg, size).into_drawing_area();
+        fig.draw(&root)
+            .map_err(|e| format!("{}: {e}", svg.display()))?;
         root.present()
             .map_err(|e| format!("{}: {e}", svg.display()))?;
     }
     Ok(())
+}
+
+struct Panels<'a> {
+    title: &'a str,
+    x_label: &'a str,
+    panels: &'a [Panel],
+}
+
+impl Figure for Panels<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>
+    where
+        DB::ErrorType: 'static,
+    {
+        draw(root, self.title, self.x_label, self.panels)
+    }
+}
+
+/// A set of marked points on an x-y chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Marks {
+    pub name: String,
+    /// (x, y, x error, y error); an error above 0 is drawn as a bar of ± that much.
+    pub points: Vec<(f64, f64, f64, f64)>,
+    /// Joined by a line, in the order given.
+    pub joined: bool,
+    /// Marker radius in pixels.
+    pub size: u32,
+}
+
+/// Write `base.png` and `base.svg`: one x-y chart of marked points (a trade-off, the
+/// points of a sweep with their error bars, chosen points marked), x on a log axis if
+/// `log_x` (points at or below 0 are then left out).
+pub fn plot_marks(
+    base: &Path,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    log_x: bool,
+    marks: &[Marks],
+) -> Result<(), String> {
+    render(
+        base,
+        (1100, 760),
+        &MarkChart {
+            title,
+            x_label,
+            y_label,
+            log_x,
+            marks,
+        },
+    )
+}
+
+struct MarkChart<'a> {
+    title: &'a str,
+    x_label: &'a str,
+    y_label: &'a str,
+    log_x: bool,
+    marks: &'a [Marks],
+}
+
+impl Figure for MarkChart<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>
+    where
+        DB::ErrorType: 'static,
+    {
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let root = root
+            .titled(self.title, ("sans-serif", 22))
+            .map_err(|e| e.to_string())?;
+        let shown = |x: f64| !self.log_x || x > 0.0;
+        let pts = || {
+            self.marks
+                .iter()
+                .flat_map(|m| m.points.iter())
+                .filter(|p| shown(p.0))
+        };
+        let span = |lo: f64, hi: f64| {
+            if lo.is_finite() && hi > lo {
+                (lo, hi)
+            } else if lo.is_finite() {
+                (lo - lo.abs() * 0.5 - 0.5, hi + hi.abs() * 0.5 + 0.5)
+            } else {
+                (0.1, 1.0)
+            }
+        };
+        let (x0, x1) = span(
+            pts()
+                .map(|p| p.0 - p.2)
+                .filter(|x| shown(*x))
+                .fold(f64::INFINITY, f64::min),
+            pts().map(|p| p.0 + p.2).fold(f64::NEG_INFINITY, f64::max),
+        );
+        let (y0, y1) = span(
+            pts().map(|p| p.1 - p.3).fold(f64::INFINITY, f64::min),
+            pts().map(|p| p.1 + p.3).fold(f64::NEG_INFINITY, f64::max),
+        );
+        let ypad = (y1 - y0) * 0.05;
+        let mut builder = ChartBuilder::on(&root);
+        builder
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70);
+        if self.log_x {
+            let (lo, hi) = (x0 / 1.2, x1 * 1.2);
+            let mut chart = builder
+                .build_cartesian_2d((lo..hi).log_scale(), (y0 - ypad)..(y1 + ypad))
+                .map_err(|e| e.to_string())?;
+            self.fill(&mut chart, lo)
+        } else {
+            let xpad = (x1 - x0) * 0.05;
+            let mut chart = builder
+                .build_cartesian_2d((x0 - xpad)..(x1 + xpad), (y0 - ypad)..(y1 + ypad))
+                .map_err(|e| e.to_string())?;
+            self.fill(&mut chart, x0 - xpad)
+        }
+    }
+}
+
+impl MarkChart<'_> {
+    /// Mesh, marks, error bars and legend, whatever the x axis (`x_floor`: its left end).
+    fn fill<'a, DB, X>(
+        &self,
+        chart: &mut ChartContext<'a, DB, Cartesian2d<X, RangedCoordf64>>,
+        x_floor: f64,
+    ) -> Result<(), String>
+    where
+        DB: DrawingBackend + 'a,
+        DB::ErrorType: 'static,
+        X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    {
+        chart
+            .configure_mesh()
+            .x_desc(self.x_label)
+            .y_desc(self.y_label)
+            .draw()
+            .map_err(|e| e.to_string())?;
+        for (k, m) in self.marks.iter().enumerate() {
+            let color = COLORS[k % COLORS.len()];
+            let points: Vec<(f64, f64, f64, f64)> = m
+                .points
+                .iter()
+                .copied()
+                .filter(|p| !self.log_x || p.0 > 0.0)
+                .collect();
+            if m.joined {
+                chart
+                    .draw_series(LineSeries::new(points.iter().map(|p| (p.0, p.1)), &color))
+                    .map_err(|e| e.to_string())?;
+            }
+            let bars = points.iter().flat_map(|&(x, y, ex, ey)| {
+                let mut v = Vec::new();
+                if ex > 0.0 {
+                    v.push(PathElement::new(
+                        vec![((x - ex).max(x_floor), y), (x + ex, y)],
+                        color,
+                    ));
+                }
+                if ey > 0.0 {
+                    v.push(PathElement::new(vec![(x, y - ey), (x, y + ey)], color));
+                }
+                v
+            });
+            chart.draw_series(bars).map_err(|e| e.to_string())?;
+            let size = m.size;
+            chart
+                .draw_series(
+                    points
+                        .iter()
+                        .map(|&(x, y, _, _)| Circle::new((x, y), size, color.filled())),
+                )
+                .map_err(|e| e.to_string())?
+                .label(m.name.as_str())
+                .legend(move |(x, y)| Circle::new((x + 9, y), size.min(6), color.filled()));
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()
+            .map_err(|e| e.to_string())
+    }
 }
 
 fn bounds(panels: &[Panel]) -> (f64, f64) {
@@ -226,6 +435,36 @@ mod tests {
                 assert!(std::fs::metadata(base.with_extension("png")).unwrap().len() > 1000);
             }
             // a machine without fonts: the error must say so, not panic
+            Err(e) => assert!(!e.is_empty()),
+        }
+        let marks = [
+            Marks {
+                name: "sweep".into(),
+                points: (1..20)
+                    .map(|i| (i as f64 * 0.5, 100.0 - 1.0 / i as f64, 0.1, 2.0))
+                    .collect(),
+                joined: true,
+                size: 3,
+            },
+            Marks {
+                name: "chosen".into(),
+                points: vec![(2.0, 99.5, 0.0, 0.0)],
+                joined: false,
+                size: 8,
+            },
+        ];
+        match plot_marks(
+            &dir.join("tradeoff"),
+            "trade-off",
+            "p99 (ms)",
+            "MiB/s",
+            true,
+            &marks,
+        ) {
+            Ok(()) => {
+                let svg = std::fs::read_to_string(dir.join("tradeoff.svg")).unwrap();
+                assert!(svg.contains("<circle"), "markers drawn");
+            }
             Err(e) => assert!(!e.is_empty()),
         }
         if std::env::var_os("BLKCG_SIM_KEEP_PLOT").is_none() {

@@ -64,6 +64,16 @@ pub struct Recorded {
     /// Periods where no I/O completed and lagging I/O reset a positive busy_level to
     /// 0 (the bug of the iocost no-completion seed).
     pub no_completion_resets: u64,
+    /// blk-iocost's periods and the sum of their base vrates (%), for the mean.
+    pub iocost_periods: u64,
+    pub vrate_pct_sum: f64,
+}
+
+impl Recorded {
+    /// blk-iocost's mean base vrate over its periods (%), if it made any.
+    pub fn mean_vrate_pct(&self) -> Option<f64> {
+        (self.iocost_periods > 0).then(|| self.vrate_pct_sum / self.iocost_periods as f64)
+    }
 }
 
 /// One streamed file: created at its first line.
@@ -215,6 +225,8 @@ impl Recorder for RunRecorder {
         if row.nr_done == 0 && row.nr_lagging > 0 && row.busy_before > 0 && row.busy_after == 0 {
             self.rec.no_completion_resets += 1;
         }
+        self.rec.iocost_periods += 1;
+        self.rec.vrate_pct_sum += row.vrate_base_pct;
         self.rec
             .iocost
             .get_or_insert_with(IocostSeries::default)

@@ -369,6 +369,13 @@ fn controllers(
     (throttle, iocost)
 }
 
+impl Prepared {
+    /// Also record each request's time on the device (`RunOutput::device_lat`).
+    pub fn record_device_latency(&mut self) {
+        self.pipe.record_device_latency();
+    }
+}
+
 /// Build and check variant `variant` (None: the scenario without variants), with
 /// `kernel_version` (`run --kernel`) and `seed` overriding the scenario's.
 pub fn prepare(
@@ -1292,7 +1299,8 @@ pub fn fio_command(
     run_command(&sc, &opts)
 }
 
-fn shell_quote(s: &str) -> String {
+/// `s` as one shell word: as is when plain, else single-quoted.
+pub fn shell_quote(s: &str) -> String {
     if !s.is_empty()
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_=.,:/+%".contains(c))
@@ -1498,18 +1506,23 @@ pub fn parse_device_spec(spec: &str) -> Result<toml::Table, String> {
             return Err(format!("--device `{spec}`: `{kv}` is not key=value"));
         };
         let (k, v) = (k.trim(), v.trim());
-        let val = if let Ok(i) = v.parse::<i64>() {
-            toml::Value::Integer(i)
-        } else if let Ok(f) = v.parse::<f64>() {
-            toml::Value::Float(f)
-        } else if let Ok(b) = v.parse::<bool>() {
-            toml::Value::Boolean(b)
-        } else {
-            toml::Value::String(v.to_string())
-        };
-        t.insert(k.to_string(), val);
+        t.insert(k.to_string(), typed_value(v));
     }
     Ok(t)
+}
+
+/// A value given on the command line as a scenario would write it: an integer, a
+/// float or a boolean when it reads as one, else a string.
+pub fn typed_value(v: &str) -> toml::Value {
+    if let Ok(i) = v.parse::<i64>() {
+        toml::Value::Integer(i)
+    } else if let Ok(f) = v.parse::<f64>() {
+        toml::Value::Float(f)
+    } else if let Ok(b) = v.parse::<bool>() {
+        toml::Value::Boolean(b)
+    } else {
+        toml::Value::String(v.to_string())
+    }
 }
 
 #[cfg(test)]

@@ -55,6 +55,7 @@ use crate::iocost::Iocost;
 use crate::iocost::ctl::PeriodRow;
 use crate::report::fio::JobStats;
 use crate::report::fio::stats::ErrorStats;
+use crate::report::fio::stats::LatHist;
 use crate::sim::timebins::TimeBins;
 use crate::sim::{
     Bio, BioId, BioSlab, Dir, Event, EventQueue, IoErr, NSEC_PER_MSEC, NSEC_PER_SEC, Ns, SimRng,
@@ -447,6 +448,9 @@ pub struct RunOutput {
     /// The controllers as the run left them (io.stat keys, monitor views).
     pub throttle: Option<Throttle>,
     pub iocost: Option<Iocost>,
+    /// With [`Pipeline::record_device_latency`]: every request's time on the device
+    /// (issue to the driver → completion), reads and writes.
+    pub device_lat: Option<Box<[LatHist; 2]>>,
 }
 
 /// When a job ran, in simulated ns.
@@ -494,6 +498,7 @@ pub struct Pipeline {
     q_usage: u64,
     /// The device can fail requests: ask it how each one ended.
     dev_may_fail: bool,
+    device_lat: Option<Box<[LatHist; 2]>>,
 }
 
 const WORKER: u32 = 0;
@@ -607,6 +612,7 @@ impl Pipeline {
             draining: false,
             q_usage: 0,
             dev_may_fail,
+            device_lat: None,
             limits,
         }
     }
@@ -614,6 +620,13 @@ impl Pipeline {
     /// Stop the run at this time even if jobs are still running.
     pub fn set_duration(&mut self, d: Option<Ns>) {
         self.duration = d;
+    }
+
+    /// Record every request's time on the device, per direction, as resctl-demo's
+    /// `biolatpcts.py` measures it by default (`on-device`: from `io_start_time_ns` to
+    /// completion): `RunOutput::device_lat`.
+    pub fn record_device_latency(&mut self) {
+        self.device_lat = Some(Box::default());
     }
 
     /// The device's queue limits (for interface-file writes and reports).
@@ -800,6 +813,7 @@ impl Pipeline {
             end,
             throttle: self.throttle,
             iocost: self.iocost,
+            device_lat: self.device_lat,
         }
     }
 
@@ -1039,6 +1053,9 @@ impl Pipeline {
                 self.dev_acct.cur.w_bytes += bytes;
                 self.dev_acct.done_bytes += bytes;
             }
+        }
+        if let Some(h) = self.device_lat.as_mut() {
+            h[dir.idx()].add(now.saturating_sub(slot.start));
         }
         if let Some(ioc) = self.iocost.as_mut() {
             ioc.on_rq_done(now, dir, bytes, slot.alloc, slot.start);

@@ -40,6 +40,14 @@ pub use syntax::{
 };
 pub use units::SizeOrPct;
 
+/// The name fio's options.c gives option `key` (an alias folded, e.g. `blocksize` →
+/// `bs`), or None when neither fio nor blkcg-sim knows it: what `sweep` rewrites a job's
+/// option by, whichever spelling the job uses.
+pub fn option_name(key: &str) -> Option<&str> {
+    let name = apply::canonical(key);
+    apply::is_known(name).then_some(name)
+}
+
 use crate::sim::Ns;
 
 /// Simulated `$ncpus` (fixed so runs are reproducible on any host).

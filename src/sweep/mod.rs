@@ -1,0 +1,614 @@
+//! `blkcg-sim sweep`: one scenario over the cartesian product of values for any of its
+//! keys, each point on every core, results streamed as JSON lines and CSV.
+//!
+//! Design
+//! ------
+//! A sweep is a list of axes (`--set KEY=V1,V2,...`, grammar in [`keys`]) and a number
+//! of seeds. Point `p` takes one value per axis — the first axis varies slowest, as
+//! nested loops written in the order given — and run `r` is point `r / seeds` with
+//! seed `scenario seed + r % seeds`. A point's scenario is the base scenario's table
+//! with the point's variant merged in (a scenario with `[[variant]]`s sweeps them as an
+//! implicit first axis `variant`, as `run` runs them all) and each axis's value written
+//! in, then built by the very `prepare()` and `simulate()` of `run`: a point is
+//! byte-identical to the scenario run alone with those values set by hand.
+//!
+//! Before anything runs, every key is parsed and every value is prepared once on its
+//! own (in each variant swept), so a bad key or value stops the sweep naming it. Runs
+//! go to [`pool::ordered`]: `--jobs` workers, results in run order whatever the number
+//! of workers, streamed as they complete. `--shard I/N` keeps the I-th of N contiguous
+//! slices of the runs (sizes differ by at most one), so the shards' outputs, in shard
+//! order, concatenate to exactly the unsharded output (only shard 1 writes the CSV
+//! header; records carry the global point index). Nothing in an output depends on
+//! wall time or on the machine.
+//!
+//! - `keys.rs`   — the KEY grammar and how a value is written into a scenario table;
+//! - `record.rs` — one run as a JSON line and CSV rows;
+//! - `pool.rs`   — ordered parallel runs (also under `tune`);
+//! - here        — the plan, the command, the pictures.
+
+pub mod keys;
+pub mod pool;
+pub mod record;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use keys::{Axis, Target};
+use record::{Record, Values, csv_header};
+
+use crate::progress::{Horizon, Reporter};
+use crate::report::outdir::{OutDir, OutFile};
+use crate::report::plot::{Panel, Series, plot_panels};
+use crate::report::record::RecordOptions;
+use crate::scenario::Scenario;
+use crate::scenario::run::{VariantRun, prepare, simulate};
+
+/// The most runs one sweep may plan (a typo in a value list, not a real plan).
+const MAX_RUNS: usize = 100_000_000;
+
+/// `--shard I/N`: the I-th (from 1) of N contiguous slices of the runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Shard, String> {
+        let bad = || {
+            format!(
+                "--shard `{s}`: expected I/N with 1 <= I <= N (e.g. 3/8; from a 0-based array index: $((INDEX+1))/N)"
+            )
+        };
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count) = (
+            i.trim().parse::<usize>().map_err(|_| bad())?,
+            n.trim().parse::<usize>().map_err(|_| bad())?,
+        );
+        if index == 0 || index > count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl Shard {
+    /// The runs of this shard among `runs`.
+    pub fn range(self, runs: usize) -> std::ops::Range<usize> {
+        let at = |k: usize| (k as u128 * runs as u128 / self.count as u128) as usize;
+        at(self.index - 1)..at(self.index)
+    }
+}
+
+/// How `sweep` prints on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// One JSON object per run.
+    Jsonl,
+    /// One CSV row per job of each run, with a header.
+    Csv,
+}
+
+/// Options of the `sweep` command.
+pub struct SweepOptions {
+    pub sets: Vec<String>,
+    pub seeds: u32,
+    pub jobs: usize,
+    pub shard: Option<Shard>,
+    pub output: Option<PathBuf>,
+    pub format: Format,
+    /// Print the runs (point, seed, values) instead of running them.
+    pub list: bool,
+    pub progress: Reporter,
+}
+
+/// A planned sweep: the scenario, its axes and seeds.
+pub struct Sweep {
+    sc: Scenario,
+    axes: Vec<Axis>,
+    seeds: u32,
+}
+
+impl Sweep {
+    /// Plan the sweep of `sc` over `sets` (each `KEY=V1,V2,...`) and `seeds` seeds;
+    /// every key and value is checked (see the module's design).
+    pub fn new(sc: &Scenario, sets: &[String], seeds: u32) -> Result<Sweep, String> {
+        if seeds == 0 {
+            return Err("--seeds 0: at least one seed (the scenario's) is run".into());
+        }
+        let mut axes = Vec::new();
+        for s in sets {
+            let a = Axis::parse(s)?;
+            if axes.iter().any(|b: &Axis| b.key == a.key) {
+                return Err(format!(
+                    "--set {}: the key is set twice; give all its values in one --set",
+                    a.key
+                ));
+            }
+            axes.push(a);
+        }
+        let variants = sc.variants();
+        match axes.iter().find(|a| a.target == Target::Variant) {
+            Some(a) => {
+                for v in &a.values {
+                    if !variants.contains(v) {
+                        return Err(format!(
+                            "--set variant={v}: {} has no variant `{v}`; it has: {}",
+                            sc.file,
+                            if variants.is_empty() {
+                                "none".to_string()
+                            } else {
+                                variants.join(", ")
+                            }
+                        ));
+                    }
+                }
+            }
+            None if !variants.is_empty() => axes.insert(
+                0,
+                Axis {
+                    key: "variant".into(),
+                    target: Target::Variant,
+                    values: variants,
+                },
+            ),
+            None => {}
+        }
+        let sweep = Sweep {
+            sc: sc.clone(),
+            axes,
+            seeds,
+        };
+        let runs = sweep
+            .axes
+            .iter()
+            .try_fold(seeds as usize, |n, a| n.checked_mul(a.values.len()))
+            .filter(|&n| n <= MAX_RUNS);
+        if runs.is_none() {
+            return Err(format!(
+                "the sweep plans more than {MAX_RUNS} runs (the product of the value counts times --seeds)"
+            ));
+        }
+        sweep.check_each_value()?;
+        Ok(sweep)
+    }
+
+    /// How many points (value combinations).
+    pub fn points(&self) -> usize {
+        self.axes.iter().map(|a| a.values.len()).product()
+    }
+
+    /// How many runs (points × seeds).
+    pub fn runs(&self) -> usize {
+        self.points() * self.seeds as usize
+    }
+
+    /// The value index on each axis of point `p`.
+    pub fn indices(&self, p: usize) -> Vec<usize> {
+        let mut idx = vec![0; self.axes.len()];
+        let mut rest = p;
+        for (i, a) in self.axes.iter().enumerate().rev() {
+            idx[i] = rest % a.values.len();
+            rest /= a.values.len();
+        }
+        idx
+    }
+
+    /// Point `p`'s values, axis by axis.
+    pub fn values(&self, p: usize) -> Values {
+        Values(
+            self.axes
+                .iter()
+                .zip(self.indices(p))
+                .map(|(a, i)| (a.key.clone(), a.values[i].clone()))
+                .collect(),
+        )
+    }
+
+    /// The scenario with, on each axis, the value of index `idx[axis]` written in, or
+    /// where that is None the scenario's own (see the design).
+    fn scenario_with(&self, idx: &[Option<usize>]) -> Result<Scenario, String> {
+        let variant = self
+            .axes
+            .iter()
+            .zip(idx)
+            .find_map(|(a, i)| match (&a.target, i) {
+                (Target::Variant, Some(i)) => Some(a.values[*i].as_str()),
+                _ => None,
+            });
+        let mut table = self.sc.merged(variant).map_err(|e| e.to_string())?;
+        for (a, i) in self.axes.iter().zip(idx) {
+            if let Some(i) = i {
+                a.apply(&mut table, &a.values[*i])?;
+            }
+        }
+        Ok(Scenario {
+            table,
+            ..self.sc.clone()
+        })
+    }
+
+    /// Point `p`'s scenario: what a person would write by hand for it.
+    pub fn scenario(&self, p: usize) -> Result<Scenario, String> {
+        let idx: Vec<Option<usize>> = self.indices(p).into_iter().map(Some).collect();
+        self.scenario_with(&idx)
+    }
+
+    /// Prepare every value of every axis alone (in each variant swept), so a bad one
+    /// stops the sweep before anything runs, naming its key.
+    fn check_each_value(&self) -> Result<(), String> {
+        let variant_axis = self.axes.iter().position(|a| a.target == Target::Variant);
+        let variants = variant_axis.map_or(1, |i| self.axes[i].values.len());
+        for vi in 0..variants {
+            let mut idx = vec![None; self.axes.len()];
+            if let Some(i) = variant_axis {
+                idx[i] = Some(vi);
+            }
+            let name = variant_axis.map(|i| self.axes[i].values[vi].as_str());
+            let in_variant = name.map(|v| format!(" (variant {v})")).unwrap_or_default();
+            let check = |idx: &[Option<usize>], what: &str| -> Result<(), String> {
+                let sc = self.scenario_with(idx)?;
+                prepare(&sc, None, None, None, false)
+                    .map(drop)
+                    .map_err(|e| format!("{what}{in_variant}: {e}"))
+            };
+            check(&idx, "the scenario")?;
+            for (ai, a) in self.axes.iter().enumerate() {
+                if a.target == Target::Variant {
+                    continue;
+                }
+                for k in 0..a.values.len() {
+                    let mut one = idx.clone();
+                    one[ai] = Some(k);
+                    check(&one, &format!("--set {}={}", a.key, a.values[k]))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Run `r`: point `r / seeds` with seed `scenario seed + r % seeds`.
+    pub fn run(&self, r: usize) -> Result<(Record, VariantRun), String> {
+        let p = r / self.seeds as usize;
+        let values = self.values(p);
+        let at = |e: String| {
+            let vals: Vec<String> = values.0.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            format!("point {p} ({}): {e}", vals.join(" "))
+        };
+        let sc = self.scenario(p).map_err(at)?;
+        let base = sc
+            .table
+            .get("seed")
+            .and_then(toml::Value::as_integer)
+            .unwrap_or(1) as u64;
+        let seed = base + (r % self.seeds as usize) as u64;
+        let prepared = prepare(&sc, None, None, Some(seed), false).map_err(at)?;
+        let run =
+            simulate(&sc, prepared, &Reporter::Quiet, RecordOptions::default()).map_err(at)?;
+        Ok((Record::of(p, seed, values.clone(), &run), run))
+    }
+}
+
+/// `blkcg-sim sweep`.
+pub fn sweep_command(sc: &Scenario, o: &SweepOptions) -> Result<u8, String> {
+    let sweep = Sweep::new(sc, &o.sets, o.seeds)?;
+    let total = sweep.runs();
+    let shard = o.shard.unwrap_or(Shard { index: 1, count: 1 });
+    let range = shard.range(total);
+    if o.list {
+        let mut out = String::new();
+        for r in range {
+            let p = r / o.seeds as usize;
+            let vals: Vec<String> = sweep
+                .values(p)
+                .0
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            out.push_str(&format!(
+                "{p}\t{}\t{}\n",
+                r % o.seeds as usize,
+                vals.join(" ")
+            ));
+        }
+        print!("{out}");
+        return Ok(0);
+    }
+    let keys: Vec<String> = sweep.axes.iter().map(|a| a.key.clone()).collect();
+    let header = (shard.index == 1).then(|| csv_header(&keys));
+    let mut files = match &o.output {
+        Some(dir) => Some(OutputFiles::open(dir, o.shard, header.as_deref())?),
+        None => None,
+    };
+    let mut stdout = std::io::stdout().lock();
+    let mut print = |s: &str| {
+        stdout
+            .write_all(s.as_bytes())
+            .and_then(|_| stdout.flush())
+            .map_err(|e| format!("stdout: {e}"))
+    };
+    if o.format == Format::Csv
+        && let Some(h) = &header
+    {
+        print(h)?;
+    }
+    let started = Instant::now();
+    let mut shown = o
+        .progress
+        .start("sweep", Horizon::Count(range.len() as u64));
+    let mut kept = Vec::new();
+    let first = range.start;
+    let mut done = 0;
+    pool::ordered(
+        range.len(),
+        o.jobs,
+        |i| sweep.run(first + i).map(|(rec, _)| rec),
+        |_, rec| {
+            let rec = rec?;
+            let json = rec.json_line();
+            let csv = rec.csv_rows();
+            print(match o.format {
+                Format::Jsonl => &json,
+                Format::Csv => &csv,
+            })?;
+            if let Some(f) = files.as_mut() {
+                f.jsonl.write(&json)?;
+                f.csv.write(&csv)?;
+            }
+            if o.output.is_some() && o.shard.is_none() {
+                kept.push(rec);
+            }
+            done += 1;
+            shown.update(0, done);
+            Ok(())
+        },
+    )?;
+    shown.finish();
+    if let Some(dir) = &o.output {
+        match o.shard {
+            None => draw(&sweep, &kept, &OutputFiles::pictures_dir(dir)?),
+            Some(_) => eprintln!(
+                "blkcg-sim: sweep: no pictures for one shard; plot the concatenated sweep.csv"
+            ),
+        }
+    }
+    if !matches!(o.progress, Reporter::Quiet) {
+        let secs = started.elapsed().as_secs_f64();
+        eprintln!(
+            "blkcg-sim: sweep: {} run(s) in {secs:.1} s wall ({:.1} runs/s, {} worker(s))",
+            range.len(),
+            range.len() as f64 / secs.max(1e-9),
+            o.jobs
+        );
+    }
+    Ok(0)
+}
+
+/// The files `--output DIR` receives as runs finish.
+struct OutputFiles {
+    jsonl: OutFile,
+    csv: OutFile,
+}
+
+/// Pictures' files: one per axis, `axis-N-KEY.{png,svg}`.
+const MAX_PICTURES: usize = 16;
+
+impl OutputFiles {
+    /// `sweep.jsonl` and `sweep.csv` (or `sweep-I-of-N.*` for a shard, I zero-padded,
+    /// so `cat sweep-*-of-N.jsonl` is the whole sweep in order).
+    fn open(
+        dir: &std::path::Path,
+        shard: Option<Shard>,
+        header: Option<&str>,
+    ) -> Result<Self, String> {
+        let stem = match shard {
+            None => "sweep".to_string(),
+            Some(s) => {
+                let w = s.count.to_string().len();
+                format!("sweep-{:0w$}-of-{}", s.index, s.count)
+            }
+        };
+        let (j, c) = (format!("{stem}.jsonl"), format!("{stem}.csv"));
+        let out = OutDir::top_owning(dir, &[j.as_str(), c.as_str()])?;
+        let mut csv = out.open_file(&c)?;
+        if let Some(h) = header {
+            csv.write(h)?;
+        }
+        Ok(OutputFiles {
+            jsonl: out.open_file(&j)?,
+            csv,
+        })
+    }
+
+    /// DIR emptied of every picture name a sweep may write.
+    fn pictures_dir(dir: &std::path::Path) -> Result<OutDir, String> {
+        let names: Vec<String> = (1..=MAX_PICTURES)
+            .flat_map(|i| ["png", "svg"].map(|e| format!("sweep-axis-{i}.{e}")))
+            .collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        OutDir::top_owning(dir, &names)
+    }
+}
+
+/// One picture per axis (the first [`MAX_PICTURES`]): each job's IOPS, MiB/s and clat
+/// p99 against the axis's values, the other axes at their first value, mean over
+/// seeds. Values that are not all numbers are placed at their index.
+fn draw(sweep: &Sweep, records: &[Record], out: &OutDir) {
+    for (ai, axis) in sweep.axes.iter().enumerate().take(MAX_PICTURES) {
+        let numeric: Option<Vec<f64>> = axis.values.iter().map(|v| v.parse().ok()).collect();
+        let x_of = |k: usize| numeric.as_ref().map_or(k as f64, |xs| xs[k]);
+        // records on this axis's line: every other axis at its first value
+        let on_line: Vec<(usize, &Record)> = records
+            .iter()
+            .filter_map(|r| {
+                let idx = sweep.indices(r.point);
+                idx.iter()
+                    .enumerate()
+                    .all(|(j, &i)| j == ai || i == 0)
+                    .then_some((idx[ai], r))
+            })
+            .collect();
+        let mut jobs: Vec<&str> = Vec::new();
+        for (_, r) in &on_line {
+            for j in &r.jobs {
+                if !jobs.contains(&j.job.as_str()) {
+                    jobs.push(&j.job);
+                }
+            }
+        }
+        type Get = fn(&record::JobFigures) -> Option<f64>;
+        let figures: [(&str, Get, bool); 3] = [
+            ("IOPS", |j| Some(j.iops), false),
+            ("MiB/s", |j| Some(j.mib_s), false),
+            ("clat p99 (ms)", |j| j.clat_p99_ms, true),
+        ];
+        let panels: Vec<Panel> = figures
+            .iter()
+            .map(|(label, get, log_y)| Panel {
+                y_label: label.to_string(),
+                log_y: *log_y,
+                series: jobs
+                    .iter()
+                    .map(|job| Series {
+                        name: job.to_string(),
+                        points: (0..axis.values.len())
+                            .filter_map(|k| {
+                                let ys: Vec<f64> = on_line
+                                    .iter()
+                                    .filter(|(i, _)| *i == k)
+                                    .filter_map(|(_, r)| {
+                                        r.jobs.iter().find(|j| j.job == *job).and_then(get)
+                                    })
+                                    .collect();
+                                (!ys.is_empty())
+                                    .then(|| (x_of(k), ys.iter().sum::<f64>() / ys.len() as f64))
+                            })
+                            .collect(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        let others: Vec<String> = sweep
+            .axes
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != ai)
+            .map(|(_, a)| format!("{}={}", a.key, a.values[0]))
+            .collect();
+        let title = if others.is_empty() {
+            format!("sweep over {}", axis.key)
+        } else {
+            format!("sweep over {} ({})", axis.key, others.join(" "))
+        };
+        let x_label = match &numeric {
+            Some(_) => axis.key.clone(),
+            None => {
+                let names: Vec<String> = axis
+                    .values
+                    .iter()
+                    .enumerate()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
+                format!("{} ({})", axis.key, names.join(", "))
+            }
+        };
+        let base = out.path().join(format!("sweep-axis-{}", ai + 1));
+        if let Err(e) = plot_panels(&base, &title, &x_label, &panels) {
+            eprintln!("warning: plot not drawn: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SC: &str = r#"
+name = "t"
+seed = 5
+[device]
+model = "nullb"
+irqmode = 2
+completion_nsec = 50000
+[cgroup.a]
+"io.max" = "252:0 riops=100"
+fio = "fio --name=a --rw=randread --bs=4k --iodepth=4 --ioengine=libaio --runtime=1 --time_based"
+"#;
+
+    fn sweep(sets: &[&str], seeds: u32) -> Result<Sweep, String> {
+        let sc = Scenario::parse(SC, "t.toml").unwrap();
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        Sweep::new(&sc, &sets, seeds)
+    }
+
+    #[test]
+    fn shards_cover_the_runs_once_in_order() {
+        for runs in [0, 1, 7, 100] {
+            for count in 1..=9 {
+                let mut next = 0;
+                for index in 1..=count {
+                    let r = Shard { index, count }.range(runs);
+                    assert_eq!(r.start, next);
+                    assert!(r.len() <= runs / count + 1);
+                    next = r.end;
+                }
+                assert_eq!(next, runs);
+            }
+        }
+        assert!("0/4".parse::<Shard>().is_err());
+        assert!("5/4".parse::<Shard>().is_err());
+        assert_eq!("2/4".parse::<Shard>(), Ok(Shard { index: 2, count: 4 }));
+    }
+
+    #[test]
+    fn points_vary_the_last_axis_fastest() {
+        let s = sweep(
+            &["cgroup.a.io.max:riops=10,20,30", "cgroup.a.fio:iodepth=1,2"],
+            2,
+        )
+        .unwrap();
+        assert_eq!((s.points(), s.runs()), (6, 12));
+        assert_eq!(s.indices(0), [0, 0]);
+        assert_eq!(s.indices(1), [0, 1]);
+        assert_eq!(s.indices(5), [2, 1]);
+        let sc = s.scenario(3).unwrap();
+        assert_eq!(
+            sc.table["cgroup"]["a"]["io.max"].as_str(),
+            Some("252:0 riops=20")
+        );
+        assert!(
+            sc.table["cgroup"]["a"]["fio"]
+                .as_str()
+                .unwrap()
+                .contains("--iodepth=2")
+        );
+        // seeds from the scenario's
+        let (rec, _) = s.run(3).unwrap();
+        assert_eq!((rec.point, rec.seed), (1, 6));
+    }
+
+    #[test]
+    fn bad_values_are_refused_before_anything_runs_naming_the_key() {
+        for (set, says) in [
+            ("cgroup.a.io.max:riops=-3", "--set cgroup.a.io.max:riops=-3"),
+            ("device.irqmode=7", "--set device.irqmode=7"),
+            ("cgroup.a.fio:bs=huge", "--set cgroup.a.fio:bs=huge"),
+            ("kernel.version=2.6", "--set kernel.version=2.6"),
+            ("variant=x", "no variant `x`"),
+            ("cgroup.b.io.max=252:0 riops=1", "no cgroup `b`"),
+        ] {
+            let e = sweep(&[set], 1)
+                .err()
+                .unwrap_or_else(|| panic!("{set} accepted"));
+            assert!(e.contains(says), "{set}: {e}");
+        }
+        assert!(
+            sweep(&["device.irqmode=1,2", "device.irqmode=0"], 1)
+                .err()
+                .unwrap()
+                .contains("twice")
+        );
+    }
+}

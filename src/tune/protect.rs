@@ -1,0 +1,452 @@
+//! What protecting a cgroup means, shared by `tune qos` and `tune iomax`: a run's
+//! figures for the protected cgroup, its isolation against its run alone, the checks
+//! of `--protect`, and running a tuner's scenarios.
+//!
+//! Design
+//! ------
+//! A tuner runs kinds of scenarios (the protected cgroup alone, a reference, then each
+//! setting tried) with every seed: run `r` is kind `r / seeds` with seed
+//! `scenario seed + r % seeds`, all on [`pool::ordered`]. Each run becomes a
+//! [`Sample`]: every job's I/O over the run ([`Totals`], resctl's MOF-like "work"), the
+//! protected cgroup's clat p99/p99.9 over all its IOs, its jobs' completions per ≥ 1 s
+//! window (whole bins of the run's job timelines, aligned to simulated time), and each
+//! request's time on the device (read, write p99). A [`Row`] resolves a sample against
+//! the same seed's alone run — isolation, resctl-bench's `MemHog::calc_isol()`: per
+//! window the completions / (alone IOPS × window), capped at 1, then a percentile
+//! (nearest rank) and the mean — and against the reference (work lost). A protected
+//! "cgroup" is its whole subtree; its alone run keeps the subtree's fio and empties
+//! every other cgroup's.
+
+use toml::{Table, Value};
+
+use crate::progress::{Horizon, Reporter};
+use crate::report::fio::stats::{LatHist, percentiles};
+use crate::report::record::RecordOptions;
+use crate::report::summary::fmt_figure;
+use crate::scenario::Scenario;
+use crate::scenario::run::{VariantRun, prepare, simulate};
+use crate::sweep::pool;
+use crate::sweep::record::Totals;
+
+/// A tuner's protected cgroup, the others, and how it judges isolation.
+pub struct Protection {
+    /// The scenario's table with the chosen variant merged in.
+    pub base: Table,
+    /// The protected cgroup's path.
+    pub protect: String,
+    /// The cgroups that run fio outside it.
+    pub others: Vec<String>,
+    pub seeds: usize,
+    /// Isolation percentile (resctl's `isol-pct`, "05") and threshold (`isol-thr`).
+    pub isol_pct: f64,
+    pub isol_thr: f64,
+}
+
+/// Whether a cgroup's table runs fio.
+fn runs_fio(c: &Value) -> bool {
+    match c.get("fio") {
+        Some(Value::String(s)) => !s.trim().is_empty(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .any(|s| s.as_str().is_some_and(|s| !s.trim().is_empty())),
+        _ => false,
+    }
+}
+
+impl Protection {
+    /// Check `--variant`, `--protect`, `--seeds`, `--isol-pct`/`--isol-thr` against `sc`.
+    pub fn new(
+        sc: &Scenario,
+        variant: Option<&str>,
+        protect: &str,
+        seeds: u32,
+        isol_pct: f64,
+        isol_thr: f64,
+    ) -> Result<Protection, String> {
+        if variant.is_none() && !sc.variants().is_empty() {
+            return Err(format!(
+                "{}: the scenario has variants ({}); pick the one to tune with --variant",
+                sc.file,
+                sc.variants().join(", ")
+            ));
+        }
+        let base = sc.merged(variant).map_err(|e| e.to_string())?;
+        if seeds == 0 {
+            return Err("--seeds 0: at least one seed is run".into());
+        }
+        if !(isol_pct > 0.0 && isol_pct <= 100.0 && isol_thr > 0.0 && isol_thr <= 1.0) {
+            return Err(format!(
+                "--isol-pct {isol_pct} --isol-thr {isol_thr}: a percentile in (0, 100] and a fraction in (0, 1]"
+            ));
+        }
+        let protect = protect.trim_matches('/').to_string();
+        let cgs = base.get("cgroup").and_then(Value::as_table);
+        let list = |keep: &dyn Fn(&str) -> bool| -> Vec<String> {
+            cgs.map(|c| {
+                c.iter()
+                    .filter(|(n, v)| keep(n) && runs_fio(v))
+                    .map(|(n, _)| n.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+        };
+        if list(&|n| in_subtree(n, &protect)).is_empty() {
+            return Err(format!(
+                "--protect {protect}: {} has no cgroup `{protect}` running fio (itself or below it); its cgroups: {}",
+                sc.file,
+                cgs.map(|c| c.keys().cloned().collect::<Vec<_>>().join(", "))
+                    .unwrap_or_default()
+            ));
+        }
+        let others = list(&|n| !in_subtree(n, &protect));
+        if others.is_empty() {
+            return Err(format!(
+                "--protect {protect}: no other cgroup runs fio, so there is nothing to protect it from"
+            ));
+        }
+        Ok(Protection {
+            base,
+            protect,
+            others,
+            seeds: seeds as usize,
+            isol_pct,
+            isol_thr,
+        })
+    }
+
+    /// `t` with every cgroup outside the protected one running no fio.
+    pub fn alone(&self, t: &mut Table) {
+        if let Some(cgs) = t.get_mut("cgroup").and_then(Value::as_table_mut) {
+            for (name, cg) in cgs.iter_mut() {
+                if !in_subtree(name, &self.protect)
+                    && let Some(c) = cg.as_table_mut()
+                    && c.contains_key("fio")
+                {
+                    c.insert("fio".into(), Value::String(String::new()));
+                }
+            }
+        }
+    }
+
+    /// Run `kinds` kinds of scenario with every seed (see the module's design):
+    /// `table_of(kind, seed)` is the scenario's table. The first and the last kind are
+    /// prepared before anything runs, so what the kernel refuses stops the tuner early.
+    pub fn run(
+        &self,
+        sc: &Scenario,
+        kinds: usize,
+        jobs: usize,
+        progress: &Reporter,
+        label: &str,
+        table_of: impl Fn(usize, u64) -> Result<Table, String> + Sync,
+    ) -> Result<Vec<Sample>, String> {
+        let base_seed = self
+            .base
+            .get("seed")
+            .and_then(Value::as_integer)
+            .unwrap_or(1) as u64;
+        let scenario_of = |r: usize| -> Result<(u64, Scenario), String> {
+            let seed = base_seed + (r % self.seeds) as u64;
+            let mut table = table_of(r / self.seeds, seed)?;
+            table.insert("seed".into(), Value::Integer(seed as i64));
+            Ok((
+                seed,
+                Scenario {
+                    table,
+                    ..sc.clone()
+                },
+            ))
+        };
+        for r in [0, (kinds - 1) * self.seeds] {
+            let (_, s) = scenario_of(r)?;
+            prepare(&s, None, None, None, false)?;
+        }
+        let total = kinds * self.seeds;
+        let mut shown = progress.start(label, Horizon::Count(total as u64));
+        let mut samples = Vec::with_capacity(total);
+        pool::ordered(
+            total,
+            jobs,
+            |r| {
+                let (seed, s) = scenario_of(r)?;
+                let mut p = prepare(&s, None, None, None, false)?;
+                p.record_device_latency();
+                let run = simulate(&s, p, &Reporter::Quiet, RecordOptions::default())?;
+                Ok::<Sample, String>(Sample::of(seed, &run, &self.protect))
+            },
+            |_, s| {
+                samples.push(s?);
+                shown.update(0, samples.len() as u64);
+                Ok(())
+            },
+        )?;
+        shown.finish();
+        Ok(samples)
+    }
+
+    /// Each kind's rows, seed by seed: isolation against kind 0 (the protected cgroup
+    /// alone) and work lost against kind `reference`, of the same seed.
+    pub fn rows(&self, samples: &[Sample], reference: usize) -> Vec<Vec<Row>> {
+        let alone = &samples[..self.seeds];
+        let refs = &samples[reference * self.seeds..(reference + 1) * self.seeds];
+        samples
+            .chunks(self.seeds)
+            .map(|chunk| {
+                chunk
+                    .iter()
+                    .enumerate()
+                    .map(|(k, s)| {
+                        let (isol, isol_mean) = s.isolation(&alone[k], self.isol_pct);
+                        Row {
+                            seed: s.seed,
+                            work: s.work,
+                            others_work: s.work - s.prot_work,
+                            loss: if refs[k].work > 0.0 {
+                                1.0 - s.work / refs[k].work
+                            } else {
+                                0.0
+                            },
+                            p99: s.p99_ms,
+                            p999: s.p999_ms,
+                            isol,
+                            isol_mean,
+                            rlat: s.rlat_us,
+                            wlat: s.wlat_us,
+                        }
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+/// What one run measured of the protected cgroup (see the module's design).
+#[derive(Debug, Clone)]
+pub struct Sample {
+    pub seed: u64,
+    pub work: f64,
+    /// The protected cgroup's own MiB/s over the run.
+    pub prot_work: f64,
+    pub p99_ms: f64,
+    pub p999_ms: f64,
+    /// Each protected job's mean IOPS over its run.
+    pub job_iops: Vec<f64>,
+    /// Per window, each protected job's completions (None: not running all window).
+    pub windows: Vec<Vec<Option<u64>>>,
+    pub window_s: f64,
+    pub rlat_us: Option<f64>,
+    pub wlat_us: Option<f64>,
+}
+
+/// `hist`'s percentiles `p` in ms (None without IOs).
+fn pct_ms(hist: &LatHist, p: &[f64]) -> Option<Vec<f64>> {
+    (hist.total() > 0).then(|| {
+        percentiles(hist, p)
+            .into_iter()
+            .map(|ns| ns as f64 / 1e6)
+            .collect()
+    })
+}
+
+impl Sample {
+    /// What `run` (seed `seed`) shows of the protected cgroup `protect`.
+    pub fn of(seed: u64, run: &VariantRun, protect: &str) -> Sample {
+        let tree = &run.resolved.tree;
+        let prot: Vec<usize> = run
+            .out
+            .jobs
+            .iter()
+            .enumerate()
+            .filter(|(_, (p, _, _))| in_subtree(&tree.nodes[p.cgroup as usize].path, protect))
+            .map(|(i, _)| i)
+            .collect();
+        let mut hist = LatHist::default();
+        for &i in &prot {
+            hist.merge(&run.out.jobs[i].1.mixed().clat.hist);
+        }
+        let p = pct_ms(&hist, &[99.0, 99.9]).unwrap_or_else(|| vec![0.0, 0.0]);
+        let prot_bytes: u64 = prot
+            .iter()
+            .flat_map(|&i| run.out.jobs[i].1.dd.iter())
+            .map(|d| d.io_bytes)
+            .sum();
+        let secs = run.out.end as f64 / 1e9;
+        let job_iops = prot
+            .iter()
+            .map(|&i| {
+                let (_, st, t) = &run.out.jobs[i];
+                let ios: u64 = st.dd.iter().map(|d| d.total_ios).sum();
+                let secs = t.finished.saturating_sub(t.stats_start) as f64 / 1e9;
+                if secs > 0.0 { ios as f64 / secs } else { 0.0 }
+            })
+            .collect();
+        // windows of a whole number of bins, at least 1 s, aligned to simulated time
+        let width = prot
+            .iter()
+            .map(|&i| run.out.job_timelines[i].width())
+            .max()
+            .unwrap_or(1_000_000_000);
+        let w = width * 1_000_000_000u64.div_ceil(width);
+        let spans: Vec<(u64, u64)> = prot
+            .iter()
+            .map(|&i| {
+                let t = &run.out.jobs[i].2;
+                (t.stats_start.div_ceil(w), t.finished / w)
+            })
+            .collect();
+        let first = spans.iter().map(|s| s.0).min().unwrap_or(0);
+        let last = spans.iter().map(|s| s.1).max().unwrap_or(0);
+        let mut windows = vec![vec![None; prot.len()]; last.saturating_sub(first) as usize];
+        for (j, &(a, b)) in spans.iter().enumerate() {
+            for k in a..b {
+                windows[(k - first) as usize][j] = Some(0);
+            }
+            for (t, bin) in run.out.job_timelines[prot[j]].iter() {
+                let k = t / w;
+                if (a..b).contains(&k)
+                    && let Some(c) = windows[(k - first) as usize][j].as_mut()
+                {
+                    *c += bin.ios;
+                }
+            }
+        }
+        let us = |d: usize| {
+            let h = run.out.device_lat.as_ref().map(|h| &h[d])?;
+            pct_ms(h, &[99.0]).map(|v| v[0] * 1000.0)
+        };
+        Sample {
+            seed,
+            work: Totals::of(run).mib_s,
+            prot_work: if secs > 0.0 {
+                prot_bytes as f64 / secs / 1048576.0
+            } else {
+                0.0
+            },
+            p99_ms: p[0],
+            p999_ms: p[1],
+            job_iops,
+            windows,
+            window_s: w as f64 / 1e9,
+            rlat_us: us(0),
+            wlat_us: us(1),
+        }
+    }
+
+    /// Per-window isolation against `alone`'s IOPS: its `pct` percentile (nearest rank)
+    /// and mean, as fractions.
+    pub fn isolation(&self, alone: &Sample, pct: f64) -> (f64, f64) {
+        let mut r: Vec<f64> = self
+            .windows
+            .iter()
+            .filter_map(|w| {
+                let (mut done, mut target) = (0.0, 0.0);
+                for (j, c) in w.iter().enumerate() {
+                    if let (Some(c), Some(a)) = (c, alone.job_iops.get(j)) {
+                        done += *c as f64;
+                        target += a * self.window_s;
+                    }
+                }
+                (target > 0.0).then(|| (done / target).min(1.0))
+            })
+            .collect();
+        if r.is_empty() {
+            return (0.0, 0.0);
+        }
+        r.sort_by(f64::total_cmp);
+        let rank = ((pct / 100.0 * r.len() as f64).ceil() as usize).clamp(1, r.len());
+        (r[rank - 1], r.iter().sum::<f64>() / r.len() as f64)
+    }
+}
+
+/// Whether cgroup `name` is `top` or below it.
+pub fn in_subtree(name: &str, top: &str) -> bool {
+    let name = name.trim_matches('/');
+    name == top || name.strip_prefix(top).is_some_and(|r| r.starts_with('/'))
+}
+
+/// Mean and sample standard deviation.
+pub fn mean_sd(v: &[f64]) -> (f64, f64) {
+    let n = v.len() as f64;
+    let m = v.iter().sum::<f64>() / n;
+    let sd = if v.len() > 1 {
+        (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+    } else {
+        0.0
+    };
+    (m, sd)
+}
+
+/// A mean ±sd as a table shows it: the spread to the mean's precision, left out when it
+/// rounds to nothing; "-" without values.
+pub fn mean_sd_text(v: &[f64]) -> String {
+    if v.is_empty() {
+        return "-".into();
+    }
+    let (m, sd) = mean_sd(v);
+    let shown = fmt_figure(m);
+    let decimals = shown.split_once('.').map_or(0, |(_, d)| d.len());
+    let sd = format!("{sd:.decimals$}");
+    if sd.bytes().all(|b| b == b'0' || b == b'.') {
+        shown
+    } else {
+        format!("{shown} ±{sd}")
+    }
+}
+
+/// One run's figures, isolation resolved.
+#[derive(Debug, Clone, Copy)]
+pub struct Row {
+    pub seed: u64,
+    pub work: f64,
+    /// Work of the cgroups outside the protected one.
+    pub others_work: f64,
+    pub loss: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub isol: f64,
+    pub isol_mean: f64,
+    pub rlat: Option<f64>,
+    pub wlat: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_protected_cgroup_holds_its_subtree() {
+        assert!(in_subtree("web", "web") && in_subtree("web/a", "web"));
+        assert!(!in_subtree("webby", "web") && !in_subtree("batch", "web"));
+    }
+
+    #[test]
+    fn isolation_is_a_capped_percentile_of_windows() {
+        let s = |windows: Vec<Vec<Option<u64>>>, iops: f64| Sample {
+            seed: 1,
+            work: 0.0,
+            prot_work: 0.0,
+            p99_ms: 0.0,
+            p999_ms: 0.0,
+            job_iops: vec![iops],
+            windows,
+            window_s: 1.0,
+            rlat_us: None,
+            wlat_us: None,
+        };
+        let alone = s(vec![], 100.0);
+        // 20 windows: one at 50%, one idle (job not running), the rest above target
+        let mut w: Vec<Vec<Option<u64>>> = (0..20).map(|_| vec![Some(120)]).collect();
+        w[3] = vec![Some(50)];
+        w[7] = vec![None];
+        let (p05, mean) = s(w, 0.0).isolation(&alone, 5.0);
+        assert_eq!(p05, 0.5, "the 1st of 19 (rank ceil(0.95))");
+        assert!((mean - (18.0 + 0.5) / 19.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn spreads_show_to_the_means_precision() {
+        assert_eq!(mean_sd_text(&[1.0, 1.0]), "1.00");
+        assert_eq!(mean_sd_text(&[100.0, 110.0]), "105.0 ±7.1");
+        assert_eq!(mean_sd_text(&[]), "-");
+    }
+}
