@@ -3,7 +3,7 @@
 //!
 //! Design
 //! ------
-//! The pipeline hands every row and trace line to a [`sim::engine::Recorder`] once per
+//! The pipeline hands every row and trace line to a [`Recorder`] once per
 //! sample tick and keeps none itself. [`RunRecorder`] is the one implementation:
 //! - with an output folder, each CSV (`iostat.csv`, `timeline.csv`, `throttle.csv`) and
 //!   `trace.txt` is created at its first row — so a file exists exactly when there is
