@@ -929,8 +929,12 @@ impl Iocost {
     }
 
     fn put_active(&mut self, active: Vec<u32>) {
-        debug_assert!(self.rt.active_iocgs.is_empty());
-        self.rt.active_iocgs = active;
+        // anything activated meanwhile (nothing does) would follow, still unsorted
+        let meanwhile = std::mem::replace(&mut self.rt.active_iocgs, active);
+        if !meanwhile.is_empty() {
+            self.rt.active_iocgs.extend(meanwhile);
+            self.rt.active_sorted = false;
+        }
     }
 
     /// One iocg of `ioc_check_iocgs()`: flushes its wait/debt/delay stats; kicks a

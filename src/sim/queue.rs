@@ -16,7 +16,10 @@
 //! instead of O(log n) sifting. With four lanes nothing reaches the heap in runs
 //! without blk-iocost (the null_blk benchmarks, the blk-throttle seeds); blk-iocost's
 //! per-cgroup timers send a tenth to almost half of the events there (six lanes took
-//! them all in our runs, at the price of longer scans for every event).
+//! them all in our runs, at the price of longer scans for every event), and with
+//! thousands of waiting cgroups most of them: a wait timer that takes a lane holds it
+//! past the fixed-delay events that would have followed (routing rules that keep long
+//! delays out of lanes helped 10,000 cgroups by up to 13% and cost 100 cgroups 4%).
 
 use super::Ns;
 use std::cmp::Reverse;
