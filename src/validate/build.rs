@@ -28,7 +28,7 @@
 //! ```
 //!
 //! A patched build starts from a copy of the objects of a finished build of the same
-//! source without patches ([`seed_build`]): make then recompiles what the patches
+//! source without patches (`seed_build`): make then recompiles what the patches
 //! touched (their files are newer than every object) and what a changed config symbol
 //! reaches, so a patched kernel after the stock one takes a minute or two, not ten.
 //!

@@ -169,7 +169,8 @@ pub fn guest_fragment(version: (u32, u32)) -> Vec<Group> {
 
 /// A `--config` value: `KEY=VAL` with `KEY` a Kconfig symbol (with or without
 /// `CONFIG_`) and `VAL` one of `y`, `n`, `m`, a decimal or hex number, or a string in
-/// double quotes without quotes or backslashes inside.
+/// double quotes without quotes, backslashes, `$` or backquotes inside (make reads
+/// `include/config/auto.conf`, and would expand `$(shell ...)` in a value it uses).
 pub fn parse_option(s: &str) -> Result<Opt, String> {
     let bad = |why: &str| {
         format!(
@@ -203,7 +204,7 @@ pub fn parse_option(s: &str) -> Result<Opt, String> {
             && t.ends_with('"')
             && t[1..t.len() - 1]
                 .chars()
-                .all(|c| c != '"' && c != '\\' && !c.is_control())
+                .all(|c| !matches!(c, '"' | '\\' | '$' | '`') && !c.is_control())
     };
     if !(matches!(v, "y" | "n" | "m") || number(v) || hex(v) || string(v)) {
         return Err(bad("the value is y, n, m, a number or a \"string\""));
@@ -438,6 +439,8 @@ mod tests {
             "X=\"a\"b\"",
             "X=\"a\nb\"",
             "X=$(reboot)",
+            "LOCALVERSION=\"$(shell reboot)\"",
+            "LOCALVERSION=\"`reboot`\"",
             "=y",
         ] {
             let e = parse_option(bad).expect_err(bad);
