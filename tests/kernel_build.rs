@@ -420,7 +420,7 @@ fn a_real_build_boots_in_validate() {
     let cached = field(&stdout, "cached").starts_with("yes");
     if !cached && std::env::var_os("BLKCG_SIM_BUILD_KERNEL").is_none() {
         eprintln!(
-            "skipped: no 6.12 guest kernel in {} (BLKCG_SIM_BUILD_KERNEL=1 builds one, ~10 min)",
+            "skipped: no 6.12 guest kernel in {} (BLKCG_SIM_BUILD_KERNEL=1 builds one: 4 to 20 min)",
             cache.display()
         );
         return;
