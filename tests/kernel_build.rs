@@ -392,6 +392,23 @@ fn rejects_options_and_failures_are_named() {
             && stderr.contains("block/blk-cgroup.c:1: error: fake failure"),
         "{stderr}"
     );
+    // no toolchain: one line naming what is missing and the packages that bring it
+    let empty = dir.join("bin");
+    std::fs::create_dir_all(&empty).expect("mkdir");
+    let out = Command::new(env!("CARGO_BIN_EXE_blkcg-sim"))
+        .args(["kernel", "build", "--source", &src])
+        .env("BLKCG_SIM_CACHE", &cache)
+        .env("PATH", &empty)
+        .output()
+        .expect("runs");
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(
+        stderr.contains("kernel build needs make, gcc, ld, bc, bison, flex, perl, patch")
+            && stderr.contains("apt-get install -y --no-install-recommends make gcc binutils bc bison flex perl patch"),
+        "{stderr}"
+    );
     // a tree configured in place cannot be built out of tree
     std::fs::write(tree.join(".config"), "CONFIG_X=y\n").expect("write");
     let out = blkcg_sim(&["kernel", "build", "--source", &src], &cache);

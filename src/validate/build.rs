@@ -227,7 +227,12 @@ impl Source {
 /// The version apt would download of `package` (`apt-cache policy`, no network), else
 /// the newest one already unpacked in the cache.
 fn debian_version(package: &str) -> Result<String, String> {
-    let out = tool("apt-cache", "apt")?
+    let out = tool("apt-cache", "apt")
+        .map_err(|_| {
+            super::kernel::missing_error("kernel build --source SERIES", &[("apt-cache", "apt")])
+                .err()
+                .unwrap_or_default()
+        })?
         .args(["policy", package])
         .output()
         .map_err(|e| format!("apt-cache: {e}"))?;
