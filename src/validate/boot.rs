@@ -331,6 +331,17 @@ pub fn boot(
     })
 }
 
+/// The kernel's command line. A null_blk built into the kernel (`kernel build`) is
+/// told what the module gets from `insmod`: no devices of its own, `/init` creates its
+/// one through configfs (else its `nullb0` would take the scenario's name).
+fn kernel_cmdline(kernel: &Kernel) -> String {
+    let mut c = String::from("console=ttyS0 loglevel=1 panic=-1 mitigations=off");
+    if kernel.has("CONFIG_BLK_DEV_NULL_BLK") == Some("y") {
+        c.push_str(" null_blk.nr_devices=0");
+    }
+    c
+}
+
 fn run_qemu(
     kernel: &Kernel,
     initrd: &Path,
@@ -353,10 +364,8 @@ fn run_qemu(
     .arg(&kernel.image)
     .arg("-initrd")
     .arg(initrd)
-    .args([
-        "-append",
-        "console=ttyS0 loglevel=1 panic=-1 mitigations=off",
-    ]);
+    .arg("-append")
+    .arg(kernel_cmdline(kernel));
     match accel {
         "kvm" => cmd.args(["-accel", "kvm", "-cpu", "host"]),
         "tcg-icount" => cmd.args(["-accel", "tcg", "-icount", "shift=0,sleep=off"]),
@@ -468,6 +477,20 @@ mod tests {
         let p = parent.path().to_path_buf();
         drop((b, parent));
         assert!(!p.exists());
+    }
+
+    #[test]
+    fn a_built_in_null_blk_makes_no_device_of_its_own() {
+        let mut k = Kernel {
+            release: "6.12.117-blkcg-sim".into(),
+            image: PathBuf::new(),
+            modules: PathBuf::new(),
+            config: super::super::kernel::parse_config("CONFIG_BLK_DEV_NULL_BLK=m\n"),
+            banner: String::new(),
+        };
+        assert!(!kernel_cmdline(&k).contains("null_blk"));
+        k.config = super::super::kernel::parse_config("CONFIG_BLK_DEV_NULL_BLK=y\n");
+        assert!(kernel_cmdline(&k).ends_with(" null_blk.nr_devices=0"));
     }
 
     #[test]

@@ -85,6 +85,81 @@ pub fn job_figures(doc: &Value, round_of: impl Fn(usize) -> u32) -> Figures {
     out
 }
 
+/// Figure `i` of `key` in every run that has it.
+fn runs_of(real: &[Figures], key: &(String, String), i: usize) -> Vec<f64> {
+    real.iter()
+        .filter_map(|r| r.get(key).and_then(|v| v[i]))
+        .collect()
+}
+
+fn mean_of(runs: &[f64]) -> Option<f64> {
+    (!runs.is_empty()).then(|| runs.iter().sum::<f64>() / runs.len() as f64)
+}
+
+/// The figures of several runs, each the mean over the runs that have it.
+pub fn mean(real: &[Figures]) -> Figures {
+    let mut keys: Vec<&(String, String)> = real.iter().flat_map(|r| r.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .map(|k| {
+            let vals = (0..FIGURES.len())
+                .map(|i| mean_of(&runs_of(real, k, i)))
+                .collect();
+            (k.clone(), vals)
+        })
+        .collect()
+}
+
+/// The figures of [`FIGURES`] that the before/after table shows.
+const AB_FIGURES: [usize; 6] = [0, 2, 3, 5, 7, 9];
+
+/// Before/after across kernels: per job and direction, each kernel's real (mean over
+/// its runs) and simulated headline figures side by side, the kernels named by
+/// `labels` (short column names) in the order given.
+pub fn ab_table(labels: &[String], sides: &[(Figures, Figures)]) -> String {
+    let mut keys: Vec<&(String, String)> = sides
+        .iter()
+        .flat_map(|(r, m)| r.keys().chain(m.keys()))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let w = labels
+        .iter()
+        .map(|l| l.len() + 5)
+        .max()
+        .unwrap_or(0)
+        .max(10);
+    let mut s = String::new();
+    let _ = write!(s, "{:<22} {:<15}", "JOB", "FIGURE");
+    for l in labels {
+        let _ = write!(s, " {:>w$} {:>w$}", format!("{l} real"), format!("{l} sim"));
+    }
+    s.push('\n');
+    for key in keys {
+        let job = format!("{} {}", key.0, key.1);
+        for (n, &i) in AB_FIGURES.iter().enumerate() {
+            let _ = write!(
+                s,
+                "{:<22} {:<15}",
+                if n == 0 { job.as_str() } else { "" },
+                FIGURES[i].0
+            );
+            for (real, sim) in sides {
+                let cell = |f: &Figures| {
+                    f.get(key)
+                        .and_then(|v| v[i])
+                        .map(fmt_figure)
+                        .unwrap_or_else(|| "-".into())
+                };
+                let _ = write!(s, " {:>w$} {:>w$}", cell(real), cell(sim));
+            }
+            s.push('\n');
+        }
+    }
+    s
+}
+
 /// The side-by-side table: `real` has one [`Figures`] per run.
 pub fn table(real: &[Figures], sim: &Figures) -> String {
     let mut s = String::new();
@@ -114,11 +189,8 @@ pub fn table(real: &[Figures], sim: &Figures) -> String {
             );
         }
         for (i, (label, _)) in FIGURES.iter().enumerate() {
-            let runs: Vec<f64> = real
-                .iter()
-                .filter_map(|r| r.get(key).and_then(|v| v[i]))
-                .collect();
-            let mean = (!runs.is_empty()).then(|| runs.iter().sum::<f64>() / runs.len() as f64);
+            let runs = runs_of(real, key, i);
+            let mean = mean_of(&runs);
             let simv = sim.get(key).and_then(|v| v[i]);
             let cell = |v: Option<f64>| v.map(fmt_figure).unwrap_or_else(|| "-".into());
             let ratio = match (simv, mean) {
@@ -285,6 +357,43 @@ pub fn vrate_table(real: &[(f64, f64)], sim: &[(f64, f64)], seconds: u64) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn before_after_lines_up_each_kernel_real_and_sim() {
+        let figs = |iops: f64, clat: f64| -> Figures {
+            let mut v = vec![None; FIGURES.len()];
+            v[0] = Some(iops);
+            v[3] = Some(clat);
+            [(("cgB".to_string(), "mixed".to_string()), v)].into()
+        };
+        // two real runs on the stock kernel: their mean
+        let stock_real = mean(&[figs(4.0, 180_000.0), figs(6.0, 200_000.0)]);
+        assert_eq!(stock_real[&("cgB".into(), "mixed".into())][0], Some(5.0));
+        let t = ab_table(
+            &["A".into(), "B".into()],
+            &[
+                (stock_real, figs(5.5, 185_000.0)),
+                (figs(200.0, 2000.0), figs(199.0, 2100.0)),
+            ],
+        );
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 1 + AB_FIGURES.len(), "{t}");
+        let cols = |l: &str| l.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+        assert_eq!(
+            cols(lines[0])[2..],
+            ["A", "real", "A", "sim", "B", "real", "B", "sim"]
+        );
+        assert_eq!(
+            cols(lines[1]),
+            ["cgB", "mixed", "IOPS", "5.00", "5.50", "200.0", "199.0"]
+        );
+        assert_eq!(
+            cols(lines[3]),
+            ["clat", "mean", "µs", "190000", "185000", "2000", "2100"]
+        );
+        // a figure neither side has
+        assert_eq!(cols(lines[2]), ["slat", "mean", "µs", "-", "-", "-", "-"]);
+    }
 
     #[test]
     fn figures_from_a_real_fio_document() {

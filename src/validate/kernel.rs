@@ -201,19 +201,29 @@ pub fn tool(cmd: &str, package: &str) -> Result<Command, String> {
 /// Nothing, if every one of `tools` (command, Debian package) is installed; else one
 /// error naming the missing ones and the `apt-get install` line for their packages.
 pub fn check_tools(tools: &[(&str, &str)]) -> Result<(), String> {
-    let missing: Vec<&(&str, &str)> = tools.iter().filter(|(c, p)| tool(c, p).is_err()).collect();
+    let missing: Vec<(&str, &str)> = tools
+        .iter()
+        .filter(|(c, p)| tool(c, p).is_err())
+        .copied()
+        .collect();
+    missing_error("validate", &missing)
+}
+
+/// Nothing if `missing` (what, Debian package) is empty; else one line: what `who`
+/// needs that is missing here and the `apt-get install` line for its packages.
+pub fn missing_error(who: &str, missing: &[(&str, &str)]) -> Result<(), String> {
     if missing.is_empty() {
         return Ok(());
     }
     let mut packages: Vec<&str> = Vec::new();
-    for (_, p) in &missing {
+    for (_, p) in missing {
         if !packages.contains(p) {
             packages.push(p);
         }
     }
     let commands: Vec<&str> = missing.iter().map(|(c, _)| *c).collect();
     Err(format!(
-        "validate needs {} on this machine, missing here: apt-get install -y \
+        "{who} needs {} on this machine, missing here: apt-get install -y \
          --no-install-recommends {}",
         commands.join(", "),
         packages.join(" ")

@@ -16,7 +16,9 @@
 //!   (TCG icount by default; KVM only if it really boots);
 //! - `console.rs` — the `@@blkcg-sim` marker protocol read back;
 //! - `compare.rs` — both sides' fio JSON read by one reader, lined up with ratios, plus
-//!   the vrate trajectories.
+//!   the vrate trajectories and, with several kernels, a before/after table;
+//! - `build.rs`, `kconfig.rs` — `blkcg-sim kernel build`: a guest kernel from source
+//!   with patches, cached as an unpacked package (`--kernel built:KEY`).
 //!
 //! A run checks what it can before anything slow: the scenario, the host tools (one
 //! error listing the missing ones), then downloads the kernel, reads its modules, and
@@ -29,12 +31,17 @@
 //! default the host costs measured in the guest for that kernel series
 //! ([`GUEST_HOSTS`]: the emulated CPU's work per I/O and per page differs between
 //! kernels); everything else (behaviour switches) is the scenario's, so a disagreement
-//! is the simulator's to explain.
+//! is the simulator's to explain — except the behaviours a built kernel's patches
+//! declare (`--patch fix.patch=iocost.no_completion:keep-if-lagging`), pinned too. Each
+//! `--kernel` is one such run; with several, a before/after table of every kernel's
+//! real and simulated headline figures ends the report.
 
 pub mod boot;
+pub mod build;
 pub mod compare;
 pub mod console;
 pub mod guest;
+pub mod kconfig;
 pub mod kernel;
 
 use std::fmt::Write as _;
@@ -111,8 +118,10 @@ pub fn guest_host(version: &str) -> (String, &'static GuestHost) {
 #[derive(Debug, Clone)]
 pub struct ValidateOptions {
     pub variant: Option<String>,
-    /// Debian package name, `.deb`, or unpacked tree; None: Debian's current kernel.
-    pub kernel: Option<String>,
+    /// Each a Debian package name, `.deb`, unpacked tree, or a build (`built:KEY`, or
+    /// its folder); none: Debian's current kernel. Several: one run each, then a
+    /// before/after table.
+    pub kernels: Vec<String>,
     pub runs: u32,
     pub timing: Timing,
     /// Keep the console captures and both sides' fio JSON here.
@@ -229,12 +238,15 @@ struct SimSide {
     throttling_low: bool,
     /// The kernel series whose guest host costs the simulation used.
     host_series: String,
+    /// Behaviours pinned for a built kernel's patches (`SWITCH=VALUE`).
+    behaviours: Vec<String>,
 }
 
 fn simulate(
     sc: &Scenario,
     o: &ValidateOptions,
     kernel: &kernel::Kernel,
+    behaviours: &[(String, String)],
 ) -> Result<SimSide, String> {
     let hz = kernel
         .hz()
@@ -260,6 +272,12 @@ fn simulate(
         );
         pins.push((&["state"], "iocost.vrate", toml::Value::Float(100.0)));
     }
+    // what a built kernel's patches turn on, as the simulator's named behaviours
+    pins.extend(
+        behaviours
+            .iter()
+            .map(|(k, v)| (&["kernel"][..], k.as_str(), toml::Value::String(v.clone()))),
+    );
     let (host_series, guest_costs) = guest_host(&version);
     if o.host == HostProfile::Guest {
         pins.extend(
@@ -287,6 +305,7 @@ fn simulate(
         hz,
         throttling_low,
         host_series,
+        behaviours: behaviours.iter().map(|(k, v)| format!("{k}={v}")).collect(),
     })
 }
 
@@ -304,6 +323,7 @@ fn boot_runs(
     o: &ValidateOptions,
     initrd: &Path,
     seconds: u64,
+    prefix: &str,
 ) -> Result<RealSide, String> {
     let budget = Duration::from_secs(90 + 4 * seconds);
     let n_runs = o.runs.max(1);
@@ -324,8 +344,8 @@ fn boot_runs(
         })?;
         let g = GuestOutput::parse(&b.console);
         if let Some(dir) = &o.output {
-            write_file(&dir.join(format!("console-{run}.txt")), &b.console)?;
-            write_file(&dir.join(format!("trace-{run}.txt")), &g.trace)?;
+            write_file(&dir.join(format!("{prefix}console-{run}.txt")), &b.console)?;
+            write_file(&dir.join(format!("{prefix}trace-{run}.txt")), &g.trace)?;
         }
         if !g.errors.is_empty() || !g.done {
             return Err(format!(
@@ -351,7 +371,10 @@ fn boot_runs(
                 ));
             };
             if let Some(dir) = &o.output {
-                write_file(&dir.join(format!("real-fio-{n}-run{run}.json")), text)?;
+                write_file(
+                    &dir.join(format!("{prefix}real-fio-{n}-run{run}.json")),
+                    text,
+                )?;
             }
             figs.extend(compare::job_figures(
                 &parse_json(text, "real fio's JSON")?,
@@ -370,6 +393,7 @@ fn boot_runs(
 fn render(
     plan: &GuestPlan,
     o: &ValidateOptions,
+    target: &Target,
     kernel: &kernel::Kernel,
     seed: u64,
     real: &RealSide,
@@ -378,6 +402,9 @@ fn render(
     let last = &real.last;
     let mut s = String::new();
     let _ = writeln!(s, "validate: {}", plan.title);
+    if let Some(b) = &target.built {
+        let _ = writeln!(s, "kernel: built:{}, {}", b.key, b.summary());
+    }
     let _ = writeln!(
         s,
         "real: Linux {} (CONFIG_HZ={}) under qemu, {}; {} run(s), {:.1} s wall each",
@@ -401,6 +428,13 @@ fn render(
             HostProfile::Scenario => "the scenario's host costs (--host scenario)".to_string(),
         }
     );
+    if !sim.behaviours.is_empty() {
+        let _ = writeln!(
+            s,
+            "      pinned for the kernel's patches: {}",
+            sim.behaviours.join(", ")
+        );
+    }
     if o.timing == Timing::Icount && real.runs.len() > 1 {
         let _ = writeln!(
             s,
@@ -468,10 +502,10 @@ fn render(
 
 /// `--dry-run`: the kernel and host tools at hand, the initramfs's files and where
 /// each comes from, then the generated ones (`/init`, job files) in full.
-fn dry_run(plan: &GuestPlan, o: &ValidateOptions) -> Result<String, String> {
+fn dry_run(plan: &GuestPlan, target: &Target) -> Result<String, String> {
     let mut s = String::new();
     let _ = writeln!(s, "validate --dry-run: {}", plan.title);
-    let kernel = kernel::at_hand(o.kernel.as_deref())
+    let kernel = kernel::at_hand(target.spec.as_deref())
         .and_then(|k| k.ok_or_else(|| "not downloaded yet".to_string()))
         .and_then(|k| Ok((k.modules_for(&boot::MODULES)?, k)));
     match &kernel {
@@ -495,7 +529,7 @@ fn dry_run(plan: &GuestPlan, o: &ValidateOptions) -> Result<String, String> {
     let _ = writeln!(
         s,
         "host tools: {}",
-        check_tools(o.kernel.as_deref()).map_or_else(|e| e, |()| "all installed".into())
+        check_tools(target.spec.as_deref()).map_or_else(|e| e, |()| "all installed".into())
     );
     let files = boot::initramfs(plan, kernel.as_ref().ok().map(|(m, _)| m.as_slice()))?;
     let _ = writeln!(s, "\nfiles of the initramfs (guest path, from):");
@@ -527,6 +561,57 @@ fn dry_run(plan: &GuestPlan, o: &ValidateOptions) -> Result<String, String> {
     Ok(s)
 }
 
+/// One kernel to run on: the spec `kernel.rs` obtains (None: Debian's current one),
+/// and for a kernel `kernel build` made, its record, whose patches' behaviours the
+/// simulation pins.
+struct Target {
+    spec: Option<String>,
+    built: Option<build::BuildRecord>,
+}
+
+impl Target {
+    /// `--kernel` values, builds (`built:KEY`, a build's folder) resolved to the
+    /// package-like tree in their cache entry.
+    fn all(specs: &[String]) -> Result<Vec<Target>, String> {
+        if specs.is_empty() {
+            return Ok(vec![Target {
+                spec: None,
+                built: None,
+            }]);
+        }
+        specs
+            .iter()
+            .map(|s| {
+                Ok(match build::built(s)? {
+                    Some(b) => Target {
+                        spec: Some(b.tree.display().to_string()),
+                        built: Some(b.record),
+                    },
+                    None => Target {
+                        spec: Some(s.clone()),
+                        built: None,
+                    },
+                })
+            })
+            .collect()
+    }
+
+    fn behaviours(&self) -> Vec<(String, String)> {
+        self.built
+            .as_ref()
+            .map(build::BuildRecord::behaviours)
+            .unwrap_or_default()
+    }
+}
+
+/// The name of the n-th kernel's columns in the before/after table: A, B, ...
+fn column(n: usize) -> String {
+    match u8::try_from(n) {
+        Ok(i) if i < 26 => char::from(b'A' + i).to_string(),
+        _ => format!("K{}", n + 1),
+    }
+}
+
 /// `blkcg-sim validate`.
 pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String> {
     let resolved = sc
@@ -535,30 +620,70 @@ pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String
     let mut plan = GuestPlan::from_resolved(&resolved).map_err(|e| format!("{}: {e}", sc.file))?;
     plan.extra_events = trace_events(&o.trace_events)?;
     check_fio(sc, &resolved)?;
+    let targets = Target::all(&o.kernels)?;
     if o.dry_run {
-        print!("{}", dry_run(&plan, o)?);
+        for t in &targets {
+            print!("{}", dry_run(&plan, t)?);
+        }
         return Ok(0);
     }
     // everything checkable is checked before a 70 MB download and the simulation
-    check_tools(o.kernel.as_deref())?;
-    let kernel = kernel::obtain(o.kernel.as_deref(), &mut |m| eprintln!("validate: {m}"))?;
-    check_config(&plan, &kernel)?;
-    let modules = kernel.modules_for(&boot::MODULES)?;
-    // the simulation first: it is quick, and its run length sizes the guest's deadline
-    let sim = simulate(sc, o, &kernel)?;
-    if let Some(dir) = &o.output {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        write_file(&dir.join("sim-fio.json"), &sim.json)?;
+    for t in &targets {
+        check_tools(t.spec.as_deref())?;
     }
-    eprintln!(
-        "validate: building the initramfs (busybox, fio, null_blk) for {}",
-        kernel.release
-    );
-    // staged in a folder of our own, removed (when dropped) whatever happens
-    let scratch = boot::ScratchDir::new()?;
-    let initrd = boot::build_initramfs(&boot::initramfs(&plan, Some(&modules))?, scratch.path())?;
-    let real = boot_runs(&plan, &kernel, o, &initrd, sim.seconds)?;
-    print!("{}", render(&plan, o, &kernel, resolved.seed, &real, &sim));
+    let several = targets.len() > 1;
+    let mut before_after = Vec::new();
+    for (n, t) in targets.iter().enumerate() {
+        // with several kernels each one's files under --output start with its column
+        let prefix = if several {
+            format!("{}-", column(n))
+        } else {
+            String::new()
+        };
+        let kernel = kernel::obtain(t.spec.as_deref(), &mut |m| eprintln!("validate: {m}"))?;
+        check_config(&plan, &kernel)?;
+        let modules = kernel.modules_for(&boot::MODULES)?;
+        // the simulation first: it is quick, and its run length sizes the guest's deadline
+        let sim = simulate(sc, o, &kernel, &t.behaviours())?;
+        if let Some(dir) = &o.output {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            write_file(&dir.join(format!("{prefix}sim-fio.json")), &sim.json)?;
+        }
+        eprintln!(
+            "validate: building the initramfs (busybox, fio{}) for {}",
+            if modules.is_empty() { "" } else { ", modules" },
+            kernel.release
+        );
+        // staged in a folder of our own, removed (when dropped) whatever happens
+        let scratch = boot::ScratchDir::new()?;
+        let initrd =
+            boot::build_initramfs(&boot::initramfs(&plan, Some(&modules))?, scratch.path())?;
+        let real = boot_runs(&plan, &kernel, o, &initrd, sim.seconds, &prefix)?;
+        if several {
+            println!("== {}: Linux {} ==", column(n), kernel.release);
+        }
+        print!(
+            "{}",
+            render(&plan, o, t, &kernel, resolved.seed, &real, &sim)
+        );
+        let name = match &t.built {
+            Some(b) => format!("built:{} ({})", b.key, b.summary()),
+            None => format!("Linux {}", kernel.release),
+        };
+        before_after.push((name, compare::mean(&real.runs), sim.figures));
+    }
+    if several {
+        println!("\nbefore/after: each kernel's real (mean of its runs) and simulated figures");
+        for (n, (name, _, _)) in before_after.iter().enumerate() {
+            println!("  {}: {name}", column(n));
+        }
+        let labels: Vec<String> = (0..before_after.len()).map(column).collect();
+        let sides: Vec<(compare::Figures, compare::Figures)> = before_after
+            .into_iter()
+            .map(|(_, real, sim)| (real, sim))
+            .collect();
+        print!("{}", compare::ab_table(&labels, &sides));
+    }
     Ok(0)
 }
 
