@@ -386,10 +386,11 @@ mod tests {
         }
 
         /// Any mix of pushes (delays drawn from a few fixed values, as the pipeline
-        /// uses, and arbitrary ones) and pops comes out in (time, push order).
+        /// uses, and arbitrary ones, some as timers straight to the heap) and pops
+        /// comes out in (time, push order).
         #[test]
         fn pops_in_time_then_push_order(
-            ops in proptest::collection::vec((0u8..8, 0u64..50_000), 1..400)
+            ops in proptest::collection::vec((0u8..9, 0u64..50_000), 1..400)
         ) {
             let mut q = EventQueue::new();
             let mut reference: Vec<(Ns, u64, u32)> = Vec::new();
@@ -414,7 +415,12 @@ mod tests {
                         _ => x,
                     };
                     n += 1;
-                    q.after(delay, Event::Job(n as u32));
+                    if op == 8 {
+                        // a timer past the lanes, as blk-iocost's wait timers
+                        q.push_timer(q.now() + delay, Event::Job(n as u32));
+                    } else {
+                        q.after(delay, Event::Job(n as u32));
+                    }
                     reference.push((q.now() + delay, n, n as u32));
                 }
                 proptest::prop_assert_eq!(q.len(), reference.len());
