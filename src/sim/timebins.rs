@@ -22,7 +22,7 @@ pub struct Bin {
 }
 
 /// Completions per time bin, from the first bin that saw one.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TimeBins {
     /// The width is `START_WIDTH << shift`: a bin index is `t / START_WIDTH >> shift`,
     /// a division by a constant (a multiply) instead of by a variable.
@@ -30,16 +30,6 @@ pub struct TimeBins {
     /// Index (time / width) of `bins[0]`.
     first: u64,
     bins: Vec<Bin>,
-}
-
-impl Default for TimeBins {
-    fn default() -> Self {
-        TimeBins {
-            shift: 0,
-            first: 0,
-            bins: Vec::new(),
-        }
-    }
 }
 
 impl TimeBins {
