@@ -510,7 +510,7 @@ impl Iocost {
                 }
                 g.timer_seq += 1;
                 g.timer_at = Some(at);
-                q.push(
+                q.push_timer(
                     at,
                     Event::Iocost((u64::from(cg) << 32) | (g.timer_seq & 0xffff_ffff)),
                 );

@@ -22,34 +22,27 @@ pub struct Bin {
 }
 
 /// Completions per time bin, from the first bin that saw one.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TimeBins {
-    width: Ns,
+    /// The width is `START_WIDTH << shift`: a bin index is `t / START_WIDTH >> shift`,
+    /// a division by a constant (a multiply) instead of by a variable.
+    shift: u32,
     /// Index (time / width) of `bins[0]`.
     first: u64,
     bins: Vec<Bin>,
 }
 
-impl Default for TimeBins {
-    fn default() -> Self {
-        TimeBins {
-            width: START_WIDTH,
-            first: 0,
-            bins: Vec::new(),
-        }
-    }
-}
-
 impl TimeBins {
     /// One completion at `t` whose latency was `lat`.
     pub fn add(&mut self, t: Ns, lat: Ns) {
+        let at = t / START_WIDTH;
         if self.bins.is_empty() {
-            self.first = t / self.width;
+            self.first = at >> self.shift;
         }
-        let mut idx = (t / self.width - self.first) as usize;
+        let mut idx = ((at >> self.shift) - self.first) as usize;
         while idx >= MAX_BINS {
             self.coarsen();
-            idx = (t / self.width - self.first) as usize;
+            idx = ((at >> self.shift) - self.first) as usize;
         }
         if idx >= self.bins.len() {
             self.bins.resize(idx + 1, Bin::default());
@@ -70,11 +63,11 @@ impl TimeBins {
         }
         self.bins = merged;
         self.first /= 2;
-        self.width *= 2;
+        self.shift += 1;
     }
 
     pub fn width(&self) -> Ns {
-        self.width
+        START_WIDTH << self.shift
     }
 
     /// (bin start, bin) for every bin from the first completion to the last.
@@ -82,7 +75,7 @@ impl TimeBins {
         self.bins
             .iter()
             .enumerate()
-            .map(|(i, b)| ((self.first + i as u64) * self.width, *b))
+            .map(|(i, b)| ((self.first + i as u64) * self.width(), *b))
     }
 }
 

@@ -3,7 +3,8 @@
 //! - [`LatHist`]: the 1,856-bucket latency histogram (`FIO_IO_U_PLAT_BITS = 6`):
 //!   values below 128 ns are exact, above that each power of two is cut into 64
 //!   buckets, so the relative error is below 1/128 (`plat_val_to_idx()`,
-//!   `plat_idx_to_val()`); its groups of 64 buckets are allocated on first use.
+//!   `plat_idx_to_val()`); its groups of 64 buckets are allocated on first use,
+//!   packed in one slice that a presence mask beside it indexes.
 //! - [`percentiles`]: `calc_clat_percentiles()`, including the x86 `long double`
 //!   threshold `(long double)p / 100.0 * N`, emulated exactly with integer arithmetic
 //!   (64-bit mantissa, round-half-even) so percentiles are byte-identical to x86 fio.
@@ -49,15 +50,20 @@ pub fn idx_to_val(idx: usize) -> u64 {
     (base as f64 + (k + 0.5) * (1u64 << error_bits) as f64) as u64
 }
 
-/// One group of 64 buckets (one power of two above 128 ns).
-type PlatGroup = [u64; PLAT_VAL as usize];
-
-/// fio's latency histogram, kept sparse: the table of its 29 groups is allocated at the
-/// first sample, and each group of 64 buckets at its own first sample, so an unused
-/// histogram costs one pointer instead of 14.8 KB and a used one only the groups its
-/// latencies fall in; the counts — hence every percentile — are fio's.
+/// fio's latency histogram, kept sparse: only the groups of 64 buckets (one power of
+/// two above 128 ns each) that a sample fell in are allocated, side by side in one
+/// slice in ascending order, and a bit mask held in the statistic itself says which
+/// they are (a group's place is the number of present groups below it). An unused
+/// histogram costs 24 bytes instead of 14.8 KB; adding a sample reads the mask next to
+/// the statistic's min/max and touches only its bucket's cache line, with no table in
+/// between; the counts — hence every percentile — are fio's.
 #[derive(Clone, Default, PartialEq, Eq)]
-pub struct LatHist(Option<Box<[Option<Box<PlatGroup>>; PLAT_GROUP_NR]>>);
+pub struct LatHist {
+    /// Bit `g` set: group `g` (buckets `g * 64 ..`) is in `groups`.
+    present: u32,
+    /// The present groups' buckets, lowest group first.
+    groups: Box<[u64]>,
+}
 
 impl std::fmt::Debug for LatHist {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -76,10 +82,23 @@ impl LatHist {
             return;
         }
         let idx = idx.min(PLAT_NR - 1);
-        let groups = self.0.get_or_insert_with(Box::default);
-        let group =
-            groups[idx >> PLAT_BITS].get_or_insert_with(|| Box::new([0; PLAT_VAL as usize]));
-        group[idx & (PLAT_VAL as usize - 1)] += n;
+        let bit = 1u32 << (idx >> PLAT_BITS);
+        if self.present & bit == 0 {
+            self.insert_group(bit);
+        }
+        let slot = (self.present & (bit - 1)).count_ones() as usize;
+        self.groups[(slot << PLAT_BITS) | (idx & (PLAT_VAL as usize - 1))] += n;
+    }
+    /// Makes room for the group of mask bit `bit` (zeroed) at its place in order.
+    #[cold]
+    fn insert_group(&mut self, bit: u32) {
+        let at = ((self.present & (bit - 1)).count_ones() as usize) << PLAT_BITS;
+        let mut groups = Vec::with_capacity(self.groups.len() + PLAT_VAL as usize);
+        groups.extend_from_slice(&self.groups[..at]);
+        groups.resize(at + PLAT_VAL as usize, 0);
+        groups.extend_from_slice(&self.groups[at..]);
+        self.groups = groups.into_boxed_slice();
+        self.present |= bit;
     }
     pub fn merge(&mut self, o: &LatHist) {
         for (i, c) in o.counts() {
@@ -91,17 +110,15 @@ impl LatHist {
     }
     /// Non-empty buckets as (index, count), ascending.
     pub fn counts(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
-        self.0
-            .iter()
-            .flat_map(|groups| groups.iter())
-            .enumerate()
+        (0..PLAT_GROUP_NR)
+            .filter(|g| self.present >> g & 1 == 1)
+            .zip(self.groups.chunks_exact(PLAT_VAL as usize))
             .flat_map(|(g, group)| {
-                group.iter().flat_map(move |b| {
-                    b.iter()
-                        .enumerate()
-                        .filter(|(_, c)| **c > 0)
-                        .map(move |(k, c)| ((g << PLAT_BITS) + k, *c))
-                })
+                group
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| **c > 0)
+                    .map(move |(k, c)| ((g << PLAT_BITS) + k, *c))
             })
     }
     /// Non-empty buckets as (representative ns, count), ascending (json+ "bins").
@@ -577,6 +594,28 @@ mod tests {
         assert_eq!(x87_threshold(50.0, 10), 5);
         assert_eq!(x87_threshold(99.99, 1_000_000), 999_900);
         assert_eq!(x87_threshold(100.0, 7), 7);
+    }
+
+    proptest::proptest! {
+        /// The packed groups count exactly what a dense 1,856-bucket array counts,
+        /// whatever order the groups are first touched in, and merge adds them up.
+        #[test]
+        fn sparse_counts_match_a_dense_array(
+            vals in proptest::collection::vec((0u32..40, 0u64..1 << 40), 0..300)
+        ) {
+            let mut dense = vec![0u64; PLAT_NR];
+            let (mut h, mut odd) = (LatHist::default(), LatHist::default());
+            for (i, &(sh, v)) in vals.iter().enumerate() {
+                let ns = v >> sh;
+                dense[val_to_idx(ns)] += 1;
+                if i % 2 == 0 { h.add(ns) } else { odd.add(ns) }
+            }
+            h.merge(&odd);
+            let want: Vec<(usize, u64)> =
+                dense.iter().enumerate().filter(|(_, c)| **c > 0).map(|(i, c)| (i, *c)).collect();
+            proptest::prop_assert_eq!(h.counts().collect::<Vec<_>>(), want);
+            proptest::prop_assert_eq!(h.total(), vals.len() as u64);
+        }
     }
 
     #[test]
