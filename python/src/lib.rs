@@ -128,7 +128,9 @@ fn sweep_plan(
     seeds: u32,
 ) -> PyResult<(usize, String)> {
     let sc = parse(text, file)?;
-    let plan = py.detach(|| SweepPlan::new(&sc, &grid, seeds)).map_err(err)?;
+    let plan = py
+        .detach(|| SweepPlan::new(&sc, &grid, seeds))
+        .map_err(err)?;
     Ok((plan.runs(), plan.header()))
 }
 
