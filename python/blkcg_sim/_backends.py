@@ -20,9 +20,7 @@ def _slice(plan: Plan, start: int, end: int) -> str:
 
 
 def _slices(runs: int, parts: int, chunk: Optional[int]) -> List[Tuple[int, int]]:
-    size = chunk if chunk else max(1, -(-runs // (4 * parts)))
-    if size < 1:
-        raise ValueError(f"chunk={chunk}: at least one run per task")
+    size = chunk or max(1, -(-runs // (4 * parts)))
     return [(s, min(s + size, runs)) for s in range(0, runs, size)]
 
 
@@ -37,6 +35,8 @@ def rows(
     """The CSV rows of every run of ``plan``, in run order."""
     if workers is not None and workers < 1:
         raise ValueError(f"workers={workers}: at least one")
+    if chunk is not None and chunk < 1:
+        raise ValueError(f"chunk={chunk}: at least one run per task")
     if backend is None:
         if address is not None:
             raise ValueError("address= is for backend='ray' or 'dask'")

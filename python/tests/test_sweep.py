@@ -66,5 +66,7 @@ def test_bad_grids_are_refused_before_anything_runs(small):
         blkcg_sim.sweep(small, {}, seeds=0)
     with pytest.raises(ValueError, match="backend="):
         blkcg_sim.sweep(small, {"variant": "one"}, backend="spark")
+    with pytest.raises(ValueError, match="chunk=0"):
+        blkcg_sim.sweep(small, {"variant": "one"}, backend="dask", chunk=0)
     with pytest.raises(ValueError, match="workers=0"):
         blkcg_sim.sweep(small, {"variant": "one"}, workers=0)
