@@ -85,7 +85,8 @@ pub fn load(src: Source) -> Result<Scenario, String> {
     }
 }
 
-/// The built-in scenarios: (name, the scenario's `name`/`description` line).
+/// The built-in scenarios: (name, the first line of its `description`), as
+/// `blkcg-sim scenarios` lists them.
 pub fn scenarios() -> Vec<(&'static str, String)> {
     embedded::SCENARIOS
         .iter()
@@ -93,11 +94,11 @@ pub fn scenarios() -> Vec<(&'static str, String)> {
             let about = Scenario::parse(text, name)
                 .ok()
                 .and_then(|sc| {
-                    let d = sc.table.get("description").and_then(toml::Value::as_str);
-                    d.map(str::to_string).or_else(|| Some(sc.name()))
+                    let d = sc.table.get("description")?.as_str()?;
+                    Some(d.lines().next().unwrap_or_default().to_string())
                 })
                 .unwrap_or_default();
-            (*name, about.lines().next().unwrap_or_default().to_string())
+            (*name, about)
         })
         .collect()
 }

@@ -180,7 +180,7 @@ def check(
 
 
 def scenarios() -> Dict[str, str]:
-    """The built-in scenarios: name → one line about it."""
+    """The built-in scenarios: name → the first line of its description (as `blkcg-sim scenarios`)."""
     return dict(_native.scenarios())
 
 

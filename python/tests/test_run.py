@@ -89,6 +89,11 @@ def test_check_and_scenarios(small):
     assert all(isinstance(v, str) for v in names.values())
 
 
+def test_scenarios_are_the_command_lines(cli):
+    out = subprocess.run([cli, "scenarios"], check=True, capture_output=True, text=True).stdout
+    assert out.splitlines() == [f"{n:<32} {a}" for n, a in blkcg_sim.scenarios().items()]
+
+
 def test_errors_are_scenario_errors_with_file_and_line(tmp_path, small):
     bad = tmp_path / "bad.toml"
     bad.write_text(small.replace('model = "nullb"', 'model = "floppy"'))
