@@ -3,6 +3,7 @@
 //! fio jobs against device models, reporting what fio would report plus the
 //! controllers' internals. See DESIGN.md (shared) and README.md.
 
+pub mod api;
 pub mod blkcg;
 pub mod device;
 pub mod error;

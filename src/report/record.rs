@@ -53,6 +53,7 @@ pub struct Recorded {
     /// With `keep`: every second of the device, every period, every trace line.
     pub iostat: Vec<IostatRow>,
     pub iocost_rows: Vec<PeriodRow>,
+    pub throttle_rows: Vec<(Ns, ThrotlRow)>,
     pub trace: Vec<String>,
     /// The folder the files streamed to, for the run's other outputs.
     pub out: Option<OutDir>,
@@ -219,6 +220,9 @@ impl Recorder for RunRecorder {
         self.line.clear();
         throttle_csv_row(&mut self.line, t, row, &self.tree);
         self.emit(|r| &mut r.throttle);
+        if self.opts.keep {
+            self.rec.throttle_rows.push((t, row.clone()));
+        }
     }
 
     fn iocost(&mut self, row: &PeriodRow) {

@@ -1174,6 +1174,28 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
     Ok(0)
 }
 
+/// The run's jobs as `jobs.csv` and the jobs picture show them: one line per
+/// cgroup/job across successive fio runs (they never overlap), a job's later runs
+/// right after its first.
+pub fn job_lines(run: &VariantRun) -> Vec<JobLine<'_>> {
+    let tree = &run.resolved.tree;
+    let mut jobs: Vec<JobLine> = run
+        .out
+        .jobs
+        .iter()
+        .zip(&run.out.job_timelines)
+        .map(|((p, _, times), bins)| {
+            let label = summary::job_label(&tree.nodes[p.cgroup as usize].path, &p.name, 0);
+            let until = p.runtime.map(|r| times.stats_start + r);
+            JobLine { label, bins, until }
+        })
+        .collect();
+    // a stable sort keeps time order
+    let first_seen: Vec<String> = jobs.iter().map(|j| j.label.clone()).collect();
+    jobs.sort_by_key(|j| first_seen.iter().position(|l| *l == j.label));
+    jobs
+}
+
 /// Every output file of one run in its folder `out` (see `report::outdir`) besides
 /// the timelines, which streamed there during the run.
 fn write_outputs(out: &OutDir, run: &VariantRun) -> Result<(), String> {
@@ -1184,21 +1206,7 @@ fn write_outputs(out: &OutDir, run: &VariantRun) -> Result<(), String> {
     write("fio.json", &fioreport::json::to_json(&run.fio, false))?;
     write("fio.txt", &fioreport::text::to_normal(&run.fio))?;
     write("io.stat", &run.io_stat)?;
-    let mut jobs: Vec<JobLine> = run
-        .out
-        .jobs
-        .iter()
-        .zip(&run.out.job_timelines)
-        .map(|((p, _, times), bins)| {
-            // one line per cgroup/job across successive fio runs (they never overlap)
-            let label = summary::job_label(&tree.nodes[p.cgroup as usize].path, &p.name, 0);
-            let until = p.runtime.map(|r| times.stats_start + r);
-            JobLine { label, bins, until }
-        })
-        .collect();
-    // a job's later runs right after its first (a stable sort keeps time order)
-    let first_seen: Vec<String> = jobs.iter().map(|j| j.label.clone()).collect();
-    jobs.sort_by_key(|j| first_seen.iter().position(|l| *l == j.label));
+    let jobs = job_lines(run);
     write("jobs.csv", &timeline::jobs_csv(&jobs))?;
     if let Err(e) = plot_panels(
         &dir.join("jobs"),

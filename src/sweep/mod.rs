@@ -107,7 +107,8 @@ pub struct SweepOptions {
 /// A planned sweep: the scenario, its axes and seeds.
 pub struct Sweep {
     sc: Scenario,
-    axes: Vec<Axis>,
+    /// The axes, in the order given (with `variant` first when implicit).
+    pub axes: Vec<Axis>,
     seeds: u32,
 }
 

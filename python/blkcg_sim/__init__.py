@@ -1,0 +1,225 @@
+"""blkcg-sim from Python: a deterministic simulator of Linux's cgroup v2 block I/O
+controllers (blk-throttle ``io.max``, blk-iocost ``io.cost.*`` / ``io.weight``) driven
+by fio jobs against device models.
+
+The same engine as the ``blkcg-sim`` command line, as a library: every result is
+byte-identical to what the command line prints or writes for the same scenario, seed
+and values, and a simulation runs without holding the GIL, so Python threads run
+simulations on every core.
+
+- :func:`run` runs one scenario (a path, a built-in name, TOML text or a dict) and
+  returns a :class:`Result`: fio's JSON as a dict, the CSV files as DataFrames, the
+  summary table, the controllers' trace.
+- :func:`sweep` runs a scenario over a grid of values and seeds (the KEY grammar of
+  ``blkcg-sim sweep --set``), in this process or on Ray or Dask, and returns the rows
+  of ``blkcg-sim sweep --format csv`` as one DataFrame.
+- :func:`check` prepares every variant as ``blkcg-sim check`` does.
+- :func:`scenarios` lists the built-in scenarios.
+
+Every refusal raises :class:`ScenarioError` (a ``ValueError``) with the command
+line's message: ``file:line``, the key, what is accepted, the kernel's errno.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import pandas as pd
+
+from . import _native
+from ._native import ScenarioError
+
+__all__ = ["Result", "ScenarioError", "check", "run", "scenarios", "sweep"]
+
+#: What names a scenario: a path, a built-in scenario's name, TOML text, or a dict
+#: laid out as the TOML file would be.
+ScenarioLike = Union[str, "os.PathLike[str]", Mapping[str, Any]]
+
+#: A sweep's grid: each KEY (``blkcg-sim sweep --set`` grammar) with its values, the
+#: first key varying slowest; a dict or a sequence of pairs.
+Grid = Union[Mapping[str, Any], Sequence[Tuple[str, Any]]]
+
+
+def _load(scenario: ScenarioLike) -> Tuple[str, str]:
+    """The scenario as ``(text, file)``: what every native call and worker takes."""
+    if isinstance(scenario, Mapping):
+        return _native.load_json(json.dumps(scenario), "<dict>")
+    if isinstance(scenario, os.PathLike):
+        path = os.fspath(scenario)
+        try:
+            with open(path, encoding="utf-8") as f:
+                return f.read(), path
+        except OSError as e:
+            raise ScenarioError(f"{path}: cannot read: {e.strerror}") from e
+    if isinstance(scenario, str):
+        return _native.load(scenario)
+    raise TypeError(
+        f"scenario: expected a path, a built-in name, TOML text or a dict, not {type(scenario).__name__}"
+    )
+
+
+def _value(v: Any) -> str:
+    """A value as a scenario would write it (``True`` is TOML's ``true``)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def _pairs(overrides: Mapping[str, Any]) -> List[Tuple[str, str]]:
+    return [(k, _value(v)) for k, v in overrides.items()]
+
+
+def _grid(grid: Grid) -> List[Tuple[str, List[str]]]:
+    items = grid.items() if isinstance(grid, Mapping) else grid
+    out = []
+    for key, values in items:
+        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+            values = [values]
+        out.append((str(key), [_value(v) for v in values]))
+    return out
+
+
+def _frame(csv: str) -> pd.DataFrame:
+    return pd.read_csv(io.StringIO(csv))
+
+
+class Result:
+    """Everything one run produced, as the files of ``blkcg-sim run --output`` hold it.
+
+    Attributes:
+        fio: fio's JSON document (``fio.json``) as a dict.
+        summary: the summary table (``summary.txt``).
+        io_stat: ``io.stat`` of every cgroup that did I/O.
+        trace: the controllers' event log, one line each (``trace=True``).
+        warnings: what ``blkcg-sim run`` prints as warnings.
+        jobs, timeline, iostat, throttle: the CSV files as DataFrames (below).
+    """
+
+    def __init__(self, out: "_native.RunOutput") -> None:
+        self._out = out
+        self.fio: Dict[str, Any] = json.loads(out.fio_json)
+        self.summary: str = out.summary
+        self.io_stat: str = out.io_stat
+        self.trace: List[str] = list(out.trace)
+        self.warnings: List[str] = list(out.warnings)
+
+    @property
+    def jobs(self) -> pd.DataFrame:
+        """``jobs.csv``: each job's I/Os, IOPS and mean latency per time bin."""
+        return _frame(self._out.jobs_csv)
+
+    @property
+    def timeline(self) -> pd.DataFrame:
+        """``timeline.csv``: blk-iocost's periods, one row per cgroup (empty without it)."""
+        return _frame(self._out.timeline_csv)
+
+    @property
+    def iostat(self) -> pd.DataFrame:
+        """``iostat.csv``: the device each second, as ``iostat -x 1`` shows it."""
+        return _frame(self._out.iostat_csv)
+
+    @property
+    def throttle(self) -> pd.DataFrame:
+        """``throttle.csv``: blk-throttle's slices and queues (empty without it)."""
+        return _frame(self._out.throttle_csv)
+
+    def csv(self, name: str) -> str:
+        """The text of CSV file ``name`` (``jobs``, ``timeline``, ``iostat``, ``throttle``)."""
+        if name not in ("jobs", "timeline", "iostat", "throttle"):
+            raise ValueError(f"{name}: one of jobs, timeline, iostat, throttle")
+        return getattr(self._out, f"{name}_csv")
+
+    def __repr__(self) -> str:
+        return f"<blkcg_sim.Result: {len(self.fio.get('jobs', []))} fio job(s)>"
+
+
+def run(
+    scenario: ScenarioLike,
+    variant: Optional[str] = None,
+    kernel: Optional[str] = None,
+    seed: Optional[int] = None,
+    trace: bool = False,
+    **overrides: Any,
+) -> Result:
+    """Run one variant of a scenario, as ``blkcg-sim run SCENARIO --variant V``.
+
+    Args:
+        scenario: a path, a built-in scenario's name (see :func:`scenarios`), TOML
+            text, or a dict laid out as the TOML file.
+        variant: which ``[[variant]]`` to run; required when the scenario has any.
+        kernel: a kernel version preset (``"6.10"``), as ``run --kernel``.
+        seed: the seed, instead of the scenario's.
+        trace: keep the controllers' event log in :attr:`Result.trace`.
+        **overrides: values written into the scenario, keyed as ``blkcg-sim sweep
+            --set`` keys; keys that are not Python names go in a dict:
+            ``run(sc, **{"root.io.cost.qos:max": 150})``.
+
+    Raises:
+        ScenarioError: a scenario, key or value the command line refuses.
+    """
+    text, file = _load(scenario)
+    out = _native.run(text, file, variant, kernel, seed, _pairs(overrides), trace)
+    return Result(out)
+
+
+def check(
+    scenario: ScenarioLike, variant: Optional[str] = None, **overrides: Any
+) -> Dict[str, List[str]]:
+    """Prepare every variant (or ``variant``) as ``blkcg-sim check`` does, refusing
+    exactly what :func:`run` refuses; returns each variant's warnings (``"(base)"``
+    for a scenario without variants).
+
+    Raises:
+        ScenarioError: the first refusal, with ``file:line``.
+    """
+    text, file = _load(scenario)
+    return dict(_native.check(text, file, variant, _pairs(overrides)))
+
+
+def scenarios() -> Dict[str, str]:
+    """The built-in scenarios: name → the first line of its description (as `blkcg-sim scenarios`)."""
+    return dict(_native.scenarios())
+
+
+def sweep(
+    scenario: ScenarioLike,
+    grid: Grid,
+    seeds: int = 1,
+    workers: Optional[int] = None,
+    backend: Optional[str] = None,
+    address: Optional[str] = None,
+    chunk: Optional[int] = None,
+) -> pd.DataFrame:
+    """Run a scenario over the cartesian product of ``grid``'s values and ``seeds``
+    seeds: the rows of ``blkcg-sim sweep SCENARIO --set KEY=V1,V2 ... --seeds N
+    --format csv`` (one per job of each run: point, seed, the values, the job's
+    figures, the run's totals) as one DataFrame.
+
+    Run ``r`` is point ``r // seeds`` with seed ``scenario seed + r % seeds``; the
+    first key varies slowest; a scenario with variants sweeps them all unless the
+    grid has a ``variant`` key. The runs are enumerated natively, so the rows are the
+    same whatever runs them.
+
+    Args:
+        grid: each KEY with its values (a scalar is one value).
+        seeds: seeds per point.
+        workers: threads (in-process), Dask workers of a local cluster, or Ray tasks
+            under way; default: the machine's cores.
+        backend: ``None`` (threads in this process), ``"ray"`` or ``"dask"``.
+        address: the Ray or Dask cluster to use (default: a running Ray / the current
+            Dask client, else a local cluster).
+        chunk: runs per Ray task or Dask future (default: about four per worker).
+
+    Raises:
+        ScenarioError: a bad key or value, before anything runs; a run's error.
+    """
+    from . import _backends
+
+    text, file = _load(scenario)
+    pairs = _grid(grid)
+    runs, header = _native.sweep_plan(text, file, pairs, seeds)
+    rows = _backends.rows(backend, (text, file, pairs, seeds), runs, workers, address, chunk)
+    return _frame(header + rows)

@@ -1,0 +1,73 @@
+"""Type stubs of ``blkcg_sim._native``, the Rust module (``python/src/lib.rs``)."""
+
+from typing import List, Optional, Tuple
+
+class ScenarioError(ValueError):
+    """A scenario, key or value blkcg-sim refuses; the message is the command line's,
+    with ``file:line`` where the problem is written."""
+
+class RunOutput:
+    """One run's outputs, as :class:`blkcg_sim.Result` reads them."""
+
+    @property
+    def fio_json(self) -> str: ...
+    @property
+    def summary(self) -> str: ...
+    @property
+    def jobs_csv(self) -> str: ...
+    @property
+    def timeline_csv(self) -> str: ...
+    @property
+    def iostat_csv(self) -> str: ...
+    @property
+    def throttle_csv(self) -> str: ...
+    @property
+    def io_stat(self) -> str: ...
+    @property
+    def trace(self) -> List[str]: ...
+    @property
+    def warnings(self) -> List[str]: ...
+
+def load(spec: str) -> Tuple[str, str]:
+    """A path, a built-in name or TOML text as ``(text, file)``."""
+
+def load_json(json: str, file: str) -> Tuple[str, str]:
+    """A scenario as JSON text as ``(toml_text, file)``."""
+
+def run(
+    text: str,
+    file: str,
+    variant: Optional[str],
+    kernel: Optional[str],
+    seed: Optional[int],
+    overrides: List[Tuple[str, str]],
+    trace: bool,
+) -> RunOutput:
+    """Run one variant with overrides (the GIL is released while it simulates)."""
+
+def check(
+    text: str, file: str, variant: Optional[str], overrides: List[Tuple[str, str]]
+) -> List[Tuple[str, List[str]]]:
+    """Each variant prepared as ``blkcg-sim check`` does: its warnings."""
+
+def sweep_plan(
+    text: str, file: str, grid: List[Tuple[str, List[str]]], seeds: int
+) -> Tuple[int, str]:
+    """``(runs, csv_header)`` of a sweep; every key and value is checked."""
+
+def sweep_rows(
+    text: str,
+    file: str,
+    grid: List[Tuple[str, List[str]]],
+    seeds: int,
+    start: int,
+    end: int,
+    workers: int,
+) -> str:
+    """The CSV rows of runs ``start..end``, in run order, on ``workers`` threads."""
+
+def scenarios() -> List[Tuple[str, str]]:
+    """The built-in scenarios: ``(name, description)``."""
+
+def cores() -> int:
+    """The cores of this machine."""

@@ -1,0 +1,456 @@
+//! The library's facade: what the Python package (`python/`) and any other embedder
+//! call — load a scenario, run it with overrides and get every output in memory,
+//! check it, plan a sweep and run any slice of its points — without a terminal or an
+//! output folder.
+//!
+//! Design
+//! ------
+//! Nothing here simulates or formats on its own: every call goes through the same
+//! functions as the command line, so a result is byte-identical to what the CLI
+//! prints or writes for the same scenario, seed and values.
+//!
+//! - [`load`]: a scenario from a [`Source`] — a path, a built-in name, TOML text or
+//!   an already built table — as `run NAME` reads it (errors carry `file:line`).
+//! - [`run`]: one variant with overrides. The overrides are `sweep --set` keys with
+//!   one value each ([`crate::sweep::keys`]), so the run is the one-point sweep of
+//!   those values; the scenario is prepared and simulated by `scenario::run`'s
+//!   `prepare()` / `simulate()`, keeping every timeline row in memory
+//!   ([`RecordOptions::keep`]); the CSV tables are then written with the same row
+//!   functions that stream `iostat.csv`, `timeline.csv` and `throttle.csv` to a
+//!   folder, and `jobs.csv` with `run`'s own. So a run's memory grows with its
+//!   simulated time here (the caller asked for every row), unlike the command line's.
+//! - [`check`]: every variant (or one) prepared as `check` prepares it.
+//! - [`SweepPlan`]: `sweep`'s plan ([`Sweep`]): the runs are enumerated here, in one
+//!   order, and any contiguous slice of them is run with [`SweepPlan::rows`] into
+//!   the CSV rows `sweep --format csv` prints — the unit a distributed engine (Ray,
+//!   Dask, a Slurm array) hands to a worker; slices concatenated in order are the
+//!   whole sweep, whatever ran them.
+//! - [`scenarios`]: the built-in scenarios.
+//!
+//! Errors are the command line's messages, as `String`s.
+
+use std::ops::Range;
+use std::path::Path;
+
+use crate::progress::Reporter;
+use crate::report::fio::json::to_json;
+use crate::report::record::RecordOptions;
+use crate::report::summary::{IOSTAT_CSV_HEADER, iostat_csv_row, summary_table};
+use crate::report::timeline::{
+    IOCOST_CSV_HEADER, THROTTLE_CSV_HEADER, iocost_csv_rows, jobs_csv, throttle_csv_row,
+};
+use crate::scenario::run::{job_lines, prepare, simulate};
+use crate::scenario::{Scenario, embedded};
+use crate::sweep::Sweep;
+use crate::sweep::pool;
+use crate::sweep::record::csv_header;
+
+/// Where a scenario comes from.
+pub enum Source<'a> {
+    /// A path if such a file exists, else a built-in scenario's name (`.toml` may
+    /// end it), as the command line reads its SCENARIO argument; text holding a line
+    /// break or an `=` is read as TOML text (named `<text>` in errors).
+    Auto(&'a str),
+    /// TOML text; `file` names it in errors and is where `include`s are read from.
+    Text { text: &'a str, file: &'a str },
+    /// A scenario already as a table (a Python dict); written out as TOML first, so
+    /// errors give lines of that text, named `file`.
+    Table { table: toml::Table, file: &'a str },
+}
+
+/// Load a scenario (see [`Source`]).
+pub fn load(src: Source) -> Result<Scenario, String> {
+    let parse = |text: &str, file: &str| Scenario::parse(text, file).map_err(|e| e.to_string());
+    match src {
+        Source::Text { text, file } => parse(text, file),
+        Source::Table { table, file } => {
+            let text = toml::to_string(&table).map_err(|e| format!("{file}: {e}"))?;
+            parse(&text, file)
+        }
+        Source::Auto(s) if s.contains(['\n', '=']) => parse(s, "<text>"),
+        Source::Auto(s) => {
+            if Path::new(s).is_file() {
+                let text =
+                    std::fs::read_to_string(s).map_err(|e| format!("{s}: cannot read: {e}"))?;
+                return parse(&text, s);
+            }
+            match embedded::get(s.trim_end_matches(".toml")) {
+                Some(text) => parse(text, &format!("{s} (built in)")),
+                None => Err(format!(
+                    "{s}: no such file, and no built-in scenario of that name; built in: {}",
+                    embedded::names().join(", ")
+                )),
+            }
+        }
+    }
+}
+
+/// The built-in scenarios: (name, the first line of its `description`), as
+/// `blkcg-sim scenarios` lists them.
+pub fn scenarios() -> Vec<(&'static str, String)> {
+    embedded::SCENARIOS
+        .iter()
+        .map(|(name, text)| {
+            let about = Scenario::parse(text, name)
+                .ok()
+                .and_then(|sc| {
+                    let d = sc.table.get("description")?.as_str()?;
+                    Some(d.lines().next().unwrap_or_default().to_string())
+                })
+                .unwrap_or_default();
+            (*name, about)
+        })
+        .collect()
+}
+
+/// What to run of a scenario.
+#[derive(Debug, Clone, Default)]
+pub struct RunRequest {
+    /// Which `[[variant]]`; required when the scenario has variants.
+    pub variant: Option<String>,
+    /// A kernel version preset, as `run --kernel`.
+    pub kernel: Option<String>,
+    /// The seed, instead of the scenario's.
+    pub seed: Option<u64>,
+    /// `sweep --set` keys with one value each, written into the scenario in order.
+    pub overrides: Vec<(String, String)>,
+    /// Keep the controllers' event log (`trace.txt`).
+    pub trace: bool,
+}
+
+/// Everything one run produced, as the files of `run --output` hold it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunResult {
+    /// fio's JSON document (`fio.json`).
+    pub fio_json: String,
+    /// The summary table (`summary.txt`).
+    pub summary: String,
+    /// The CSV files' text, each with its header even when it has no row.
+    pub jobs_csv: String,
+    pub timeline_csv: String,
+    pub iostat_csv: String,
+    pub throttle_csv: String,
+    /// `io.stat` of every cgroup that did I/O.
+    pub io_stat: String,
+    /// The controllers' event log, one line each (empty unless asked for).
+    pub trace: Vec<String>,
+    /// What `run` prints as warnings.
+    pub warnings: Vec<String>,
+}
+
+/// `--set KEY=V1,V2,...` with the values' commas and backslashes escaped.
+fn set_spec(key: &str, values: &[String]) -> String {
+    let vals: Vec<String> = values
+        .iter()
+        .map(|v| v.replace('\\', "\\\\").replace(',', "\\,"))
+        .collect();
+    format!("{key}={}", vals.join(","))
+}
+
+/// The scenario of `variant` with `overrides` written in: the only point of the
+/// sweep of those values. None when there is nothing to write (the scenario as is).
+fn with_overrides(
+    sc: &Scenario,
+    variant: Option<&str>,
+    overrides: &[(String, String)],
+) -> Result<Option<Scenario>, String> {
+    let variants = sc.variants();
+    if variant.is_none() && !variants.is_empty() {
+        return Err(format!(
+            "{}: the scenario has variants ({}); name the one to run",
+            sc.file,
+            variants.join(", ")
+        ));
+    }
+    if overrides.is_empty() {
+        return Ok(None);
+    }
+    let mut sets: Vec<String> = variant
+        .map(|v| set_spec("variant", &[v.to_string()]))
+        .into_iter()
+        .collect();
+    sets.extend(
+        overrides
+            .iter()
+            .map(|(k, v)| set_spec(k, std::slice::from_ref(v))),
+    );
+    Sweep::new(sc, &sets, 1)?.scenario(0).map(Some)
+}
+
+/// Run one variant of `sc` (see the module's design).
+pub fn run(sc: &Scenario, req: &RunRequest) -> Result<RunResult, String> {
+    let point = with_overrides(sc, req.variant.as_deref(), &req.overrides)?;
+    let (sc, variant) = match &point {
+        Some(p) => (p, None),
+        None => (sc, req.variant.as_deref()),
+    };
+    let prepared = prepare(sc, variant, req.kernel.as_deref(), req.seed, req.trace)?;
+    let keep = RecordOptions {
+        keep: true,
+        ..RecordOptions::default()
+    };
+    let run = simulate(sc, prepared, &Reporter::Quiet, keep)?;
+    let tree = &run.resolved.tree;
+    let mut iostat_csv = IOSTAT_CSV_HEADER.to_string();
+    for row in &run.record.iostat {
+        iostat_csv_row(&mut iostat_csv, row);
+    }
+    let mut timeline_csv = IOCOST_CSV_HEADER.to_string();
+    for row in &run.record.iocost_rows {
+        iocost_csv_rows(&mut timeline_csv, row, tree);
+    }
+    let mut throttle_csv = THROTTLE_CSV_HEADER.to_string();
+    for (t, row) in &run.record.throttle_rows {
+        throttle_csv_row(&mut throttle_csv, *t, row, tree);
+    }
+    Ok(RunResult {
+        fio_json: to_json(&run.fio, false),
+        summary: summary_table(&run.summaries),
+        jobs_csv: jobs_csv(&job_lines(&run)),
+        timeline_csv,
+        iostat_csv,
+        throttle_csv,
+        io_stat: run.io_stat.clone(),
+        trace: run.record.trace.clone(),
+        warnings: run.warnings.clone(),
+    })
+}
+
+/// Prepare `variant` (None: every variant, or the scenario without variants) with
+/// `overrides` as `check` does, refusing what `run` refuses; the warnings of each,
+/// by variant name (`(base)` without variants).
+pub fn check(
+    sc: &Scenario,
+    variant: Option<&str>,
+    overrides: &[(String, String)],
+) -> Result<Vec<(String, Vec<String>)>, String> {
+    let names: Vec<Option<String>> = match variant {
+        Some(v) => vec![Some(v.to_string())],
+        None if sc.variants().is_empty() => vec![None],
+        None => sc.variants().into_iter().map(Some).collect(),
+    };
+    let mut out = Vec::new();
+    for v in names {
+        let point = with_overrides(sc, v.as_deref(), overrides)?;
+        let p = match &point {
+            Some(p) => prepare(p, None, None, None, false)?,
+            None => prepare(sc, v.as_deref(), None, None, false)?,
+        };
+        out.push((v.unwrap_or_else(|| "(base)".into()), p.warnings));
+    }
+    Ok(out)
+}
+
+/// A planned sweep (see the module's design).
+pub struct SweepPlan {
+    sweep: Sweep,
+}
+
+impl SweepPlan {
+    /// Plan the sweep of `sc` over `grid` — each key with its values, the first key
+    /// varying slowest — and `seeds` seeds, as `sweep --set KEY=V1,V2 ... --seeds N`;
+    /// every key and value is checked first.
+    pub fn new(sc: &Scenario, grid: &[(String, Vec<String>)], seeds: u32) -> Result<Self, String> {
+        let sets: Vec<String> = grid.iter().map(|(k, vs)| set_spec(k, vs)).collect();
+        Ok(SweepPlan {
+            sweep: Sweep::new(sc, &sets, seeds)?,
+        })
+    }
+
+    /// How many runs (points × seeds).
+    pub fn runs(&self) -> usize {
+        self.sweep.runs()
+    }
+
+    /// The CSV header `sweep --format csv` prints.
+    pub fn header(&self) -> String {
+        let keys: Vec<String> = self.sweep.axes.iter().map(|a| a.key.clone()).collect();
+        csv_header(&keys)
+    }
+
+    /// The CSV rows of runs `range` (one per job of each run), in run order, run on
+    /// `workers` threads; the first failing run's error, in run order.
+    pub fn rows(&self, range: Range<usize>, workers: usize) -> Result<String, String> {
+        if range.end > self.runs() || range.start > range.end {
+            return Err(format!(
+                "runs {}..{}: the sweep has runs 0..{}",
+                range.start,
+                range.end,
+                self.runs()
+            ));
+        }
+        let mut out = String::new();
+        pool::ordered(
+            range.len(),
+            workers,
+            |i| self.sweep.run(range.start + i).map(|(rec, _)| rec),
+            |_, rec| {
+                out.push_str(&rec?.csv_rows());
+                Ok(())
+            },
+        )?;
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::outdir::OutDir;
+    use crate::scenario::run::run_variant_traced;
+
+    const SC: &str = r#"
+name = "api"
+seed = 3
+[device]
+model = "nullb"
+irqmode = 2
+completion_nsec = 50000
+[root]
+"io.cost.qos" = "252:0 enable=1 ctrl=user rpct=90 rlat=5000 wpct=90 wlat=5000 min=50 max=150"
+"io.cost.model" = "252:0 ctrl=user model=linear rbps=500000000 rseqiops=20000 rrandiops=20000 wbps=500000000 wseqiops=20000 wrandiops=20000"
+[cgroup.a]
+"io.max" = "252:0 riops=200"
+fio = "fio --name=a --rw=randread --bs=4k --iodepth=4 --ioengine=libaio --runtime=2 --time_based"
+[cgroup.b]
+"io.weight" = "default 200"
+fio = "fio --name=b --rw=randread --bs=4k --iodepth=2 --ioengine=libaio --runtime=2 --time_based"
+[[variant]]
+name = "one"
+[[variant]]
+name = "two"
+seed = 9
+"#;
+
+    fn sc() -> Scenario {
+        load(Source::Text {
+            text: SC,
+            file: "api.toml",
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn the_tables_in_memory_are_the_files_run_writes() {
+        let sc = sc();
+        let req = RunRequest {
+            variant: Some("two".into()),
+            trace: true,
+            ..RunRequest::default()
+        };
+        let mem = run(&sc, &req).unwrap();
+        let dir = std::env::temp_dir().join(format!("blkcg-sim-api-{}", std::process::id()));
+        let record = RecordOptions {
+            out: Some(OutDir::open(&dir, "two").unwrap()),
+            ..RecordOptions::default()
+        };
+        let q = Reporter::Quiet;
+        let filed = run_variant_traced(&sc, Some("two"), None, None, &q, true, record).unwrap();
+        let read = |name: &str| std::fs::read_to_string(dir.join("two").join(name)).unwrap();
+        let (iostat, timeline, throttle, trace) = (
+            read("iostat.csv"),
+            read("timeline.csv"),
+            read("throttle.csv"),
+            read("trace.txt"),
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(throttle.lines().count() > 1 && timeline.lines().count() > 1);
+        assert_eq!(mem.iostat_csv, iostat);
+        assert_eq!(mem.timeline_csv, timeline);
+        assert_eq!(mem.throttle_csv, throttle);
+        assert!(!mem.trace.is_empty());
+        assert_eq!(mem.trace.join("\n") + "\n", trace);
+        assert_eq!(mem.fio_json, to_json(&filed.fio, false));
+        assert!(mem.jobs_csv.starts_with("t_s,job,ios,iops,lat_mean_ms\n"));
+        assert!(mem.jobs_csv.contains(",a,") && mem.jobs_csv.contains(",b,"));
+    }
+
+    #[test]
+    fn overrides_are_the_one_point_sweep() {
+        let sc = sc();
+        let base = RunRequest {
+            variant: Some("one".into()),
+            ..RunRequest::default()
+        };
+        let plain = run(&sc, &base).unwrap();
+        let set = |k: &str, v: &str| RunRequest {
+            overrides: vec![(k.into(), v.into())],
+            ..base.clone()
+        };
+        let limited = run(&sc, &set("cgroup.a.io.max:riops", "50")).unwrap();
+        assert_ne!(plain.fio_json, limited.fio_json);
+        let plan = SweepPlan::new(
+            &sc,
+            &[
+                ("variant".into(), vec!["one".into()]),
+                ("cgroup.a.io.max:riops".into(), vec!["50".into()]),
+            ],
+            1,
+        )
+        .unwrap();
+        let point = Sweep::new(
+            &sc,
+            &["variant=one".into(), "cgroup.a.io.max:riops=50".into()],
+            1,
+        )
+        .unwrap()
+        .run(0)
+        .unwrap()
+        .1;
+        assert_eq!(limited.fio_json, to_json(&point.fio, false));
+        assert_eq!(plan.runs(), 1);
+        // a value with a comma reaches the scenario whole
+        let bs = run(&sc, &set("cgroup.a.fio:bs", "4k,64k")).unwrap();
+        assert!(bs.fio_json.contains("\"bs\" : \"4k,64k\""));
+        // variants must be named; a bad value is refused naming its key
+        let e = run(&sc, &RunRequest::default()).err().unwrap();
+        assert!(e.contains("one, two"), "{e}");
+        let e = run(&sc, &set("cgroup.a.io.max:riops", "-1")).err().unwrap();
+        assert!(e.contains("--set cgroup.a.io.max:riops=-1"), "{e}");
+    }
+
+    #[test]
+    fn slices_of_a_sweep_concatenate_to_the_whole() {
+        let sc = sc();
+        let grid = [(
+            "cgroup.a.io.max:riops".to_string(),
+            vec!["100".into(), "300".into()],
+        )];
+        let plan = SweepPlan::new(&sc, &grid, 2).unwrap();
+        assert_eq!(plan.runs(), 8); // variants one, two × 2 values × 2 seeds
+        assert!(
+            plan.header()
+                .starts_with("point,seed,variant,cgroup.a.io.max:riops,job,")
+        );
+        let whole = plan.rows(0..8, 3).unwrap();
+        let parts = plan.rows(0..3, 1).unwrap() + &plan.rows(3..8, 2).unwrap();
+        assert_eq!(whole, parts);
+        assert_eq!(whole.lines().count(), 16);
+        assert!(plan.rows(7..9, 1).is_err());
+    }
+
+    #[test]
+    fn sources_and_errors_carry_file_and_line() {
+        let e = load(Source::Auto("name = 1\n[device]\nmodel = \"floppy\"\n"))
+            .and_then(|sc| run(&sc, &RunRequest::default()).map(drop))
+            .unwrap_err();
+        assert!(e.starts_with("<text>:3:"), "{e}");
+        assert!(
+            load(Source::Auto("no-such-scenario"))
+                .unwrap_err()
+                .contains("built in:")
+        );
+        let sc = load(Source::Auto("iocost-linear-max")).unwrap();
+        assert_eq!(sc.file, "iocost-linear-max (built in)");
+        let table: toml::Table = SC.parse().unwrap();
+        let t = load(Source::Table {
+            table,
+            file: "<dict>",
+        })
+        .unwrap();
+        assert_eq!(t.variants(), ["one", "two"]);
+        let checked = check(&t, None, &[]).unwrap();
+        assert_eq!(checked.len(), 2);
+        assert!(scenarios().iter().any(|(n, _)| *n == "iocost-linear-max"));
+    }
+}
