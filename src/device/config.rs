@@ -10,7 +10,7 @@
 //! with real defaults; [`resolve`] dispatches on `model` and also returns the resolved
 //! `key=value` list for `check` and the warnings. Nothing here panics on input.
 
-use super::{BlockDevice, cloud, hdd, nullb, ssd};
+use super::{BlockDevice, cloud, flash, hdd, nullb, ssd};
 use crate::error::KeyError;
 use std::collections::BTreeSet;
 
@@ -231,7 +231,14 @@ pub fn resolve(table: &toml::Table, seed: u64) -> Result<Resolved, KeyError> {
     let mut k = Keys::new(table);
     let dev: Box<dyn BlockDevice> = match model {
         "nullb" => Box::new(nullb::NullBlk::new(nullb::Config::from_keys(&mut k)?, seed)),
-        "ssd" => Box::new(ssd::Ssd::new(ssd::Config::from_keys(&mut k)?, seed)),
+        "ssd" => {
+            // the FTL model when asked for, or when a preset (an FTL drive) is named
+            let ftl = if k.has("preset") { "ftl" } else { "simple" };
+            match k.choice("mode", ftl, &["simple", "ftl"])? {
+                "ftl" => Box::new(flash::Flash::new(flash::Config::from_keys(&mut k)?, seed)),
+                _ => Box::new(ssd::Ssd::new(ssd::Config::from_keys(&mut k)?, seed)),
+            }
+        }
         "hdd" => Box::new(hdd::Hdd::new(hdd::Config::from_keys(&mut k)?, seed)),
         "cloud" => Box::new(cloud::Cloud::new(cloud::Config::from_keys(&mut k)?)),
         m => {

@@ -79,7 +79,7 @@ impl Recorded {
 /// One streamed file: created at its first line.
 struct Stream {
     name: &'static str,
-    header: &'static str,
+    header: String,
     file: Option<BufWriter<File>>,
 }
 
@@ -87,7 +87,7 @@ impl Stream {
     fn new(name: &'static str, header: &'static str) -> Self {
         Stream {
             name,
-            header,
+            header: header.to_string(),
             file: None,
         }
     }
@@ -114,6 +114,29 @@ impl Stream {
             None => Ok(()),
         }
     }
+}
+
+/// `iostat.csv`'s header with a device model's own columns after the common ones.
+fn device_columns_header(cols: &[&str]) -> String {
+    let mut h = IOSTAT_CSV_HEADER.trim_end().to_string();
+    for c in cols {
+        h.push(',');
+        h.push_str(c);
+    }
+    h.push('\n');
+    h
+}
+
+/// Append a device model's column values to a CSV row that ends in a newline.
+fn device_columns_values(line: &mut String, vals: &[f64]) {
+    if vals.is_empty() {
+        return;
+    }
+    line.pop();
+    for v in vals {
+        line.push_str(&format!(",{v:.2}"));
+    }
+    line.push('\n');
 }
 
 /// The recorder of one run (see the module comment).
@@ -207,8 +230,13 @@ impl Recorder for RunRecorder {
         let t = row.t * NSEC_PER_SEC;
         self.rec.read_mib.add(t, row.r_bytes as f64 / 1048576.0);
         self.rec.write_mib.add(t, row.w_bytes as f64 / 1048576.0);
+        if self.iostat.file.is_none() && !row.dev_cols.is_empty() {
+            // the device model's columns, known from the first row, before any is written
+            self.iostat.header = device_columns_header(row.dev_cols);
+        }
         self.line.clear();
         iostat_csv_row(&mut self.line, row);
+        device_columns_values(&mut self.line, &row.dev_vals);
         self.emit(|r| &mut r.iostat);
         if self.opts.keep {
             self.rec.iostat.push(row.clone());
