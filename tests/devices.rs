@@ -140,3 +140,61 @@ fn an_oversized_flash_array_is_refused_with_its_cost() {
         "{e}"
     );
 }
+
+#[test]
+fn dispatch_ns_delays_the_next_request_on_a_one_tag_queue() {
+    // null_blk, one tag, 10 us completions: the waiting request reaches the device
+    // dispatch_ns after the previous completion, so 1e9 / (10 + 5) us IOPS
+    let dev = |extra: &str| {
+        format!(
+            "model = \"nullb\"\nirqmode = 2\ncompletion_nsec = 10000\nhw_queue_depth = 1\n{extra}"
+        )
+    };
+    let fio = "--rw=randread --bs=4k --iodepth=4 --runtime=100ms";
+    let plain = one_job(&dev(""), fio);
+    let slowed = one_job(&dev("dispatch_ns = 5000"), fio);
+    near("one-tag IOPS", plain.iops, 100_000.0, 0.01);
+    near(
+        "one-tag IOPS with dispatch_ns",
+        slowed.iops,
+        1e9 / 15_000.0,
+        0.01,
+    );
+}
+
+#[test]
+fn cloud_lognormal_tail_matches_the_seed_p20() {
+    // the iocost seed's v3 table, cgB at 4k and iodepth 1: clat mean 1.95 ms, p99 7.5 ms
+    let dev = "model = \"cloud\"\npreset = \"azure-p20\"\nlatency_dist = \"lognormal\"";
+    let r = one_job(dev, "--rw=randread --bs=4k --iodepth=1 --runtime=20");
+    // + 4 KiB at the volume's rate (24 us) and the completion (1.5 us)
+    near("p20 clat mean ms", r.clat_mean_ms, 1.975, 0.03);
+    near("p20 clat p99 ms", r.pct(99.0).unwrap(), 7.5, 0.1);
+    // the default stays flat
+    let flat = one_job(
+        "model = \"cloud\"\npreset = \"azure-p20\"",
+        "--rw=randread --bs=4k --iodepth=1 --runtime=1",
+    );
+    assert_eq!(
+        flat.clat_max_ms,
+        flat.pct(1.0).unwrap().max(flat.clat_max_ms)
+    );
+    assert!(flat.pct(99.0).unwrap() < 2.0);
+}
+
+#[test]
+fn cloud_throttling_is_counted_in_iostat() {
+    let text = |rate: &str| {
+        format!(
+            "name = \"t\"\nseed = 1\n[device]\nmodel = \"cloud\"\npreset = \"azure-p20\"\n\
+             [cgroup.a]\nfio = \"fio --name=a --rw=randread --bs=4k --ioengine=libaio \
+             --direct=1 --iodepth=32 --runtime=3 --time_based {rate}\"\n"
+        )
+    };
+    let busy = run(&text(""), None).record.iostat;
+    assert_eq!(busy[1].dev_cols, ["throttled", "backlog"]);
+    // at the 3566 IOPS cap most IOs wait for a refill
+    assert!(busy[1].dev_vals[0] > 1000.0, "{:?}", busy[1].dev_vals);
+    let calm = run(&text("--rate_iops=500"), None).record.iostat;
+    assert!(calm.iter().all(|r| r.dev_vals[0] == 0.0), "{calm:?}");
+}

@@ -10,8 +10,9 @@
 //! with real defaults; [`resolve`] dispatches on `model` and also returns the resolved
 //! `key=value` list for `check` and the warnings. Nothing here panics on input.
 
-use super::{BlockDevice, cloud, flash, hdd, nullb, ssd};
+use super::{BlockDevice, cloud, dispatch, flash, hdd, nullb, ssd};
 use crate::error::KeyError;
+use crate::sim::NSEC_PER_SEC;
 use std::collections::BTreeSet;
 
 /// Typed, tracked access to a `[device]` table.
@@ -240,13 +241,19 @@ pub fn resolve(table: &toml::Table, seed: u64) -> Result<Resolved, KeyError> {
             }
         }
         "hdd" => Box::new(hdd::Hdd::new(hdd::Config::from_keys(&mut k)?, seed)),
-        "cloud" => Box::new(cloud::Cloud::new(cloud::Config::from_keys(&mut k)?)),
+        "cloud" => Box::new(cloud::Cloud::new(cloud::Config::from_keys(&mut k)?, seed)),
         m => {
             return Err(KeyError::new(
                 "device.model",
                 format!("`{m}` is not accepted: expected nullb, ssd, hdd or cloud"),
             ));
         }
+    };
+    // any model: the driver's completion-to-dispatch cost (dispatch.rs)
+    let dispatch_ns = k.u64("dispatch_ns", 0, 0, NSEC_PER_SEC)?;
+    let dev = match dispatch_ns {
+        0 => dev,
+        ns => Box::new(dispatch::Dispatch::new(dev, ns)),
     };
     let mut res = vec![("model".to_string(), model.to_string())];
     let warnings = std::mem::take(&mut k.warnings);

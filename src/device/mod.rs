@@ -20,6 +20,9 @@
 //!   units) and a bandwidth bucket refilled in chunks, then a base latency; credit
 //!   bursting; presets (`azure-p20`, ...).
 //!
+//! Any model may sit behind `dispatch.rs` (`dispatch_ns`): the driver's fixed cost
+//! between a completion and the next dispatch on the hardware queue.
+//!
 //! Device keys in a scenario use the real thing's names (null_blk configfs names,
 //! block-queue sysfs names), so a scenario maps one-to-one onto a real setup.
 //!
@@ -135,6 +138,7 @@ pub trait BlockDevice {
 
 pub mod cloud;
 pub mod config;
+pub mod dispatch;
 pub mod fault;
 pub mod flash;
 pub mod ftl;
