@@ -578,3 +578,39 @@ impl BlockDevice for Cloud {
         out.push(self.backlog.len() as f64);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dist(extra: &str) -> Result<LatDist, KeyError> {
+        let t: toml::Table = format!("latency_us = 2000\n{extra}").parse().unwrap();
+        Config::from_keys(&mut Keys::new(&t)).map(|c| c.latency_dist)
+    }
+
+    #[test]
+    fn percentiles_become_a_quantile_function() {
+        let d = dist("latency_dist = \"pcts\"\nlatency_pcts = { p50 = 1000, p99 = 8000 }").unwrap();
+        // multiples of the 2000 us mean, with p0 = half of p50
+        assert_eq!(d, LatDist::Pcts(vec![(0.0, 0.25), (0.5, 0.5), (0.99, 4.0)]));
+        let mut rng = SimRng::new(1, "t");
+        let x: Vec<f64> = (0..10_000).map(|_| d.draw(&mut rng)).collect();
+        // half the draws at or under p50, 99% under p99, none outside [p0, p99]
+        let below = |v: f64| x.iter().filter(|&&y| y <= v).count() as f64 / 1e4;
+        assert!((below(0.5) - 0.5).abs() < 0.02, "{}", below(0.5));
+        assert!((below(3.99) - 0.99).abs() < 0.005, "{}", below(3.99));
+        assert!(x.iter().all(|&y| (0.25..=4.0).contains(&y)));
+    }
+
+    #[test]
+    fn bad_tails_are_refused_with_what_is_accepted() {
+        let e = dist("latency_dist = \"pcts\"\nlatency_pcts = { p50 = 9000, p99 = 8000 }");
+        assert!(e.unwrap_err().to_string().contains("values increasing"));
+        let e = dist("latency_dist = \"pcts\"\nlatency_pcts = { p42 = 1 }");
+        assert!(e.unwrap_err().to_string().contains("unknown key `p42`"));
+        // a lognormal's p99 is at most ~14.9 x its mean
+        let e = dist("latency_dist = \"lognormal\"\nlatency_p99_us = 40000");
+        assert!(e.unwrap_err().to_string().contains("device.latency_p99_us"));
+        assert_eq!(dist("").unwrap(), LatDist::Fixed);
+    }
+}

@@ -280,3 +280,42 @@ impl Recorder for RunRecorder {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_columns_are_in_the_streamed_header_and_every_row() {
+        let dir = std::env::temp_dir().join(format!("blkcg-record-{}", std::process::id()));
+        let out = OutDir::open(&dir, "v").unwrap();
+        let path = out.path().join("iostat.csv");
+        let mut rec = RunRecorder::new(
+            &CgroupTree::default(),
+            RecordOptions {
+                out: Some(out),
+                ..RecordOptions::default()
+            },
+        );
+        for t in 0..2 {
+            rec.iostat(&IostatRow {
+                t,
+                w_ios: 10,
+                dev_cols: &["wa", "free_blocks"],
+                dev_vals: vec![2.5, 64.0 - t as f64],
+                ..IostatRow::default()
+            });
+        }
+        rec.finish().unwrap();
+        let csv = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(
+            lines[0],
+            "t_s,r_per_s,w_per_s,r_mib_s,w_mib_s,aqu_sz,util_pct,wa,free_blocks"
+        );
+        assert!(lines[1].ends_with(",2.50,64.00"), "{}", lines[1]);
+        assert!(lines[2].ends_with(",2.50,63.00"), "{}", lines[2]);
+        assert_eq!(lines.len(), 3);
+    }
+}
