@@ -10,8 +10,9 @@
 //! with real defaults; [`resolve`] dispatches on `model` and also returns the resolved
 //! `key=value` list for `check` and the warnings. Nothing here panics on input.
 
-use super::{BlockDevice, cloud, hdd, nullb, ssd};
+use super::{BlockDevice, cloud, dispatch, flash, hdd, nullb, ssd};
 use crate::error::KeyError;
+use crate::sim::NSEC_PER_SEC;
 use std::collections::BTreeSet;
 
 /// Typed, tracked access to a `[device]` table.
@@ -231,15 +232,28 @@ pub fn resolve(table: &toml::Table, seed: u64) -> Result<Resolved, KeyError> {
     let mut k = Keys::new(table);
     let dev: Box<dyn BlockDevice> = match model {
         "nullb" => Box::new(nullb::NullBlk::new(nullb::Config::from_keys(&mut k)?, seed)),
-        "ssd" => Box::new(ssd::Ssd::new(ssd::Config::from_keys(&mut k)?, seed)),
+        "ssd" => {
+            // the FTL model when asked for, or when a preset (an FTL drive) is named
+            let ftl = if k.has("preset") { "ftl" } else { "simple" };
+            match k.choice("mode", ftl, &["simple", "ftl"])? {
+                "ftl" => Box::new(flash::Flash::new(flash::Config::from_keys(&mut k)?, seed)),
+                _ => Box::new(ssd::Ssd::new(ssd::Config::from_keys(&mut k)?, seed)),
+            }
+        }
         "hdd" => Box::new(hdd::Hdd::new(hdd::Config::from_keys(&mut k)?, seed)),
-        "cloud" => Box::new(cloud::Cloud::new(cloud::Config::from_keys(&mut k)?)),
+        "cloud" => Box::new(cloud::Cloud::new(cloud::Config::from_keys(&mut k)?, seed)),
         m => {
             return Err(KeyError::new(
                 "device.model",
                 format!("`{m}` is not accepted: expected nullb, ssd, hdd or cloud"),
             ));
         }
+    };
+    // any model: the driver's completion-to-dispatch cost (dispatch.rs)
+    let dispatch_ns = k.u64("dispatch_ns", 0, 0, NSEC_PER_SEC)?;
+    let dev = match dispatch_ns {
+        0 => dev,
+        ns => Box::new(dispatch::Dispatch::new(dev, ns)),
     };
     let mut res = vec![("model".to_string(), model.to_string())];
     let warnings = std::mem::take(&mut k.warnings);

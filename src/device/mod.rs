@@ -10,15 +10,26 @@
 //! - `nullb.rs` — null_blk: `irqmode` 0/1 (complete at once) or 2 (timer,
 //!   `completion_nsec`), and the configfs `mbps` cap enforced in 20 ms ticks (a request
 //!   larger than one tick's grant would never complete: refused before the run);
-//! - `ssd.rs`   — parallel channels, base latency + size/bandwidth per direction,
-//!   optional seeded jitter;
+//! - `ssd.rs`   — `ssd` in its default `mode = "simple"`: parallel channels, base
+//!   latency + size/bandwidth per direction, optional seeded jitter;
+//! - `flash.rs` + `ftl.rs` — `ssd` with `mode = "ftl"` (or a `preset`): NAND dies and
+//!   channels in time (FEMU's reservation model) over a page-mapped FTL with
+//!   over-provisioning, a write buffer, greedy GC and preconditioning;
 //! - `hdd.rs`   — one head: seek by distance, rotational latency, transfer rate;
 //! - `cloud.rs` — a cloud volume: a backend FIFO released by an IOPS bucket (256 KiB
 //!   units) and a bandwidth bucket refilled in chunks, then a base latency; credit
 //!   bursting; presets (`azure-p20`, ...).
 //!
+//! Any model may sit behind `dispatch.rs` (`dispatch_ns`): the driver's fixed cost
+//! between a completion and the next dispatch on the hardware queue.
+//!
 //! Device keys in a scenario use the real thing's names (null_blk configfs names,
 //! block-queue sysfs names), so a scenario maps one-to-one onto a real setup.
+//!
+//! Extra `iostat.csv` columns: a model names them once (`stat_columns()`, e.g. the
+//! SSD's NAND MiB/s, write amplification and free blocks; the cloud volume's throttled
+//! IOs) and fills their values when each second closes (`stat_row()`), so the recorder
+//! streams the header first and every row after.
 //!
 //! Faults: a model may fail a request (`status()`, the request's `blk_status_t` as
 //! an errno); null_blk does for its configfs `badblocks` and `timeout_inject/`
@@ -62,6 +73,30 @@ pub struct QueueLimits {
     pub capacity: u64,
 }
 
+impl QueueLimits {
+    /// An NVMe SSD's queue (both `ssd` modes): `depth` tags, scheduler `none`, 512 B
+    /// logical blocks.
+    pub fn nvme(
+        dev: (u32, u32),
+        name: &str,
+        depth: u32,
+        max_sectors_kb: u32,
+        capacity: u64,
+    ) -> Self {
+        QueueLimits {
+            major: dev.0,
+            minor: dev.1,
+            name: name.to_string(),
+            rotational: false,
+            hw_queue_depth: depth,
+            nr_requests: depth,
+            max_sectors_kb,
+            logical_block_size: 512,
+            capacity,
+        }
+    }
+}
+
 /// A device model. See the module comment.
 pub trait BlockDevice {
     fn limits(&self) -> &QueueLimits;
@@ -91,11 +126,22 @@ pub trait BlockDevice {
     fn badblocks_mut(&mut self) -> Option<&mut Badblocks> {
         None
     }
+    /// Extra `iostat.csv` columns this model reports, fixed for the run (the recorder
+    /// writes the header before the first row).
+    fn stat_columns(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// The values of [`Self::stat_columns`] for the second that just ended, in order;
+    /// per-second counters restart.
+    fn stat_row(&mut self, _out: &mut Vec<f64>) {}
 }
 
 pub mod cloud;
 pub mod config;
+pub mod dispatch;
 pub mod fault;
+pub mod flash;
+pub mod ftl;
 pub mod hdd;
 pub mod nullb;
 pub mod ssd;

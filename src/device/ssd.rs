@@ -66,17 +66,13 @@ pub struct Ssd {
 
 impl Ssd {
     pub fn new(cfg: Config, seed: u64) -> Self {
-        let limits = QueueLimits {
-            major: cfg.dev.0,
-            minor: cfg.dev.1,
-            name: cfg.name.clone(),
-            rotational: false,
-            hw_queue_depth: cfg.queue_depth,
-            nr_requests: cfg.queue_depth,
-            max_sectors_kb: cfg.max_sectors_kb,
-            logical_block_size: 512,
-            capacity: cfg.size_gb << 30,
-        };
+        let limits = QueueLimits::nvme(
+            cfg.dev,
+            &cfg.name,
+            cfg.queue_depth,
+            cfg.max_sectors_kb,
+            cfg.size_gb << 30,
+        );
         let fifo = VecDeque::with_capacity(cfg.queue_depth as usize);
         Ssd {
             free: cfg.channels,

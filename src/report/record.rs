@@ -80,7 +80,7 @@ impl Recorded {
 /// One streamed file: created at its first line.
 struct Stream {
     name: &'static str,
-    header: &'static str,
+    header: String,
     file: Option<BufWriter<File>>,
 }
 
@@ -88,7 +88,7 @@ impl Stream {
     fn new(name: &'static str, header: &'static str) -> Self {
         Stream {
             name,
-            header,
+            header: header.to_string(),
             file: None,
         }
     }
@@ -115,6 +115,29 @@ impl Stream {
             None => Ok(()),
         }
     }
+}
+
+/// `iostat.csv`'s header with a device model's own columns after the common ones.
+fn device_columns_header(cols: &[&str]) -> String {
+    let mut h = IOSTAT_CSV_HEADER.trim_end().to_string();
+    for c in cols {
+        h.push(',');
+        h.push_str(c);
+    }
+    h.push('\n');
+    h
+}
+
+/// Append a device model's column values to a CSV row that ends in a newline.
+fn device_columns_values(line: &mut String, vals: &[f64]) {
+    if vals.is_empty() {
+        return;
+    }
+    line.pop();
+    for v in vals {
+        line.push_str(&format!(",{v:.2}"));
+    }
+    line.push('\n');
 }
 
 /// The recorder of one run (see the module comment).
@@ -208,8 +231,13 @@ impl Recorder for RunRecorder {
         let t = row.t * NSEC_PER_SEC;
         self.rec.read_mib.add(t, row.r_bytes as f64 / 1048576.0);
         self.rec.write_mib.add(t, row.w_bytes as f64 / 1048576.0);
+        if self.iostat.file.is_none() && !row.dev_cols.is_empty() {
+            // the device model's columns, known from the first row, before any is written
+            self.iostat.header = device_columns_header(row.dev_cols);
+        }
         self.line.clear();
         iostat_csv_row(&mut self.line, row);
+        device_columns_values(&mut self.line, &row.dev_vals);
         self.emit(|r| &mut r.iostat);
         if self.opts.keep {
             self.rec.iostat.push(row.clone());
@@ -254,5 +282,44 @@ impl Recorder for RunRecorder {
         if self.opts.keep {
             self.rec.trace.push(line);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_columns_are_in_the_streamed_header_and_every_row() {
+        let dir = std::env::temp_dir().join(format!("blkcg-record-{}", std::process::id()));
+        let out = OutDir::open(&dir, "v").unwrap();
+        let path = out.path().join("iostat.csv");
+        let mut rec = RunRecorder::new(
+            &CgroupTree::default(),
+            RecordOptions {
+                out: Some(out),
+                ..RecordOptions::default()
+            },
+        );
+        for t in 0..2 {
+            rec.iostat(&IostatRow {
+                t,
+                w_ios: 10,
+                dev_cols: &["wa", "free_blocks"],
+                dev_vals: vec![2.5, 64.0 - t as f64],
+                ..IostatRow::default()
+            });
+        }
+        rec.finish().unwrap();
+        let csv = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(
+            lines[0],
+            "t_s,r_per_s,w_per_s,r_mib_s,w_mib_s,aqu_sz,util_pct,wa,free_blocks"
+        );
+        assert!(lines[1].ends_with(",2.50,64.00"), "{}", lines[1]);
+        assert!(lines[2].ends_with(",2.50,63.00"), "{}", lines[2]);
+        assert_eq!(lines.len(), 3);
     }
 }

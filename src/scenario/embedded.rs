@@ -36,6 +36,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/example-iocost-debt.toml"),
     ),
     (
+        "example-ssd-write-cliff",
+        include_str!("../../scenarios/example-ssd-write-cliff.toml"),
+    ),
+    (
         "throttle-meta-bypass",
         include_str!("../../scenarios/throttle-meta-bypass.toml"),
     ),

@@ -378,6 +378,9 @@ pub struct IostatRow {
     pub aqu_sz: f64,
     /// Percent of the second with at least one request in flight.
     pub util: f64,
+    /// The device model's own columns (`BlockDevice::stat_columns()`) and their values.
+    pub dev_cols: &'static [&'static str],
+    pub dev_vals: Vec<f64>,
 }
 
 #[derive(Debug, Default)]
@@ -784,8 +787,10 @@ impl Pipeline {
         }
         self.dev_acct.advance(end);
         // a final partial second is reported only if it saw any completion
-        let tail = std::mem::take(&mut self.dev_acct.cur);
+        let mut tail = std::mem::take(&mut self.dev_acct.cur);
         if tail.r_ios + tail.w_ios > 0 {
+            tail.dev_cols = self.dev.stat_columns();
+            self.dev.stat_row(&mut tail.dev_vals);
             self.dev_acct.rows.push(tail);
         }
         self.drain(rec);
@@ -1467,6 +1472,11 @@ impl Pipeline {
         }
         if now.is_multiple_of(NSEC_PER_SEC) {
             self.dev_acct.close_second(now);
+            // the device model's own iostat columns for that second
+            if let Some(row) = self.dev_acct.rows.last_mut() {
+                row.dev_cols = self.dev.stat_columns();
+                self.dev.stat_row(&mut row.dev_vals);
+            }
         }
         if let Some(t) = self.throttle.as_ref() {
             self.throttle_rows

@@ -1,0 +1,118 @@
+//! The per-request driver cost between one completion and the next dispatch on the same
+//! hardware queue (`[device] dispatch_ns`, any model; 0 = none, the default).
+//!
+//! Design
+//! ------
+//! In the kernel a completion runs the driver's completion path (`blk_mq_end_request()`,
+//! freeing the tag) and only then does the hardware queue dispatch what waits
+//! (`blk_mq_run_hw_queue()` → `blk_mq_dispatch_rq_list()` → `->queue_rq()`), so on a
+//! one-tag device the next request reaches the device some microseconds after the
+//! previous one completed, and the device falls short of its nominal rate.
+//! [`Dispatch`] wraps any model: a request submitted before `dispatch_ns` has passed
+//! since the last completion waits in a FIFO; one `Event::Device(WAKE)` at that time
+//! hands every waiting request to the model at once (one queue run dispatches the whole
+//! list). Everything else is forwarded. O(1) per request; the FIFO holds at most the
+//! queue's tags.
+
+use super::fault::Badblocks;
+use super::{BlockDevice, DevRq, QueueLimits};
+use crate::error::KeyError;
+use crate::sim::{Event, EventQueue, IoErr, Ns};
+use std::collections::VecDeque;
+
+/// Token of the wake-up event (the cloud model's refill timer is `u64::MAX`).
+const WAKE: u64 = u64::MAX - 1;
+
+/// A model behind a hardware queue with a fixed completion-to-dispatch cost.
+pub struct Dispatch {
+    inner: Box<dyn BlockDevice>,
+    dispatch_ns: Ns,
+    /// No dispatch before this (last completion + dispatch_ns).
+    next_ok: Ns,
+    waiting: VecDeque<DevRq>,
+    wake_pending: bool,
+}
+
+impl Dispatch {
+    pub fn new(inner: Box<dyn BlockDevice>, dispatch_ns: Ns) -> Self {
+        let depth = inner.limits().hw_queue_depth as usize;
+        Dispatch {
+            inner,
+            dispatch_ns,
+            next_ok: 0,
+            waiting: VecDeque::with_capacity(depth),
+            wake_pending: false,
+        }
+    }
+
+    fn arm(&mut self, q: &mut EventQueue) {
+        if !self.waiting.is_empty() && !self.wake_pending {
+            self.wake_pending = true;
+            q.push(self.next_ok, Event::Device(WAKE));
+        }
+    }
+}
+
+impl BlockDevice for Dispatch {
+    fn limits(&self) -> &QueueLimits {
+        self.inner.limits()
+    }
+
+    fn submit(&mut self, now: Ns, rq: DevRq, q: &mut EventQueue) {
+        if now >= self.next_ok && self.waiting.is_empty() {
+            self.inner.submit(now, rq, q);
+        } else {
+            self.waiting.push_back(rq);
+            self.arm(q);
+        }
+    }
+
+    fn on_event(&mut self, now: Ns, token: u64, q: &mut EventQueue, done: &mut Vec<u32>) {
+        if token == WAKE {
+            self.wake_pending = false;
+            if now < self.next_ok {
+                // a completion since the wake-up was armed moved the next dispatch on
+                self.arm(q);
+                return;
+            }
+            while let Some(rq) = self.waiting.pop_front() {
+                self.inner.submit(now, rq, q);
+            }
+            return;
+        }
+        let before = done.len();
+        self.inner.on_event(now, token, q, done);
+        if done.len() > before {
+            self.next_ok = now + self.dispatch_ns;
+            self.arm(q);
+        }
+    }
+
+    fn model(&self) -> &'static str {
+        self.inner.model()
+    }
+
+    fn check_request(&self, bytes: u64) -> Result<(), KeyError> {
+        self.inner.check_request(bytes)
+    }
+
+    fn may_fail(&self) -> bool {
+        self.inner.may_fail()
+    }
+
+    fn status(&mut self, tag: u32) -> Option<IoErr> {
+        self.inner.status(tag)
+    }
+
+    fn badblocks_mut(&mut self) -> Option<&mut Badblocks> {
+        self.inner.badblocks_mut()
+    }
+
+    fn stat_columns(&self) -> &'static [&'static str] {
+        self.inner.stat_columns()
+    }
+
+    fn stat_row(&mut self, out: &mut Vec<f64>) {
+        self.inner.stat_row(out)
+    }
+}
