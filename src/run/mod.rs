@@ -158,11 +158,9 @@ fn build_stack(
     limits: &QueueLimits,
     trace: bool,
 ) -> Stack {
-    let mut in_time_order: Vec<&IfaceWrite> = r.writes.iter().collect();
-    in_time_order.sort_by_key(|w| w.at);
     let mut made = vec![false; POLICIES.len()];
     let mut stack = Stack::default();
-    for w in in_time_order {
+    for w in in_time_order(r) {
         if let Some(i) = policy_of(w)
             && !std::mem::replace(&mut made[i], true)
         {
@@ -170,6 +168,14 @@ fn build_stack(
         }
     }
     stack
+}
+
+/// The variant's interface writes in time order (a stable sort: scenario order at
+/// one time).
+fn in_time_order(r: &Resolved) -> Vec<&IfaceWrite> {
+    let mut v: Vec<&IfaceWrite> = r.writes.iter().collect();
+    v.sort_by_key(|w| w.at);
+    v
 }
 
 /// The registry index of the policy that owns the file `w` writes.
@@ -346,9 +352,7 @@ pub fn prepare(
     // kernel refuses is an error now, not a surprise at its time
     let mut scratch_stack = build_stack(&r, &setups, &tree, &limits, false);
     let mut scratch = EventQueue::new();
-    let mut in_time_order: Vec<&IfaceWrite> = r.writes.iter().collect();
-    in_time_order.sort_by_key(|w| w.at);
-    for w in in_time_order {
+    for w in in_time_order(&r) {
         let now = scratch.now();
         scratch_stack
             .write(now, w.file.name(), w.cgroup, &w.line, &devs, &mut scratch)
