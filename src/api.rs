@@ -13,7 +13,7 @@
 //!   an already built table — as `run NAME` reads it (errors carry `file:line`).
 //! - [`run`]: one variant with overrides. The overrides are `sweep --set` keys with
 //!   one value each ([`crate::sweep::keys`]), so the run is the one-point sweep of
-//!   those values; the scenario is prepared and simulated by `scenario::run`'s
+//!   those values; the scenario is prepared and simulated by `run`'s
 //!   `prepare()` / `simulate()`, keeping every timeline row in memory
 //!   ([`RecordOptions::keep`]); the CSV tables are then written with the same row
 //!   functions that stream `iostat.csv`, `timeline.csv` and `throttle.csv` to a
@@ -34,12 +34,13 @@ use std::path::Path;
 
 use crate::progress::Reporter;
 use crate::report::fio::json::to_json;
+use crate::report::outputs::job_lines;
 use crate::report::record::RecordOptions;
 use crate::report::summary::{IOSTAT_CSV_HEADER, iostat_csv_row, summary_table};
 use crate::report::timeline::{
     IOCOST_CSV_HEADER, THROTTLE_CSV_HEADER, iocost_csv_rows, jobs_csv, throttle_csv_row,
 };
-use crate::scenario::run::{job_lines, prepare, simulate};
+use crate::run::{prepare, simulate};
 use crate::scenario::{Scenario, embedded};
 use crate::sweep::Sweep;
 use crate::sweep::pool;
@@ -297,7 +298,7 @@ impl SweepPlan {
 mod tests {
     use super::*;
     use crate::report::outdir::OutDir;
-    use crate::scenario::run::run_variant_traced;
+    use crate::run::run_variant_traced;
 
     const SC: &str = r#"
 name = "api"

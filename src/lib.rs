@@ -5,14 +5,17 @@
 
 pub mod api;
 pub mod blkcg;
+pub mod cli;
 pub mod device;
 pub mod error;
 pub mod iocost;
 pub mod kernel_version;
 pub mod progress;
 pub mod report;
+pub mod run;
 pub mod scenario;
 pub mod sim;
+pub mod stack;
 pub mod sweep;
 pub mod throttle;
 pub mod tune;

@@ -4,8 +4,8 @@
 //! complete at 4 KiB).
 
 use blkcg_sim::report::summary::JobSummary;
+use blkcg_sim::run::{VariantRun, run_variant};
 use blkcg_sim::scenario::Scenario;
-use blkcg_sim::scenario::run::{VariantRun, run_variant};
 
 fn run(text: &str, variant: Option<&str>) -> VariantRun {
     let sc = Scenario::parse(text, "devices.toml").unwrap();

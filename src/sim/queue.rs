@@ -26,6 +26,7 @@
 //! routing by caller helps both, 0.86× and 0.79× CPU time).
 
 use super::Ns;
+use crate::stack::PolicyId;
 
 /// Who an event is for. Each layer interprets its own token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -34,10 +35,9 @@ pub enum Event {
     Job(u32),
     /// The device model's own timer (completion, token-bucket refill, ...).
     Device(u64),
-    /// blk-throttle's pending timer / dispatch work.
-    Throttle(u64),
-    /// blk-iocost's period timer or a cgroup's wait-queue timer.
-    Iocost(u64),
+    /// A policy's timer (blk-throttle's pending timer, blk-iocost's period and
+    /// wait-queue timers, ...): the stack hands the token back to that policy.
+    Policy(PolicyId, u64),
     /// A submission context (job or kernel worker) resumes after a sleep.
     Ctx(u32),
     /// Periodic sampling: fio bw/iops logs and the per-second timeline.

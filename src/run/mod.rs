@@ -1,0 +1,797 @@
+//! From a resolved scenario to a finished run: prepare → simulate.
+//!
+//! [`prepare`] is the one place where every layer is built: the device model from
+//! `[device]`, the fio jobs from each cgroup's `fio`, and the policies of the stack
+//! from the registry (`crate::stack::registry`: each configured from `[kernel]`, built
+//! where the variant writes one of its files). Then the scenario's interface writes
+//! are applied in order (root files first, parents before children) exactly as `echo
+//! LINE > FILE` would, first on scratch policies in time order, so that a write the
+//! kernel refuses is reported before the run with the scenario line and the kernel's
+//! errno; device actions (`[[schedule]] device = "remove"`, null_blk's
+//! `device.power`/`device.badblocks`) are applied the same way, at their time. A
+//! cgroup's `fio` array is successive runs, as a script's loop with a `wait`: every job
+//! of run k waits (its `after` list) for every job of run k-1, then `[host]
+//! fio_restart_ns` more. [`simulate`] runs the pipeline and gathers fio's report,
+//! summaries, io.stat (`crate::report::io_stat`) and the policies' views.
+//! [`reproduce`] runs a built-in seed's variants and evaluates its bands.
+//!
+//! It lives apart from `crate::scenario` (the scenario file: parse, resolve, variants)
+//! and from `crate::cli` (the commands, which only choose runs and print), because
+//! the library's users — `sweep`, `tune`, `validate`, the tests, the benches — all
+//! start runs here.
+
+use std::collections::BTreeMap;
+
+use rayon::prelude::*;
+
+use crate::blkcg::{CgroupTree, DeviceTable};
+use crate::device::QueueLimits;
+use crate::error::KeyError;
+use crate::iocost::Iocost;
+use crate::kernel_version::KernelVersion;
+use crate::progress::{Horizon, Reporter};
+use crate::report::fio::stats::percentiles;
+use crate::report::fio::{self as fioreport, FioMessage, JobReport, RunReport};
+use crate::report::io_stat::io_stat_text;
+use crate::report::record::{RecordOptions, Recorded, RunRecorder};
+use crate::report::summary::JobSummary;
+use crate::scenario::repro::{self, ReproSpec, VariantMetrics};
+use crate::scenario::resolve::{DeviceAction, DeviceWrite, IfaceWrite, Resolved};
+use crate::scenario::{Scenario, ScenarioError, embedded};
+use crate::sim::engine::{JobParams, Pipeline, RunOutput};
+use crate::sim::queue::EventQueue;
+use crate::sim::{NSEC_PER_SEC, Ns};
+use crate::stack::Stack;
+use crate::stack::registry::{POLICIES, PolicySetup};
+use crate::workload::cmdline::{is_cmdline, parse_fio};
+use crate::workload::fio as fiojob;
+use crate::workload::job::start_dependencies;
+
+/// Everything one variant's run produced.
+pub struct VariantRun {
+    pub label: String,
+    pub resolved: Resolved,
+    pub limits: QueueLimits,
+    pub out: RunOutput,
+    pub specs: Vec<fiojob::JobSpec>,
+    pub global_options: Vec<(String, String)>,
+    pub summaries: Vec<JobSummary>,
+    /// What fio would print for this variant.
+    pub fio: RunReport,
+    pub warnings: Vec<String>,
+    pub io_stat: String,
+    pub extra: BTreeMap<String, f64>,
+    /// The timelines kept of the run (all rows where the caller asked to keep them;
+    /// always the pictures' decimated series) and the folder they streamed to.
+    pub record: Recorded,
+    /// blk-iocost as `iocost_monitor.py` shows it at the end of the run, as text and
+    /// as its `--json` lines.
+    pub monitor: String,
+    pub monitor_json: String,
+}
+
+/// `file:line` of a scenario line, or the file alone.
+pub(crate) fn location(sc: &Scenario, line: Option<usize>) -> String {
+    format!(
+        "{}{}",
+        sc.file,
+        line.map(|l| format!(":{l}")).unwrap_or_default()
+    )
+}
+
+/// The error for a refused interface write, naming the scenario line (and the variant
+/// being run, if any).
+pub(crate) fn write_error(
+    sc: &Scenario,
+    variant: Option<&str>,
+    w: &IfaceWrite,
+    tree: &CgroupTree,
+    e: impl std::fmt::Display,
+) -> String {
+    let cg = &tree.nodes[w.cgroup as usize].path;
+    let path = if cg.is_empty() {
+        w.file.name().to_string()
+    } else {
+        format!("{cg}/{}", w.file.name())
+    };
+    format!(
+        "{}: {}echo \"{}\" > {path}: {e}",
+        location(sc, w.src_line),
+        variant
+            .map(|v| format!("variant `{v}`: "))
+            .unwrap_or_default(),
+        w.line
+    )
+}
+
+/// A behaviour or device key's error, pointed at the key's line.
+pub(crate) fn key_err(
+    sc: &Scenario,
+    variant: Option<&str>,
+    table: &[&str],
+    e: &crate::error::KeyError,
+) -> ScenarioError {
+    // `kernel.version`, or a switch named with dots (`throttle.slice`)
+    let prefix = format!("{}.", table.join("."));
+    let key = e.key.strip_prefix(&prefix).unwrap_or(&e.key);
+    let mut path = table.to_vec();
+    path.push(key);
+    let key = if sc.exact_line_in(variant, &path).is_some() {
+        key
+    } else {
+        e.key.rsplit('.').next().unwrap_or(&e.key)
+    };
+    sc.in_variant(variant, sc.err_at(table, key, e.to_string()))
+}
+
+/// A variant built and checked, ready to simulate: every layer constructed, every job
+/// parsed, every interface write of the run (at t = 0 and scheduled) accepted by the
+/// kernel's rules. `check` stops here; `run` goes on to [`simulate`]. So both refuse
+/// exactly the same scenarios.
+pub struct Prepared {
+    label: String,
+    pub(crate) resolved: Resolved,
+    pub(crate) limits: QueueLimits,
+    devs: DeviceTable,
+    pipe: Pipeline,
+    pub(crate) specs: Vec<fiojob::JobSpec>,
+    /// Which `fio` entry (index into `resolved.fio`) each job came from.
+    pub(crate) sources: Vec<usize>,
+    global_options: Vec<(String, String)>,
+    /// Interface writes after t = 0, in the order the pipeline's events name them.
+    later: Vec<Later>,
+    /// What progress is measured against: the cap, or the longest job's planned
+    /// time, or with no job bounded by time the bytes the jobs plan to move.
+    horizon: Horizon,
+    pub warnings: Vec<String>,
+    /// Every policy of the registry, configured for the variant (used or not).
+    pub setups: Vec<Box<dyn PolicySetup>>,
+}
+
+/// The policies the variant's interface lines set up, each where the kernel creates
+/// it: at the first write (in time order) to one of its files. An rq-qos policy made
+/// later goes to the head of the chain (`rq_qos_add()`).
+fn build_stack(
+    r: &Resolved,
+    setups: &[Box<dyn PolicySetup>],
+    tree: &CgroupTree,
+    limits: &QueueLimits,
+    trace: bool,
+) -> Stack {
+    let mut made = vec![false; POLICIES.len()];
+    let mut stack = Stack::default();
+    for w in in_time_order(r) {
+        if let Some(i) = policy_of(w)
+            && !std::mem::replace(&mut made[i], true)
+        {
+            stack.add(setups[i].build(tree, limits, trace));
+        }
+    }
+    stack
+}
+
+/// The variant's interface writes in time order (a stable sort: scenario order at
+/// one time).
+fn in_time_order(r: &Resolved) -> Vec<&IfaceWrite> {
+    let mut v: Vec<&IfaceWrite> = r.writes.iter().collect();
+    v.sort_by_key(|w| w.at);
+    v
+}
+
+/// The registry index of the policy that owns the file `w` writes.
+fn policy_of(w: &IfaceWrite) -> Option<usize> {
+    POLICIES
+        .iter()
+        .position(|d| d.files.contains(&w.file.name()))
+}
+
+impl Prepared {
+    /// Also record each request's time on the device (`RunOutput::device_lat`).
+    pub fn record_device_latency(&mut self) {
+        self.pipe.record_device_latency();
+    }
+}
+
+/// Build and check variant `variant` (None: the scenario without variants), with
+/// `kernel_version` (`run --kernel`) and `seed` overriding the scenario's.
+pub fn prepare(
+    sc: &Scenario,
+    variant: Option<&str>,
+    kernel_version: Option<&str>,
+    seed: Option<u64>,
+    trace_on: bool,
+) -> Result<Prepared, String> {
+    let mut r = sc.resolve(variant).map_err(|e| e.to_string())?;
+    let mut warnings = std::mem::take(&mut r.warnings);
+    if let Some(v) = kernel_version {
+        let (_, too_new) = KernelVersion::checked(v).map_err(|m| format!("--kernel {v}: {m}"))?;
+        warnings.extend(too_new);
+        r.kernel.version = v.to_string();
+    }
+    if let Some(s) = seed {
+        r.seed = s;
+    }
+    let located =
+        |table: &[&str], e: &crate::error::KeyError| key_err(sc, variant, table, e).to_string();
+    let (dev, _, dev_warnings) =
+        crate::device::config::resolve(&r.device, r.seed).map_err(|e| located(&["device"], &e))?;
+    warnings.extend(dev_warnings.iter().map(|w| located(&["device"], w)));
+    let limits = dev.limits().clone();
+    let devs = DeviceTable {
+        disks: vec![(limits.major, limits.minor)],
+    };
+    // a policy's files appear with it: an older kernel has none of them
+    let version =
+        KernelVersion::parse(&r.kernel.version).map_err(|m| format!("{}: {m}", sc.file))?;
+    for w in &r.writes {
+        if let Some(why) = policy_of(w).and_then(|i| (POLICIES[i].refuses)(&version)) {
+            return Err(write_error(
+                sc,
+                variant,
+                w,
+                &r.tree,
+                format!(
+                    "No such file or directory (ENOENT): {why}; kernel {version} has no {}",
+                    w.file.name()
+                ),
+            ));
+        }
+    }
+    // every behaviour switch is checked, whether or not a policy is used
+    let setups = POLICIES
+        .iter()
+        .map(|d| (d.configure)(&r))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| located(&["kernel"], &e))?;
+    // fio jobs, in the order the scenario lists cgroups, refused as soon as they
+    // could not fit in 90% of the memory available
+    let memory_limit = available_memory().map_or(u64::MAX, |a| a / 10 * 9);
+    let mut needed = r.tree.len() as u64 * Pipeline::CGROUP_MEMORY;
+    let mut params: Vec<JobParams> = Vec::new();
+    let mut specs: Vec<fiojob::JobSpec> = Vec::new();
+    let mut sources: Vec<usize> = Vec::new();
+    let mut global_options = Vec::new();
+    let mut tree = r.tree.clone();
+    // job indices of the round before, and of this one: a round starts when the one
+    // before has ended (`r.fio` is ordered by round)
+    let (mut prev_round, mut this_round): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
+    let mut round = 0;
+    for (src_idx, src) in r.fio.iter().enumerate() {
+        if src.round != round {
+            round = src.round;
+            if !this_round.is_empty() {
+                prev_round = std::mem::take(&mut this_round);
+            }
+        }
+        if src.text.trim().is_empty() {
+            continue;
+        }
+        let cg_path = tree.nodes[src.cgroup as usize].path.clone();
+        let where_ = format!(
+            "{}{} (fio of cgroup {cg_path})",
+            sc.file,
+            src.src_line.map(|l| format!(":{l}")).unwrap_or_default()
+        );
+        // parse errors and warnings name their own lines
+        let jobs = parse_fio(sc, src)?;
+        warnings.extend(jobs.warnings.iter().cloned());
+        global_options.extend(jobs.global_options.iter().cloned());
+        let base = params.len() as u32;
+        let deps = start_dependencies(&jobs.jobs, base);
+        let cmdline = is_cmdline(&src.text);
+        for (mut spec, mut after) in jobs.jobs.into_iter().zip(deps) {
+            after.extend(&prev_round);
+            this_round.push(params.len() as u32);
+            // on fio's command line `--name` is an option like any other and fio lists
+            // it in "job options"; in a job file it is the section header
+            if cmdline && !spec.options.iter().any(|(k, _)| k == "name") {
+                spec.options
+                    .insert(0, ("name".to_string(), spec.name.clone()));
+            }
+            let cg = match &spec.cgroup {
+                // fio's `cgroup=` makes the cgroup (mkdir) where it does not exist
+                Some(p) => {
+                    crate::blkcg::tree::check_path(p)
+                        .map_err(|m| format!("{where_}: fio job `{}`: cgroup={m}", spec.name))?;
+                    tree.ensure(p)
+                }
+                None => src.cgroup,
+            };
+            let seed_name = format!("{}#{}#{}", spec.name, params.len(), spec.clone_index);
+            let (mut p, w) = JobParams::from_spec(&spec, cg, limits.capacity, after, seed_name)
+                .map_err(|e| format!("{where_}: {e}"))?;
+            if src.round > 0 {
+                // the script between two fio runs (`[host] fio_restart_ns`)
+                p.startdelay += r.host.fio_restart_ns;
+            }
+            if p.filename.is_empty() {
+                p.filename = format!("/dev/{}", limits.name);
+            }
+            warnings.extend(w.into_iter().map(|w| format!("{where_}: {w}")));
+            needed += Pipeline::job_memory(&p);
+            if needed > memory_limit {
+                return Err(format!(
+                    "{where_}: this scenario needs more than {:.1} GiB by fio job {} \
+                     ({} cgroups), over 90% of the {:.1} GiB this machine has \
+                     available: run fewer jobs (numjobs, cgroups) or split it",
+                    needed as f64 / (1u64 << 30) as f64,
+                    params.len() + 1,
+                    tree.len() - 1,
+                    memory_limit as f64 / 0.9 / (1u64 << 30) as f64
+                ));
+            }
+            params.push(p);
+            specs.push(spec);
+            sources.push(src_idx);
+        }
+    }
+    check_request_sizes(sc, variant, dev.as_ref(), &params, &tree)?;
+    if params.is_empty() {
+        return Err(format!(
+            "{}: no fio job to run{}; give a cgroup a `fio = \"fio --name=...\"`",
+            sc.file,
+            variant
+                .map(|v| format!(" in variant `{v}`"))
+                .unwrap_or_default()
+        ));
+    }
+    // the longest job of each round, round after round
+    let mut round_ends: Vec<Ns> = Vec::new();
+    for (p, &src) in params.iter().zip(&sources) {
+        let k = r.fio[src].round as usize;
+        if round_ends.len() <= k {
+            round_ends.resize(k + 1, 0);
+        }
+        round_ends[k] = round_ends[k].max(p.startdelay + p.ramp + p.runtime.unwrap_or(0));
+    }
+    let horizon = match r.duration.unwrap_or_else(|| round_ends.iter().sum()) {
+        0 => Horizon::Bytes(params.iter().map(|p| p.io_limit).sum()),
+        ns => Horizon::Time(ns),
+    };
+    // every write of the run, in time order, on policies of its own: a write the
+    // kernel refuses is an error now, not a surprise at its time
+    let mut scratch_stack = build_stack(&r, &setups, &tree, &limits, false);
+    let mut scratch = EventQueue::new();
+    for w in in_time_order(&r) {
+        let now = scratch.now();
+        scratch_stack
+            .write(now, w.file.name(), w.cgroup, &w.line, &devs, &mut scratch)
+            .map_err(|e| write_error(sc, variant, w, &tree, e))?;
+    }
+    let mut pipe = Pipeline::new(dev, params, tree.len(), r.host, r.seed);
+    pipe.set_duration(r.duration);
+    pipe.set_stack(build_stack(&r, &setups, &tree, &limits, trace_on));
+    // interface writes and device actions at t = 0 now, later ones from the event loop
+    let mut later = Vec::new();
+    for w in &r.writes {
+        if w.at == 0 {
+            pipe.write_iface(w.file.name(), w.cgroup, &w.line, &devs)
+                .map_err(|e| write_error(sc, variant, w, &tree, e))?;
+        } else {
+            pipe.schedule_config(w.at, later.len() as u32);
+            later.push(Later::Iface(w.clone()));
+        }
+    }
+    for w in &r.device_writes {
+        if w.at == 0 {
+            apply_device(&mut pipe, w).map_err(|e| device_error(sc, w, &limits.name, e))?;
+        } else {
+            pipe.schedule_config(w.at, later.len() as u32);
+            later.push(Later::Device(w.clone()));
+        }
+    }
+    Ok(Prepared {
+        label: variant.unwrap_or("default").to_string(),
+        resolved: Resolved { tree, ..r },
+        limits,
+        devs,
+        pipe,
+        specs,
+        sources,
+        global_options,
+        later,
+        horizon,
+        warnings,
+        setups,
+    })
+}
+
+/// Build and run one variant (None: the scenario without variants), with progress
+/// on stderr if `progress`.
+pub fn run_variant(
+    sc: &Scenario,
+    variant: Option<&str>,
+    kernel_version: Option<&str>,
+    seed: Option<u64>,
+    progress: bool,
+) -> Result<VariantRun, String> {
+    let reporter = Reporter::for_stderr(!progress);
+    let keep = RecordOptions {
+        keep: true,
+        ..RecordOptions::default()
+    };
+    run_variant_traced(sc, variant, kernel_version, seed, &reporter, false, keep)
+}
+
+/// `run_variant`, optionally with the controllers' event logs (blk-throttle's
+/// blktrace-style `throtl` lines), its timelines recorded as `record` says.
+pub fn run_variant_traced(
+    sc: &Scenario,
+    variant: Option<&str>,
+    kernel_version: Option<&str>,
+    seed: Option<u64>,
+    progress: &Reporter,
+    trace_on: bool,
+    record: RecordOptions,
+) -> Result<VariantRun, String> {
+    let prepared = prepare(sc, variant, kernel_version, seed, trace_on)?;
+    simulate(sc, prepared, progress, record)
+}
+
+/// Run a prepared variant to its end and gather its outputs; its timelines go where
+/// `record` says.
+pub fn simulate(
+    sc: &Scenario,
+    p: Prepared,
+    progress: &Reporter,
+    record: RecordOptions,
+) -> Result<VariantRun, String> {
+    let Prepared {
+        label,
+        resolved: r,
+        limits,
+        devs,
+        pipe,
+        specs,
+        sources,
+        global_options,
+        later,
+        horizon,
+        mut warnings,
+        ..
+    } = p;
+    let tree = &r.tree;
+    let mut recorder = RunRecorder::new(tree, record);
+    let mut shown = progress.start(&label, horizon);
+    let mut late_errors = Vec::new();
+    let dev_name = &limits.name;
+    let out = pipe.run(
+        |p, i| match &later[i as usize] {
+            Later::Iface(w) => {
+                if let Err(e) = p.write_iface(w.file.name(), w.cgroup, &w.line, &devs) {
+                    late_errors.push(write_error(sc, r.variant.as_deref(), w, tree, e));
+                }
+            }
+            Later::Device(w) => {
+                if let Err(e) = apply_device(p, w) {
+                    late_errors.push(device_error(sc, w, dev_name, e));
+                }
+            }
+        },
+        |now, done_bytes| shown.update(now, done_bytes),
+        &mut recorder,
+    );
+    shown.finish();
+    // every write was accepted before the run on the same controllers in the same
+    // order; one refused now is a simulator bug, not a scenario error
+    if let Some(e) = late_errors.into_iter().next() {
+        return Err(format!(
+            "internal error: a write accepted before the run was refused during it: {e}"
+        ));
+    }
+    let end = out.end;
+    for (at, src_line) in later.iter().map(Later::when).filter(|(at, _)| *at > end) {
+        warnings.push(format!(
+            "{}: [[schedule]] at {:.3} s never happened: the run ended at {:.3} s",
+            location(sc, src_line),
+            at as f64 / 1e9,
+            end as f64 / 1e9
+        ));
+    }
+    let rounds: Vec<u32> = sources.iter().map(|&s| r.fio[s].round).collect();
+    let fio = fio_report(&out, &specs, &sources, &rounds, tree, &global_options);
+    let summaries = fio.jobs.iter().map(job_summary).collect();
+    let mut out = out;
+    let record = recorder.finish()?;
+    let mut extra = BTreeMap::new();
+    if out.stack.policy::<Iocost>().is_some() {
+        // the bug of the no-completion seed: a period with no completion and lagging
+        // IO that drops a positive busy_level to 0
+        extra.insert(
+            "iocost.no_completion_resets".to_string(),
+            record.no_completion_resets as f64,
+        );
+    }
+    let io_stat = io_stat_text(&mut out, tree, &limits);
+    // iocost_monitor.py's view of the device at the end of the run
+    let (monitor, monitor_json) = out
+        .stack
+        .policy_mut::<Iocost>()
+        .map(|ioc| (ioc.monitor_text(end), ioc.monitor_json(end)))
+        .unwrap_or_default();
+    Ok(VariantRun {
+        label,
+        resolved: r,
+        limits,
+        out,
+        specs,
+        global_options,
+        summaries,
+        fio,
+        warnings,
+        io_stat,
+        extra,
+        record,
+        monitor,
+        monitor_json,
+    })
+}
+
+/// Refuse a device that could never complete the largest request of some job: the
+/// job's largest `bs` in the directions it does I/O in, cut to `max_sectors_kb`.
+fn check_request_sizes(
+    sc: &Scenario,
+    variant: Option<&str>,
+    dev: &dyn crate::device::BlockDevice,
+    jobs: &[JobParams],
+    tree: &CgroupTree,
+) -> Result<(), String> {
+    let max_rq = u64::from(dev.limits().max_sectors_kb) * 1024;
+    for p in jobs {
+        let dirs = [p.kind.read, p.kind.write];
+        let Some(largest) = (0..2)
+            .filter(|&d| dirs[d])
+            .map(|d| p.bs[d].max().div_ceil(512) * 512)
+            .max()
+        else {
+            continue;
+        };
+        if let Err(e) = dev.check_request(largest.min(max_rq)) {
+            let msg = format!(
+                "{}; that request is fio job `{}` (cgroup `{}`) with bs={largest}, cut at \
+                 max_sectors_kb={}",
+                e.msg,
+                p.name,
+                tree.nodes[p.cgroup as usize].path,
+                max_rq / 1024
+            );
+            return Err(key_err(sc, variant, &["device"], &KeyError::new(e.key, msg)).to_string());
+        }
+    }
+    Ok(())
+}
+
+/// The memory this machine has available (`MemAvailable` in /proc/meminfo), if known.
+fn available_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))?
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib << 10)
+}
+
+/// A scheduled write, applied from the event loop.
+enum Later {
+    Iface(IfaceWrite),
+    Device(DeviceWrite),
+}
+
+impl Later {
+    /// When, and the scenario line that asked for it.
+    fn when(&self) -> (Ns, Option<usize>) {
+        match self {
+            Later::Iface(w) => (w.at, w.src_line),
+            Later::Device(w) => (w.at, w.src_line),
+        }
+    }
+}
+
+/// A device action on the running pipeline.
+fn apply_device(p: &mut Pipeline, w: &DeviceWrite) -> Result<(), String> {
+    match w.action {
+        DeviceAction::Remove => p.remove_disk(),
+        DeviceAction::Badblocks(b) => return p.write_badblocks(b),
+    }
+    Ok(())
+}
+
+/// A device action as the shell command a user would type for it on disk `dev`.
+pub(crate) fn device_echo(w: &DeviceWrite, dev: &str) -> String {
+    let (line, file) = match w.action {
+        // SCSI's sysfs delete: the generic way to pull a disk
+        DeviceAction::Remove if w.line == "remove" => {
+            ("1", format!("/sys/block/{dev}/device/delete"))
+        }
+        DeviceAction::Remove => ("0", format!("/sys/kernel/config/nullb/{dev}/power")),
+        DeviceAction::Badblocks(_) => (
+            w.line.as_str(),
+            format!("/sys/kernel/config/nullb/{dev}/badblocks"),
+        ),
+    };
+    format!("echo \"{line}\" > {file}")
+}
+
+/// The error for a refused device action, naming the scenario line.
+fn device_error(sc: &Scenario, w: &DeviceWrite, dev: &str, e: String) -> String {
+    format!("{}: {}: {e}", location(sc, w.src_line), device_echo(w, dev))
+}
+
+/// The fio report of a run: one entry per job, or per group with group_reporting.
+fn fio_report(
+    out: &RunOutput,
+    specs: &[fiojob::JobSpec],
+    sources: &[usize],
+    rounds: &[u32],
+    tree: &CgroupTree,
+    global: &[(String, String)],
+) -> RunReport {
+    let mut reports = Vec::new();
+    let mut messages = Vec::new();
+    for (i, ((p, st, t), spec)) in out.jobs.iter().zip(specs).enumerate() {
+        let runtime_ms = t.finished.saturating_sub(t.stats_start).div_ceil(1_000_000);
+        let engine = spec
+            .options
+            .iter()
+            .chain(global)
+            .find(|(k, _)| k == "ioengine")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| "psync".into());
+        let bs = |d: usize| format!("{}B-{}B", spec.bs_min[d], spec.bs_max[d]);
+        let header = format!(
+            "rw={}, bs=(R) {}, (W) {}, (T) {}, ioengine={engine}, iodepth={}",
+            rw_name(spec.rw),
+            bs(0),
+            bs(1),
+            bs(2),
+            spec.iodepth
+        );
+        let report = JobReport {
+            name: spec.name.clone(),
+            cgroup: tree.nodes[p.cgroup as usize].path.clone(),
+            round: rounds[i],
+            groupid: spec.groupid,
+            jobs: 1,
+            options: spec.options.clone(),
+            elapsed_s: t.finished.div_ceil(NSEC_PER_SEC),
+            runtime_ms,
+            dirs: [spec.rw.reads(), spec.rw.writes(), spec.rw.trims()],
+            stats: st.clone(),
+            unified: spec.unified_rw_reporting,
+            percentile_list: spec.percentile_list.clone(),
+            clat_percentiles: spec.clat_percentiles,
+            lat_percentiles: spec.lat_percentiles,
+            slat_percentiles: spec.slat_percentiles,
+            iodepth: spec.iodepth,
+            kb_base: spec.kb_base,
+            sig_figs: spec.significant_figures,
+            header,
+            pid: 1000 + i as u32,
+            time: fioreport::ctime(fioreport::SIM_EPOCH + t.finished / NSEC_PER_SEC),
+        };
+        // what fio printed for this job while it ran: its I/O error lines, and the
+        // `fio: pid=` line of a job an error stopped (thread_main()'s exit)
+        messages.extend(st.err.log.iter().map(|(at, text)| FioMessage {
+            at: *at,
+            text: text.clone(),
+        }));
+        if st.err.error != 0 {
+            messages.push(FioMessage {
+                at: t.finished,
+                text: format!(
+                    "fio: pid={}, err={}/{}",
+                    report.pid, st.err.error, st.err.verror
+                ),
+            });
+        }
+        reports.push((report, spec.group_reporting, sources[i]));
+    }
+    messages.sort_by_key(|m| m.at);
+    let end = out.end;
+    RunReport {
+        version: "fio-3.33".into(),
+        timestamp: fioreport::SIM_EPOCH + end / NSEC_PER_SEC,
+        timestamp_ms: fioreport::SIM_EPOCH * 1000 + end / 1_000_000,
+        time: fioreport::ctime(fioreport::SIM_EPOCH + end / NSEC_PER_SEC),
+        global_options: global.to_vec(),
+        jobs: fioreport::group(reports),
+        messages,
+    }
+}
+
+fn rw_name(rw: fiojob::RwMode) -> &'static str {
+    use fiojob::RwMode::*;
+    match rw {
+        Read => "read",
+        Write => "write",
+        Trim => "trim",
+        RandRead => "randread",
+        RandWrite => "randwrite",
+        RandTrim => "randtrim",
+        ReadWrite => "rw",
+        RandRw => "randrw",
+        TrimWrite => "trimwrite",
+        RandTrimWrite => "randtrimwrite",
+    }
+}
+
+/// The summary row of one report entry, as the seeds' `get_result` reads fio's JSON
+/// (`mixed`, or read and write together).
+fn job_summary(r: &JobReport) -> JobSummary {
+    let m = r.stats.mixed();
+    let runtime = (0..3).map(|d| r.ddir_runtime(d)).max().unwrap_or(0).max(1);
+    let mut plist = r.percentile_list.clone();
+    plist.sort_by(f64::total_cmp);
+    let vals = percentiles(&m.clat.hist, &plist);
+    JobSummary {
+        cgroup: r.cgroup.clone(),
+        job: r.name.clone(),
+        round: r.round,
+        iops: m.total_ios as f64 * 1000.0 / runtime as f64,
+        mib_s: (m.io_bytes * 1000 / runtime) as f64 / 1048576.0,
+        slat_mean_ms: m.slat.mean / 1e6,
+        clat_mean_ms: m.clat.mean / 1e6,
+        clat_max_ms: m.clat.max as f64 / 1e6,
+        clat_pct_ms: plist
+            .iter()
+            .zip(vals)
+            .map(|(p, v)| (*p, v as f64 / 1e6))
+            .collect(),
+    }
+}
+
+/// `f` over `items` on every core (rayon), results in the order of `items`; the first
+/// failure in that order is the one reported, so errors are as deterministic as output.
+pub(crate) fn in_parallel<I: Sync, T: Send>(
+    items: &[I],
+    f: impl Fn(&I) -> Result<T, String> + Sync + Send,
+) -> Result<Vec<T>, String> {
+    items
+        .par_iter()
+        .map(f)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .collect()
+}
+
+/// The figures bands look at, from one run.
+fn metrics_of(run: &VariantRun) -> VariantMetrics {
+    VariantMetrics {
+        jobs: run.summaries.clone(),
+        iostat: run.record.iostat.clone(),
+        extra: run.extra.clone(),
+    }
+}
+
+/// Run every variant of built-in seed `name` and evaluate its bands.
+/// One seed's reproduction: its spec, every band's result, and the runs.
+pub type Reproduction = (ReproSpec, Vec<repro::BandResult>, Vec<VariantRun>);
+
+/// Reproduce seed `name`, with progress on stderr if `progress`.
+pub fn reproduce(name: &str, progress: bool) -> Result<Reproduction, String> {
+    reproduce_with(name, &Reporter::for_stderr(!progress))
+}
+
+pub(crate) fn reproduce_with(name: &str, progress: &Reporter) -> Result<Reproduction, String> {
+    let text = embedded::get(name).ok_or_else(|| format!("no built-in scenario `{name}`"))?;
+    let sc = Scenario::parse(text, &format!("{name}.toml")).map_err(|e| e.to_string())?;
+    let spec =
+        ReproSpec::from_table(&sc.table)?.ok_or_else(|| format!("{name} has no [repro] table"))?;
+    let runs = in_parallel(&sc.variants(), |v| {
+        let keep = RecordOptions {
+            keep: true,
+            ..RecordOptions::default()
+        };
+        run_variant_traced(&sc, Some(v), None, None, progress, false, keep)
+    })?;
+    let metrics = runs
+        .iter()
+        .map(|run| (run.label.clone(), metrics_of(run)))
+        .collect();
+    let results = repro::evaluate(&spec, &metrics);
+    Ok((spec, results, runs))
+}
