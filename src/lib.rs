@@ -11,6 +11,7 @@ pub mod kernel_version;
 pub mod progress;
 pub mod report;
 pub mod scenario;
+pub mod sched;
 pub mod sim;
 pub mod sweep;
 pub mod throttle;
