@@ -1564,6 +1564,7 @@ mod tests {
             randommap: true,
             distribution: Distribution::Random,
             meta: false,
+            prio: Default::default(),
             continue_on_error: 0,
             filename: "/dev/test".into(),
             after: Vec::new(),
