@@ -59,6 +59,7 @@
 
 use std::collections::VecDeque;
 
+use crate::blkcg::ioprio::{Ioprio, IoprioClass, task_ioprio};
 use crate::device::fault::BadblocksWrite;
 use crate::device::{BlockDevice, DevRq, QueueLimits};
 use crate::report::fio::JobStats;
@@ -253,6 +254,9 @@ struct JobRt {
     rng: SimRng,
     /// Host noise (sleep overshoot), a stream of its own so it never shifts offsets.
     host_rng: SimRng,
+    /// fio's `prio_state`: the cmdprio draws (a stream of its own, drawn only with
+    /// `cmdprio_percentage`).
+    prio_rng: SimRng,
     offsets: OffsetGen,
     mix: RwMix,
     rate: RateState,
@@ -465,6 +469,8 @@ pub struct Pipeline {
     host: HostCosts,
     free_tags: Vec<u32>,
     rqs: Vec<Option<Request>>,
+    /// Requests at the driver: at most `hw_queue_depth` (`blk_mq_get_driver_tag()`).
+    dispatched: u32,
     tag_waiters: VecDeque<(u32, BioId, Ns)>,
     ctxs: Vec<Ctx>,
     bio_ctx: Vec<u32>,
@@ -548,6 +554,7 @@ impl Pipeline {
                 stats.err.coe = p.continue_on_error != 0;
                 JobRt {
                     host_rng: SimRng::new(seed, &format!("{}/host", p.seed_name)),
+                    prio_rng: SimRng::new(seed, &format!("{}/prio", p.seed_name)),
                     mix: RwMix::new(p.kind, p.rwmix_read),
                     stats,
                     timeline: TimeBins::default(),
@@ -583,6 +590,7 @@ impl Pipeline {
             host,
             free_tags: (0..tags).rev().collect(),
             rqs: vec![None; tags as usize],
+            dispatched: 0,
             tag_waiters: VecDeque::new(),
             ctxs,
             bio_ctx: Vec::new(),
@@ -658,6 +666,11 @@ impl Pipeline {
     /// The policies of the run (the pipeline starts with none and `none`).
     pub fn set_stack(&mut self, stack: Stack) {
         self.stack = stack;
+        // blk_mq_init_sched(): the elevator's own tags
+        if let Some(n) = self.stack.elevator.nr_requests() {
+            self.free_tags = (0..n.max(1)).rev().collect();
+            self.rqs = vec![None; n.max(1) as usize];
+        }
     }
 
     /// `echo line > file` in cgroup `cg` now, to the policy that owns `file`.
@@ -1019,27 +1032,33 @@ impl Pipeline {
             bytes: bio.bytes,
             alloc_time: alloc,
             start_time: start,
+            ioprio: bio.ioprio,
         };
         self.rqs[tag as usize] = Some(rq);
         for p in &mut self.stack.rq_qos {
             p.track(now, &rq, bio);
         }
-        self.stack.elevator.insert_requests(rq);
+        // blk_account_io_start() at request allocation: iostat's in-flight (aqu-sz,
+        // %util) counts requests waiting in the elevator too
+        self.dev_acct.advance(now);
+        self.dev_acct.inflight += 1;
+        self.stack.elevator.insert_requests(rq, now);
         self.run_hw_queue();
     }
 
-    /// `blk_mq_run_hw_queue()`: every request the elevator gives goes to the driver.
+    /// `blk_mq_run_hw_queue()`: every request the elevator gives goes to the driver,
+    /// while the driver has a tag for it (`hw_queue_depth`).
     fn run_hw_queue(&mut self) {
         let now = self.q.now();
-        while self.stack.elevator.has_work() {
-            let Some(rq) = self.stack.elevator.dispatch_request() else {
+        while self.dispatched < self.limits.hw_queue_depth.max(1) && self.stack.elevator.has_work()
+        {
+            let Some(rq) = self.stack.elevator.dispatch_request(now) else {
                 break;
             };
             for p in &mut self.stack.rq_qos {
                 p.issue(now, &rq);
             }
-            self.dev_acct.advance(now);
-            self.dev_acct.inflight += 1;
+            self.dispatched += 1;
             let d = DevRq {
                 tag: rq.tag,
                 dir: rq.dir,
@@ -1062,6 +1081,7 @@ impl Pipeline {
         };
         self.dev_acct.advance(now);
         self.dev_acct.inflight -= 1;
+        self.dispatched -= 1;
         let (dir, bytes) = (rq.dir, rq.bytes);
         let io = self.bios.get(rq.bio).io;
         match dir {
@@ -1090,6 +1110,8 @@ impl Pipeline {
         }
         self.stack.elevator.completed_request(&rq, now);
         self.bios.release(rq.bio);
+        // the driver tag is free: blk_mq_sched_restart() runs the queue again
+        self.run_hw_queue();
         // the tag goes to the first waiter, whose context then goes on
         self.free_tags.push(tag);
         if let Some(&(c, wb, alloc)) = self.tag_waiters.front() {
@@ -1263,9 +1285,14 @@ impl Pipeline {
                         job.blocks_counter += 1;
                     }
                     job.phase = Phase::SubmitEnter(io);
-                    let b = self
-                        .bios
-                        .alloc(bio_for(&self.ios[io as usize], io, &job.p, offset));
+                    let ioprio = job.p.prio.bio_ioprio(dir, &mut job.prio_rng);
+                    let b = self.bios.alloc(bio_for(
+                        &self.ios[io as usize],
+                        io,
+                        &job.p,
+                        offset,
+                        ioprio,
+                    ));
                     self.ctxs[(j + 1) as usize]
                         .pending
                         .push_back((b, Stage::Bio(0)));
@@ -1506,14 +1533,23 @@ impl Pipeline {
     }
 }
 
-fn bio_for(iou: &IoU, io: u32, p: &JobParams, offset: u64) -> Bio {
+/// The bio of fio I/O `io`, with the priority its command carries (`ioprio`: NONE
+/// unless cmdprio chose one); `bio_set_ioprio()` then gives a class-NONE bio the job
+/// thread's priority, and the bio-level policies (`io.prio.class`) may change it.
+fn bio_for(iou: &IoU, io: u32, p: &JobParams, offset: u64, ioprio: Ioprio) -> Bio {
     let dir = if iou.dir_write { Dir::Write } else { Dir::Read };
     // a bio is whole 512-byte sectors (fio rejects unaligned O_DIRECT sizes; an odd
     // `bs` such as the linear-max RFC's 48607 is rounded up)
     let bytes = iou.bytes.div_ceil(512) * 512;
+    let ioprio = if ioprio.class() == IoprioClass::None {
+        task_ioprio(p.prio.task)
+    } else {
+        ioprio
+    };
     Bio {
         meta: p.meta,
         io,
+        ioprio,
         ..Bio::new(p.cgroup, dir, offset / 512, bytes, iou.start)
     }
 }

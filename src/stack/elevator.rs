@@ -10,11 +10,18 @@
 //! `limit_depth` may cap how many tags a request of this kind can hold (mq-deadline's
 //! `async_depth`: `data->shallow_depth`); a submitter over it sleeps for a tag (slat).
 //!
+//! The elevator sees the time (`now`) when a request is inserted and when the queue is
+//! run: mq-deadline's expiry is in jiffies of it. An elevator with its own scheduler
+//! tags says how many ([`Elevator::nr_requests`], `blk_mq_init_sched()`); the driver
+//! then still takes at most `hw_queue_depth` of them at once, the rest wait in the
+//! elevator. mq-deadline plugs in from `crate::sched::mq_deadline::elevator`.
+//!
 //! `none` ([`NoneSched`]) is a FIFO with no depth limit: with it a request goes to
 //! the driver as soon as it has a tag, as blk-mq does with no scheduler.
 
 use std::collections::VecDeque;
 
+use crate::blkcg::ioprio::Ioprio;
 use crate::sim::{BioId, Dir, Ns};
 
 /// A request: a bio that holds a tag.
@@ -33,6 +40,8 @@ pub struct Request {
     pub alloc_time: Ns,
     /// `start_time_ns`: when it got its tag.
     pub start_time: Ns,
+    /// `req_get_ioprio()`: its bio's priority.
+    pub ioprio: Ioprio,
 }
 
 /// An I/O scheduler (`struct elevator_mq_ops`).
@@ -44,12 +53,17 @@ pub trait Elevator: Send {
     fn limit_depth(&self, _dir: Dir) -> Option<u32> {
         None
     }
-    /// `insert_requests`: `rq` has its tag and waits for dispatch.
-    fn insert_requests(&mut self, rq: Request);
+    /// The scheduler tags it allocates (`q->nr_requests` once it is set up), or None
+    /// to keep the queue's `nr_requests` (`none`: the driver's tags).
+    fn nr_requests(&self) -> Option<u32> {
+        None
+    }
+    /// `insert_requests`: `rq` has its tag and waits for dispatch, from `now`.
+    fn insert_requests(&mut self, rq: Request, now: Ns);
     /// `has_work`: a request waits for dispatch.
     fn has_work(&self) -> bool;
-    /// `dispatch_request`: the next request for the driver.
-    fn dispatch_request(&mut self) -> Option<Request>;
+    /// `dispatch_request`: the next request for the driver, at `now`.
+    fn dispatch_request(&mut self, now: Ns) -> Option<Request>;
     /// `completed_request`: `rq` completed at `now`.
     fn completed_request(&mut self, _rq: &Request, _now: Ns) {}
 }
@@ -64,13 +78,13 @@ impl Elevator for NoneSched {
     fn name(&self) -> &'static str {
         "none"
     }
-    fn insert_requests(&mut self, rq: Request) {
+    fn insert_requests(&mut self, rq: Request, _now: Ns) {
         self.fifo.push_back(rq);
     }
     fn has_work(&self) -> bool {
         !self.fifo.is_empty()
     }
-    fn dispatch_request(&mut self) -> Option<Request> {
+    fn dispatch_request(&mut self, _now: Ns) -> Option<Request> {
         self.fifo.pop_front()
     }
 }
@@ -89,6 +103,7 @@ mod tests {
             bytes: 4096,
             alloc_time: 0,
             start_time: 0,
+            ioprio: Ioprio::DEFAULT,
         }
     }
 
@@ -97,10 +112,10 @@ mod tests {
         let mut e = NoneSched::default();
         assert!(!e.has_work());
         for t in [3, 1, 2] {
-            e.insert_requests(rq(t));
+            e.insert_requests(rq(t), 0);
         }
         assert_eq!(e.limit_depth(Dir::Write), None);
-        let order: Vec<u32> = std::iter::from_fn(|| e.dispatch_request())
+        let order: Vec<u32> = std::iter::from_fn(|| e.dispatch_request(0))
             .map(|r| r.tag)
             .collect();
         assert_eq!(order, [3, 1, 2]);

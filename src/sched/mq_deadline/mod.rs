@@ -35,6 +35,7 @@
 //! 6b2b04590b51); the request's level within a class (mq-deadline ignores it).
 
 pub mod behaviour;
+pub mod elevator;
 pub mod tunables;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
