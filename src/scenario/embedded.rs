@@ -63,6 +63,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "validate-iocost-donation",
         include_str!("../../scenarios/validate-iocost-donation.toml"),
     ),
+    (
+        "validate-ioprio-deadline",
+        include_str!("../../scenarios/validate-ioprio-deadline.toml"),
+    ),
 ];
 
 /// Names of the built-in scenarios, in order.

@@ -57,23 +57,30 @@ pub fn build(
     }
     let nr = sched_nr_requests(hw_queue_depth);
     let mut t = Tunables::new(k.hz, nr, b);
-    for (name, v) in iosched.into_iter().flatten() {
-        let val = match v {
-            toml::Value::Integer(i) => i.to_string(),
-            toml::Value::String(s) => s.clone(),
-            other => {
-                return Err(KeyError::new(
-                    format!("device.iosched.{name}"),
-                    format!(
-                        "`{other}` is not accepted: expected an integer (or a string as echo writes it)"
-                    ),
-                ));
-            }
-        };
-        t.store(name, &val, b)
+    for (name, val) in iosched_writes(iosched)? {
+        t.store(&name, &val, b)
             .map_err(|e| KeyError::new(format!("device.{}", e.key), e.msg))?;
     }
     Ok(Box::new(MqDeadlineSched::new(MqDeadline::new(t, b), nr)))
+}
+
+/// The `[device.iosched]` table as the lines `echo` writes to `queue/iosched/NAME`, in
+/// the table's (sorted) key order: an integer as its digits, a string as written.
+pub fn iosched_writes(iosched: Option<&toml::Table>) -> Result<Vec<(String, String)>, KeyError> {
+    iosched
+        .into_iter()
+        .flatten()
+        .map(|(name, v)| match v {
+            toml::Value::Integer(i) => Ok((name.clone(), i.to_string())),
+            toml::Value::String(s) => Ok((name.clone(), s.clone())),
+            other => Err(KeyError::new(
+                format!("device.iosched.{name}"),
+                format!(
+                    "`{other}` is not accepted: expected an integer (or a string as echo writes it)"
+                ),
+            )),
+        })
+        .collect()
 }
 
 /// `check`'s line for the elevator: its name, tags, switches and `iosched` files.
