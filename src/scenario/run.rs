@@ -374,7 +374,7 @@ pub fn prepare(
             };
             located(&[table], &e)
         })?;
-    let scheduler = crate::sched::describe(elevator.as_ref(), &r.kernel);
+    let scheduler = crate::sched::describe(elevator.as_deref(), &r.kernel);
     let devs = DeviceTable {
         disks: vec![(limits.major, limits.minor)],
     };

@@ -2,7 +2,7 @@
 //! names (`/sys/block/DEV/queue/scheduler`): `[device] scheduler = "mq-deadline"`,
 //! its `queue/iosched/` files as `[device.iosched]` keys.
 //!
-//! - `none` is the stack's own FIFO (`crate::stack::elevator::NoneSched`);
+//! - `none` is no elevator at all (`q->elevator` NULL: the stack issues directly);
 //! - `mq_deadline/` — mq-deadline with its three priority levels, batching, expiry,
 //!   `writes_starved`, `async_depth` (`block/mq-deadline.c`): the scheduler itself is
 //!   self-contained (requests and jiffies in, the next request out);
@@ -15,7 +15,7 @@ pub mod mq_deadline;
 
 use crate::error::KeyError;
 use crate::scenario::resolve::KernelSettings;
-use crate::stack::{Elevator, NoneSched};
+use crate::stack::Elevator;
 use mq_deadline::elevator::{MqDeadlineSched, sched_nr_requests};
 use mq_deadline::{MqDeadline, behaviour, tunables::Tunables};
 
@@ -34,14 +34,14 @@ fn deadline_behaviour(k: &KernelSettings) -> Result<behaviour::DeadlineBehaviour
 }
 
 /// The elevator `scheduler` on a queue of `hw_queue_depth` driver tags, with the
-/// `iosched` files written in the table's (sorted) key order. `none` has no `iosched`
-/// directory.
+/// `iosched` files written in the table's (sorted) key order; `None` for `none`, which
+/// has no `iosched` directory.
 pub fn build(
     scheduler: &str,
     iosched: Option<&toml::Table>,
     k: &KernelSettings,
     hw_queue_depth: u32,
-) -> Result<Box<dyn Elevator>, KeyError> {
+) -> Result<Option<Box<dyn Elevator>>, KeyError> {
     // every switch is checked, whether or not the device uses mq-deadline
     let b = deadline_behaviour(k)?;
     if scheduler != "mq-deadline" {
@@ -53,7 +53,7 @@ pub fn build(
                 ),
             ));
         }
-        return Ok(Box::new(NoneSched::default()));
+        return Ok(None);
     }
     let nr = sched_nr_requests(hw_queue_depth);
     let mut t = Tunables::new(k.hz, nr, b);
@@ -61,7 +61,10 @@ pub fn build(
         t.store(&name, &val, b)
             .map_err(|e| KeyError::new(format!("device.{}", e.key), e.msg))?;
     }
-    Ok(Box::new(MqDeadlineSched::new(MqDeadline::new(t, b), nr)))
+    Ok(Some(Box::new(MqDeadlineSched::new(
+        MqDeadline::new(t, b),
+        nr,
+    ))))
 }
 
 /// The `[device.iosched]` table as the lines `echo` writes to `queue/iosched/NAME`, in
@@ -84,12 +87,13 @@ pub fn iosched_writes(iosched: Option<&toml::Table>) -> Result<Vec<(String, Stri
 }
 
 /// `check`'s line for the elevator: its name, tags, switches and `iosched` files.
-pub fn describe(e: &dyn Elevator, k: &KernelSettings) -> String {
-    match e.nr_requests() {
-        None => e.name().to_string(),
-        Some(nr) => {
+pub fn describe(e: Option<&dyn Elevator>, k: &KernelSettings) -> String {
+    match e {
+        None => "none".to_string(),
+        Some(e) => {
             let b = deadline_behaviour(k).unwrap_or_default();
-            format!("{} nr_requests={nr} {b}", e.name())
+            let nr = e.nr_requests().map(|n| format!(" nr_requests={n}"));
+            format!("{}{} {b}", e.name(), nr.unwrap_or_default())
         }
     }
 }
