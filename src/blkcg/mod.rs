@@ -5,6 +5,8 @@
 //! - `ioweight.rs`    — `io.weight`, mirrors `ioc_weight_write()` / `ioc_weight_show()`;
 //! - `iocost_qos.rs`  — `io.cost.qos`, mirrors `ioc_qos_write()` / `ioc_qos_prfill()`;
 //! - `iocost_model.rs`— `io.cost.model`, mirrors `ioc_cost_model_write()` / `..._prfill()`;
+//! - `ioprio.rs`      — `io.prio.class` (blk-ioprio) and a bio's I/O priority, mirrors
+//!   `ioprio_set_prio_policy()` / `blkcg_set_ioprio()` / `bio_set_ioprio()`;
 //! - `tree.rs`        — the cgroup hierarchy of a scenario.
 
 /// The errno a refused interface-file write returns.
@@ -69,6 +71,7 @@ impl DeviceTable {
 pub mod iocost_model;
 pub mod iocost_qos;
 pub mod iomax;
+pub mod ioprio;
 pub mod ioweight;
 pub mod tree;
 

@@ -38,6 +38,7 @@ pub fn check_command(sc: &Scenario, variants: &[String]) -> Result<u8, String> {
         for s in &p.setups {
             println!("  {:<8} {}", s.label(), s.describe());
         }
+        println!("  {:<8} {}", "sched", p.scheduler);
         println!("  host     {}", r.host);
         if let Some(pct) = r.state.iocost_vrate_pct {
             println!("  state    iocost base vrate {pct:.2}% (left by earlier runs)");

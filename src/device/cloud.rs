@@ -246,7 +246,6 @@ impl Config {
             hw_queue_depth as u64,
             hw_queue_depth as u64,
         )?;
-        k.choice("scheduler", "none", &["none"])?; // other schedulers are not modelled yet
         let max_sectors_kb = k.u64("max_sectors_kb", 1024, 4, 1 << 20)? as u32;
         let size_gb = k.u64("size_gb", 512, 1, 1 << 20)?;
         let dev = k.dev((8, 16))?;

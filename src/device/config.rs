@@ -255,6 +255,16 @@ pub fn resolve(table: &toml::Table, seed: u64) -> Result<Resolved, KeyError> {
         0 => dev,
         ns => Box::new(dispatch::Dispatch::new(dev, ns)),
     };
+    // elevator_get_default(): mq-deadline on a single-queue disk (the SATA disk), none
+    // where blkcg-sim's models stand for multi-queue devices or fixed setups
+    let default = if model == "hdd" {
+        "mq-deadline"
+    } else {
+        "none"
+    };
+    k.choice("scheduler", default, crate::sched::NAMES)?;
+    // read by crate::sched::build
+    k.table("iosched")?;
     let mut res = vec![("model".to_string(), model.to_string())];
     let warnings = std::mem::take(&mut k.warnings);
     res.extend(k.finish()?);

@@ -131,7 +131,6 @@ impl Config {
             (blocksize as u64 / 1024).max(1),
             max_kb_default,
         )? as u32;
-        k.choice("scheduler", "none", &["none"])?; // mq-deadline/bfq/kyber are not modelled yet
         let dev = k.dev((252, 0))?;
         let name = k.name("nullb0")?;
         let badblocks = k

@@ -146,6 +146,8 @@ pub struct Prepared {
     pub warnings: Vec<String>,
     /// Every policy of the registry, configured for the variant (used or not).
     pub setups: Vec<Box<dyn PolicySetup>>,
+    /// The elevator as `check` prints it (`crate::sched::describe`).
+    pub scheduler: String,
 }
 
 /// The policies the variant's interface lines set up, each where the kernel creates
@@ -213,10 +215,25 @@ pub fn prepare(
     }
     let located =
         |table: &[&str], e: &crate::error::KeyError| key_err(sc, variant, table, e).to_string();
-    let (dev, _, dev_warnings) =
+    let (dev, dev_keys, dev_warnings) =
         crate::device::config::resolve(&r.device, r.seed).map_err(|e| located(&["device"], &e))?;
     warnings.extend(dev_warnings.iter().map(|w| located(&["device"], w)));
     let limits = dev.limits().clone();
+    let scheduler = dev_keys
+        .iter()
+        .find(|(k, _)| k == "scheduler")
+        .map_or("none", |(_, v)| v.as_str());
+    let iosched = r.device.get("iosched").and_then(toml::Value::as_table);
+    let elevator = crate::sched::build(scheduler, iosched, &r.kernel, limits.hw_queue_depth)
+        .map_err(|e| {
+            let table = if e.key.starts_with("device.") {
+                "device"
+            } else {
+                "kernel"
+            };
+            located(&[table], &e)
+        })?;
+    let scheduler = crate::sched::describe(elevator.as_deref(), &r.kernel);
     let devs = DeviceTable {
         disks: vec![(limits.major, limits.minor)],
     };
@@ -360,7 +377,9 @@ pub fn prepare(
     }
     let mut pipe = Pipeline::new(dev, params, tree.len(), r.host, r.seed);
     pipe.set_duration(r.duration);
-    pipe.set_stack(build_stack(&r, &setups, &tree, &limits, trace_on));
+    let mut stack = build_stack(&r, &setups, &tree, &limits, trace_on);
+    stack.elevator = elevator;
+    pipe.set_stack(stack);
     // interface writes and device actions at t = 0 now, later ones from the event loop
     let mut later = Vec::new();
     for w in &r.writes {
@@ -393,6 +412,7 @@ pub fn prepare(
         horizon,
         warnings,
         setups,
+        scheduler,
     })
 }
 

@@ -48,6 +48,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/example-device-removal.toml"),
     ),
     (
+        "example-ioprio-deadline",
+        include_str!("../../scenarios/example-ioprio-deadline.toml"),
+    ),
+    (
         "validate-iomax-riops",
         include_str!("../../scenarios/validate-iomax-riops.toml"),
     ),
@@ -62,6 +66,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "validate-iocost-donation",
         include_str!("../../scenarios/validate-iocost-donation.toml"),
+    ),
+    (
+        "validate-ioprio-deadline",
+        include_str!("../../scenarios/validate-ioprio-deadline.toml"),
     ),
 ];
 

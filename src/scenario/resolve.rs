@@ -17,6 +17,7 @@ pub enum IfaceFile {
     IoWeight,
     IoCostQos,
     IoCostModel,
+    IoPrioClass,
 }
 
 impl IfaceFile {
@@ -26,6 +27,7 @@ impl IfaceFile {
             IfaceFile::IoWeight => "io.weight",
             IfaceFile::IoCostQos => "io.cost.qos",
             IfaceFile::IoCostModel => "io.cost.model",
+            IfaceFile::IoPrioClass => "io.prio.class",
         }
     }
 
@@ -35,6 +37,7 @@ impl IfaceFile {
             "io.weight" => IfaceFile::IoWeight,
             "io.cost.qos" => IfaceFile::IoCostQos,
             "io.cost.model" => IfaceFile::IoCostModel,
+            "io.prio.class" => IfaceFile::IoPrioClass,
             _ => return None,
         })
     }
@@ -94,7 +97,7 @@ pub struct KernelSettings {
     pub throttling_low: bool,
     /// blk-cgroup's `blkcg_debug_stats` module parameter (iocost debug io.stat keys).
     pub debug_stats: bool,
-    /// Behaviour switches (`throttle.*`, `iocost.*`) overriding the version preset.
+    /// Behaviour switches (`throttle.*`, `iocost.*`, `deadline.*`) overriding the version preset.
     pub overrides: Vec<(String, String)>,
 }
 
@@ -194,7 +197,9 @@ impl Scenario {
             };
             for (k, v) in root {
                 match IfaceFile::from_key(k) {
-                    Some(f @ (IfaceFile::IoCostQos | IfaceFile::IoCostModel)) => {
+                    Some(
+                        f @ (IfaceFile::IoCostQos | IfaceFile::IoCostModel | IfaceFile::IoPrioClass),
+                    ) => {
                         for line in self.lines_of(&["root"], k, v)? {
                             writes.push(IfaceWrite {
                                 at: 0,
@@ -219,7 +224,7 @@ impl Scenario {
                         &["root"],
                         k,
                         format!(
-                            "unknown root key `{k}`; accepted: \"io.cost.qos\", \"io.cost.model\""
+                            "unknown root key `{k}`; accepted: \"io.cost.qos\", \"io.cost.model\", \"io.prio.class\""
                         ),
                     )),
                 }
@@ -285,7 +290,7 @@ impl Scenario {
                         continue;
                     }
                     match IfaceFile::from_key(k) {
-                        Some(f @ (IfaceFile::IoMax | IfaceFile::IoWeight)) => {
+                        Some(f @ (IfaceFile::IoMax | IfaceFile::IoWeight | IfaceFile::IoPrioClass)) => {
                             for line in self.lines_of(&path, k, v)? {
                                 writes.push(IfaceWrite {
                                     at: 0,
@@ -317,7 +322,7 @@ impl Scenario {
                             &path,
                             k,
                             format!(
-                                "unknown cgroup key `{k}`; accepted: \"io.max\", \"io.weight\", fio"
+                                "unknown cgroup key `{k}`; accepted: \"io.max\", \"io.weight\", \"io.prio.class\", fio"
                             ),
                         )),
                     }
@@ -421,7 +426,7 @@ impl Scenario {
                         }
                     }
                 }
-                s if s.starts_with("throttle.") || s.starts_with("iocost.") => {
+                s if s.starts_with("throttle.") || s.starts_with("iocost.") || s.starts_with("deadline.") => {
                     let sv = match val {
                         Value::String(s) => s.clone(),
                         Value::Boolean(b) => b.to_string(),
@@ -434,7 +439,7 @@ impl Scenario {
                     return Err(self.err_at(
                         &path,
                         key,
-                        format!("unknown `kernel.{key}`; accepted: version, hz, config, and behaviour switches \"throttle.*\" / \"iocost.*\""),
+                        format!("unknown `kernel.{key}`; accepted: version, hz, config, and behaviour switches \"throttle.*\" / \"iocost.*\" / \"deadline.*\""),
                     ))
                 }
             }
@@ -601,7 +606,7 @@ impl Scenario {
                     continue;
                 }
                 let Some(f) = IfaceFile::from_key(k) else {
-                    return Err(self.err_at(&path, k, format!("[[schedule]]: unknown key `{k}`; accepted: at, cgroup, and one of \"io.max\", \"io.weight\", \"io.cost.qos\", \"io.cost.model\"")));
+                    return Err(self.err_at(&path, k, format!("[[schedule]]: unknown key `{k}`; accepted: at, cgroup, and one of \"io.max\", \"io.weight\", \"io.cost.qos\", \"io.cost.model\", \"io.prio.class\"")));
                 };
                 for line in self.lines_of(&path, k, v)? {
                     n += 1;

@@ -7,6 +7,7 @@
 //! do. The fio I/O completes when its last piece completes (`bio_chain`).
 
 use super::Ns;
+use crate::blkcg::ioprio::Ioprio;
 
 /// Index of a bio in the pipeline's slab.
 pub type BioId = u32;
@@ -86,6 +87,9 @@ pub struct Bio {
     /// blk-throttle), stamped again for each piece of a split; blk-iolatency measures
     /// its latency from here.
     pub issue_time: Ns,
+    /// `bi_ioprio`: the I/O priority (`crate::blkcg::ioprio`), set by the submitter and
+    /// `bio_set_ioprio()`; a split piece keeps it.
+    pub ioprio: Ioprio,
 }
 
 impl Bio {
@@ -104,6 +108,7 @@ impl Bio {
             io: 0,
             submitted,
             issue_time: submitted,
+            ioprio: Ioprio::DEFAULT,
         }
     }
 

@@ -59,6 +59,7 @@
 
 use std::collections::VecDeque;
 
+use crate::blkcg::ioprio::{Ioprio, IoprioClass, task_ioprio};
 use crate::device::fault::BadblocksWrite;
 use crate::device::{BlockDevice, DevRq, QueueLimits};
 use crate::report::fio::JobStats;
@@ -261,6 +262,9 @@ struct JobRt {
     rng: SimRng,
     /// Host noise (sleep overshoot), a stream of its own so it never shifts offsets.
     host_rng: SimRng,
+    /// fio's `prio_state`: the cmdprio draws (a stream of its own, drawn only with
+    /// `cmdprio_percentage`).
+    prio_rng: SimRng,
     offsets: OffsetGen,
     mix: RwMix,
     rate: RateState,
@@ -476,6 +480,8 @@ pub struct Pipeline {
     host: HostCosts,
     free_tags: Vec<u32>,
     rqs: Vec<Option<RqSlot>>,
+    /// Requests at the driver: at most `hw_queue_depth` (`blk_mq_get_driver_tag()`).
+    dispatched: u32,
     tag_waiters: VecDeque<(u32, BioId, Ns)>,
     ctxs: Vec<Ctx>,
     bio_ctx: Vec<u32>,
@@ -559,6 +565,7 @@ impl Pipeline {
                 stats.err.coe = p.continue_on_error != 0;
                 JobRt {
                     host_rng: SimRng::new(seed, &format!("{}/host", p.seed_name)),
+                    prio_rng: SimRng::new(seed, &format!("{}/prio", p.seed_name)),
                     mix: RwMix::new(p.kind, p.rwmix_read),
                     stats,
                     timeline: TimeBins::default(),
@@ -594,6 +601,7 @@ impl Pipeline {
             host,
             free_tags: (0..tags).rev().collect(),
             rqs: vec![None; tags as usize],
+            dispatched: 0,
             tag_waiters: VecDeque::new(),
             ctxs,
             bio_ctx: Vec::new(),
@@ -669,6 +677,11 @@ impl Pipeline {
     /// The policies of the run (the pipeline starts with none and `none`).
     pub fn set_stack(&mut self, stack: Stack) {
         self.stack = stack;
+        // blk_mq_init_sched(): the elevator's own tags
+        if let Some(n) = self.stack.elevator.as_ref().and_then(|e| e.nr_requests()) {
+            self.free_tags = (0..n.max(1)).rev().collect();
+            self.rqs = vec![None; n.max(1) as usize];
+        }
     }
 
     /// `echo line > file` in cgroup `cg` now, to the policy that owns `file`.
@@ -1053,11 +1066,23 @@ impl Pipeline {
             self.dispatch(&rq);
             return;
         };
-        e.insert_requests(rq);
-        // blk_mq_run_hw_queue(): every request the elevator gives goes to the driver
-        while let Some(e) = self.stack.elevator.as_mut()
+        e.insert_requests(rq, now);
+        // blk_account_io_start() at request allocation: iostat's in-flight (aqu-sz,
+        // %util) counts requests waiting in the elevator too
+        self.dev_acct.advance(now);
+        self.dev_acct.inflight += 1;
+        self.run_hw_queue();
+    }
+
+    /// `blk_mq_run_hw_queue()` with an elevator: every request it gives goes to the
+    /// driver, while the driver has a tag for it (`hw_queue_depth`,
+    /// `blk_mq_get_driver_tag()`); the rest wait in the elevator.
+    fn run_hw_queue(&mut self) {
+        let now = self.q.now();
+        while self.dispatched < self.limits.hw_queue_depth.max(1)
+            && let Some(e) = self.stack.elevator.as_mut()
             && e.has_work()
-            && let Some(rq) = e.dispatch_request()
+            && let Some(rq) = e.dispatch_request(now)
         {
             self.dispatch(&rq);
         }
@@ -1076,6 +1101,7 @@ impl Pipeline {
             bytes: bio.bytes,
             alloc_time: slot.alloc,
             start_time: slot.start,
+            ioprio: bio.ioprio,
         }
     }
 
@@ -1094,8 +1120,12 @@ impl Pipeline {
     #[inline(always)]
     fn queue_rq(&mut self, tag: u32, b: BioId) {
         let now = self.q.now();
-        self.dev_acct.advance(now);
-        self.dev_acct.inflight += 1;
+        // with an elevator the request was counted in flight when it got its tag
+        if self.stack.elevator.is_none() {
+            self.dev_acct.advance(now);
+            self.dev_acct.inflight += 1;
+        }
+        self.dispatched += 1;
         let bio = self.bios.get(b);
         let d = DevRq {
             tag,
@@ -1118,6 +1148,7 @@ impl Pipeline {
         };
         self.dev_acct.advance(now);
         self.dev_acct.inflight -= 1;
+        self.dispatched -= 1;
         let bio = self.bios.get(slot.bio);
         let (dir, bytes, io) = (bio.dir, bio.bytes, bio.io);
         match dir {
@@ -1152,6 +1183,8 @@ impl Pipeline {
             }
         }
         self.bios.release(slot.bio);
+        // the driver tag is free: blk_mq_sched_restart() runs the queue again
+        self.run_hw_queue();
         // the tag goes to the first waiter, whose context then goes on
         self.free_tags.push(tag);
         if let Some(&(c, wb, alloc)) = self.tag_waiters.front()
@@ -1324,9 +1357,14 @@ impl Pipeline {
                         job.blocks_counter += 1;
                     }
                     job.phase = Phase::SubmitEnter(io);
-                    let b = self
-                        .bios
-                        .alloc(bio_for(&self.ios[io as usize], io, &job.p, offset));
+                    let ioprio = job.p.prio.bio_ioprio(dir, &mut job.prio_rng);
+                    let b = self.bios.alloc(bio_for(
+                        &self.ios[io as usize],
+                        io,
+                        &job.p,
+                        offset,
+                        ioprio,
+                    ));
                     self.ctxs[(j + 1) as usize]
                         .pending
                         .push_back((b, Stage::Bio(0)));
@@ -1572,14 +1610,23 @@ impl Pipeline {
     }
 }
 
-fn bio_for(iou: &IoU, io: u32, p: &JobParams, offset: u64) -> Bio {
+/// The bio of fio I/O `io`, with the priority its command carries (`ioprio`: NONE
+/// unless cmdprio chose one); `bio_set_ioprio()` then gives a class-NONE bio the job
+/// thread's priority, and the bio-level policies (`io.prio.class`) may change it.
+fn bio_for(iou: &IoU, io: u32, p: &JobParams, offset: u64, ioprio: Ioprio) -> Bio {
     let dir = if iou.dir_write { Dir::Write } else { Dir::Read };
     // a bio is whole 512-byte sectors (fio rejects unaligned O_DIRECT sizes; an odd
     // `bs` such as the linear-max RFC's 48607 is rounded up)
     let bytes = iou.bytes.div_ceil(512) * 512;
+    let ioprio = if ioprio.class() == IoprioClass::None {
+        task_ioprio(p.prio.task)
+    } else {
+        ioprio
+    };
     Bio {
         meta: p.meta,
         io,
+        ioprio,
         ..Bio::new(p.cgroup, dir, offset / 512, bytes, iou.start)
     }
 }
@@ -1660,6 +1707,7 @@ mod tests {
             randommap: true,
             distribution: Distribution::Random,
             meta: false,
+            prio: Default::default(),
             continue_on_error: 0,
             filename: "/dev/test".into(),
             after: Vec::new(),
@@ -1773,13 +1821,13 @@ mod tests {
         fn limit_depth(&self, _dir: Dir) -> Option<u32> {
             Some(1)
         }
-        fn insert_requests(&mut self, rq: Request) {
+        fn insert_requests(&mut self, rq: Request, _now: Ns) {
             self.0.push_back(rq);
         }
         fn has_work(&self) -> bool {
             !self.0.is_empty()
         }
-        fn dispatch_request(&mut self) -> Option<Request> {
+        fn dispatch_request(&mut self, _now: Ns) -> Option<Request> {
             self.0.pop_front()
         }
     }

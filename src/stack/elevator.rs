@@ -9,11 +9,18 @@
 //! `limit_depth` may cap how many tags a request of this kind can hold (mq-deadline's
 //! `async_depth`: `data->shallow_depth`); a submitter over it sleeps for a tag (slat).
 //!
+//! The elevator sees the time (`now`) when a request is inserted and when the queue is
+//! run: mq-deadline's expiry is in jiffies of it. An elevator with its own scheduler
+//! tags says how many ([`Elevator::nr_requests`], `blk_mq_init_sched()`); the driver
+//! then still takes at most `hw_queue_depth` of them at once, the rest wait in the
+//! elevator. mq-deadline plugs in from `crate::sched::mq_deadline::elevator`.
+//!
 //! `none` is no elevator at all, as in the kernel (`q->elevator` is NULL): a request
 //! goes to the driver as soon as it has a tag (`blk_mq_try_issue_directly()`), with no
 //! depth limit — a FIFO in tag order. A run has `none` unless it sets an elevator
 //! (mq-deadline, BFQ: their own issues implement [`Elevator`]).
 
+use crate::blkcg::ioprio::Ioprio;
 use crate::sim::{BioId, Dir, Ns};
 
 /// A request: a bio that holds a tag.
@@ -32,6 +39,8 @@ pub struct Request {
     pub alloc_time: Ns,
     /// `start_time_ns`: when it got its tag.
     pub start_time: Ns,
+    /// `req_get_ioprio()`: its bio's priority.
+    pub ioprio: Ioprio,
 }
 
 /// An I/O scheduler (`struct elevator_mq_ops`).
@@ -43,12 +52,17 @@ pub trait Elevator: Send {
     fn limit_depth(&self, _dir: Dir) -> Option<u32> {
         None
     }
-    /// `insert_requests`: `rq` has its tag and waits for dispatch.
-    fn insert_requests(&mut self, rq: Request);
+    /// The scheduler tags it allocates (`q->nr_requests` once it is set up), or None
+    /// to keep the queue's `nr_requests` (`none`: the driver's tags).
+    fn nr_requests(&self) -> Option<u32> {
+        None
+    }
+    /// `insert_requests`: `rq` has its tag and waits for dispatch, from `now`.
+    fn insert_requests(&mut self, rq: Request, now: Ns);
     /// `has_work`: a request waits for dispatch.
     fn has_work(&self) -> bool;
-    /// `dispatch_request`: the next request for the driver.
-    fn dispatch_request(&mut self) -> Option<Request>;
+    /// `dispatch_request`: the next request for the driver, at `now`.
+    fn dispatch_request(&mut self, now: Ns) -> Option<Request>;
     /// `completed_request`: `rq` completed at `now`.
     fn completed_request(&mut self, _rq: &Request, _now: Ns) {}
 }

@@ -8,8 +8,8 @@
 //! `block/blk-mq.c` `blk_mq_submit_bio()`):
 //!
 //! 1. **bio-level policies** ([`BioPolicy`]), in `submit_bio()` order: priority
-//!    assignment (`bio_set_ioprio()` + `blkcg_set_ioprio()`: no policy of ours yet; it
-//!    will sort before blk-throttle by its [`PolicyId`]), then blk-throttle
+//!    assignment (`bio_set_ioprio()` + `blkcg_set_ioprio()`: `crate::ioprio`, first by
+//!    its [`PolicyId`]), then blk-throttle
 //!    (`blk_throtl_bio()`). A bio-level policy may *hold* a bio; it hands it back later
 //!    from its timer ([`BlkcgPolicy::on_timer`]) and a kernel worker pushes it on from
 //!    the next stage — that wait lands in clat.
@@ -65,6 +65,8 @@ pub use elevator::{Elevator, Request};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(u8)]
 pub enum PolicyId {
+    /// blk-ioprio (`io.prio.class`): bio level, `blkcg_set_ioprio()` in `submit_bio()`.
+    Ioprio,
     /// blk-throttle (`io.max`): bio level, `blk_throtl_bio()`.
     Throttle,
     /// blk-iocost (`io.cost.*`, `io.weight`): rq-qos `RQ_QOS_COST`.

@@ -106,8 +106,9 @@ pub struct GuestPlan {
     pub scenario_dev: String,
     /// configfs attributes in the order they are written (`power` last).
     pub nullb_attrs: Vec<NullbAttr>,
-    /// `/sys/block/NAME/queue/` attributes.
-    pub queue_attrs: Vec<(&'static str, String)>,
+    /// `/sys/block/NAME/queue/` attributes, in the order they are written (the
+    /// scheduler before its `iosched/` files).
+    pub queue_attrs: Vec<(String, String)>,
     /// Non-root cgroups, parents first.
     pub cgroups: Vec<String>,
     pub writes: Vec<GuestWrite>,
@@ -214,11 +215,23 @@ impl GuestPlan {
         });
         // `rotational` through the queue's sysfs file, which every kernel has (null_blk's
         // configfs attribute is recent: neither Debian's 6.1 nor 6.12 has it)
-        let queue_attrs = vec![
-            ("scheduler", "none".to_string()),
-            ("max_sectors_kb", c.max_sectors_kb.to_string()),
-            ("rotational", u8::from(c.rotational).to_string()),
+        let scheduler = r
+            .device
+            .get("scheduler")
+            .and_then(toml::Value::as_str)
+            .unwrap_or("none");
+        let iosched = r.device.get("iosched").and_then(toml::Value::as_table);
+        let mut queue_attrs = vec![
+            ("scheduler".to_string(), scheduler.to_string()),
+            ("max_sectors_kb".to_string(), c.max_sectors_kb.to_string()),
+            ("rotational".to_string(), u8::from(c.rotational).to_string()),
         ];
+        queue_attrs.extend(
+            crate::sched::iosched_writes(iosched)
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .map(|(k, v)| (format!("iosched/{k}"), v)),
+        );
         let tree = &r.tree;
         let cgroups = tree.nodes.iter().skip(1).map(|n| n.path.clone()).collect();
         let path_of = |cg: u32| tree.nodes[cg as usize].path.clone();

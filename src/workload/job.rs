@@ -14,10 +14,14 @@
 //!   (every block once per pass; we walk a full-period LCG permutation instead of a
 //!   bitmap, so memory stays O(1)), `norandommap` uniform, and the zipf/pareto/normal
 //!   distributions;
+//! - [`JobPrio`]          — the job's I/O priorities: `ioprio_set()` from `prio` /
+//!   `prioclass` (backend.c) and `fio_cmdprio_set_ioprio()` (engines/cmdprio.c) for
+//!   `cmdprio_percentage` / `cmdprio_class` / `cmdprio`;
 //! - [`JobParams::from_spec`] — a parsed fio job ([`JobSpec`]) resolved against the
 //!   device (size and offset percentages, `io_size`, `loops`) into what the runtime
 //!   needs.
 
+use crate::blkcg::ioprio::{Ioprio, IoprioClass};
 use crate::sim::{Dir, Ns, SimRng};
 use crate::workload::fio::{
     DDIR_READ, DDIR_WRITE, IoEngine, JobSpec, RandomDist, RateProcess, SizeOrPct, ThinkBlocksType,
@@ -57,6 +61,8 @@ pub struct JobParams {
     pub distribution: Distribution,
     /// blkcg-sim extension: the job's bios are REQ_META.
     pub meta: bool,
+    /// I/O priorities of the job's thread and commands.
+    pub prio: JobPrio,
     /// `continue_on_error` as fio's `error_type` bits (read 1, write 2).
     pub continue_on_error: u32,
     /// The file fio names in its error lines (`filename`, else the device node).
@@ -69,6 +75,70 @@ pub struct JobParams {
     /// At most this many completions are reaped when the queue is full
     /// (`iodepth_batch_complete_max`, which fio lifts to the min, 1, when unset).
     pub reap_batch_max: u32,
+}
+
+/// The I/O priorities a job gives its bios.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct JobPrio {
+    /// What fio's `ioprio_set(IOPRIO_WHO_PROCESS, 0, ..)` set for the job's thread
+    /// (backend.c, when `prio` or `prioclass` is given): `ioprio_value()`, class 0
+    /// read as BE. `None`: the thread keeps the nice-derived default.
+    pub task: Option<Ioprio>,
+    /// Per direction: the percentage (1..=100) of commands that carry their own
+    /// priority (`IOCB_FLAG_IOPRIO` / `sqe->ioprio`), and that priority.
+    pub cmdprio: [Option<(u32, Ioprio)>; 2],
+}
+
+impl JobPrio {
+    /// From fio's options; `None` if the job sets none.
+    fn from_spec(spec: &JobSpec) -> Result<JobPrio, String> {
+        // os-linux.h ioprio_value(): no class is BE
+        let value = |class: u32, level: u32| {
+            let class = IoprioClass::from_u32(class)
+                .filter(|&c| c != IoprioClass::None)
+                .unwrap_or(IoprioClass::Be);
+            Ioprio::new(class, level as u16)
+        };
+        let task = (spec.prio.is_some() || spec.prioclass.is_some())
+            .then(|| value(spec.prioclass.unwrap_or(0), spec.prio.unwrap_or(0)));
+        let any_cmdprio = [&spec.cmdprio_percentage, &spec.cmdprio_class, &spec.cmdprio]
+            .iter()
+            .any(|a| a.iter().any(Option::is_some));
+        if any_cmdprio && !matches!(spec.ioengine, IoEngine::Libaio | IoEngine::IoUring) {
+            return Err(format!(
+                "job `{}`: cmdprio_percentage, cmdprio_class and cmdprio are options of the \
+                 libaio and io_uring engines (fio refuses them as a bad option with \
+                 other engines); use prio/prioclass for the whole job",
+                spec.name
+            ));
+        }
+        let mut cmdprio = [None; 2];
+        for (d, slot) in cmdprio.iter_mut().enumerate() {
+            // fio_cmdprio_parse_and_gen(): a percentage without a class means RT
+            *slot = spec.cmdprio_percentage[d].filter(|&p| p > 0).map(|p| {
+                (
+                    p,
+                    value(
+                        spec.cmdprio_class[d].unwrap_or(1),
+                        spec.cmdprio[d].unwrap_or(0),
+                    ),
+                )
+            });
+        }
+        Ok(JobPrio { task, cmdprio })
+    }
+
+    /// The priority a bio of direction `dir` carries when fio submits it — before
+    /// the kernel's `bio_set_ioprio()` gives a class-NONE bio the thread's priority:
+    /// `fio_cmdprio_set_ioprio()` draws `rand_between(0, 99)` from the job's own
+    /// priority stream and takes the cmdprio value when it is below the percentage.
+    /// Draws nothing for a direction without cmdprio.
+    pub fn bio_ioprio(&self, dir: Dir, rng: &mut SimRng) -> Ioprio {
+        match self.cmdprio[dir.idx()] {
+            Some((pct, prio)) if (rng.below(100) as u32) < pct => prio,
+            _ => Ioprio::DEFAULT,
+        }
+    }
 }
 
 /// Direction mix of a job (`rw=`).
@@ -463,6 +533,7 @@ impl JobParams {
                 randommap: !spec.norandommap,
                 distribution,
                 meta: spec.blkcg_meta,
+                prio: JobPrio::from_spec(spec)?,
                 continue_on_error: spec.continue_on_error,
                 // the first of fio's `:`-separated files; run::prepare fills in the device
                 filename: spec
@@ -806,6 +877,53 @@ mod tests {
         );
         let s = parse("--name=o --offset=2g");
         assert!(JobParams::from_spec(&s[0], 0, 1 << 30, vec![], "o".into()).is_err());
+    }
+
+    #[test]
+    fn priorities_as_fio_sets_them() {
+        let prio = |args: &str| {
+            let s = parse(args);
+            JobParams::from_spec(&s[0], 0, 1 << 30, vec![], "p".into()).map(|(p, _)| p.prio)
+        };
+        // prio alone: class 0 is BE (ioprio_value()); prioclass alone: level 0
+        let p = prio("--name=p --prio=3").unwrap();
+        assert_eq!(p.task, Some(Ioprio::new(IoprioClass::Be, 3)));
+        let p = prio("--name=p --prioclass=3").unwrap();
+        assert_eq!(p.task, Some(Ioprio::new(IoprioClass::Idle, 0)));
+        assert_eq!(prio("--name=p").unwrap(), JobPrio::default());
+        // cmdprio: a percentage without a class is RT; `a,b` is read,write
+        let p = prio("--name=p --ioengine=libaio --cmdprio_percentage=30,0 --cmdprio=2").unwrap();
+        assert_eq!(p.cmdprio[0], Some((30, Ioprio::new(IoprioClass::Rt, 2))));
+        assert_eq!(p.cmdprio[1], None);
+        let p = prio("--name=p --ioengine=io_uring --cmdprio_percentage=100 --cmdprio_class=3")
+            .unwrap();
+        let mut rng = SimRng::new(1, "prio");
+        assert_eq!(
+            p.bio_ioprio(Dir::Write, &mut rng).class(),
+            IoprioClass::Idle
+        );
+        // without cmdprio the bio carries NONE (the kernel gives it the task's)
+        assert_eq!(
+            JobPrio::default().bio_ioprio(Dir::Read, &mut rng),
+            Ioprio::DEFAULT
+        );
+        // 30 %: about 300 of 1000 commands
+        let p = prio("--name=p --ioengine=libaio --cmdprio_percentage=30").unwrap();
+        let rt = (0..1000)
+            .filter(|_| p.bio_ioprio(Dir::Read, &mut rng).class() == IoprioClass::Rt)
+            .count();
+        assert!((250..350).contains(&rt), "{rt}");
+        // engine options of libaio/io_uring only
+        let e = prio("--name=p --ioengine=psync --cmdprio_class=2").unwrap_err();
+        assert!(e.contains("libaio and io_uring"), "{e}");
+        assert!(parse_err("--name=p --cmdprio_class=0").contains("cmdprio_class"));
+    }
+
+    fn parse_err(args: &str) -> String {
+        let a: Vec<String> = args.split_whitespace().map(str::to_string).collect();
+        crate::workload::fio::parse_cmdline(&a)
+            .unwrap_err()
+            .to_string()
     }
 
     #[test]

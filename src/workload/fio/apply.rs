@@ -536,6 +536,16 @@ pub(super) fn apply(
         }
         "prio" => spec.prio = Some(u32v(v, kb, notes, 0, 7)?),
         "prioclass" => spec.prioclass = Some(u32v(v, kb, notes, 0, 3)?),
+        // engines/cmdprio.h CMDPRIO_OPTIONS: off1 = read, off2 = write
+        "cmdprio_percentage" => per_dir(v, &mut spec.cmdprio_percentage, |p| {
+            Ok(Some(u32v(p, kb, notes, 0, 100)?))
+        })?,
+        "cmdprio_class" => per_dir(v, &mut spec.cmdprio_class, |p| {
+            Ok(Some(u32v(p, kb, notes, 1, 3)?))
+        })?,
+        "cmdprio" => per_dir(v, &mut spec.cmdprio, |p| {
+            Ok(Some(u32v(p, kb, notes, 0, 7)?))
+        })?,
         "blkcg_meta" => spec.blkcg_meta = bool01(v)?,
         _ => return Ok(Outcome::Unmodelled),
     }

@@ -408,6 +408,12 @@ pub struct JobSpec {
     pub prio: Option<u32>,
     /// `prioclass` (0..=3), stored.
     pub prioclass: Option<u32>,
+    /// `cmdprio_percentage` per direction (0..=100; libaio and io_uring only).
+    pub cmdprio_percentage: [Option<u32>; 3],
+    /// `cmdprio_class` per direction (1..=3; RT when a percentage is set without it).
+    pub cmdprio_class: [Option<u32>; 3],
+    /// `cmdprio` (the level, 0..=7) per direction.
+    pub cmdprio: [Option<u32>; 3],
     /// blkcg-sim extension, not an fio option: `blkcg_meta=bool` marks the job's
     /// bios REQ_META (filesystem metadata), which controllers must not block
     /// (blk-iocost/blk-throttle let such bios through, charging debt instead).
@@ -495,6 +501,9 @@ impl Default for JobSpec {
             io_submit_mode: SubmitMode::Inline,
             prio: None,
             prioclass: None,
+            cmdprio_percentage: [None; 3],
+            cmdprio_class: [None; 3],
+            cmdprio: [None; 3],
             blkcg_meta: false,
         }
     }

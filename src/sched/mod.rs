@@ -1,0 +1,99 @@
+//! I/O schedulers (elevators) between tag allocation and the driver, by their sysfs
+//! names (`/sys/block/DEV/queue/scheduler`): `[device] scheduler = "mq-deadline"`,
+//! its `queue/iosched/` files as `[device.iosched]` keys.
+//!
+//! - `none` is no elevator at all (`q->elevator` NULL: the stack issues directly);
+//! - `mq_deadline/` — mq-deadline with its three priority levels, batching, expiry,
+//!   `writes_starved`, `async_depth` (`block/mq-deadline.c`): the scheduler itself is
+//!   self-contained (requests and jiffies in, the next request out);
+//!   `mq_deadline/elevator.rs` plugs it into the stack.
+//!
+//! [`build`] makes the run's elevator from the device keys and `[kernel]` (HZ, the
+//! version preset and `deadline.*` switches); [`describe`] is what `check` prints.
+
+pub mod mq_deadline;
+
+use crate::error::KeyError;
+use crate::scenario::resolve::KernelSettings;
+use crate::stack::Elevator;
+use mq_deadline::elevator::{MqDeadlineSched, sched_nr_requests};
+use mq_deadline::{MqDeadline, behaviour, tunables::Tunables};
+
+/// The schedulers a device may name.
+pub const NAMES: &[&str] = &["none", "mq-deadline"];
+
+/// The `deadline.*` switches of `[kernel]`.
+fn deadline_behaviour(k: &KernelSettings) -> Result<behaviour::DeadlineBehaviour, KeyError> {
+    let ov: Vec<(String, String)> = k
+        .overrides
+        .iter()
+        .filter(|(key, _)| key.starts_with("deadline."))
+        .cloned()
+        .collect();
+    behaviour::behaviour_for(&k.version, &ov)
+}
+
+/// The elevator `scheduler` on a queue of `hw_queue_depth` driver tags, with the
+/// `iosched` files written in the table's (sorted) key order; `None` for `none`, which
+/// has no `iosched` directory.
+pub fn build(
+    scheduler: &str,
+    iosched: Option<&toml::Table>,
+    k: &KernelSettings,
+    hw_queue_depth: u32,
+) -> Result<Option<Box<dyn Elevator>>, KeyError> {
+    // every switch is checked, whether or not the device uses mq-deadline
+    let b = deadline_behaviour(k)?;
+    if scheduler != "mq-deadline" {
+        if iosched.is_some_and(|t| !t.is_empty()) {
+            return Err(KeyError::new(
+                "device.iosched",
+                format!(
+                    "scheduler `{scheduler}` has no queue/iosched/ files; set scheduler = \"mq-deadline\""
+                ),
+            ));
+        }
+        return Ok(None);
+    }
+    let nr = sched_nr_requests(hw_queue_depth);
+    let mut t = Tunables::new(k.hz, nr, b);
+    for (name, val) in iosched_writes(iosched)? {
+        t.store(&name, &val, b)
+            .map_err(|e| KeyError::new(format!("device.{}", e.key), e.msg))?;
+    }
+    Ok(Some(Box::new(MqDeadlineSched::new(
+        MqDeadline::new(t, b),
+        nr,
+    ))))
+}
+
+/// The `[device.iosched]` table as the lines `echo` writes to `queue/iosched/NAME`, in
+/// the table's (sorted) key order: an integer as its digits, a string as written.
+pub fn iosched_writes(iosched: Option<&toml::Table>) -> Result<Vec<(String, String)>, KeyError> {
+    iosched
+        .into_iter()
+        .flatten()
+        .map(|(name, v)| match v {
+            toml::Value::Integer(i) => Ok((name.clone(), i.to_string())),
+            toml::Value::String(s) => Ok((name.clone(), s.clone())),
+            other => Err(KeyError::new(
+                format!("device.iosched.{name}"),
+                format!(
+                    "`{other}` is not accepted: expected an integer (or a string as echo writes it)"
+                ),
+            )),
+        })
+        .collect()
+}
+
+/// `check`'s line for the elevator: its name, tags, switches and `iosched` files.
+pub fn describe(e: Option<&dyn Elevator>, k: &KernelSettings) -> String {
+    match e {
+        None => "none".to_string(),
+        Some(e) => {
+            let b = deadline_behaviour(k).unwrap_or_default();
+            let nr = e.nr_requests().map(|n| format!(" nr_requests={n}"));
+            format!("{}{} {b}", e.name(), nr.unwrap_or_default())
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! Kernel versions of mq-deadline as named behaviour switches.
+//!
+//! | key | values | meaning |
+//! |---|---|---|
+//! | `deadline.prio` | `none`, `queued`, `in-flight+aging` | I/O priority levels: none, every class is one queue (≤5.13); three levels, a lower one served whenever the higher ones have nothing *queued in the scheduler* (5.14–5.15: c807ab520fc3, after 7b05bf771084 reverted fb926032b320 "Prioritize high-priority requests"); three levels, a lower one waits while a higher one has requests queued *or in flight*, aged requests (`prio_aging_expire`) served first while ≥ 2 levels are busy (5.16+, 322cff70d46c) |
+//! | `deadline.async_depth` | `none`, `3/4`, `nr_requests` | tags writes may hold (`dd_limit_depth()`): no limit and no `async_depth` file (≤5.13); `max(1, 3·nr_requests/4)` (5.14, 07757588e507); `nr_requests` (6.11 and 6.1.103+, 39823b47bbd4 "Fix the tag reservation code") |
+//!
+//! `fifo_time` of at-head inserts (725f22a1477c, 5.18) is not a switch: mq-deadline
+//! reads it only for merges, and the simulator merges no requests.
+
+use crate::error::{KeyError, Named};
+use crate::kernel_version::KernelVersion;
+use std::fmt;
+
+/// How the three priority levels share the device (table in the module header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrioMode {
+    None,
+    Queued,
+    InFlightAging,
+}
+
+/// The default `async_depth` (`dd_depth_updated()`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AsyncDepth {
+    None,
+    ThreeQuarters,
+    NrRequests,
+}
+
+impl Named for PrioMode {
+    const NAMES: &'static [(&'static str, Self)] = &[
+        ("none", Self::None),
+        ("queued", Self::Queued),
+        ("in-flight+aging", Self::InFlightAging),
+    ];
+}
+
+impl Named for AsyncDepth {
+    const NAMES: &'static [(&'static str, Self)] = &[
+        ("none", Self::None),
+        ("3/4", Self::ThreeQuarters),
+        ("nr_requests", Self::NrRequests),
+    ];
+}
+
+/// The switches that differ between kernel versions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeadlineBehaviour {
+    pub prio: PrioMode,
+    pub async_depth: AsyncDepth,
+}
+
+/// In scenario syntax: `deadline.prio=in-flight+aging deadline.async_depth=nr_requests`.
+impl fmt::Display for DeadlineBehaviour {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "deadline.prio={} deadline.async_depth={}",
+            self.prio.name(),
+            self.async_depth.name()
+        )
+    }
+}
+
+impl Default for DeadlineBehaviour {
+    fn default() -> Self {
+        DeadlineBehaviour {
+            prio: PrioMode::InFlightAging,
+            async_depth: AsyncDepth::NrRequests,
+        }
+    }
+}
+
+const PRESETS: &[&str] = &["5.13", "5.14", "5.16", "6.1", "6.1.103", "6.11", "newest"];
+
+/// The preset versions, oldest first (one per change, and the stable backport).
+pub fn presets() -> &'static [&'static str] {
+    PRESETS
+}
+
+/// Stable series that carry 39823b47bbd4 (tag reservation fix): (series, first patch).
+const STABLE_TAG_FIX: &[((u32, u32), u32)] = &[((6, 1), 103)];
+
+/// The behaviour of kernel `version`, then `overrides` (`("deadline.prio", "queued")`)
+/// applied in order.
+pub fn behaviour_for(
+    version: &str,
+    overrides: &[(String, String)],
+) -> Result<DeadlineBehaviour, KeyError> {
+    let kv = KernelVersion::parse(version).map_err(|m| KeyError::new("kernel.version", m))?;
+    let (v, patch) = ((kv.major, kv.minor), kv.patch);
+    let tag_fix = (6, 11) <= v
+        || STABLE_TAG_FIX
+            .iter()
+            .any(|&(series, first)| series == v && patch >= first);
+    let mut b = DeadlineBehaviour {
+        prio: if v < (5, 14) {
+            PrioMode::None
+        } else if v < (5, 16) {
+            PrioMode::Queued
+        } else {
+            PrioMode::InFlightAging
+        },
+        async_depth: if v < (5, 14) {
+            AsyncDepth::None
+        } else if tag_fix {
+            AsyncDepth::NrRequests
+        } else {
+            AsyncDepth::ThreeQuarters
+        },
+    };
+    for (key, val) in overrides {
+        match key.as_str() {
+            "deadline.prio" => b.prio = Named::parse(key, val)?,
+            "deadline.async_depth" => b.async_depth = Named::parse(key, val)?,
+            _ => {
+                return Err(KeyError::new(
+                    key.as_str(),
+                    "unknown key; accepted: deadline.prio, deadline.async_depth",
+                ));
+            }
+        }
+    }
+    Ok(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(v: &str) -> DeadlineBehaviour {
+        behaviour_for(v, &[]).unwrap()
+    }
+
+    #[test]
+    fn presets_follow_the_commits() {
+        assert_eq!(at("5.13").prio, PrioMode::None);
+        assert_eq!(at("5.13").async_depth, AsyncDepth::None);
+        assert_eq!(at("5.14").prio, PrioMode::Queued);
+        assert_eq!(at("5.15").prio, PrioMode::Queued);
+        assert_eq!(at("5.16").prio, PrioMode::InFlightAging);
+        assert_eq!(at("6.1").async_depth, AsyncDepth::ThreeQuarters);
+        assert_eq!(at("6.1.103").async_depth, AsyncDepth::NrRequests);
+        assert_eq!(at("6.6").async_depth, AsyncDepth::ThreeQuarters);
+        assert_eq!(at("6.11").async_depth, AsyncDepth::NrRequests);
+        assert_eq!(at("newest"), DeadlineBehaviour::default());
+        // every preset parses and prints its switches
+        for p in presets() {
+            assert!(at(p).to_string().starts_with("deadline.prio="), "{p}");
+        }
+    }
+
+    #[test]
+    fn overrides_by_name() {
+        let o = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
+        let b = behaviour_for("6.12", &o("deadline.prio", "queued")).unwrap();
+        assert_eq!(b.prio, PrioMode::Queued);
+        let e = behaviour_for("6.12", &o("deadline.async_depth", "half")).unwrap_err();
+        assert!(e.msg.contains("3/4, nr_requests"), "{e}");
+        let e = behaviour_for("6.12", &o("deadline.batch", "1")).unwrap_err();
+        assert!(e.msg.contains("deadline.prio"), "{e}");
+    }
+}

@@ -1,0 +1,87 @@
+//! mq-deadline as the stack's [`Elevator`]: the engine's requests become
+//! [`DdRequest`]s (token = tag) and nanoseconds become jiffies.
+//!
+//! jiffies are counted as blk-throttle counts them: `INITIAL_JIFFIES` of a 64-bit
+//! kernel at t = 0, plus `floor(now · HZ / 1e9)`. The scheduler owns `nr_requests`
+//! tags (`blk_mq_init_sched()`: `2 · min(hw_queue_depth, BLKDEV_DEFAULT_RQ)`); the
+//! engine keeps the driver at `hw_queue_depth`, so the rest wait here, in mq-deadline's
+//! order.
+
+use super::{DdRequest, MqDeadline};
+use crate::sim::{Dir, NSEC_PER_SEC, Ns};
+use crate::stack::{Elevator, Request};
+use crate::throttle::ThrottleConfig;
+
+/// `BLKDEV_DEFAULT_RQ`.
+const BLKDEV_DEFAULT_RQ: u32 = 128;
+
+/// `q->nr_requests` once a scheduler is set up on a queue of `hw_queue_depth` tags
+/// (`blk_mq_init_sched()`).
+pub fn sched_nr_requests(hw_queue_depth: u32) -> u32 {
+    2 * hw_queue_depth.min(BLKDEV_DEFAULT_RQ)
+}
+
+/// mq-deadline on one queue.
+#[derive(Debug)]
+pub struct MqDeadlineSched {
+    dd: MqDeadline,
+    nr_requests: u32,
+    start_jiffies: u64,
+    /// Requests by tag while the scheduler or the driver has them.
+    rqs: Vec<Option<Request>>,
+}
+
+impl MqDeadlineSched {
+    pub fn new(dd: MqDeadline, nr_requests: u32) -> Self {
+        MqDeadlineSched {
+            start_jiffies: ThrottleConfig::initial_jiffies(dd.tunables().hz),
+            dd,
+            nr_requests,
+            rqs: Vec::new(),
+        }
+    }
+
+    fn jiffies(&self, now: Ns) -> u64 {
+        let hz = u128::from(self.dd.tunables().hz);
+        self.start_jiffies + (u128::from(now) * hz / u128::from(NSEC_PER_SEC)) as u64
+    }
+}
+
+impl Elevator for MqDeadlineSched {
+    fn name(&self) -> &'static str {
+        "mq-deadline"
+    }
+    fn nr_requests(&self) -> Option<u32> {
+        Some(self.nr_requests)
+    }
+    fn limit_depth(&self, dir: Dir) -> Option<u32> {
+        self.dd.limit_depth(dir)
+    }
+    fn insert_requests(&mut self, rq: Request, now: Ns) {
+        let tag = rq.tag as usize;
+        if self.rqs.len() <= tag {
+            self.rqs.resize(tag + 1, None);
+        }
+        self.rqs[tag] = Some(rq);
+        let d = DdRequest {
+            token: u64::from(rq.tag),
+            dir: rq.dir,
+            sector: rq.sector,
+            ioprio: rq.ioprio,
+        };
+        let j = self.jiffies(now);
+        self.dd.insert_request(d, false, j);
+    }
+    fn has_work(&self) -> bool {
+        self.dd.has_work()
+    }
+    fn dispatch_request(&mut self, now: Ns) -> Option<Request> {
+        let j = self.jiffies(now);
+        let d = self.dd.dispatch_request(j)?;
+        self.rqs[d.token as usize].take()
+    }
+    fn completed_request(&mut self, rq: &Request, _now: Ns) {
+        // dd_finish_request()
+        self.dd.finish_request(rq.ioprio);
+    }
+}

@@ -1,0 +1,276 @@
+//! Hand-worked dispatch sequences from `dd_dispatch_request()`'s rules, and properties.
+
+use super::behaviour::{DeadlineBehaviour, behaviour_for};
+use super::*;
+use crate::blkcg::ioprio::IoprioClass::{Be, Idle, Rt};
+
+/// jiffies at t = 0 on HZ=1000 (`INITIAL_JIFFIES` of a 64-bit kernel).
+const J0: u64 = (1 << 32) - 300 * 1000;
+
+fn dd(version: &str, hz: u32, set: &[(&str, &str)]) -> MqDeadline {
+    let b = behaviour_for(version, &[]).unwrap();
+    let mut t = Tunables::new(hz, 64, b);
+    for (k, v) in set {
+        t.store(k, v, b).unwrap();
+    }
+    MqDeadline::new(t, b)
+}
+
+fn rq(token: u64, dir: Dir, sector: u64, class: IoprioClass) -> DdRequest {
+    DdRequest {
+        token,
+        dir,
+        sector,
+        ioprio: Ioprio::new(class, 4),
+    }
+}
+
+/// Dispatch until the scheduler gives nothing at `now`; the tokens in order.
+fn drain(d: &mut MqDeadline, now: u64) -> Vec<u64> {
+    std::iter::from_fn(|| d.dispatch_request(now).map(|r| r.token)).collect()
+}
+
+#[test]
+fn a_lower_class_waits_while_a_higher_one_is_in_flight() {
+    let mut d = dd("6.12", 1000, &[]);
+    d.insert_request(rq(1, Dir::Read, 0, Rt), false, J0);
+    d.insert_request(rq(2, Dir::Read, 8, Be), false, J0);
+    d.insert_request(rq(3, Dir::Read, 16, Idle), false, J0);
+    assert_eq!(drain(&mut d, J0), [1], "BE waits: RT is in flight");
+    assert!(d.has_work());
+    assert_eq!(d.queued(DdPrio::Rt), 1);
+    assert_eq!(d.owned_by_driver(DdPrio::Rt), 1);
+    d.finish_request(Ioprio::new(Rt, 4));
+    assert_eq!(drain(&mut d, J0), [2]);
+    d.finish_request(Ioprio::new(Be, 0));
+    assert_eq!(drain(&mut d, J0), [3]);
+    assert_eq!(
+        d.stats(DdPrio::Idle),
+        IoStats {
+            inserted: 1,
+            merged: 0,
+            dispatched: 1,
+            completed: 0
+        }
+    );
+}
+
+#[test]
+fn before_5_16_only_queued_requests_block() {
+    let mut d = dd("5.15", 1000, &[]);
+    d.insert_request(rq(1, Dir::Read, 0, Idle), false, J0);
+    d.insert_request(rq(2, Dir::Read, 8, Rt), false, J0);
+    assert_eq!(drain(&mut d, J0), [2, 1], "RT first, then IDLE at once");
+    // before 5.14 there is one level: sector order regardless of class
+    let mut d = dd("5.13", 1000, &[]);
+    d.insert_request(rq(1, Dir::Read, 0, Idle), false, J0);
+    d.insert_request(rq(2, Dir::Read, 8, Rt), false, J0);
+    assert_eq!(drain(&mut d, J0), [1, 2]);
+    assert_eq!(d.stats(DdPrio::Be).dispatched, 2);
+}
+
+#[test]
+fn aging_serves_a_be_request_after_prio_aging_expire() {
+    // prio_aging_expire = 10 s = 10000 jiffies on HZ=1000
+    let mut d = dd("6.12", 1000, &[]);
+    d.insert_request(rq(100, Dir::Read, 0, Be), false, J0);
+    let mut rt = 0;
+    let mut step = |d: &mut MqDeadline, now: u64| {
+        rt += 1;
+        d.insert_request(rq(rt, Dir::Read, 1000 + rt, Rt), false, now);
+        let got = d.dispatch_request(now).map(|r| r.token);
+        d.finish_request(Ioprio::new(if got == Some(100) { Be } else { Rt }, 4));
+        got
+    };
+    // RT keeps the device busy: BE waits 9999 jiffies ...
+    assert_eq!(step(&mut d, J0 + 9_999), Some(1));
+    // ... and is aged at exactly 10000: inserted at J0, not after now − 10000
+    assert_eq!(step(&mut d, J0 + 10_000), Some(100));
+    assert_eq!(drain(&mut d, J0 + 10_000), [2]);
+}
+
+#[test]
+fn no_aging_with_a_single_busy_level() {
+    // an old BE request with no other level busy is served in normal order: the
+    // aged pass is skipped, the strict pass finds it
+    let mut d = dd("6.12", 1000, &[("prio_aging_expire", "1")]);
+    d.insert_request(rq(1, Dir::Read, 500, Be), false, J0);
+    d.insert_request(rq(2, Dir::Read, 100, Be), false, J0 + 5);
+    assert_eq!(drain(&mut d, J0 + 10), [2, 1], "sector order");
+}
+
+#[test]
+fn batching_and_fifo_expiry() {
+    // fifo_batch = 2, read_expire = 1 jiffy: all four expired at J0+5
+    let mut d = dd("6.12", 1000, &[("fifo_batch", "2"), ("read_expire", "1")]);
+    for (t, sector) in [(1, 100), (2, 10), (3, 50), (4, 200)] {
+        d.insert_request(rq(t, Dir::Read, sector, Be), false, J0);
+    }
+    // FIFO head (100), batch continues in sector order (200); batch over: the expired
+    // FIFO head (10), then on in sector order (50)
+    assert_eq!(drain(&mut d, J0 + 5), [1, 4, 2, 3]);
+    // unexpired: plain sector order from the last position
+    let mut d = dd("6.12", 1000, &[("fifo_batch", "2")]);
+    for (t, sector) in [(1, 100), (2, 10), (3, 50), (4, 200)] {
+        d.insert_request(rq(t, Dir::Read, sector, Be), false, J0);
+    }
+    assert_eq!(drain(&mut d, J0 + 5), [2, 3, 1, 4]);
+}
+
+#[test]
+fn read_expire_in_jiffies_on_hz_250() {
+    // read_expire 500 ms = 125 jiffies at HZ=250; fifo_batch 1: each dispatch chooses
+    let mut d = dd("6.12", 250, &[("fifo_batch", "1")]);
+    d.insert_request(rq(1, Dir::Read, 1000, Be), false, J0);
+    d.insert_request(rq(2, Dir::Read, 0, Be), false, J0 + 1);
+    d.insert_request(rq(3, Dir::Read, 500, Be), false, J0 + 1);
+    assert_eq!(d.dispatch_request(J0 + 124).map(|r| r.token), Some(2));
+    // one jiffy later the head (inserted at J0) has expired: it beats sector order
+    assert_eq!(d.dispatch_request(J0 + 125).map(|r| r.token), Some(1));
+    assert_eq!(drain(&mut d, J0 + 125), [3]);
+}
+
+/// Reads 1..=4 at sectors 100..400 and a write at 0, with `fifo_batch` 1 so that
+/// every dispatch chooses a direction; read 1 goes first alone, since the first
+/// dispatch after `dd_init_sched()` would otherwise continue a write "batch"
+/// (`last_dir = DD_WRITE`).
+fn reads_and_a_write(writes_starved: &str) -> Vec<u64> {
+    let mut d = dd(
+        "6.12",
+        1000,
+        &[("fifo_batch", "1"), ("writes_starved", writes_starved)],
+    );
+    d.insert_request(rq(1, Dir::Read, 100, Be), false, J0);
+    assert_eq!(drain(&mut d, J0), [1]);
+    d.insert_request(rq(9, Dir::Write, 0, Be), false, J0);
+    for t in 2..=4 {
+        d.insert_request(rq(t, Dir::Read, 100 * t, Be), false, J0);
+    }
+    drain(&mut d, J0)
+}
+
+#[test]
+fn writes_starved_counts_passed_over_writes() {
+    // writes_starved = 2: reads pass the write twice, then the write goes
+    assert_eq!(reads_and_a_write("2"), [2, 3, 9, 4]);
+    assert_eq!(reads_and_a_write("0"), [9, 2, 3, 4]);
+    // a negative writes_starved compares as a huge unsigned: writes wait for reads
+    assert_eq!(reads_and_a_write("-1"), [2, 3, 4, 9]);
+}
+
+#[test]
+fn the_first_dispatch_continues_a_write_batch() {
+    let mut d = dd("6.12", 1000, &[]);
+    d.insert_request(rq(1, Dir::Read, 0, Be), false, J0);
+    d.insert_request(rq(2, Dir::Write, 0, Be), false, J0);
+    assert_eq!(drain(&mut d, J0), [2, 1]);
+}
+
+#[test]
+fn at_head_requests_go_first_and_last_in_first_out() {
+    let mut d = dd("6.12", 1000, &[]);
+    d.insert_request(rq(1, Dir::Read, 0, Rt), false, J0);
+    d.insert_request(rq(2, Dir::Write, 8, Idle), true, J0);
+    d.insert_request(rq(3, Dir::Read, 16, Be), true, J0);
+    assert_eq!(drain(&mut d, J0), [3, 2, 1]);
+    assert_eq!(d.stats(DdPrio::Idle).dispatched, 1);
+}
+
+#[test]
+fn async_depth_limits_writes_only() {
+    let d = dd("6.12", 1000, &[]);
+    assert_eq!(d.limit_depth(Dir::Read), None);
+    assert_eq!(d.limit_depth(Dir::Write), Some(64));
+    assert_eq!(dd("6.1", 1000, &[]).limit_depth(Dir::Write), Some(48));
+    assert_eq!(dd("5.13", 1000, &[]).limit_depth(Dir::Write), None);
+    let d = dd("6.12", 1000, &[("async_depth", "4")]);
+    assert_eq!(d.limit_depth(Dir::Write), Some(4));
+}
+
+#[test]
+fn waiting_counts_requests_not_yet_dispatched() {
+    let mut d = dd("6.12", 1000, &[]);
+    d.insert_request(rq(1, Dir::Read, 0, Be), false, J0);
+    d.insert_request(rq(2, Dir::Write, 0, Be), true, J0);
+    assert_eq!(d.waiting(), 2);
+    d.dispatch_request(J0);
+    assert_eq!(d.waiting(), 1);
+    assert_eq!(d.queued(DdPrio::Be), 2, "in flight still counts as queued");
+}
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// (class, is_write, sector, jiffies to advance, completions to deliver)
+    type Op = (u8, bool, u64, u64, u8);
+
+    /// Run `ops` with `b`: every step inserts one request, completes up to `n` of
+    /// the oldest dispatched ones, then dispatches what the scheduler gives; at the
+    /// end everything is completed and drained. Returns the dispatch order.
+    fn run(ops: &[Op], b: DeadlineBehaviour, fifo_batch: &str) -> Vec<u64> {
+        let mut t = Tunables::new(250, 64, b);
+        t.store("fifo_batch", fifo_batch, b).unwrap();
+        if t.show("prio_aging_expire", b).is_some() {
+            t.store("prio_aging_expire", "200", b).unwrap();
+        }
+        let mut d = MqDeadline::new(t, b);
+        let mut now = J0;
+        let mut inflight = std::collections::VecDeque::new();
+        let mut order = Vec::new();
+        let class = [IoprioClass::None, Rt, Be, Idle];
+        for (i, &(c, w, sector, dt, n)) in ops.iter().enumerate() {
+            now += dt;
+            let dir = if w { Dir::Write } else { Dir::Read };
+            d.insert_request(
+                rq(i as u64, dir, sector, class[c as usize]),
+                i % 7 == 0,
+                now,
+            );
+            for _ in 0..n {
+                if let Some(r) = inflight.pop_front() {
+                    d.finish_request(r);
+                }
+            }
+            while let Some(r) = d.dispatch_request(now) {
+                order.push(r.token);
+                inflight.push_back(r.ioprio);
+            }
+        }
+        // complete everything, dispatching whatever each completion unblocks
+        loop {
+            while let Some(r) = d.dispatch_request(now) {
+                order.push(r.token);
+                inflight.push_back(r.ioprio);
+            }
+            match inflight.pop_front() {
+                Some(r) => d.finish_request(r),
+                None => break,
+            }
+        }
+        assert!(!d.has_work() && d.waiting() == 0);
+        for p in DdPrio::ALL {
+            let s = d.stats(p);
+            assert_eq!(s.inserted, s.dispatched, "{p:?}");
+            assert_eq!(s.inserted, s.completed, "{p:?}");
+        }
+        order
+    }
+
+    proptest! {
+        #[test]
+        fn no_request_is_lost_or_dispatched_twice(
+            ops in proptest::collection::vec((0u8..4, any::<bool>(), 0u64..64, 0u64..40, 0u8..3), 1..200),
+            version in proptest::sample::select(vec!["5.13", "5.15", "6.1", "6.12"]),
+            batch in proptest::sample::select(vec!["0", "1", "16"]),
+        ) {
+            let b = behaviour_for(version, &[]).unwrap();
+            let mut order = run(&ops, b, batch);
+            // deterministic: the same input gives the same order
+            prop_assert_eq!(&order, &run(&ops, b, batch));
+            order.sort_unstable();
+            let want: Vec<u64> = (0..ops.len() as u64).collect();
+            prop_assert_eq!(order, want);
+        }
+    }
+}

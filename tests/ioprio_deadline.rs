@@ -1,0 +1,135 @@
+//! I/O priorities end to end: fio's options and `io.prio.class` set a bio's class,
+//! mq-deadline serves by class, `none` ignores it.
+
+use blkcg_sim::scenario::Scenario;
+use blkcg_sim::scenario::run::run_variant;
+
+fn iops(text: &str, variant: &str) -> Vec<(String, f64)> {
+    let sc = Scenario::parse(text, "t.toml").unwrap();
+    let run = run_variant(&sc, Some(variant), None, None, false).unwrap();
+    let mut v: Vec<(String, f64)> = run
+        .summaries
+        .iter()
+        .map(|s| (s.cgroup.clone(), s.iops))
+        .collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v
+}
+
+#[test]
+fn example_rt_takes_the_disk_under_mq_deadline_only() {
+    let text = std::fs::read_to_string("scenarios/example-ioprio-deadline.toml").unwrap();
+    let dd = iops(&text, "mq-deadline");
+    let none = iops(&text, "none");
+    let get = |v: &[(String, f64)], cg: &str| v.iter().find(|(c, _)| c == cg).unwrap().1;
+    // rt (4 of the 4 driver tags' worth of depth) keeps a request in flight at all
+    // times: be and idle are served only when their requests have aged 10 s
+    assert!(get(&dd, "rt") > 3900.0, "{dd:?}");
+    assert!(get(&dd, "be") < 5.0 && get(&dd, "idle") < 5.0, "{dd:?}");
+    // under none the class does nothing: the share follows the queue depth (4:2:2)
+    assert!(
+        (get(&none, "be") - get(&none, "idle")).abs() < 10.0,
+        "{none:?}"
+    );
+    assert!(
+        (get(&none, "rt") / get(&none, "be") - 2.0).abs() < 0.1,
+        "{none:?}"
+    );
+}
+
+const TWO_JOBS: &str = r#"
+name = "t"
+seed = 1
+[device]
+model = "nullb"
+irqmode = 2
+completion_nsec = 1000000
+hw_queue_depth = 2
+scheduler = "mq-deadline"
+[kernel]
+version = "6.12"
+[cgroup.a]
+fio = "fio --name=a --rw=randread --bs=4k --ioengine=libaio --direct=1 --runtime=3 --time_based A_OPTS"
+[cgroup.b]
+fio = "fio --name=b --rw=randread --bs=4k --ioengine=libaio --direct=1 --iodepth=2 --runtime=3 --time_based"
+[[variant]]
+name = "6.12"
+[[variant]]
+name = "5.15"
+kernel = { version = "5.15" }
+[[variant]]
+name = "5.13"
+kernel = { version = "5.13" }
+[[variant]]
+name = "none"
+device = { scheduler = "none" }
+"#;
+
+#[test]
+fn fio_prioclass_and_cmdprio_reach_the_scheduler() {
+    let get = |v: &[(String, f64)], cg: &str| v.iter().find(|(c, _)| c == cg).unwrap().1;
+    // prioclass=1: job a (depth 3 on 2 driver tags) is realtime for the whole run
+    // (ioprio_set()), so it always has a request in flight
+    let t = TWO_JOBS.replace("A_OPTS", "--iodepth=3 --prioclass=1");
+    // 6.12: b waits while a has requests in flight: it is served only when a stops
+    let v = iops(&t, "6.12");
+    assert!(get(&v, "a") > 1900.0 && get(&v, "b") < 5.0, "{v:?}");
+    // 5.15: strict order only among queued requests — b goes whenever a has none
+    // waiting in the scheduler (between a's completions and fio's resubmissions)
+    let v = iops(&t, "5.15");
+    assert!(
+        get(&v, "b") > 300.0 && get(&v, "a") > 1.5 * get(&v, "b"),
+        "{v:?}"
+    );
+    // 5.13: no priority levels: the share follows the depths (3:2)
+    let v = iops(&t, "5.13");
+    let r = get(&v, "a") / get(&v, "b");
+    assert!((1.3..1.7).contains(&r), "{v:?}");
+    // cmdprio_class=3 on every command: a's bios are IDLE and wait while b's BE ones
+    // are in flight; at equal depths b gets more
+    let t = TWO_JOBS.replace(
+        "A_OPTS",
+        "--iodepth=3 --cmdprio_percentage=100 --cmdprio_class=3",
+    );
+    let t = t.replace(
+        "name=b --rw=randread --bs=4k --ioengine=libaio --direct=1 --iodepth=2",
+        "name=b --rw=randread --bs=4k --ioengine=libaio --direct=1 --iodepth=3",
+    );
+    let v = iops(&t, "6.12");
+    assert!(get(&v, "b") > 1.3 * get(&v, "a"), "{v:?}");
+    let v = iops(&t, "none");
+    assert!((get(&v, "a") - get(&v, "b")).abs() < 20.0, "{v:?}");
+}
+
+/// The error of running `text`'s variant `variant`.
+fn err(text: &str, variant: &str) -> String {
+    let sc = Scenario::parse(text, "t.toml").unwrap();
+    match run_variant(&sc, Some(variant), None, None, false) {
+        Ok(_) => panic!("variant {variant} ran"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn io_prio_class_errors_are_the_kernels() {
+    let t = TWO_JOBS
+        .replace("A_OPTS", "--iodepth=2")
+        .replace("[cgroup.b]", "[cgroup.b]\n\"io.prio.class\" = \"rt\"");
+    let e = err(&t, "6.12");
+    assert!(e.contains("EINVAL") && e.contains("promote-to-rt"), "{e}");
+    let t = TWO_JOBS
+        .replace("A_OPTS", "--iodepth=2")
+        .replace("[cgroup.b]", "[cgroup.b]\n\"io.prio.class\" = \"idle\"");
+    let e = err(&t, "5.13");
+    assert!(e.contains("ENOENT") && e.contains("5.14"), "{e}");
+    // iosched files: a bad number is the kernel's kstrtoint error, at its line
+    let t = TWO_JOBS.replace("A_OPTS", "--iodepth=2").replace(
+        "[kernel]",
+        "[device.iosched]\nfifo_batch = \"16x\"\n[kernel]",
+    );
+    let e = err(&t, "6.12");
+    assert!(
+        e.contains("device.iosched.fifo_batch") && e.contains("EINVAL"),
+        "{e}"
+    );
+}
