@@ -7,6 +7,7 @@ pub mod blkcg;
 pub mod device;
 pub mod error;
 pub mod iocost;
+pub mod iolatency;
 pub mod kernel_version;
 pub mod progress;
 pub mod report;

@@ -5,6 +5,8 @@
 //! - `ioweight.rs`    — `io.weight`, mirrors `ioc_weight_write()` / `ioc_weight_show()`;
 //! - `iocost_qos.rs`  — `io.cost.qos`, mirrors `ioc_qos_write()` / `ioc_qos_prfill()`;
 //! - `iocost_model.rs`— `io.cost.model`, mirrors `ioc_cost_model_write()` / `..._prfill()`;
+//! - `iolatency.rs`   — `io.latency` (blk-iolatency), mirrors `iolatency_set_limit()` /
+//!   `iolatency_prfill_limit()`;
 //! - `tree.rs`        — the cgroup hierarchy of a scenario.
 
 /// The errno a refused interface-file write returns.
@@ -68,6 +70,7 @@ impl DeviceTable {
 
 pub mod iocost_model;
 pub mod iocost_qos;
+pub mod iolatency;
 pub mod iomax;
 pub mod ioweight;
 pub mod tree;
