@@ -13,6 +13,7 @@ pub mod progress;
 pub mod report;
 pub mod scenario;
 pub mod sim;
+pub mod stack;
 pub mod sweep;
 pub mod throttle;
 pub mod tune;

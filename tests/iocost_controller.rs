@@ -8,6 +8,7 @@ use blkcg_sim::iocost::ctl::PeriodRow;
 use blkcg_sim::iocost::{Iocost, IocostConfig, TimerMode, behaviour_for};
 use blkcg_sim::sim::bio::{Bio, BioSlab, Dir};
 use blkcg_sim::sim::queue::{Event, EventQueue};
+use blkcg_sim::stack::PolicyId;
 
 const SERVICE_NS: u64 = 100_000;
 
@@ -123,7 +124,7 @@ fn run_meta(qos: &str, weights: &[u32], meta: &[bool], qd: usize, secs: u64) -> 
     let mut woken = Vec::new();
     while let Some((now, ev)) = rig.q.pop() {
         match ev {
-            Event::Iocost(tok) => {
+            Event::Policy(PolicyId::Cost, tok) => {
                 rig.ioc
                     .on_event(now, tok, &mut rig.q, &mut rig.bios, &mut woken);
                 for id in std::mem::take(&mut woken) {

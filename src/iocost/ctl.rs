@@ -45,6 +45,7 @@ use super::{Iocost, TimerMode, TraceVrate};
 use crate::sim::Ns;
 use crate::sim::bio::{Bio, BioId, BioSlab, Dir};
 use crate::sim::queue::{Event, EventQueue};
+use crate::stack::PolicyId;
 
 const PERIOD_BIT: u64 = 1 << 63;
 const MAX_LAGGING_PERIODS: i64 = 10;
@@ -245,7 +246,10 @@ impl Iocost {
             }
         };
         self.rt.period_seq += 1;
-        q.push(at, Event::Iocost(PERIOD_BIT | self.rt.period_seq));
+        q.push(
+            at,
+            Event::Policy(PolicyId::Cost, PERIOD_BIT | self.rt.period_seq),
+        );
     }
 
     /// Mirrors `iocg_activate()`.
@@ -512,7 +516,10 @@ impl Iocost {
                 g.timer_at = Some(at);
                 q.push(
                     at,
-                    Event::Iocost((u64::from(cg) << 32) | (g.timer_seq & 0xffff_ffff)),
+                    Event::Policy(
+                        PolicyId::Cost,
+                        (u64::from(cg) << 32) | (g.timer_seq & 0xffff_ffff),
+                    ),
                 );
                 return;
             }

@@ -37,6 +37,7 @@ pub mod debt;
 pub mod hweight;
 pub mod model;
 pub mod period;
+pub mod rqos;
 
 use crate::blkcg::iocost_model::ModelParams;
 use crate::blkcg::iocost_qos::{QosParams, open_bdev};

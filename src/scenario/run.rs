@@ -18,12 +18,12 @@ use std::path::PathBuf;
 use rayon::prelude::*;
 
 use super::repro::{self, ReproSpec, VariantMetrics};
-use super::resolve::{DeviceAction, DeviceWrite, FioSource, IfaceFile, IfaceWrite, Resolved};
+use super::resolve::{DeviceAction, DeviceWrite, FioSource, IfaceWrite, Resolved};
 use super::{Scenario, ScenarioError, embedded};
 use crate::blkcg::{CgroupTree, DeviceTable};
 use crate::device::QueueLimits;
 use crate::error::KeyError;
-use crate::iocost::{self, Iocost, IocostConfig, TimerMode};
+use crate::iocost::Iocost;
 use crate::kernel_version::KernelVersion;
 use crate::progress::{Horizon, Reporter};
 use crate::report::fio::stats::percentiles;
@@ -36,7 +36,8 @@ use crate::report::timeline::{self, JobLine};
 use crate::sim::engine::{JobParams, Pipeline, RunOutput};
 use crate::sim::queue::EventQueue;
 use crate::sim::{NSEC_PER_SEC, Ns};
-use crate::throttle::{self, Throttle, ThrottleConfig};
+use crate::stack::Stack;
+use crate::stack::registry::{POLICIES, PolicySetup};
 use crate::workload::fio as fiojob;
 use crate::workload::job::start_dependencies;
 
@@ -270,52 +271,6 @@ fn key_err(
     sc.in_variant(variant, sc.err_at(table, key, e.to_string()))
 }
 
-/// blk-throttle's behaviours for the variant's kernel version and `throttle.*` switches.
-fn throttle_behaviour(r: &Resolved) -> Result<throttle::ThrottleBehaviour, KeyError> {
-    let ov: Vec<(String, String)> = r
-        .kernel
-        .overrides
-        .iter()
-        .filter(|(k, _)| k.starts_with("throttle."))
-        .cloned()
-        .collect();
-    throttle::behaviour_for(&r.kernel.version, r.kernel.throttling_low, &ov)
-}
-
-/// blk-iocost's configuration: the period timer (`iocost.timer`), the behaviours for the
-/// variant's kernel version and `iocost.*` switches, and the debug stats option.
-fn iocost_config(r: &Resolved) -> Result<IocostConfig, KeyError> {
-    let mut timer = TimerMode::Jiffies { hz: r.kernel.hz };
-    let mut ov = Vec::new();
-    for (k, v) in r
-        .kernel
-        .overrides
-        .iter()
-        .filter(|(k, _)| k.starts_with("iocost."))
-    {
-        if k == "iocost.timer" {
-            timer = match v.as_str() {
-                "jiffies" => TimerMode::Jiffies { hz: r.kernel.hz },
-                "exact" => TimerMode::Exact,
-                _ => {
-                    return Err(KeyError::new(
-                        k.clone(),
-                        format!("`kernel.{k}`: `{v}` is not accepted; accepted: jiffies, exact"),
-                    ));
-                }
-            };
-        } else {
-            ov.push((k.clone(), v.clone()));
-        }
-    }
-    let behaviour = iocost::behaviour_for(&r.kernel.version, &ov)?;
-    Ok(IocostConfig {
-        timer,
-        behaviour,
-        debug_stats: r.kernel.debug_stats,
-    })
-}
-
 /// A variant built and checked, ready to simulate: every layer constructed, every job
 /// parsed, every interface write of the run (at t = 0 and scheduled) accepted by the
 /// kernel's rules. `check` stops here; `run` goes on to [`simulate`]. So both refuse
@@ -336,37 +291,39 @@ pub struct Prepared {
     /// time, or with no job bounded by time the bytes the jobs plan to move.
     horizon: Horizon,
     pub warnings: Vec<String>,
-    pub throttle: throttle::ThrottleBehaviour,
-    pub iocost: IocostConfig,
+    /// Every policy of the registry, configured for the variant (used or not).
+    pub setups: Vec<Box<dyn PolicySetup>>,
 }
 
-/// The controllers the variant's interface lines set up: blk-throttle once a cgroup
-/// has an `io.max` line, blk-iocost once the root has `io.cost.*` or a cgroup
-/// `io.weight` (where the kernel creates them: at the first write).
-fn controllers(
+/// The policies the variant's interface lines set up, each where the kernel creates
+/// it: at the first write (in time order) to one of its files. An rq-qos policy made
+/// later goes to the head of the chain (`rq_qos_add()`).
+fn build_stack(
     r: &Resolved,
+    setups: &[Box<dyn PolicySetup>],
     tree: &CgroupTree,
     limits: &QueueLimits,
-    throttle_b: throttle::ThrottleBehaviour,
-    iocost_cfg: &IocostConfig,
-) -> (Option<Throttle>, Option<Iocost>) {
-    let throttle = r
-        .writes
+    trace: bool,
+) -> Stack {
+    let mut in_time_order: Vec<&IfaceWrite> = r.writes.iter().collect();
+    in_time_order.sort_by_key(|w| w.at);
+    let mut made = vec![false; POLICIES.len()];
+    let mut stack = Stack::default();
+    for w in in_time_order {
+        if let Some(i) = policy_of(w)
+            && !std::mem::replace(&mut made[i], true)
+        {
+            stack.add(setups[i].build(tree, limits, trace));
+        }
+    }
+    stack
+}
+
+/// The registry index of the policy that owns the file `w` writes.
+fn policy_of(w: &IfaceWrite) -> Option<usize> {
+    POLICIES
         .iter()
-        .any(|w| w.file == IfaceFile::IoMax)
-        .then(|| Throttle::new(ThrottleConfig::new(r.kernel.hz, throttle_b), tree, limits));
-    let iocost = r
-        .writes
-        .iter()
-        .any(|w| w.file != IfaceFile::IoMax)
-        .then(|| {
-            let mut ioc = Iocost::new(*iocost_cfg, tree, limits);
-            if let Some(pct) = r.state.iocost_vrate_pct {
-                ioc.set_base_vrate_pct(pct);
-            }
-            ioc
-        });
-    (throttle, iocost)
+        .position(|d| d.files.contains(&w.file.name()))
 }
 
 impl Prepared {
@@ -404,26 +361,29 @@ pub fn prepare(
     let devs = DeviceTable {
         disks: vec![(limits.major, limits.minor)],
     };
-    // blk-iocost's files appear with it, in 5.4 (7caa47151ab2)
+    // a policy's files appear with it: an older kernel has none of them
     let version =
         KernelVersion::parse(&r.kernel.version).map_err(|m| format!("{}: {m}", sc.file))?;
-    if version.before(5, 4)
-        && let Some(w) = r.writes.iter().find(|w| w.file != IfaceFile::IoMax)
-    {
-        return Err(write_error(
-            sc,
-            variant,
-            w,
-            &r.tree,
-            format!(
-                "No such file or directory (ENOENT): blk-iocost arrived in Linux 5.4; kernel {version} has no {}",
-                w.file.name()
-            ),
-        ));
+    for w in &r.writes {
+        if let Some(why) = policy_of(w).and_then(|i| (POLICIES[i].refuses)(&version)) {
+            return Err(write_error(
+                sc,
+                variant,
+                w,
+                &r.tree,
+                format!(
+                    "No such file or directory (ENOENT): {why}; kernel {version} has no {}",
+                    w.file.name()
+                ),
+            ));
+        }
     }
-    // every behaviour switch is checked, whether or not a controller uses it
-    let throttle_b = throttle_behaviour(&r).map_err(|e| located(&["kernel"], &e))?;
-    let iocost_cfg = iocost_config(&r).map_err(|e| located(&["kernel"], &e))?;
+    // every behaviour switch is checked, whether or not a policy is used
+    let setups = POLICIES
+        .iter()
+        .map(|d| (d.configure)(&r))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| located(&["kernel"], &e))?;
     // fio jobs, in the order the scenario lists cgroups, refused as soon as they
     // could not fit in 90% of the memory available
     let memory_limit = available_memory().map_or(u64::MAX, |a| a / 10 * 9);
@@ -529,30 +489,27 @@ pub fn prepare(
         0 => Horizon::Bytes(params.iter().map(|p| p.io_limit).sum()),
         ns => Horizon::Time(ns),
     };
-    // every write of the run, in time order, on controllers of its own: a write the
+    // every write of the run, in time order, on policies of its own: a write the
     // kernel refuses is an error now, not a surprise at its time
-    let (mut throttle, mut iocost) = controllers(&r, &tree, &limits, throttle_b, &iocost_cfg);
+    let mut scratch_stack = build_stack(&r, &setups, &tree, &limits, false);
     let mut scratch = EventQueue::new();
     let mut in_time_order: Vec<&IfaceWrite> = r.writes.iter().collect();
     in_time_order.sort_by_key(|w| w.at);
     for w in in_time_order {
-        apply_write(throttle.as_mut(), iocost.as_mut(), &mut scratch, w, &devs)
+        let now = scratch.now();
+        scratch_stack
+            .write(now, w.file.name(), w.cgroup, &w.line, &devs, &mut scratch)
             .map_err(|e| write_error(sc, variant, w, &tree, e))?;
-    }
-    let (mut throttle, iocost) = controllers(&r, &tree, &limits, throttle_b, &iocost_cfg);
-    if let Some(t) = throttle.as_mut() {
-        t.set_trace(trace_on);
     }
     let mut pipe = Pipeline::new(dev, params, tree.len(), r.host, r.seed);
     pipe.set_duration(r.duration);
-    pipe.throttle = throttle;
-    pipe.iocost = iocost;
+    pipe.set_stack(build_stack(&r, &setups, &tree, &limits, trace_on));
     // interface writes and device actions at t = 0 now, later ones from the event loop
     let mut later = Vec::new();
     for w in &r.writes {
         if w.at == 0 {
-            let (t, ioc, q) = pipe.controllers_mut();
-            apply_write(t, ioc, q, w, &devs).map_err(|e| write_error(sc, variant, w, &tree, e))?;
+            pipe.write_iface(w.file.name(), w.cgroup, &w.line, &devs)
+                .map_err(|e| write_error(sc, variant, w, &tree, e))?;
         } else {
             pipe.schedule_config(w.at, later.len() as u32);
             later.push(Later::Iface(w.clone()));
@@ -578,8 +535,7 @@ pub fn prepare(
         later,
         horizon,
         warnings,
-        throttle: throttle_b,
-        iocost: iocost_cfg,
+        setups,
     })
 }
 
@@ -645,8 +601,7 @@ pub fn simulate(
     let out = pipe.run(
         |p, i| match &later[i as usize] {
             Later::Iface(w) => {
-                let (t, ioc, q) = p.controllers_mut();
-                if let Err(e) = apply_write(t, ioc, q, w, &devs) {
+                if let Err(e) = p.write_iface(w.file.name(), w.cgroup, &w.line, &devs) {
                     late_errors.push(write_error(sc, r.variant.as_deref(), w, tree, e));
                 }
             }
@@ -682,7 +637,7 @@ pub fn simulate(
     let mut out = out;
     let record = recorder.finish()?;
     let mut extra = BTreeMap::new();
-    if out.iocost.is_some() {
+    if out.stack.policy::<Iocost>().is_some() {
         // the bug of the no-completion seed: a period with no completion and lagging
         // IO that drops a positive busy_level to 0
         extra.insert(
@@ -693,8 +648,8 @@ pub fn simulate(
     let io_stat = io_stat_text(&mut out, tree, &limits);
     // iocost_monitor.py's view of the device at the end of the run
     let (monitor, monitor_json) = out
-        .iocost
-        .as_mut()
+        .stack
+        .policy_mut::<Iocost>()
         .map(|ioc| (ioc.monitor_text(end), ioc.monitor_json(end)))
         .unwrap_or_default();
     Ok(VariantRun {
@@ -807,36 +762,6 @@ fn device_echo(w: &DeviceWrite, dev: &str) -> String {
 /// The error for a refused device action, naming the scenario line.
 fn device_error(sc: &Scenario, w: &DeviceWrite, dev: &str, e: String) -> String {
     format!("{}: {}: {e}", location(sc, w.src_line), device_echo(w, dev))
-}
-
-/// `echo LINE > FILE` on the controllers a run has set up.
-fn apply_write(
-    throttle: Option<&mut Throttle>,
-    iocost: Option<&mut Iocost>,
-    q: &mut EventQueue,
-    w: &IfaceWrite,
-    devs: &DeviceTable,
-) -> Result<(), String> {
-    let now = q.now();
-    match w.file {
-        IfaceFile::IoMax => match throttle {
-            Some(t) => t
-                .write_io_max(now, w.cgroup, &w.line, devs, q)
-                .map_err(|e| e.to_string()),
-            None => Err("blk-throttle is not set up".into()),
-        },
-        f => {
-            let Some(ioc) = iocost else {
-                return Err("blk-iocost is not set up".into());
-            };
-            let r = match f {
-                IfaceFile::IoCostQos => ioc.write_qos(now, &w.line, devs),
-                IfaceFile::IoCostModel => ioc.write_model(now, &w.line, devs),
-                _ => ioc.write_weight(now, w.cgroup, &w.line, devs),
-            };
-            r.map_err(|e| e.to_string())
-        }
-    }
 }
 
 /// The fio report of a run: one entry per job, or per group with group_reporting.
@@ -993,17 +918,7 @@ fn io_stat_text(out: &mut RunOutput, tree: &CgroupTree, limits: &QueueLimits) ->
             st.wbytes,
             st.rios,
             st.wios,
-            match out.iocost.as_ref() {
-                Some(ioc) => {
-                    let k = ioc.io_stat(i as u32);
-                    if k.is_empty() {
-                        k
-                    } else {
-                        format!(" {}", k.trim())
-                    }
-                }
-                None => String::new(),
-            }
+            out.stack.pd_stat(i as u32)
         ));
     }
     s
@@ -1340,8 +1255,9 @@ pub fn check_command(sc: &Scenario, variants: &[String]) -> Result<u8, String> {
             "  kernel   version={} hz={} throttling_low={}",
             r.kernel.version, r.kernel.hz, r.kernel.throttling_low
         );
-        println!("  throttle {}", p.throttle);
-        println!("  iocost   {}", p.iocost);
+        for s in &p.setups {
+            println!("  {:<8} {}", s.label(), s.describe());
+        }
         println!("  host     {}", r.host);
         if let Some(pct) = r.state.iocost_vrate_pct {
             println!("  state    iocost base vrate {pct:.2}% (left by earlier runs)");

@@ -82,6 +82,10 @@ pub struct Bio {
     pub io: u32,
     /// When the bio first entered the block layer.
     pub submitted: Ns,
+    /// `blkcg_bio_issue_init()`: when it passed the bio-level policies (after
+    /// blk-throttle), stamped again for each piece of a split; blk-iolatency measures
+    /// its latency from here.
+    pub issue_time: Ns,
 }
 
 impl Bio {
@@ -99,7 +103,21 @@ impl Bio {
             iocost_cost: 0,
             io: 0,
             submitted,
+            issue_time: submitted,
         }
+    }
+
+    /// `bio_split()`: keep the first `bytes` here and return the rest, which goes through
+    /// the stack again from the top, so what a policy charged to this pass
+    /// (`tg_bps_charged`, `iocost_cost`) is not carried over; `bps_throttled` is.
+    pub fn split_off(&mut self, bytes: u64) -> Bio {
+        let mut rest = self.clone();
+        rest.sector += bytes / 512;
+        rest.bytes -= bytes;
+        rest.tg_bps_charged = false;
+        rest.iocost_cost = 0;
+        self.bytes = bytes;
+        rest
     }
 }
 

@@ -1,27 +1,35 @@
-//! The request pipeline (DESIGN.md §1): fio jobs → blk-throttle → split → blk-iocost →
-//! tag allocation → scheduler `none` → device → completion → fio reaps.
+//! The request pipeline (docs/design.md §2): fio jobs → bio-level policies → split →
+//! the rq-qos chain → tag allocation → elevator → device → completion → fio reaps.
 //!
 //! Design
 //! ------
-//! The pipeline owns every layer and routes events between them. Nothing here knows a
-//! controller's internals; each layer is called at the point where the kernel calls it.
+//! The pipeline owns every layer and routes events between them. It knows the stack's
+//! interfaces (`crate::stack`: [`BioPolicy`](crate::stack::BioPolicy),
+//! [`RqQos`](crate::stack::RqQos), [`Elevator`](crate::stack::Elevator)), never a
+//! policy: each hook is called at the point where the kernel calls it, and a policy's
+//! timer event (`Event::Policy(id, token)`) goes back to the policy with that id.
 //!
 //! *Submission contexts.* Bios are pushed through the stack by a context: a fio job
-//! (inside `io_submit()`/`pread()`) or the blk-throttle dispatch worker (kthrotld).
-//! A context holds the bios it still has to push (the kernel's `current->bio_list`)
-//! and can sleep — in blk-iocost (`ioc_rqos_throttle()` puts the task on the iocg's
-//! wait queue) or waiting for a tag (`blk_mq_get_tag()`). While a fio job's context
-//! sleeps the job cannot submit anything else, and the time lands in fio's slat.
-//! blk-throttle never sleeps the submitter: a bio over its limit is queued and the
-//! dispatch worker pushes it on later, so that wait lands in clat.
+//! (inside `io_submit()`/`pread()`) or the policies' dispatch worker (a kernel work
+//! item, kthrotld). A context holds the bios it still has to push (the kernel's
+//! `current->bio_list`) and can sleep — in an rq-qos entry (`rq_qos_throttle()`) or
+//! waiting for a tag (`blk_mq_get_tag()`). While a fio job's context sleeps the job
+//! cannot submit anything else, and the time lands in fio's slat. A bio-level policy
+//! never sleeps the submitter: it holds the bio and the dispatch worker pushes it on
+//! from the next stage later, so that wait lands in clat. Each bio records the
+//! [`Stage`] it waits at; a woken bio goes on from the stage after it.
 //!
-//! *Split.* A bio larger than `max_sectors_kb` is cut: the front piece goes on, the
-//! remainder is processed next in the same context from the top of the stack, so
-//! blk-throttle sees it again (`__bio_split_to_limits()` + `submit_bio_noacct()`).
+//! *Issue time and split.* Past the bio-level policies a bio is counted for io.stat
+//! (`blk_cgroup_bio_start()`) and stamped (`blkcg_bio_issue_init()`). A bio larger
+//! than `max_sectors_kb` is then cut: the front piece goes on, the remainder is
+//! processed next in the same context from the top of the stack, so the bio-level
+//! policies see it again (`__bio_split_to_limits()` + `submit_bio_noacct()`).
 //!
-//! *Tags.* `nr_requests` tags; a request records `alloc_time` (before waiting for a
-//! tag) and `start_time` (tag obtained), which blk-iocost's completion path uses for
-//! its latency and `rq_wait` statistics. Tag waiters are woken FIFO.
+//! *Tags and the elevator.* `nr_requests` tags, of which the elevator's
+//! `limit_depth` may allow a request fewer; a request records `alloc_time` (before
+//! waiting for a tag) and `start_time` (tag obtained), which the rq-qos `done` hooks
+//! use. Tag waiters are woken FIFO. A request goes to the elevator and the queue is run
+//! (`blk_mq_run_hw_queue()`): whatever it dispatches goes to the device.
 //!
 //! *fio.* Each job is a state machine mirroring fio's `do_io()` loop: rate check
 //! (`rate_ddir()`, with inline-mode quiesce), submit (slat), reap only when the queue
@@ -40,19 +48,19 @@
 //! is in flight) is `JobRt::io_error()`. Removing the disk (`remove_disk()`, mirroring
 //! `del_gendisk()`) marks it dead: bios fail at `bio_queue_enter()`, and a new
 //! `io_submit()` sees a disk of size 0 (a read returns 0 bytes, a write ENOSPC);
-//! what already entered the queue drains (requests at the driver, blk-iocost and tag
-//! waiters: `q_usage` counts them), then blk-throttle lets its queued bios go, to
-//! fail, and blk-iocost stops.
+//! what already entered the queue drains (requests at the driver, rq-qos and tag
+//! waiters: `q_usage` counts them), then every policy exits: a bio-level one lets
+//! its held bios go, to fail, the rq-qos chain stops.
 //!
-//! Where things live: contexts and the stack walk in `run_ctx()`; the device side in
-//! `issue()` / `on_device_done()`; fio jobs in `job_step()`; sampling in `on_sample()`.
+//! Where things live: contexts and the stack walk in `run_ctx()` (the rq-qos walk in
+//! `rq_qos_throttle()`, policy timers in `on_policy_timer()`); the device side in
+//! `start_request()` / `run_hw_queue()` / `on_device_done()`; fio jobs in
+//! `job_step()`; sampling in `on_sample()`.
 
 use std::collections::VecDeque;
 
 use crate::device::fault::BadblocksWrite;
 use crate::device::{BlockDevice, DevRq, QueueLimits};
-use crate::iocost::Iocost;
-use crate::iocost::ctl::PeriodRow;
 use crate::report::fio::JobStats;
 use crate::report::fio::stats::ErrorStats;
 use crate::report::fio::stats::LatHist;
@@ -60,7 +68,8 @@ use crate::sim::timebins::TimeBins;
 use crate::sim::{
     Bio, BioId, BioSlab, Dir, Event, EventQueue, IoErr, NSEC_PER_MSEC, NSEC_PER_SEC, Ns, SimRng,
 };
-use crate::throttle::{ThrotlRow, Throttle};
+pub use crate::stack::Recorder;
+use crate::stack::{PolicyId, Request, Stack};
 pub use crate::workload::job::JobParams;
 use crate::workload::job::{BsGen, OffsetGen, RateDecision, RateState, RwMix};
 
@@ -80,7 +89,8 @@ pub struct HostCosts {
     /// fio's own work per I/O between reaping and setting up the next one (its
     /// do_io() loop): in neither slat nor clat, but it paces a job at low depth.
     pub fio_loop_ns: Ns,
-    /// Delay before the blk-throttle dispatch work item runs (kthrotld).
+    /// Delay before the policies' dispatch work item runs (kthrotld), for bios a
+    /// bio-level policy held.
     pub workqueue_ns: Ns,
     /// Every sleep of a fio job (thinktime, rate pacing) ends this much late: the
     /// task's timer slack (Linux default 50 µs for normal tasks).
@@ -91,7 +101,7 @@ pub struct HostCosts {
     /// Successive fio runs (`fio = [...]`): from the last job of run k-1 ending to the
     /// jobs of run k starting, as a script sees it: fio's exit, the script's own work
     /// and the next fio's start-up (fio 3.33 takes ~0.3 s from exec to its first I/O).
-    /// Long enough that blk-iocost deactivates every idle cgroup in between.
+    /// Long enough that a weight-based policy deactivates every idle cgroup in between.
     pub fio_restart_ns: Ns,
 }
 
@@ -181,9 +191,13 @@ struct IoU {
 /// Where a bio is on its way down; declared in pipeline order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Stage {
-    Throttle,
+    /// At the k-th bio-level policy (`submit_bio()`).
+    Bio(u8),
+    /// Past them: issue time, `bio_queue_enter()`, split.
     Split,
-    Iocost,
+    /// At the k-th entry of the rq-qos chain (`rq_qos_throttle()`).
+    RqQos(u8),
+    /// Waiting for a tag.
     Alloc,
 }
 
@@ -191,16 +205,9 @@ enum Stage {
 struct Ctx {
     pending: VecDeque<(BioId, Stage)>,
     blocked: bool,
-    /// The fio job this context belongs to (None: the throttle dispatch worker).
+    /// The fio job this context belongs to (None: the policies' dispatch worker).
     job: Option<u32>,
     wake_scheduled: bool,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct RqSlot {
-    bio: BioId,
-    alloc: Ns,
-    start: Ns,
 }
 
 /// What a job does next; mirrors the positions in fio's do_io() loop.
@@ -423,20 +430,6 @@ pub struct CgIoStat {
     pub wios: u64,
 }
 
-/// Where a run's timelines go as they are made: the pipeline hands over every row
-/// and trace line once per sample tick (100 ms of simulated time) and at the end,
-/// keeping none itself, so its memory is flat in simulated time.
-pub trait Recorder {
-    /// One second of the device (`iostat -x 1`).
-    fn iostat(&mut self, row: &IostatRow);
-    /// blk-throttle: one group and direction at sample tick `t`.
-    fn throttle(&mut self, t: Ns, row: &ThrotlRow);
-    /// blk-iocost: one period.
-    fn iocost(&mut self, row: &PeriodRow);
-    /// One controller trace line.
-    fn trace(&mut self, line: String);
-}
-
 /// The finished run: per-job stats and the controllers' final state (the timelines
 /// went to the [`Recorder`]).
 pub struct RunOutput {
@@ -445,9 +438,8 @@ pub struct RunOutput {
     pub job_timelines: Vec<TimeBins>,
     pub cg_stat: Vec<CgIoStat>,
     pub end: Ns,
-    /// The controllers as the run left them (io.stat keys, monitor views).
-    pub throttle: Option<Throttle>,
-    pub iocost: Option<Iocost>,
+    /// The policies as the run left them (io.stat keys, monitor views).
+    pub stack: Stack,
     /// With [`Pipeline::record_device_latency`]: every request's time on the device
     /// (issue to the driver → completion), reads and writes.
     pub device_lat: Option<Box<[LatHist; 2]>>,
@@ -469,11 +461,10 @@ pub struct Pipeline {
     dev: Box<dyn BlockDevice>,
     limits: QueueLimits,
     max_bio_bytes: u64,
-    pub throttle: Option<Throttle>,
-    pub iocost: Option<Iocost>,
+    stack: Stack,
     host: HostCosts,
     free_tags: Vec<u32>,
-    rqs: Vec<Option<RqSlot>>,
+    rqs: Vec<Option<Request>>,
     tag_waiters: VecDeque<(u32, BioId, Ns)>,
     ctxs: Vec<Ctx>,
     bio_ctx: Vec<u32>,
@@ -485,9 +476,6 @@ pub struct Pipeline {
     jobs_done: usize,
     /// Jobs not started yet (waiting for their `after` jobs).
     nr_not_started: usize,
-    /// blk-throttle state every sample tick (the throttle timeline).
-    /// blk-throttle rows since the last drain.
-    throttle_rows: Vec<(Ns, ThrotlRow)>,
     scratch_bios: Vec<BioId>,
     duration: Option<Ns>,
     /// The disk is gone (`GD_DEAD`): bios fail at `bio_queue_enter()`.
@@ -591,8 +579,7 @@ impl Pipeline {
             free_ios: Vec::new(),
             dev,
             max_bio_bytes,
-            throttle: None,
-            iocost: None,
+            stack: Stack::default(),
             host,
             free_tags: (0..tags).rev().collect(),
             rqs: vec![None; tags as usize],
@@ -605,7 +592,6 @@ impl Pipeline {
             scratch_done: Vec::new(),
             jobs_done: 0,
             nr_not_started: nr_jobs,
-            throttle_rows: Vec::new(),
             scratch_bios: Vec::new(),
             duration: None,
             dead: false,
@@ -646,9 +632,9 @@ impl Pipeline {
     }
 
     /// The disk goes away (`del_gendisk()`): new bios fail at once; bios already in
-    /// the queue (requests at the driver, blk-iocost and tag waiters) drain as usual;
-    /// then blk-throttle lets its queued bios go, to fail (`blk_throtl_cancel_bios()`),
-    /// and blk-iocost stops (`rq_qos_exit()`).
+    /// the queue (requests at the driver, rq-qos and tag waiters) drain as usual; then
+    /// every policy exits: bio-level ones let their held bios go, to fail
+    /// (`blk_throtl_cancel_bios()`), the rq-qos chain stops (`rq_qos_exit()`).
     pub fn remove_disk(&mut self) {
         if !self.dead {
             self.dead = true;
@@ -664,25 +650,26 @@ impl Pipeline {
         }
         self.draining = false;
         let now = self.q.now();
-        if let Some(t) = self.throttle.as_mut() {
-            t.cancel(now, &mut self.q);
-        }
-        if let Some(ioc) = self.iocost.as_mut() {
-            ioc.exit();
+        for p in self.stack.policies_mut() {
+            p.exit(now, &mut self.q);
         }
     }
 
-    /// The event queue, for controllers that need it while being configured.
-    pub fn queue_mut(&mut self) -> &mut EventQueue {
-        &mut self.q
+    /// The policies of the run (the pipeline starts with none and `none`).
+    pub fn set_stack(&mut self, stack: Stack) {
+        self.stack = stack;
     }
 
-    /// blk-throttle and the event queue together (an `io.max` write needs both).
-    /// The controllers an interface write reaches, and the event queue they schedule on.
-    pub fn controllers_mut(
+    /// `echo line > file` in cgroup `cg` now, to the policy that owns `file`.
+    pub fn write_iface(
         &mut self,
-    ) -> (Option<&mut Throttle>, Option<&mut Iocost>, &mut EventQueue) {
-        (self.throttle.as_mut(), self.iocost.as_mut(), &mut self.q)
+        file: &str,
+        cg: u32,
+        line: &str,
+        devs: &crate::blkcg::DeviceTable,
+    ) -> Result<(), String> {
+        let now = self.q.now();
+        self.stack.write(now, file, cg, line, devs, &mut self.q)
     }
 
     /// Schedule a configuration event (`Event::Config(i)`); `run` hands it back to
@@ -727,34 +714,7 @@ impl Pipeline {
                     done.clear();
                     self.scratch_done = done;
                 }
-                Event::Throttle(token) => {
-                    let mut out = std::mem::take(&mut self.scratch_bios);
-                    if let Some(t) = self.throttle.as_mut() {
-                        t.on_event(now, token, &mut self.q, &mut self.bios, &mut out);
-                    }
-                    if !out.is_empty() {
-                        for &b in &out {
-                            self.account_cg(b);
-                            self.ctxs[WORKER as usize]
-                                .pending
-                                .push_back((b, Stage::Split));
-                        }
-                        self.kick_ctx(WORKER, self.host.workqueue_ns);
-                    }
-                    out.clear();
-                    self.scratch_bios = out;
-                }
-                Event::Iocost(token) => {
-                    let mut woken = std::mem::take(&mut self.scratch_bios);
-                    if let Some(ioc) = self.iocost.as_mut() {
-                        ioc.on_event(now, token, &mut self.q, &mut self.bios, &mut woken);
-                    }
-                    for &b in &woken {
-                        self.iocost_woken(b);
-                    }
-                    woken.clear();
-                    self.scratch_bios = woken;
-                }
+                Event::Policy(id, token) => self.on_policy_timer(id, token),
                 Event::Sample => {
                     let more = self.on_sample();
                     self.drain(rec);
@@ -811,8 +771,7 @@ impl Pipeline {
             job_timelines,
             cg_stat: self.cg_stat,
             end,
-            throttle: self.throttle,
-            iocost: self.iocost,
+            stack: self.stack,
             device_lat: self.device_lat,
         }
     }
@@ -822,22 +781,42 @@ impl Pipeline {
         for row in self.dev_acct.rows.drain(..) {
             rec.iostat(&row);
         }
-        for (t, row) in self.throttle_rows.drain(..) {
-            rec.throttle(t, &row);
+        for p in self.stack.policies_mut() {
+            p.drain(rec);
         }
-        if let Some(t) = self.throttle.as_mut() {
-            for line in t.take_trace() {
-                rec.trace(line);
+    }
+
+    /// A policy's timer fired: bios a bio-level policy releases go on from the stage
+    /// after it in the dispatch worker (kthrotld: `[host] workqueue_ns` later, so the
+    /// wait is in clat); sleepers an rq-qos entry wakes go on in their own contexts.
+    fn on_policy_timer(&mut self, id: PolicyId, token: u64) {
+        let now = self.q.now();
+        let mut out = std::mem::take(&mut self.scratch_bios);
+        if let Some(i) = self.stack.bio.iter().position(|p| p.id() == id) {
+            let p = &mut self.stack.bio[i];
+            p.on_timer(now, token, &mut self.q, &mut self.bios, &mut out);
+            if !out.is_empty() {
+                let next = i + 1;
+                for &b in &out {
+                    let stage = if next < self.stack.bio.len() {
+                        Stage::Bio(next as u8)
+                    } else {
+                        self.account_cg(b);
+                        Stage::Split
+                    };
+                    self.ctxs[WORKER as usize].pending.push_back((b, stage));
+                }
+                self.kick_ctx(WORKER, self.host.workqueue_ns);
+            }
+        } else if let Some(k) = self.stack.rq_qos.iter().position(|p| p.id() == id) {
+            let p = &mut self.stack.rq_qos[k];
+            p.on_timer(now, token, &mut self.q, &mut self.bios, &mut out);
+            for &b in &out {
+                self.rq_qos_woken(b, k);
             }
         }
-        if let Some(ioc) = self.iocost.as_mut() {
-            for row in ioc.take_rows() {
-                rec.iocost(&row);
-            }
-            for line in ioc.take_trace() {
-                rec.trace(line);
-            }
-        }
+        out.clear();
+        self.scratch_bios = out;
     }
 
     // ----------------------------------------------------------------- contexts
@@ -865,9 +844,9 @@ impl Pipeline {
             };
             if stage <= Stage::Split && self.dead {
                 // bio_queue_enter() on a dead disk: bio_io_error(). (The kernel asks
-                // blk-throttle first; a bio it queued would fail when cancelled.)
+                // the bio-level policies first; a bio one held fails when released.)
                 self.ctxs[c as usize].pending.pop_front();
-                if stage == Stage::Throttle {
+                if stage < Stage::Split {
                     self.account_cg(b);
                 }
                 let io = self.bios.get(b).io;
@@ -875,31 +854,41 @@ impl Pipeline {
                 self.piece_done(io, Some(IoErr::Eio));
                 continue;
             }
-            if stage == Stage::Throttle {
-                let passes = match self.throttle.as_mut() {
-                    Some(t) => t.submit(now, b, self.bios.get_mut(b), &mut self.q),
-                    None => true,
-                };
-                if !passes {
+            if let Stage::Bio(first) = stage {
+                // submit_bio(): the bio-level policies in order; one may hold the bio
+                let held = self.stack.bio[first as usize..]
+                    .iter_mut()
+                    .any(|p| !p.submit(now, b, self.bios.get_mut(b), &mut self.q));
+                if held {
                     self.ctxs[c as usize].pending.pop_front();
                     continue;
                 }
+                // blk_cgroup_bio_start()
                 self.account_cg(b);
             }
             if stage <= Stage::Split {
+                // blkcg_bio_issue_init(), bio_queue_enter(), then the split
+                self.bios.get_mut(b).issue_time = now;
                 self.q_usage += 1;
                 self.split(c, b);
             }
-            if stage <= Stage::Iocost && self.iocost.is_some() && !self.iocost_throttle(b, now) {
+            let from = match stage {
+                Stage::RqQos(k) => k as usize,
+                Stage::Alloc => self.stack.rq_qos.len(),
+                _ => 0,
+            };
+            if let Some(k) = self.rq_qos_throttle(b, from, now) {
                 self.set_bio_ctx(b, c);
                 let ctx = &mut self.ctxs[c as usize];
-                ctx.pending[0].1 = Stage::Iocost;
+                ctx.pending[0].1 = Stage::RqQos(k as u8);
                 ctx.blocked = true;
                 return;
             }
-            if let Some(tag) = self.free_tags.pop() {
+            // blk_mq_get_new_requests(): a tag within the elevator's depth limit
+            let depth = self.stack.elevator.limit_depth(self.bios.get(b).dir);
+            if let Some(tag) = self.get_tag(depth) {
                 self.ctxs[c as usize].pending.pop_front();
-                self.issue(b, tag, now, now);
+                self.start_request(b, tag, now, now);
             } else {
                 self.tag_waiters.push_back((c, b, now));
                 let ctx = &mut self.ctxs[c as usize];
@@ -911,12 +900,16 @@ impl Pipeline {
         if let Some(j) = self.ctxs[c as usize].job
             && let Phase::InSubmit(io) = self.jobs[j as usize].phase
         {
-            // blk-iocost issuer delay on return to user space: part of the syscall,
-            // so it lands in this I/O's slat
-            let delay = match self.iocost.as_mut() {
-                Some(ioc) => ioc.user_delay(now, self.jobs[j as usize].p.cgroup),
-                None => 0,
-            };
+            // blkcg_maybe_throttle_current(): the delay on return to user space is
+            // part of the syscall, so it lands in this I/O's slat
+            let cg = self.jobs[j as usize].p.cgroup;
+            let delay = self
+                .stack
+                .rq_qos
+                .iter_mut()
+                .map(|p| p.user_delay(now, cg))
+                .max()
+                .unwrap_or(0);
             if delay > 0 {
                 self.kick_ctx(c, delay);
             } else {
@@ -925,21 +918,23 @@ impl Pipeline {
         }
     }
 
-    /// blk-iocost's `ioc_rqos_throttle()` for `b`: false if the submitter must wait.
-    /// Other submitters of the cgroup whose waits the kick ended go on first.
-    fn iocost_throttle(&mut self, b: BioId, now: Ns) -> bool {
-        let Some(ioc) = self.iocost.as_mut() else {
-            return true;
-        };
-        let mut woken = std::mem::take(&mut self.scratch_bios);
-        let go = ioc.throttle(now, b, self.bios.get_mut(b), &mut self.q);
-        ioc.drain_woken(&mut self.bios, &mut woken);
-        for &w in &woken {
-            self.iocost_woken(w);
+    /// `rq_qos_throttle()` for `b` from chain entry `from` on: the entry its submitter
+    /// must sleep at, if any. Other submitters whose waits an entry ended go on first.
+    fn rq_qos_throttle(&mut self, b: BioId, from: usize, now: Ns) -> Option<usize> {
+        for k in from..self.stack.rq_qos.len() {
+            let mut woken = std::mem::take(&mut self.scratch_bios);
+            let p = &mut self.stack.rq_qos[k];
+            let go = p.throttle(now, b, &mut self.bios, &mut self.q, &mut woken);
+            for &w in &woken {
+                self.rq_qos_woken(w, k);
+            }
+            woken.clear();
+            self.scratch_bios = woken;
+            if !go {
+                return Some(k);
+            }
         }
-        woken.clear();
-        self.scratch_bios = woken;
-        go
+        None
     }
 
     fn set_bio_ctx(&mut self, b: BioId, c: u32) {
@@ -950,13 +945,13 @@ impl Pipeline {
         self.bio_ctx[i] = c;
     }
 
-    /// A blk-iocost waiter was committed: its context goes on with tag allocation.
-    fn iocost_woken(&mut self, b: BioId) {
+    /// A sleeper of rq-qos entry `k` was woken: its context goes on with the next entry.
+    fn rq_qos_woken(&mut self, b: BioId, k: usize) {
         let c = self.bio_ctx[b as usize];
         let ctx = &mut self.ctxs[c as usize];
         debug_assert_eq!(ctx.pending.front().map(|x| x.0), Some(b));
         if let Some(front) = ctx.pending.front_mut() {
-            front.1 = Stage::Alloc;
+            front.1 = Stage::RqQos(k as u8 + 1);
         }
         ctx.blocked = false;
         self.run_ctx(c);
@@ -965,21 +960,13 @@ impl Pipeline {
     /// Cut `b` to max_sectors_kb; the remainder is processed next, from the top.
     fn split(&mut self, c: u32, b: BioId) {
         let max = self.max_bio_bytes;
-        let bio = self.bios.get(b);
-        if bio.bytes <= max {
+        if self.bios.get(b).bytes <= max {
             return;
         }
-        let mut rest = bio.clone();
-        rest.sector += max / 512;
-        rest.bytes -= max;
-        rest.tg_bps_charged = false;
-        rest.iocost_cost = 0;
-        self.bios.get_mut(b).bytes = max;
+        let rest = self.bios.get_mut(b).split_off(max);
         self.ios[rest.io as usize].pieces += 1;
         let r = self.bios.alloc(rest);
-        self.ctxs[c as usize]
-            .pending
-            .insert(1, (r, Stage::Throttle));
+        self.ctxs[c as usize].pending.insert(1, (r, Stage::Bio(0)));
     }
 
     fn account_cg(&mut self, b: BioId) {
@@ -1009,28 +996,63 @@ impl Pipeline {
 
     // ------------------------------------------------------------------ device
 
-    fn issue(&mut self, b: BioId, tag: u32, alloc: Ns, start: Ns) {
+    /// A free tag, if one is left and fewer than `depth` are in use.
+    fn get_tag(&mut self, depth: Option<u32>) -> Option<u32> {
+        let in_use = self.rqs.len() - self.free_tags.len();
+        if depth.is_some_and(|d| in_use >= d as usize) {
+            return None;
+        }
+        self.free_tags.pop()
+    }
+
+    /// Bio `b` got `tag` (its submitter asked at `alloc`, got it at `start`): the
+    /// request is tracked, handed to the elevator and the queue is run.
+    fn start_request(&mut self, b: BioId, tag: u32, alloc: Ns, start: Ns) {
         let now = self.q.now();
-        self.rqs[tag as usize] = Some(RqSlot {
-            bio: b,
-            alloc,
-            start,
-        });
-        self.dev_acct.advance(now);
-        self.dev_acct.inflight += 1;
         let bio = self.bios.get(b);
-        let rq = DevRq {
+        let rq = Request {
             tag,
+            bio: b,
+            cgroup: bio.cgroup,
             dir: bio.dir,
             sector: bio.sector,
             bytes: bio.bytes,
+            alloc_time: alloc,
+            start_time: start,
         };
-        self.dev.submit(now, rq, &mut self.q);
+        self.rqs[tag as usize] = Some(rq);
+        for p in &mut self.stack.rq_qos {
+            p.track(now, &rq, bio);
+        }
+        self.stack.elevator.insert_requests(rq);
+        self.run_hw_queue();
+    }
+
+    /// `blk_mq_run_hw_queue()`: every request the elevator gives goes to the driver.
+    fn run_hw_queue(&mut self) {
+        let now = self.q.now();
+        while self.stack.elevator.has_work() {
+            let Some(rq) = self.stack.elevator.dispatch_request() else {
+                break;
+            };
+            for p in &mut self.stack.rq_qos {
+                p.issue(now, &rq);
+            }
+            self.dev_acct.advance(now);
+            self.dev_acct.inflight += 1;
+            let d = DevRq {
+                tag: rq.tag,
+                dir: rq.dir,
+                sector: rq.sector,
+                bytes: rq.bytes,
+            };
+            self.dev.submit(now, d, &mut self.q);
+        }
     }
 
     fn on_device_done(&mut self, tag: u32) {
         let now = self.q.now();
-        let Some(slot) = self.rqs[tag as usize].take() else {
+        let Some(rq) = self.rqs[tag as usize].take() else {
             return;
         };
         let err = if self.dev_may_fail {
@@ -1040,8 +1062,8 @@ impl Pipeline {
         };
         self.dev_acct.advance(now);
         self.dev_acct.inflight -= 1;
-        let bio = self.bios.get(slot.bio);
-        let (dir, bytes, io) = (bio.dir, bio.bytes, bio.io);
+        let (dir, bytes) = (rq.dir, rq.bytes);
+        let io = self.bios.get(rq.bio).io;
         match dir {
             Dir::Read => {
                 self.dev_acct.cur.r_ios += 1;
@@ -1055,21 +1077,30 @@ impl Pipeline {
             }
         }
         if let Some(h) = self.device_lat.as_mut() {
-            h[dir.idx()].add(now.saturating_sub(slot.start));
+            h[dir.idx()].add(now.saturating_sub(rq.start_time));
         }
-        if let Some(ioc) = self.iocost.as_mut() {
-            ioc.on_rq_done(now, dir, bytes, slot.alloc, slot.start);
-            ioc.on_bio_done(now, self.bios.get(slot.bio));
+        // blk_mq_end_request(): bio_endio() → rq_qos_done_bio(), then
+        // __blk_mq_end_request() → rq_qos_done(), and the elevator hears of it
+        let bio = self.bios.get(rq.bio);
+        for p in &mut self.stack.rq_qos {
+            p.done_bio(now, bio);
         }
-        self.bios.release(slot.bio);
+        for p in &mut self.stack.rq_qos {
+            p.done(now, &rq);
+        }
+        self.stack.elevator.completed_request(&rq, now);
+        self.bios.release(rq.bio);
         // the tag goes to the first waiter, whose context then goes on
-        if let Some((c, wb, alloc)) = self.tag_waiters.pop_front() {
-            self.ctxs[c as usize].pending.pop_front();
-            self.ctxs[c as usize].blocked = false;
-            self.issue(wb, tag, alloc, now);
-            self.run_ctx(c);
-        } else {
-            self.free_tags.push(tag);
+        self.free_tags.push(tag);
+        if let Some(&(c, wb, alloc)) = self.tag_waiters.front() {
+            let depth = self.stack.elevator.limit_depth(self.bios.get(wb).dir);
+            if let Some(t) = self.get_tag(depth) {
+                self.tag_waiters.pop_front();
+                self.ctxs[c as usize].pending.pop_front();
+                self.ctxs[c as usize].blocked = false;
+                self.start_request(wb, t, alloc, now);
+                self.run_ctx(c);
+            }
         }
         self.piece_done(io, err);
         self.q_usage -= 1;
@@ -1237,7 +1268,7 @@ impl Pipeline {
                         .alloc(bio_for(&self.ios[io as usize], io, &job.p, offset));
                     self.ctxs[(j + 1) as usize]
                         .pending
-                        .push_back((b, Stage::Throttle));
+                        .push_back((b, Stage::Bio(0)));
                     self.wake_job(j, self.host.submit_cost(bytes));
                     return;
                 }
@@ -1468,9 +1499,8 @@ impl Pipeline {
         if now.is_multiple_of(NSEC_PER_SEC) {
             self.dev_acct.close_second(now);
         }
-        if let Some(t) = self.throttle.as_ref() {
-            self.throttle_rows
-                .extend(t.rows(now).into_iter().map(|r| (now, r)));
+        for p in self.stack.policies_mut() {
+            p.sample(now);
         }
         self.jobs_done < self.jobs.len()
     }

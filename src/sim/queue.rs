@@ -22,6 +22,7 @@
 //! delays out of lanes helped 10,000 cgroups by up to 13% and cost 100 cgroups 4%).
 
 use super::Ns;
+use crate::stack::PolicyId;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -32,10 +33,9 @@ pub enum Event {
     Job(u32),
     /// The device model's own timer (completion, token-bucket refill, ...).
     Device(u64),
-    /// blk-throttle's pending timer / dispatch work.
-    Throttle(u64),
-    /// blk-iocost's period timer or a cgroup's wait-queue timer.
-    Iocost(u64),
+    /// A policy's timer (blk-throttle's pending timer, blk-iocost's period and
+    /// wait-queue timers, ...): the stack hands the token back to that policy.
+    Policy(PolicyId, u64),
     /// A submission context (job or kernel worker) resumes after a sleep.
     Ctx(u32),
     /// Periodic sampling: fio bw/iops logs and the per-second timeline.

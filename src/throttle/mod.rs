@@ -26,6 +26,7 @@
 //! absolute-jiffies roundup of `slice_end` is not aligned to t = 0.
 
 pub mod behaviour;
+pub mod policy;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -33,6 +34,7 @@ use crate::blkcg::iomax::IoMax;
 use crate::blkcg::{CgroupTree, DeviceTable, Errno, KernelError};
 use crate::device::QueueLimits;
 use crate::sim::{Bio, BioId, BioSlab, Dir, Event, EventQueue, NSEC_PER_SEC, Ns};
+use crate::stack::PolicyId;
 use behaviour::{Carryover, IopsWait, QueueMode, Reentry, SliceLen, Trim};
 pub use behaviour::{ThrottleBehaviour, behaviour_for, behaviour_table, presets};
 
@@ -188,6 +190,8 @@ pub struct Throttle {
     armed: Option<(u64, u64)>,
     token: u64,
     trace: Option<Vec<String>>,
+    /// Rows of each sample tick not yet handed to the recorder (`policy.rs`).
+    sampled: Vec<(Ns, ThrotlRow)>,
 }
 
 fn rw_char(dir: Dir) -> char {
@@ -224,6 +228,7 @@ impl Throttle {
             armed: None,
             token: 0,
             trace: None,
+            sampled: Vec::new(),
         }
     }
 
@@ -529,7 +534,10 @@ impl Throttle {
         }
         self.token += 1;
         self.armed = Some((at, self.token));
-        q.push(self.ns_of(at), Event::Throttle(self.token));
+        q.push(
+            self.ns_of(at),
+            Event::Policy(PolicyId::Throttle, self.token),
+        );
     }
 
     /// Queue `e` on `cg` coming from `src` (mirrors throtl_add_bio_tg()).
@@ -862,7 +870,7 @@ mod tests {
         }
         let mut out = Vec::new();
         while let Some((at, ev)) = q.pop() {
-            if let Event::Throttle(tok) = ev {
+            if let Event::Policy(PolicyId::Throttle, tok) = ev {
                 t.on_event(at, tok, q, &mut slab, &mut out);
                 if out.contains(&id) {
                     assert!(slab.get(id).bps_throttled);
@@ -985,7 +993,9 @@ mod tests {
                     let rid = slab.alloc(r.clone());
                     assert!(!t.submit(now, rid, &mut r, &mut q));
                 }
-                Event::Throttle(tok) => t.on_event(now, tok, &mut q, &mut slab, &mut out),
+                Event::Policy(PolicyId::Throttle, tok) => {
+                    t.on_event(now, tok, &mut q, &mut slab, &mut out)
+                }
                 _ => {}
             }
             if out.contains(&id) {
@@ -1065,7 +1075,7 @@ mod tests {
                 if now > 10_000 * NSEC_PER_MSEC {
                     break;
                 }
-                if let Event::Throttle(tok) = ev {
+                if let Event::Policy(PolicyId::Throttle, tok) = ev {
                     out.clear();
                     t.on_event(now, tok, &mut q, &mut slab, &mut out);
                     n += out.len();

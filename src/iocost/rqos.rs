@@ -1,0 +1,165 @@
+//! blk-iocost's place in the stack: the rq-qos entry `RQ_QOS_COST` (`blk_iocost_init()`
+//! → `rq_qos_add()`), its interface files, io.stat keys, rows and trace, and its
+//! registry entry.
+//!
+//! Hooks, as `ioc_rqos_ops` has them: `throttle` (`ioc_rqos_throttle()`: over budget
+//! the submitter sleeps on the iocg's wait queue — slat; REQ_META is issued as debt),
+//! `done` (`ioc_rqos_done()`: met/missed against the QoS latency, tag wait),
+//! `done_bio` (`ioc_rqos_done_bio()`: `done_vtime`), and the issuer delay on return to
+//! user space (`blkcg_maybe_throttle_current()` with the delay `iocg_kick_delay()` set).
+
+use super::{Iocost, IocostConfig, TimerMode, behaviour_for};
+use crate::blkcg::{CgroupTree, DeviceTable, KernelError};
+use crate::device::QueueLimits;
+use crate::error::KeyError;
+use crate::kernel_version::KernelVersion;
+use crate::scenario::resolve::Resolved;
+use crate::sim::{Bio, BioId, BioSlab, EventQueue, Ns};
+use crate::stack::registry::{PolicyDef, PolicySetup};
+use crate::stack::{BlkcgPolicy, Hooks, PolicyId, Recorder, Request, RqQos};
+
+/// blk-iocost's interface files (`ioc_files`).
+const FILES: &[&str] = &["io.weight", "io.cost.qos", "io.cost.model"];
+
+/// blk-iocost's line in the registry.
+pub const POLICY: PolicyDef = PolicyDef {
+    files: FILES,
+    refuses,
+    configure,
+};
+
+/// blk-iocost's files appear with it, in 5.4 (7caa47151ab2).
+fn refuses(v: &KernelVersion) -> Option<&'static str> {
+    v.before(5, 4).then_some("blk-iocost arrived in Linux 5.4")
+}
+
+/// Its configuration plus the base vrate `[state]` says earlier runs left.
+struct Setup {
+    cfg: IocostConfig,
+    vrate_pct: Option<f64>,
+}
+
+/// The period timer (`iocost.timer`), the behaviours for the variant's kernel version
+/// and `iocost.*` switches, and the debug stats option.
+fn configure(r: &Resolved) -> Result<Box<dyn PolicySetup>, KeyError> {
+    let mut timer = TimerMode::Jiffies { hz: r.kernel.hz };
+    let mut ov = Vec::new();
+    for (k, v) in r
+        .kernel
+        .overrides
+        .iter()
+        .filter(|(k, _)| k.starts_with("iocost."))
+    {
+        if k == "iocost.timer" {
+            timer = match v.as_str() {
+                "jiffies" => TimerMode::Jiffies { hz: r.kernel.hz },
+                "exact" => TimerMode::Exact,
+                _ => {
+                    return Err(KeyError::new(
+                        k.clone(),
+                        format!("`kernel.{k}`: `{v}` is not accepted; accepted: jiffies, exact"),
+                    ));
+                }
+            };
+        } else {
+            ov.push((k.clone(), v.clone()));
+        }
+    }
+    let behaviour = behaviour_for(&r.kernel.version, &ov)?;
+    Ok(Box::new(Setup {
+        cfg: IocostConfig {
+            timer,
+            behaviour,
+            debug_stats: r.kernel.debug_stats,
+        },
+        vrate_pct: r.state.iocost_vrate_pct,
+    }))
+}
+
+impl PolicySetup for Setup {
+    fn label(&self) -> &'static str {
+        "iocost"
+    }
+    fn describe(&self) -> String {
+        self.cfg.to_string()
+    }
+    fn build(&self, tree: &CgroupTree, limits: &QueueLimits, _trace: bool) -> Hooks {
+        let mut ioc = Iocost::new(self.cfg, tree, limits);
+        if let Some(pct) = self.vrate_pct {
+            ioc.set_base_vrate_pct(pct);
+        }
+        Hooks::RqQos(Box::new(ioc))
+    }
+}
+
+impl BlkcgPolicy for Iocost {
+    fn id(&self) -> PolicyId {
+        PolicyId::Cost
+    }
+    fn files(&self) -> &'static [&'static str] {
+        FILES
+    }
+    fn write(
+        &mut self,
+        now: Ns,
+        file: &str,
+        cg: u32,
+        line: &str,
+        devs: &DeviceTable,
+        _q: &mut EventQueue,
+    ) -> Result<(), KernelError> {
+        match file {
+            "io.cost.qos" => self.write_qos(now, line, devs),
+            "io.cost.model" => self.write_model(now, line, devs),
+            _ => self.write_weight(now, cg, line, devs),
+        }
+    }
+    fn pd_stat(&self, cg: u32) -> String {
+        self.io_stat(cg)
+    }
+    fn on_timer(
+        &mut self,
+        now: Ns,
+        token: u64,
+        q: &mut EventQueue,
+        bios: &mut BioSlab,
+        out: &mut Vec<BioId>,
+    ) {
+        self.on_event(now, token, q, bios, out);
+    }
+    fn drain(&mut self, rec: &mut dyn Recorder) {
+        for row in self.take_rows() {
+            rec.iocost(&row);
+        }
+        for line in self.take_trace() {
+            rec.trace(line);
+        }
+    }
+    fn exit(&mut self, _now: Ns, _q: &mut EventQueue) {
+        Iocost::exit(self);
+    }
+}
+
+impl RqQos for Iocost {
+    fn throttle(
+        &mut self,
+        now: Ns,
+        id: BioId,
+        bios: &mut BioSlab,
+        q: &mut EventQueue,
+        woken: &mut Vec<BioId>,
+    ) -> bool {
+        let go = Iocost::throttle(self, now, id, bios.get_mut(id), q);
+        self.drain_woken(bios, woken);
+        go
+    }
+    fn done_bio(&mut self, now: Ns, bio: &Bio) {
+        self.on_bio_done(now, bio);
+    }
+    fn done(&mut self, now: Ns, rq: &Request) {
+        self.on_rq_done(now, rq.dir, rq.bytes, rq.alloc_time, rq.start_time);
+    }
+    fn user_delay(&mut self, now: Ns, cg: u32) -> Ns {
+        Iocost::user_delay(self, now, cg)
+    }
+}

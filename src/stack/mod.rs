@@ -1,0 +1,274 @@
+//! The block stack as the kernel's chain of hooks: the interfaces a policy implements
+//! to sit where Linux calls it, and the [`Stack`] that holds the policies of one run.
+//!
+//! Design
+//! ------
+//! The pipeline (`crate::sim::engine`) knows these interfaces, never a policy. A bio
+//! goes down the stack in the order of Linux 6.12 (`block/blk-core.c` `submit_bio()`,
+//! `block/blk-mq.c` `blk_mq_submit_bio()`):
+//!
+//! 1. **bio-level policies** ([`BioPolicy`]), in `submit_bio()` order: priority
+//!    assignment (`bio_set_ioprio()` + `blkcg_set_ioprio()`: no policy of ours yet; it
+//!    will sort before blk-throttle by its [`PolicyId`]), then blk-throttle
+//!    (`blk_throtl_bio()`). A bio-level policy may *hold* a bio; it hands it back later
+//!    from its timer ([`BlkcgPolicy::on_timer`]) and a kernel worker pushes it on from
+//!    the next stage — that wait lands in clat.
+//! 2. `blk_cgroup_bio_start()` (io.stat counting) and `blkcg_bio_issue_init()`: the
+//!    bio's [`Bio::issue_time`] is stamped here, *after* the bio-level policies.
+//! 3. split to `max_sectors_kb`; the remainder re-enters at step 1.
+//! 4. **the rq-qos chain** ([`RqQos`]): `rq_qos_throttle()` walks it from the head;
+//!    an entry may put the submitter to sleep (that wait lands in slat) and wakes it
+//!    later by naming the bio in `woken`; the walk then goes on with the next entry.
+//!    [`Stack::rq_qos_add`] pushes at the head, as `rq_qos_add()` does
+//!    (`block/blk-rq-qos.c`), so the walk order is the reverse of creation order.
+//! 5. tag allocation (`blk_mq_get_new_requests()`), limited by the elevator's
+//!    [`Elevator::limit_depth`]; a submitter with no tag sleeps (slat); then
+//!    [`RqQos::track`] (`rq_qos_track()`).
+//! 6. **the elevator** ([`Elevator`]): `insert_requests`, then `dispatch_request` while
+//!    `has_work`; [`RqQos::issue`] as a request goes to the driver
+//!    (`blk_mq_start_request()` → `rq_qos_issue()`).
+//! 7. the device; on completion [`RqQos::done_bio`] (`bio_endio()` →
+//!    `rq_qos_done_bio()`), [`RqQos::done`] (`__blk_mq_end_request()` →
+//!    `rq_qos_done()`), [`Elevator::completed_request`]; on return to user space the
+//!    submitter sleeps [`RqQos::user_delay`] (`blkcg_maybe_throttle_current()`), in slat.
+//!
+//! Every policy is also a [`BlkcgPolicy`] (the kernel's `struct blkcg_policy`): its
+//! interface files, its `io.stat` keys, its timer, its rows for the timelines and its
+//! trace lines, and what it does when the disk goes away. Its timer events are
+//! [`crate::sim::Event::Policy`]`(its id, token)`; the stack routes them back by id.
+//!
+//! Adding a policy is its own folder plus one line in [`registry::POLICIES`]: a
+//! [`registry::PolicyDef`] whose `configure` reads the scenario's `[kernel]` switches
+//! and whose setup builds the policy as [`Hooks::Bio`] or [`Hooks::RqQos`].
+//!
+//! Where things live: the traits and [`Stack`] here; the elevator interface and `none`
+//! in [`elevator`]; the list of policies in [`registry`]; each policy's side of the
+//! traits in its own folder (`src/throttle/policy.rs`, `src/iocost/rqos.rs`).
+
+pub mod elevator;
+pub mod registry;
+
+use std::any::Any;
+
+use crate::blkcg::{DeviceTable, KernelError};
+use crate::iocost::ctl::PeriodRow;
+use crate::sim::engine::IostatRow;
+use crate::sim::{Bio, BioId, BioSlab, EventQueue, Ns};
+use crate::throttle::ThrotlRow;
+pub use elevator::{Elevator, NoneSched, Request};
+
+/// Which policy an event, a hook or an interface file belongs to. The rq-qos ids follow
+/// the kernel's `enum rq_qos_id` (`RQ_QOS_WBT, RQ_QOS_LATENCY, RQ_QOS_COST`);
+/// bio-level policies come first, in `submit_bio()` order, which is the order
+/// [`Stack`] keeps them in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
+pub enum PolicyId {
+    /// blk-throttle (`io.max`): bio level, `blk_throtl_bio()`.
+    Throttle,
+    /// blk-iocost (`io.cost.*`, `io.weight`): rq-qos `RQ_QOS_COST`.
+    Cost,
+}
+
+/// Where a run's timelines go as they are made: the pipeline and its policies hand
+/// over every row and trace line once per sample tick (100 ms of simulated time) and
+/// at the end, keeping none themselves, so memory is flat in simulated time. A new
+/// policy with rows of its own adds a method here (and to the recorder in
+/// `crate::report::record`).
+pub trait Recorder {
+    /// One second of the device (`iostat -x 1`).
+    fn iostat(&mut self, row: &IostatRow);
+    /// blk-throttle: one group and direction at sample tick `t`.
+    fn throttle(&mut self, t: Ns, row: &ThrotlRow);
+    /// blk-iocost: one period.
+    fn iocost(&mut self, row: &PeriodRow);
+    /// One policy trace line.
+    fn trace(&mut self, line: String);
+}
+
+/// The cgroup side of a policy (`struct blkcg_policy`): what every policy has, wherever
+/// it sits on the bio's path.
+pub trait BlkcgPolicy: Any + Send {
+    /// Its id: the events it pushes are `Event::Policy(id, token)`.
+    fn id(&self) -> PolicyId;
+    /// The interface files it owns (`io.max`; `io.cost.qos`, ...), as in cgroupfs.
+    fn files(&self) -> &'static [&'static str];
+    /// `echo line > file` in cgroup `cg` (0 = root) at `now`; the kernel's errno if it
+    /// refuses. `file` is one of [`BlkcgPolicy::files`].
+    fn write(
+        &mut self,
+        now: Ns,
+        file: &str,
+        cg: u32,
+        line: &str,
+        devs: &DeviceTable,
+        q: &mut EventQueue,
+    ) -> Result<(), KernelError>;
+    /// Its keys of cgroup `cg`'s `io.stat` line (`pd_stat_fn`), space-separated,
+    /// without a leading space; empty for none.
+    fn pd_stat(&self, _cg: u32) -> String {
+        String::new()
+    }
+    /// Its timer fired with `token` (an event it pushed). Bios it hands back (a bio-level
+    /// policy releasing held bios, an rq-qos entry waking sleepers) go into `out`.
+    fn on_timer(
+        &mut self,
+        now: Ns,
+        token: u64,
+        q: &mut EventQueue,
+        bios: &mut BioSlab,
+        out: &mut Vec<BioId>,
+    );
+    /// Every sample tick (100 ms): take the rows it keeps per tick.
+    fn sample(&mut self, _now: Ns) {}
+    /// Hand every row and trace line made since the last call to `rec`.
+    fn drain(&mut self, rec: &mut dyn Recorder);
+    /// The disk is gone and its queue drained (`del_gendisk()`): release what it still
+    /// holds (through its timer) and stop.
+    fn exit(&mut self, now: Ns, q: &mut EventQueue);
+}
+
+/// A bio-level policy, called from `submit_bio()` before the split (blk-throttle).
+pub trait BioPolicy: BlkcgPolicy {
+    /// The bio `id` enters the policy at `now`: true if it passes on at once; false if
+    /// the policy holds it (it hands it back later from [`BlkcgPolicy::on_timer`]).
+    fn submit(&mut self, now: Ns, id: BioId, bio: &mut Bio, q: &mut EventQueue) -> bool;
+}
+
+/// An entry of the rq-qos chain (`struct rq_qos_ops`); the hooks are called in the
+/// chain's walk order, head first.
+pub trait RqQos: BlkcgPolicy {
+    /// `rq_qos_throttle()`: true if bio `id` goes on now; false if its submitter sleeps
+    /// until the entry names `id` in `woken` (from here or from its timer). Sleepers
+    /// this call wakes go into `woken` (they go on before this submitter).
+    fn throttle(
+        &mut self,
+        now: Ns,
+        id: BioId,
+        bios: &mut BioSlab,
+        q: &mut EventQueue,
+        woken: &mut Vec<BioId>,
+    ) -> bool;
+    /// `rq_qos_track()`: the bio got request `rq` (a tag).
+    fn track(&mut self, _now: Ns, _rq: &Request, _bio: &Bio) {}
+    /// `rq_qos_issue()`: `rq` goes to the driver.
+    fn issue(&mut self, _now: Ns, _rq: &Request) {}
+    /// `rq_qos_done_bio()`: the bio completed.
+    fn done_bio(&mut self, _now: Ns, _bio: &Bio) {}
+    /// `rq_qos_done()`: the request completed.
+    fn done(&mut self, _now: Ns, _rq: &Request) {}
+    /// `blkcg_maybe_throttle_current()`: how long a submitter of cgroup `cg` sleeps on
+    /// its return to user space (in slat). The stack sleeps the largest any entry asks.
+    fn user_delay(&mut self, _now: Ns, _cg: u32) -> Ns {
+        0
+    }
+}
+
+/// A built policy, by where it sits.
+pub enum Hooks {
+    Bio(Box<dyn BioPolicy>),
+    RqQos(Box<dyn RqQos>),
+}
+
+/// The policies of one run and its elevator.
+pub struct Stack {
+    /// Bio-level policies in `submit_bio()` order.
+    pub(crate) bio: Vec<Box<dyn BioPolicy>>,
+    /// The rq-qos chain, head first.
+    pub(crate) rq_qos: Vec<Box<dyn RqQos>>,
+    pub(crate) elevator: Box<dyn Elevator>,
+}
+
+impl Default for Stack {
+    /// No policy; the elevator `none`.
+    fn default() -> Self {
+        Stack {
+            bio: Vec::new(),
+            rq_qos: Vec::new(),
+            elevator: Box::new(NoneSched::default()),
+        }
+    }
+}
+
+impl Stack {
+    /// Add a policy: a bio-level one at its place in `submit_bio()` order, an rq-qos
+    /// entry at the head of the chain.
+    pub fn add(&mut self, h: Hooks) {
+        match h {
+            Hooks::Bio(p) => {
+                let at = self.bio.partition_point(|x| x.id() < p.id());
+                self.bio.insert(at, p);
+            }
+            Hooks::RqQos(p) => self.rq_qos_add(p),
+        }
+    }
+
+    /// `rq_qos_add()`: the new entry becomes the head of the chain.
+    pub fn rq_qos_add(&mut self, p: Box<dyn RqQos>) {
+        self.rq_qos.insert(0, p);
+    }
+
+    /// Every policy, bio-level ones first, then the chain from its head.
+    pub fn policies(&self) -> impl Iterator<Item = &dyn BlkcgPolicy> {
+        let bio = self.bio.iter().map(|p| &**p as &dyn BlkcgPolicy);
+        bio.chain(self.rq_qos.iter().map(|p| &**p as &dyn BlkcgPolicy))
+    }
+
+    /// [`Stack::policies`], mutable.
+    pub fn policies_mut(&mut self) -> impl Iterator<Item = &mut dyn BlkcgPolicy> {
+        let bio = self
+            .bio
+            .iter_mut()
+            .map(|p| &mut **p as &mut dyn BlkcgPolicy);
+        bio.chain(
+            self.rq_qos
+                .iter_mut()
+                .map(|p| &mut **p as &mut dyn BlkcgPolicy),
+        )
+    }
+
+    /// The policy of concrete type `T`, if the run has it (a report that shows one
+    /// policy's internals, such as blk-iocost's monitor).
+    pub fn policy<T: BlkcgPolicy>(&self) -> Option<&T> {
+        self.policies()
+            .find_map(|p| (p as &dyn Any).downcast_ref::<T>())
+    }
+
+    /// [`Stack::policy`], mutable.
+    pub fn policy_mut<T: BlkcgPolicy>(&mut self) -> Option<&mut T> {
+        self.policies_mut()
+            .find_map(|p| (p as &mut dyn Any).downcast_mut::<T>())
+    }
+
+    /// `echo line > file` in cgroup `cg`, to the policy that owns `file`; an error if
+    /// no policy of the run owns it.
+    pub fn write(
+        &mut self,
+        now: Ns,
+        file: &str,
+        cg: u32,
+        line: &str,
+        devs: &DeviceTable,
+        q: &mut EventQueue,
+    ) -> Result<(), String> {
+        let p = self
+            .policies_mut()
+            .find(|p| p.files().contains(&file))
+            .ok_or_else(|| format!("no policy of this run owns {file}"))?;
+        p.write(now, file, cg, line, devs, q)
+            .map_err(|e| e.to_string())
+    }
+
+    /// Every policy's keys of cgroup `cg`'s `io.stat` line, each with a leading space.
+    pub fn pd_stat(&self, cg: u32) -> String {
+        let mut s = String::new();
+        for p in self.policies() {
+            let k = p.pd_stat(cg);
+            if !k.trim().is_empty() {
+                s.push(' ');
+                s.push_str(k.trim());
+            }
+        }
+        s
+    }
+}
