@@ -14,6 +14,7 @@
 pub enum Errno {
     EINVAL,
     ENODEV,
+    ENOENT,
     ERANGE,
     EOPNOTSUPP,
 }
@@ -23,6 +24,7 @@ impl Errno {
         match self {
             Errno::EINVAL => "EINVAL",
             Errno::ENODEV => "ENODEV",
+            Errno::ENOENT => "ENOENT",
             Errno::ERANGE => "ERANGE",
             Errno::EOPNOTSUPP => "EOPNOTSUPP",
         }
@@ -32,6 +34,7 @@ impl Errno {
         match self {
             Errno::EINVAL => "Invalid argument",
             Errno::ENODEV => "No such device",
+            Errno::ENOENT => "No such file or directory",
             Errno::ERANGE => "Numerical result out of range",
             Errno::EOPNOTSUPP => "Operation not supported",
         }

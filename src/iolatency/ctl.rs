@@ -79,6 +79,13 @@ pub struct DoneBio {
     pub again: bool,
 }
 
+/// What the controller reports for the timeline: a window, or a group every sample tick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IolatRow {
+    Window(WindowRow),
+    Tick(TickRow),
+}
+
 /// One ended window of one group (`iolatency_check_latencies()`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WindowRow {
@@ -89,8 +96,10 @@ pub struct WindowRow {
     pub total: u64,
     /// Non-rotational: samples at or above the target.
     pub missed: u64,
-    /// Rotational: the window's mean and the running `lat_avg`, ns.
+    /// The window's mean latency, ns (the kernel computes it on rotational disks only;
+    /// on others it is shown, not used).
     pub mean: u64,
+    /// Rotational: the running `lat_avg`, ns.
     pub lat_avg: u64,
     pub target: u64,
     /// `latency_sum_ok()` for the window.
@@ -100,6 +109,23 @@ pub struct WindowRow {
     pub cookie: u32,
     pub max_depth: u32,
     pub use_delay: i32,
+}
+
+/// A group at a sample tick: every group with a target and every sibling of one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TickRow {
+    pub cgroup: u32,
+    pub at: Ns,
+    pub target: u64,
+    pub max_depth: u32,
+    pub inflight: i32,
+    pub sleepers: u32,
+    /// The parent's cookie as this group last saw it.
+    pub cookie: u32,
+    pub use_delay: i32,
+    pub delay_nsec: u64,
+    /// The controller's `enabled`: without it `max_depth` is not enforced.
+    pub enabled: bool,
 }
 
 /// A bio's walk up the tree, parked at `at` or resuming there.
@@ -118,6 +144,10 @@ struct Node {
     grp: IolatGrp,
     sleepers: VecDeque<Walk>,
     delay: BlkgDelay,
+    /// Sum of the window's samples, for [`WindowRow::mean`].
+    win_sum: u64,
+    /// A child of this group had a target once: its children are in the tick rows.
+    watched: bool,
 }
 
 /// blk-iolatency on one device; `None` of it exists before the first `io.latency`
@@ -127,29 +157,35 @@ struct Node {
 pub struct BlkIolatency {
     cfg: IolatencyConfig,
     nodes: Vec<Node>,
+    /// The first write happened (lazy init, 6.4+).
+    created: bool,
     enable_cnt: u32,
     enabled: bool,
     timer: Option<Ns>,
     resume: VecDeque<Walk>,
     released: Vec<Released>,
-    rows: Vec<WindowRow>,
+    rows: Vec<IolatRow>,
 }
 
 impl BlkIolatency {
-    /// `blk_iolatency_init()` + `blkcg_activate_policy()`: every cgroup of `tree` gets
-    /// its group (`iolatency_pd_init()`) at `now`.
-    pub fn new(cfg: IolatencyConfig, tree: &CgroupTree, now: Ns) -> BlkIolatency {
+    /// The controller for cgroups `tree`, to be created by the first
+    /// [`BlkIolatency::set_limit`] (`blk_iolatency_init()` + `blkcg_activate_policy()`:
+    /// then every cgroup gets its group, `iolatency_pd_init()`).
+    pub fn new(cfg: IolatencyConfig, tree: &CgroupTree) -> BlkIolatency {
         let nodes = (0..tree.len() as u32)
             .map(|cg| Node {
                 parent: tree.parent(cg),
-                grp: IolatGrp::new(!cfg.rotational, now, DEFAULT_SCALE_COOKIE),
+                grp: IolatGrp::new(!cfg.rotational, 0, DEFAULT_SCALE_COOKIE),
                 sleepers: VecDeque::new(),
                 delay: BlkgDelay::default(),
+                win_sum: 0,
+                watched: false,
             })
             .collect();
         BlkIolatency {
             cfg,
             nodes,
+            created: false,
             enable_cnt: 0,
             enabled: false,
             timer: None,
@@ -176,7 +212,12 @@ impl BlkIolatency {
     /// `iolatency_set_limit()` once the line parsed: `target_ns` 0 = off. Mirrors
     /// `iolatency_set_min_lat_nsec()` and, when the value changed,
     /// `iolatency_clear_scaling()`.
-    pub fn set_limit(&mut self, cg: u32, target_ns: u64) {
+    pub fn set_limit(&mut self, cg: u32, target_ns: u64, now: Ns) {
+        if !std::mem::replace(&mut self.created, true) {
+            for n in &mut self.nodes {
+                n.grp.window_start = now;
+            }
+        }
         let b = self.cfg.behaviour;
         let node = &mut self.nodes[cg as usize];
         let oldval = node.grp.min_lat_nsec;
@@ -185,6 +226,12 @@ impl BlkIolatency {
         if oldval == 0 && target_ns != 0 {
             self.enable_cnt += 1;
         }
+        if target_ns != 0
+            && let Some(p) = node.parent
+        {
+            self.nodes[p as usize].watched = true;
+        }
+        let node = &mut self.nodes[cg as usize];
         if oldval != 0 && target_ns == 0 {
             if b.off_clears_delay {
                 node.delay.clear_delay();
@@ -413,9 +460,31 @@ impl BlkIolatency {
         std::mem::take(&mut self.released)
     }
 
-    /// Windows ended since the last call.
-    pub fn take_rows(&mut self) -> Vec<WindowRow> {
+    /// Rows made since the last call: windows as they ended, then ticks.
+    pub fn take_rows(&mut self) -> Vec<IolatRow> {
         std::mem::take(&mut self.rows)
+    }
+
+    /// A sample tick: one [`TickRow`] per group that has or had a target and per
+    /// sibling of one.
+    pub fn sample(&mut self, now: Ns) {
+        for (cg, n) in self.nodes.iter().enumerate() {
+            if !n.parent.is_some_and(|p| self.nodes[p as usize].watched) {
+                continue;
+            }
+            self.rows.push(IolatRow::Tick(TickRow {
+                cgroup: cg as u32,
+                at: now,
+                target: n.grp.min_lat_nsec,
+                max_depth: n.grp.max_depth,
+                inflight: n.grp.inflight,
+                sleepers: n.sleepers.len() as u32,
+                cookie: n.grp.scale_cookie,
+                use_delay: n.delay.use_delay,
+                delay_nsec: n.delay.delay_nsec,
+                enabled: self.enabled,
+            }));
+        }
     }
 
     /// `blkcg_iolatency_done_bio()`.
@@ -462,6 +531,7 @@ impl BlkIolatency {
             return;
         }
         g.stat.record(g.ssd, req_time, g.min_lat_nsec);
+        node.win_sum = node.win_sum.wrapping_add(req_time);
     }
 
     /// `iolatency_check_latencies()`: sum the window, decide with the parent's info.
@@ -476,14 +546,16 @@ impl BlkIolatency {
         g.stat = LatencyStat::default();
         let mut lat_info = self.nodes[p as usize].grp.child_lat;
         let node = &mut self.nodes[cg as usize];
+        let win_sum = std::mem::take(&mut node.win_sum);
         let g = &mut node.grp;
         let verdict = grp::check_latencies(g, cg, &stat, &mut lat_info, qd, now);
-        self.rows.push(WindowRow {
+        let total = stat.samples(g.ssd);
+        self.rows.push(IolatRow::Window(WindowRow {
             cgroup: cg,
             at: now,
-            total: stat.samples(g.ssd),
+            total,
             missed: stat.missed,
-            mean: stat.mean,
+            mean: win_sum / total.max(1),
             lat_avg: g.lat_avg,
             target: g.min_lat_nsec,
             ok: stat.ok(g.ssd, g.min_lat_nsec),
@@ -491,7 +563,7 @@ impl BlkIolatency {
             cookie: lat_info.scale_cookie,
             max_depth: g.max_depth,
             use_delay: node.delay.use_delay,
-        });
+        }));
         self.nodes[p as usize].grp.child_lat = lat_info;
     }
 
@@ -533,7 +605,7 @@ mod tests {
             rotational,
             debug_stats: true,
         };
-        (BlkIolatency::new(cfg, &t, 0), p, a, b)
+        (BlkIolatency::new(cfg, &t), p, a, b)
     }
 
     fn done(l: &mut BlkIolatency, cg: u32, issued: Ns, now: Ns) {
@@ -558,7 +630,7 @@ mod tests {
     #[test]
     fn slots_at_every_level_and_fifo_wakeups() {
         let (mut l, p, a, b) = setup("newest", false);
-        l.set_limit(a, 2 * MS);
+        l.set_limit(a, 2 * MS, 0);
         l.nodes[b as usize].grp.max_depth = 2;
         for tok in 0..2 {
             assert_eq!(
@@ -594,7 +666,7 @@ mod tests {
     #[test]
     fn windows_end_only_on_completions_and_scale_the_sibling() {
         let (mut l, p, a, b) = setup("newest", false);
-        l.set_limit(a, 2 * MS); // window 100 ms
+        l.set_limit(a, 2 * MS, 0); // window 100 ms
         // 20 completions of `a` at 3 ms inside the first window: no row yet
         for i in 0..20 {
             assert!(matches!(l.throttle(i, a, false, 0), Bypass::Go { .. }));
@@ -607,7 +679,9 @@ mod tests {
         done(&mut l, a, 597 * MS, 600 * MS);
         let rows = l.take_rows();
         assert_eq!(rows.len(), 1);
-        let r = rows[0];
+        let IolatRow::Window(r) = rows[0] else {
+            panic!("a window row")
+        };
         assert_eq!(
             (r.total, r.missed, r.ok, r.verdict),
             (21, 21, false, Verdict::Down)
@@ -626,8 +700,8 @@ mod tests {
     #[test]
     fn lifting_the_target_unthrottles_at_the_next_submission() {
         let (mut l, p, a, b) = setup("newest", false);
-        l.set_limit(a, 2 * MS);
-        l.set_limit(b, 10_000 * MS); // keeps the controller enabled
+        l.set_limit(a, 2 * MS, 0);
+        l.set_limit(b, 10_000 * MS, 0); // keeps the controller enabled
         // a scaled its siblings down; b, with a higher target and enough samples, is
         // not spared
         l.nodes[b as usize].grp.nr_samples = 100;
@@ -637,7 +711,7 @@ mod tests {
         li.scale_cookie_change(32, false);
         l.throttle(1, b, false, 0);
         assert_eq!(l.max_depth(b), 16);
-        l.set_limit(a, 0);
+        l.set_limit(a, 0, 0);
         assert_eq!(l.child_cookie(p), DEFAULT_SCALE_COOKIE);
         l.throttle(2, b, false, MS);
         assert_eq!(l.max_depth(b), u32::MAX);
@@ -646,7 +720,7 @@ mod tests {
     #[test]
     fn use_delay_and_the_meta_delay() {
         let (mut l, p, a, b) = setup("newest", false);
-        l.set_limit(a, 2 * MS);
+        l.set_limit(a, 2 * MS, 0);
         l.nodes[b as usize].grp.max_depth = 1;
         l.nodes[p as usize]
             .grp
@@ -696,9 +770,9 @@ mod tests {
     fn target_max_clears_use_delay_from_5_3() {
         for (v, cleared) in [("4.19", false), ("5.3", true)] {
             let (mut l, _, a, _) = setup(v, false);
-            l.set_limit(a, 2 * MS);
+            l.set_limit(a, 2 * MS, 0);
             l.nodes[a as usize].delay.use_delay();
-            l.set_limit(a, 0);
+            l.set_limit(a, 0, 0);
             assert_eq!(l.use_delay(a) == 0, cleared, "{v}");
         }
     }
@@ -707,9 +781,9 @@ mod tests {
     fn live_enable_switch_leaks_inflight() {
         for (v, left) in [("5.18", 1), ("5.19", 0)] {
             let (mut l, _, a, b) = setup(v, false);
-            l.set_limit(a, 2 * MS);
+            l.set_limit(a, 2 * MS, 0);
             assert!(matches!(l.throttle(1, b, false, 0), Bypass::Go { .. }));
-            l.set_limit(a, 0); // the last target goes while the bio is in flight
+            l.set_limit(a, 0, 0); // the last target goes while the bio is in flight
             done(&mut l, b, 0, MS);
             assert_eq!(l.inflight(b), left, "{v}");
         }
@@ -717,7 +791,7 @@ mod tests {
         // after a target appeared; -1 compares as UINT_MAX, nothing gets a slot again
         let (mut l, _, a, b) = setup("5.18", false);
         assert_eq!(l.throttle(1, b, false, 0), Bypass::NotEnabled);
-        l.set_limit(a, 2 * MS);
+        l.set_limit(a, 2 * MS, 0);
         let bio = DoneBio {
             cgroup: b,
             issued: 0,
@@ -734,7 +808,7 @@ mod tests {
     fn sts_again_is_recorded_before_5_3() {
         for (v, total) in [("4.19", 1), ("5.3", 0)] {
             let (mut l, _, a, _) = setup(v, false);
-            l.set_limit(a, 2 * MS);
+            l.set_limit(a, 2 * MS, 0);
             l.throttle(1, a, false, 0);
             let bio = DoneBio {
                 cgroup: a,
@@ -752,7 +826,7 @@ mod tests {
     #[test]
     fn rotational_windows_use_the_mean() {
         let (mut l, _, a, _) = setup("newest", true);
-        l.set_limit(a, 10 * MS); // window 160 ms, factor 2045
+        l.set_limit(a, 10 * MS, 0); // window 160 ms, factor 2045
         assert_eq!(l.stat(a), " depth=max avg_lat=0 win=160");
         for (i, lat) in [4, 5, 9].into_iter().enumerate() {
             l.throttle(i as u64, a, false, 0);
@@ -760,7 +834,9 @@ mod tests {
         }
         l.throttle(3, a, false, 0);
         done(&mut l, a, 154 * MS, 160 * MS);
-        let r = l.take_rows()[0];
+        let IolatRow::Window(r) = l.take_rows()[0] else {
+            panic!("a window row")
+        };
         // mean (4 + 5 + 9 + 6) / 4 = 6 ms ≤ 10 ms; lat_avg = calc_load(0, 2045, 6 ms)
         assert_eq!((r.total, r.mean, r.ok), (4, 6 * MS, true));
         assert_eq!(r.lat_avg, 8790);
@@ -770,7 +846,7 @@ mod tests {
     #[test]
     fn timer_steps_up_an_orphaned_cookie_and_forgets_scale_grp() {
         let (mut l, p, a, _) = setup("newest", false);
-        l.set_limit(a, 2 * MS);
+        l.set_limit(a, 2 * MS, 0);
         let li = &mut l.nodes[p as usize].grp.child_lat;
         li.scale_cookie_change(32, false);
         li.scale_cookie_change(32, false);

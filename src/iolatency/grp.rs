@@ -309,6 +309,20 @@ pub enum Verdict {
     Outranked,
 }
 
+impl Verdict {
+    /// Its name in the timeline.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Fine => "fine",
+            Verdict::Carried => "carried",
+            Verdict::NotMine => "not-mine",
+            Verdict::Up => "up",
+            Verdict::Down => "down",
+            Verdict::Outranked => "outranked",
+        }
+    }
+}
+
 /// `iolatency_check_latencies()` after the per-CPU stats were summed into `stat`: the
 /// group's `cur_stat`/`nr_samples` and the parent's `lat_info` move as the kernel's;
 /// returns what happened to the cookie. `me` is the group's cgroup index.

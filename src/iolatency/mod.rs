@@ -28,6 +28,9 @@
 //!   `io.latency` write, the `enabled` switch, the rq-qos hooks (`throttle` walking every
 //!   ancestor with its `rq_wait` queue, `done_bio`), the 1 s timer on the jiffies timer
 //!   wheel, io.stat text, and the per-window rows for the timeline;
+//! - `rqos.rs`  — its place in the stack (`crate::stack`): the rq-qos entry
+//!   `RQ_QOS_LATENCY`, its interface file, io.stat keys, rows, timer event, and its
+//!   line in the policy registry;
 //! - this file  — [`IolatencyBehaviour`]: what changed between kernel versions, as named
 //!   switches grouped by version ([`behaviour_for`], [`behaviour_table`]).
 //!
@@ -36,8 +39,11 @@
 pub mod ctl;
 pub mod delay;
 pub mod grp;
+pub mod rqos;
 
-pub use ctl::{BlkIolatency, Bypass, DoneBio, IolatencyConfig, Released, WindowRow};
+pub use ctl::{
+    BlkIolatency, Bypass, DoneBio, IolatRow, IolatencyConfig, Released, TickRow, WindowRow,
+};
 
 use crate::error::{KeyError, Named};
 use crate::kernel_version::KernelVersion;

@@ -44,6 +44,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/example-device-removal.toml"),
     ),
     (
+        "example-iolatency-protect",
+        include_str!("../../scenarios/example-iolatency-protect.toml"),
+    ),
+    (
         "validate-iomax-riops",
         include_str!("../../scenarios/validate-iomax-riops.toml"),
     ),

@@ -17,6 +17,7 @@ pub enum IfaceFile {
     IoWeight,
     IoCostQos,
     IoCostModel,
+    IoLatency,
 }
 
 impl IfaceFile {
@@ -26,6 +27,7 @@ impl IfaceFile {
             IfaceFile::IoWeight => "io.weight",
             IfaceFile::IoCostQos => "io.cost.qos",
             IfaceFile::IoCostModel => "io.cost.model",
+            IfaceFile::IoLatency => "io.latency",
         }
     }
 
@@ -35,6 +37,7 @@ impl IfaceFile {
             "io.weight" => IfaceFile::IoWeight,
             "io.cost.qos" => IfaceFile::IoCostQos,
             "io.cost.model" => IfaceFile::IoCostModel,
+            "io.latency" => IfaceFile::IoLatency,
             _ => return None,
         })
     }
@@ -285,7 +288,7 @@ impl Scenario {
                         continue;
                     }
                     match IfaceFile::from_key(k) {
-                        Some(f @ (IfaceFile::IoMax | IfaceFile::IoWeight)) => {
+                        Some(f @ (IfaceFile::IoMax | IfaceFile::IoWeight | IfaceFile::IoLatency)) => {
                             for line in self.lines_of(&path, k, v)? {
                                 writes.push(IfaceWrite {
                                     at: 0,
@@ -306,18 +309,11 @@ impl Scenario {
                                 ),
                             ));
                         }
-                        None if k == "io.latency" => {
-                            return Err(self.err_at(
-                                &path,
-                                k,
-                                "`io.latency` (blk-iolatency) is not modelled yet",
-                            ));
-                        }
                         None => return Err(self.err_at(
                             &path,
                             k,
                             format!(
-                                "unknown cgroup key `{k}`; accepted: \"io.max\", \"io.weight\", fio"
+                                "unknown cgroup key `{k}`; accepted: \"io.max\", \"io.weight\", \"io.latency\", fio"
                             ),
                         )),
                     }
@@ -421,7 +417,10 @@ impl Scenario {
                         }
                     }
                 }
-                s if s.starts_with("throttle.") || s.starts_with("iocost.") => {
+                s if s.starts_with("throttle.")
+                    || s.starts_with("iocost.")
+                    || s.starts_with("iolatency.") =>
+                {
                     let sv = match val {
                         Value::String(s) => s.clone(),
                         Value::Boolean(b) => b.to_string(),
@@ -434,7 +433,7 @@ impl Scenario {
                     return Err(self.err_at(
                         &path,
                         key,
-                        format!("unknown `kernel.{key}`; accepted: version, hz, config, and behaviour switches \"throttle.*\" / \"iocost.*\""),
+                        format!("unknown `kernel.{key}`; accepted: version, hz, config, and behaviour switches \"throttle.*\" / \"iocost.*\" / \"iolatency.*\""),
                     ))
                 }
             }
@@ -601,7 +600,7 @@ impl Scenario {
                     continue;
                 }
                 let Some(f) = IfaceFile::from_key(k) else {
-                    return Err(self.err_at(&path, k, format!("[[schedule]]: unknown key `{k}`; accepted: at, cgroup, and one of \"io.max\", \"io.weight\", \"io.cost.qos\", \"io.cost.model\"")));
+                    return Err(self.err_at(&path, k, format!("[[schedule]]: unknown key `{k}`; accepted: at, cgroup, and one of \"io.max\", \"io.weight\", \"io.latency\", \"io.cost.qos\", \"io.cost.model\"")));
                 };
                 for line in self.lines_of(&path, k, v)? {
                     n += 1;

@@ -595,6 +595,7 @@ pub fn simulate(
     } = p;
     let tree = &r.tree;
     let mut recorder = RunRecorder::new(tree, record);
+    recorder.set_nr_requests(limits.nr_requests);
     let mut shown = progress.start(&label, horizon);
     let mut late_errors = Vec::new();
     let dev_name = &limits.name;
@@ -1139,6 +1140,17 @@ fn write_outputs(out: &OutDir, run: &VariantRun) -> Result<(), String> {
         && let Err(e) = timeline::plot_iocost(
             &dir.join("iocost"),
             &format!("blk-iocost: {}", run.label),
+            series,
+            tree,
+            &jobs,
+        )
+    {
+        eprintln!("warning: plot not drawn: {e}");
+    }
+    if let Some(series) = &run.record.iolatency
+        && let Err(e) = timeline::plot_iolatency(
+            &dir.join("iolatency"),
+            &format!("blk-iolatency: {}", run.label),
             series,
             tree,
             &jobs,

@@ -1081,10 +1081,14 @@ impl Pipeline {
         }
         // blk_mq_end_request(): bio_endio() → rq_qos_done_bio(), then
         // __blk_mq_end_request() → rq_qos_done(), and the elevator hears of it
-        let bio = self.bios.get(rq.bio);
-        for p in &mut self.stack.rq_qos {
-            p.done_bio(now, bio);
+        // (sleepers an entry wakes go on once this completion is done)
+        let mut woken_at: Vec<(BioId, usize)> = Vec::new();
+        let mut woken = std::mem::take(&mut self.scratch_bios);
+        for (k, p) in self.stack.rq_qos.iter_mut().enumerate() {
+            p.done_bio(now, rq.bio, &self.bios, &mut self.q, &mut woken);
+            woken_at.extend(woken.drain(..).map(|b| (b, k)));
         }
+        self.scratch_bios = woken;
         for p in &mut self.stack.rq_qos {
             p.done(now, &rq);
         }
@@ -1104,6 +1108,9 @@ impl Pipeline {
         }
         self.piece_done(io, err);
         self.q_usage -= 1;
+        for (b, k) in woken_at {
+            self.rq_qos_woken(b, k);
+        }
         self.check_drained();
     }
 

@@ -47,4 +47,8 @@ pub trait PolicySetup: Send {
 
 /// Every policy, in the order `check` lists them and their writes' errors are looked
 /// for. Where each sits on the bio's path is its [`Hooks`] and `super::PolicyId`.
-pub static POLICIES: &[PolicyDef] = &[crate::throttle::policy::POLICY, crate::iocost::rqos::POLICY];
+pub static POLICIES: &[PolicyDef] = &[
+    crate::throttle::policy::POLICY,
+    crate::iocost::rqos::POLICY,
+    crate::iolatency::rqos::POLICY,
+];
