@@ -94,6 +94,8 @@ pub struct WindowRow {
     pub at: Ns,
     /// Samples in the window.
     pub total: u64,
+    /// Non-rotational disk: the p90 test (`missed` counts); else the mean test.
+    pub ssd: bool,
     /// Non-rotational: samples at or above the target.
     pub missed: u64,
     /// The window's mean latency, ns (the kernel computes it on rotational disks only;
@@ -554,6 +556,7 @@ impl BlkIolatency {
             cgroup: cg,
             at: now,
             total,
+            ssd: g.ssd,
             missed: stat.missed,
             mean: win_sum / total.max(1),
             lat_avg: g.lat_avg,

@@ -161,7 +161,7 @@ impl IolatencySeries {
                     .entry(w.cgroup)
                     .or_default()
                     .add(w.at, ms(w.target));
-                if w.total > 0 {
+                if w.ssd && w.total > 0 {
                     let pct = w.missed as f64 * 100.0 / w.total as f64;
                     self.missed_pct.entry(w.cgroup).or_default().add(w.at, pct);
                 }
