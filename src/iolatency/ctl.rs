@@ -29,6 +29,16 @@ use super::{EnableSwitch, IolatencyBehaviour, StsAgain};
 use crate::blkcg::CgroupTree;
 use crate::sim::{NSEC_PER_MSEC, NSEC_PER_SEC, NSEC_PER_USEC, Ns};
 
+/// `blk_time_get_ns()` at simulated time 0: the machine has been up a while, so the
+/// zero-initialised `last_scale_event` and `delay_start` lie long enough in the past
+/// (any uptime of 1 s or more gives the same results; the kernel's is never less).
+pub const UPTIME_AT_START: Ns = 60 * NSEC_PER_SEC;
+
+/// The kernel's clock for simulated time `now`.
+fn ktime(now: Ns) -> Ns {
+    now + UPTIME_AT_START
+}
+
 /// Device and kernel facts the controller needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IolatencyConfig {
@@ -391,6 +401,7 @@ impl BlkIolatency {
         let qd = self.qd();
         for n in &mut self.nodes {
             let li = &mut n.grp.child_lat;
+            let now = ktime(now);
             if li.scale_cookie >= DEFAULT_SCALE_COOKIE || li.last_scale_event >= now {
                 continue;
             }
@@ -528,7 +539,7 @@ impl BlkIolatency {
         // issue-as-root bios of a throttled group are not samples: they add delay
         if issue_as_root && g.max_depth != u32::MAX {
             if req_time < g.min_lat_nsec {
-                node.delay.add_delay(now, g.min_lat_nsec - req_time);
+                node.delay.add_delay(ktime(now), g.min_lat_nsec - req_time);
             }
             return;
         }
@@ -550,7 +561,7 @@ impl BlkIolatency {
         let node = &mut self.nodes[cg as usize];
         let win_sum = std::mem::take(&mut node.win_sum);
         let g = &mut node.grp;
-        let verdict = grp::check_latencies(g, cg, &stat, &mut lat_info, qd, now);
+        let verdict = grp::check_latencies(g, cg, &stat, &mut lat_info, qd, ktime(now));
         let total = stat.samples(g.ssd);
         self.rows.push(IolatRow::Window(WindowRow {
             cgroup: cg,
@@ -580,7 +591,7 @@ impl BlkIolatency {
             if node.parent.is_none() {
                 break;
             }
-            r.visit(&mut node.delay, now);
+            r.visit(&mut node.delay, ktime(now));
             at = node.parent;
         }
         r.sleep()
@@ -857,7 +868,7 @@ mod tests {
         assert_eq!(l.child_cookie(p), DEFAULT_SCALE_COOKIE - 14);
         let li = &mut l.nodes[p as usize].grp.child_lat;
         li.scale_grp = Some(a);
-        li.last_scale_event = NSEC_PER_SEC;
+        li.last_scale_event = ktime(NSEC_PER_SEC);
         l.timer_fn(5 * NSEC_PER_SEC);
         assert_eq!(l.nodes[p as usize].grp.child_lat.scale_grp, Some(a));
         l.timer_fn(6 * NSEC_PER_SEC);

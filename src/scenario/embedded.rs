@@ -52,6 +52,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/validate-iomax-riops.toml"),
     ),
     (
+        "validate-iolatency",
+        include_str!("../../scenarios/validate-iolatency.toml"),
+    ),
+    (
         "validate-iocost-weights",
         include_str!("../../scenarios/validate-iocost-weights.toml"),
     ),
