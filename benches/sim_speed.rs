@@ -11,8 +11,8 @@ use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
+use blkcg_sim::run::run_variant;
 use blkcg_sim::scenario::Scenario;
-use blkcg_sim::scenario::run::run_variant;
 use blkcg_sim::sim::{Event, EventQueue, Ns};
 
 const DEVICE: &str =

@@ -4,6 +4,7 @@
 //! controllers' internals. See DESIGN.md (shared) and README.md.
 
 pub mod blkcg;
+pub mod cli;
 pub mod device;
 pub mod error;
 pub mod iocost;
@@ -11,6 +12,7 @@ pub mod iolatency;
 pub mod kernel_version;
 pub mod progress;
 pub mod report;
+pub mod run;
 pub mod scenario;
 pub mod sim;
 pub mod stack;

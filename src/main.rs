@@ -1,14 +1,14 @@
 //! The `blkcg-sim` command line: run scenarios, act as fio against a simulated device,
 //! check scenarios, and reproduce the seed experiments.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+use blkcg_sim::cli::run::{OutputFormat, RunOptions};
+use blkcg_sim::cli::{self, load, scenario_named};
 use blkcg_sim::progress::Reporter;
-use blkcg_sim::scenario::run::{self, OutputFormat, RunOptions};
-use blkcg_sim::scenario::{Scenario, embedded};
 use blkcg_sim::sweep;
 use blkcg_sim::tune;
 use blkcg_sim::validate;
@@ -538,27 +538,6 @@ enum TimingArg {
     Realtime,
 }
 
-fn load(name: &str) -> Result<Scenario, String> {
-    let p = Path::new(name);
-    if p.exists() {
-        let text = std::fs::read_to_string(p).map_err(|e| format!("{name}: cannot read: {e}"))?;
-        return Scenario::parse(&text, name).map_err(|e| e.to_string());
-    }
-    if let Some(text) = embedded::get(name.trim_end_matches(".toml")) {
-        return Scenario::parse(text, &format!("{name} (built in)")).map_err(|e| e.to_string());
-    }
-    Err(format!(
-        "{name}: no such file, and no built-in scenario of that name; built in: {}",
-        embedded::names().join(", ")
-    ))
-}
-
-/// A scenario (a file or a built-in name) when `name` is one, else None.
-fn scenario_named(name: &str) -> Option<Result<Scenario, String>> {
-    (Path::new(name).exists() || embedded::get(name.trim_end_matches(".toml")).is_some())
-        .then(|| load(name))
-}
-
 fn tune_command(what: TuneCmd, progress: Reporter) -> Result<u8, String> {
     match what {
         TuneCmd::Model {
@@ -738,7 +717,7 @@ fn main() -> ExitCode {
                 progress,
                 trace,
             };
-            run::run_command(&sc, &opts)
+            cli::run::run_command(&sc, &opts)
         }),
         Cmd::Fio {
             device,
@@ -746,7 +725,7 @@ fn main() -> ExitCode {
             output_format,
             kernel,
             args,
-        } => run::fio_command(
+        } => cli::fio::fio_command(
             &device,
             io_max.as_deref(),
             kernel.as_deref(),
@@ -755,10 +734,10 @@ fn main() -> ExitCode {
             progress,
         ),
         Cmd::Check { scenario, variant } => {
-            load(&scenario).and_then(|sc| run::check_command(&sc, &variant))
+            load(&scenario).and_then(|sc| cli::check::check_command(&sc, &variant))
         }
         Cmd::Repro { names, format } => {
-            run::repro_command(&names, matches!(format, ReproFormat::Json), &progress)
+            cli::repro::repro_command(&names, matches!(format, ReproFormat::Json), &progress)
         }
         Cmd::Validate {
             scenario,
@@ -816,33 +795,7 @@ fn main() -> ExitCode {
         }),
         Cmd::Tune { what } => tune_command(what, progress),
         Cmd::Kernel(k) => kernel_command(k, cli.quiet),
-        Cmd::Scenarios { name } => match name {
-            None => {
-                for n in embedded::names() {
-                    let sc = embedded::get(n).and_then(|t| Scenario::parse(t, n).ok());
-                    let about = sc
-                        .and_then(|s| {
-                            s.table
-                                .get("description")
-                                .and_then(|d| d.as_str())
-                                .map(|d| d.lines().next().unwrap_or("").to_string())
-                        })
-                        .unwrap_or_default();
-                    println!("{n:<32} {about}");
-                }
-                Ok(0)
-            }
-            Some(n) => match embedded::get(&n) {
-                Some(t) => {
-                    print!("{t}");
-                    Ok(0)
-                }
-                None => Err(format!(
-                    "no built-in scenario `{n}`; built in: {}",
-                    embedded::names().join(", ")
-                )),
-            },
-        },
+        Cmd::Scenarios { name } => cli::scenarios::scenarios_command(name.as_deref()),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -5,8 +5,8 @@
 use blkcg_sim::report::fio::JobReport;
 use blkcg_sim::report::fio::json::to_json;
 use blkcg_sim::report::fio::text::to_normal;
+use blkcg_sim::run::{VariantRun, run_variant};
 use blkcg_sim::scenario::Scenario;
-use blkcg_sim::scenario::run::{VariantRun, run_variant};
 use blkcg_sim::sim::{NSEC_PER_MSEC, NSEC_PER_SEC};
 
 fn run(text: &str) -> VariantRun {

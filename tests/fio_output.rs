@@ -1,9 +1,10 @@
 //! Our fio output against real fio 3.33 (golden files made with Debian's fio 3.33 on
 //! this project's machines; regenerate with the commands in each test's comment).
 
+use blkcg_sim::cli::run::RunOptions;
 use blkcg_sim::report::fio::stats::{LatHist, percentiles, val_to_idx};
+use blkcg_sim::run::run_variant;
 use blkcg_sim::scenario::Scenario;
-use blkcg_sim::scenario::run::{RunOptions, run_variant};
 
 /// (indent, key) of every `"key" :` line, in document order.
 fn key_paths(json: &str) -> Vec<(usize, String)> {
@@ -121,7 +122,7 @@ fn run_options_struct_is_public() {
     let _ = RunOptions {
         variants: vec![],
         kernels: vec![],
-        format: blkcg_sim::scenario::run::OutputFormat::Json,
+        format: blkcg_sim::cli::run::OutputFormat::Json,
         output: None,
         seed: None,
         timeline: false,

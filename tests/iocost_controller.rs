@@ -321,8 +321,8 @@ fn metadata_debt_delay_and_forgiveness() {
 
 #[test]
 fn debt_scenario_delay_lands_in_slat() {
+    use blkcg_sim::run::run_variant;
     use blkcg_sim::scenario::Scenario;
-    use blkcg_sim::scenario::run::run_variant;
     let text = std::fs::read_to_string("scenarios/example-iocost-debt.toml").unwrap();
     let sc = Scenario::parse(&text, "example-iocost-debt.toml").unwrap();
     let run = run_variant(&sc, None, None, None, false).unwrap();
@@ -352,9 +352,9 @@ fn debt_scenario_delay_lands_in_slat() {
 /// iocost.h): `name: [dev:/cgroup] key=value ...` with the kernel's keys in order.
 #[test]
 fn trace_lines_follow_the_tracepoint_formats() {
+    use blkcg_sim::run::run_variant;
     use blkcg_sim::scenario::Scenario;
     use blkcg_sim::scenario::embedded::SCENARIOS;
-    use blkcg_sim::scenario::run::run_variant;
     let mut seen = std::collections::BTreeSet::new();
     for name in ["iocost-no-completion", "example-iocost-debt"] {
         let text = SCENARIOS.iter().find(|(n, _)| *n == name).unwrap().1;

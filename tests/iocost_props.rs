@@ -11,8 +11,8 @@
 //! (half a 10 ms period) out of a 2 s run (0.25%); the I/Os in flight at the end
 //! (≤ 32 per cgroup of ~20,000 counted, 0.16% each); WEIGHT_ONE fixed point (2^-16).
 
+use blkcg_sim::run::run_variant;
 use blkcg_sim::scenario::Scenario;
-use blkcg_sim::scenario::run::run_variant;
 use proptest::prelude::*;
 
 fn shares(weights: &[u32]) -> Vec<f64> {

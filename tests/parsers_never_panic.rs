@@ -7,7 +7,7 @@ use blkcg_sim::blkcg::{CgroupTree, DeviceTable};
 use blkcg_sim::device::QueueLimits;
 use blkcg_sim::iocost::{self, Iocost, IocostConfig, TimerMode};
 use blkcg_sim::scenario::Scenario;
-use blkcg_sim::scenario::run::parse_device_spec;
+use blkcg_sim::scenario::spec::parse_device_spec;
 use blkcg_sim::sim::EventQueue;
 use blkcg_sim::throttle::{Throttle, ThrottleConfig, behaviour_for};
 use proptest::prelude::*;

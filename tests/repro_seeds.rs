@@ -2,7 +2,7 @@
 //! `[repro]` table (published number, tolerance band) must hold. The bands themselves
 //! live next to the published numbers in `scenarios/*.toml`.
 
-use blkcg_sim::scenario::run::reproduce;
+use blkcg_sim::run::reproduce;
 
 fn assert_all_bands_pass(name: &str) {
     let (_, results, _) = reproduce(name, false).unwrap_or_else(|e| panic!("{name}: {e}"));

@@ -6,7 +6,8 @@
 //! charged without trimming the slice (`__blk_throtl_bio()`), so the data write keeps
 //! the 2 s of budget it has waited for. Before 6.12 they queue behind it.
 
-use blkcg_sim::scenario::{Scenario, embedded, run::run_variant};
+use blkcg_sim::run::run_variant;
+use blkcg_sim::scenario::{Scenario, embedded};
 use blkcg_sim::throttle::{behaviour_for, presets};
 
 /// (data write, metadata job) finish times in ms, on kernel `version`.

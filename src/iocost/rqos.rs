@@ -16,7 +16,7 @@ use crate::kernel_version::KernelVersion;
 use crate::scenario::resolve::Resolved;
 use crate::sim::{BioId, BioSlab, EventQueue, Ns};
 use crate::stack::registry::{PolicyDef, PolicySetup};
-use crate::stack::{BlkcgPolicy, Hooks, PolicyId, Recorder, Request, RqQos};
+use crate::stack::{BlkcgPolicy, Hooks, PolicyId, Recorder, Request, RqQos, RqQosEntry, RqQosOps};
 
 /// blk-iocost's interface files (`ioc_files`).
 const FILES: &[&str] = &["io.weight", "io.cost.qos", "io.cost.model"];
@@ -88,7 +88,7 @@ impl PolicySetup for Setup {
         if let Some(pct) = self.vrate_pct {
             ioc.set_base_vrate_pct(pct);
         }
-        Hooks::RqQos(Box::new(ioc))
+        Hooks::RqQos(RqQosEntry::Cost(Box::new(ioc)))
     }
 }
 
@@ -141,6 +141,14 @@ impl BlkcgPolicy for Iocost {
 }
 
 impl RqQos for Iocost {
+    fn ops(&self) -> RqQosOps {
+        RqQosOps {
+            done_bio: true,
+            done: true,
+            user_delay: true,
+            ..RqQosOps::default()
+        }
+    }
     fn throttle(
         &mut self,
         now: Ns,

@@ -19,7 +19,7 @@ use crate::kernel_version::KernelVersion;
 use crate::scenario::resolve::Resolved;
 use crate::sim::{BioId, BioSlab, Event, EventQueue, Ns};
 use crate::stack::registry::{PolicyDef, PolicySetup};
-use crate::stack::{BlkcgPolicy, Hooks, PolicyId, Recorder, RqQos};
+use crate::stack::{BlkcgPolicy, Hooks, PolicyId, Recorder, RqQos, RqQosEntry, RqQosOps};
 use crate::throttle::ThrottleConfig;
 
 /// blk-iolatency's interface file (`iolatency_files`).
@@ -68,13 +68,13 @@ impl PolicySetup for Setup {
             rotational: limits.rotational,
             debug_stats: self.debug_stats,
         };
-        Hooks::RqQos(Box::new(Entry {
+        Hooks::RqQos(RqQosEntry::Latency(Box::new(LatencyEntry {
             lat: BlkIolatency::new(cfg, tree),
             counted: Vec::new(),
             notify: vec![false; tree.len()],
             timer_pushed: None,
             stopped: false,
-        }))
+        })))
     }
 }
 
@@ -89,7 +89,7 @@ enum Seen {
 }
 
 /// The rq-qos entry: the controller plus the engine-facing bookkeeping.
-struct Entry {
+pub struct LatencyEntry {
     lat: BlkIolatency,
     /// Per bio id (ids are reused, so this stays as long as the most bios in flight).
     counted: Vec<Seen>,
@@ -101,7 +101,7 @@ struct Entry {
     stopped: bool,
 }
 
-impl Entry {
+impl LatencyEntry {
     fn push_timer(&mut self, now: Ns, q: &mut EventQueue) {
         if let Some(at) = self.lat.timer_at()
             && self.timer_pushed != Some(at)
@@ -122,7 +122,7 @@ impl Entry {
     }
 }
 
-impl BlkcgPolicy for Entry {
+impl BlkcgPolicy for LatencyEntry {
     fn id(&self) -> PolicyId {
         PolicyId::Latency
     }
@@ -180,7 +180,14 @@ impl BlkcgPolicy for Entry {
     }
 }
 
-impl RqQos for Entry {
+impl RqQos for LatencyEntry {
+    fn ops(&self) -> RqQosOps {
+        RqQosOps {
+            done_bio: true,
+            user_delay: true,
+            ..RqQosOps::default()
+        }
+    }
     fn throttle(
         &mut self,
         now: Ns,

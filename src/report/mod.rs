@@ -2,7 +2,9 @@
 
 pub mod decimate;
 pub mod fio;
+pub mod io_stat;
 pub mod outdir;
+pub mod outputs;
 pub mod plot;
 pub mod record;
 pub mod summary;

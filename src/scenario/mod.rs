@@ -13,14 +13,18 @@
 //!
 //! - `mod.rs`      — loading, variants, merging, error positions;
 //! - `resolve.rs`  — the typed view of one variant (device, kernel, cgroups, jobs);
-//! - `run.rs`      — build the pipeline for a resolved variant and run it;
-//! - `embedded.rs` — the scenarios compiled into the binary.
+//! - `embedded.rs` — the scenarios compiled into the binary;
+//! - `repro.rs`    — a seed's `[repro]` table: published figures and bands;
+//! - `spec.rs`     — scenario values given on a command line (`--device`, `--set`).
+//!
+//! Building and running a resolved variant is `crate::run`; the commands are
+//! `crate::cli`.
 
 pub mod embedded;
 pub mod repro;
 pub mod resolve;
-pub mod run;
 pub mod source;
+pub mod spec;
 
 use source::KeyLines;
 use toml::{Table, Value};

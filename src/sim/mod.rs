@@ -6,11 +6,11 @@
 //! Time is an integer count of nanoseconds (`Ns`) since the start of the run; nothing
 //! here ever reads the wall clock, so a scenario and a seed fully determine a run.
 //!
-//! Every layer of the block stack (fio jobs, blk-throttle, blk-iocost, the tag pool,
-//! the device model) is a plain struct owned by the pipeline in [`engine`]. A layer
-//! that needs to act later pushes an [`Event`] carrying its own opaque token onto the
-//! shared [`EventQueue`]; when that event fires the pipeline hands the token back to the
-//! layer. Events at the same instant fire in the order they were pushed (a sequence
+//! Every layer of the block stack (fio jobs, the policies of `crate::stack`, the tag
+//! pool, the device model) is owned by the pipeline in [`engine`]. A layer that needs
+//! to act later pushes an [`Event`] carrying its own opaque token onto the shared
+//! [`EventQueue`] (a policy: `Event::Policy(its id, token)`); when that event fires
+//! the pipeline hands the token back to the layer. Events at the same instant fire in the order they were pushed (a sequence
 //! number breaks ties), which keeps runs byte-identical. A layer that wants to cancel a
 //! pending event simply ignores it when it fires (each layer keeps a generation count
 //! or compares the token with the deadline it still wants).
@@ -21,7 +21,7 @@
 //! - `rng.rs`    — the seeded PRNG (PCG) and the per-component seed derivation;
 //! - `bio.rs`    — `Bio` (what the controllers see), `Dir`, and `IoErr` (how an I/O failed);
 //! - `timebins.rs` — each job's completions per time bin, in bounded memory (pictures);
-//! - `engine.rs` — the request pipeline of DESIGN.md §1 wiring all layers together.
+//! - `engine.rs` — the request pipeline of docs/design.md §2 wiring all layers together.
 
 pub mod bio;
 pub mod engine;

@@ -1,5 +1,4 @@
-//! The I/O scheduler interface (`struct elevator_mq_ops`, `block/elevator.h`) and its
-//! first implementation, `none`.
+//! The I/O scheduler interface (`struct elevator_mq_ops`, `block/elevator.h`).
 //!
 //! Design
 //! ------
@@ -10,10 +9,10 @@
 //! `limit_depth` may cap how many tags a request of this kind can hold (mq-deadline's
 //! `async_depth`: `data->shallow_depth`); a submitter over it sleeps for a tag (slat).
 //!
-//! `none` ([`NoneSched`]) is a FIFO with no depth limit: with it a request goes to
-//! the driver as soon as it has a tag, as blk-mq does with no scheduler.
-
-use std::collections::VecDeque;
+//! `none` is no elevator at all, as in the kernel (`q->elevator` is NULL): a request
+//! goes to the driver as soon as it has a tag (`blk_mq_try_issue_directly()`), with no
+//! depth limit — a FIFO in tag order. A run has `none` unless it sets an elevator
+//! (mq-deadline, BFQ: their own issues implement [`Elevator`]).
 
 use crate::sim::{BioId, Dir, Ns};
 
@@ -52,58 +51,4 @@ pub trait Elevator: Send {
     fn dispatch_request(&mut self) -> Option<Request>;
     /// `completed_request`: `rq` completed at `now`.
     fn completed_request(&mut self, _rq: &Request, _now: Ns) {}
-}
-
-/// `none`: first in, first out, no depth limit.
-#[derive(Debug, Default)]
-pub struct NoneSched {
-    fifo: VecDeque<Request>,
-}
-
-impl Elevator for NoneSched {
-    fn name(&self) -> &'static str {
-        "none"
-    }
-    fn insert_requests(&mut self, rq: Request) {
-        self.fifo.push_back(rq);
-    }
-    fn has_work(&self) -> bool {
-        !self.fifo.is_empty()
-    }
-    fn dispatch_request(&mut self) -> Option<Request> {
-        self.fifo.pop_front()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rq(tag: u32) -> Request {
-        Request {
-            tag,
-            bio: tag,
-            cgroup: 0,
-            dir: Dir::Read,
-            sector: u64::from(tag) * 8,
-            bytes: 4096,
-            alloc_time: 0,
-            start_time: 0,
-        }
-    }
-
-    #[test]
-    fn none_dispatches_in_insertion_order_without_a_depth_limit() {
-        let mut e = NoneSched::default();
-        assert!(!e.has_work());
-        for t in [3, 1, 2] {
-            e.insert_requests(rq(t));
-        }
-        assert_eq!(e.limit_depth(Dir::Write), None);
-        let order: Vec<u32> = std::iter::from_fn(|| e.dispatch_request())
-            .map(|r| r.tag)
-            .collect();
-        assert_eq!(order, [3, 1, 2]);
-        assert!(!e.has_work());
-    }
 }

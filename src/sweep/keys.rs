@@ -37,7 +37,8 @@
 
 use toml::{Table, Value};
 
-use crate::scenario::run::{is_cmdline, shell_quote, split_shell_words, typed_value};
+use crate::scenario::spec::typed_value;
+use crate::workload::cmdline::{is_cmdline, shell_quote, split_shell_words};
 use crate::workload::fio::option_name;
 
 /// What a KEY changes.

@@ -41,8 +41,8 @@ use crate::progress::{Horizon, Reporter};
 use crate::report::outdir::{OutDir, OutFile};
 use crate::report::plot::{Panel, Series, plot_panels};
 use crate::report::record::RecordOptions;
+use crate::run::{VariantRun, prepare, simulate};
 use crate::scenario::Scenario;
-use crate::scenario::run::{VariantRun, prepare, simulate};
 
 /// The most runs one sweep may plan (a typo in a value list, not a real plan).
 const MAX_RUNS: usize = 100_000_000;

@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde::ser::SerializeMap;
 
 use crate::report::summary::{JobSummary, job_label};
-use crate::scenario::run::VariantRun;
+use crate::run::VariantRun;
 
 /// The figures of one job.
 #[derive(Debug, Clone, PartialEq, Serialize)]

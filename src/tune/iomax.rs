@@ -25,8 +25,8 @@ use crate::progress::Reporter;
 use crate::report::outdir::OutDir;
 use crate::report::plot::{Panel, Series, plot_panels};
 use crate::report::summary::fmt_figure;
+use crate::run::prepare;
 use crate::scenario::Scenario;
-use crate::scenario::run::prepare;
 use crate::sweep::keys::{Axis, Target};
 
 /// Options of `tune iomax`.

@@ -30,7 +30,7 @@ pub mod qos;
 use toml::{Table, Value};
 
 use crate::scenario::Scenario;
-use crate::scenario::run::parse_device_spec;
+use crate::scenario::spec::parse_device_spec;
 
 /// The machine a tuner measures: a `[device]` table and, from a scenario, its
 /// `[kernel]` and `[host]` tables (the interface lines and workloads are not the

@@ -31,7 +31,7 @@ use super::{Machine, py_round};
 use crate::progress::{Horizon, Reporter};
 use crate::report::fio::json::to_json;
 use crate::report::record::RecordOptions;
-use crate::scenario::run::{prepare, simulate};
+use crate::run::{prepare, simulate};
 use crate::sweep::pool;
 
 /// The kernel script's parameters (its argparse defaults).

@@ -23,8 +23,8 @@ use crate::progress::{Horizon, Reporter};
 use crate::report::fio::stats::{LatHist, percentiles};
 use crate::report::record::RecordOptions;
 use crate::report::summary::fmt_figure;
+use crate::run::{VariantRun, prepare, simulate};
 use crate::scenario::Scenario;
-use crate::scenario::run::{VariantRun, prepare, simulate};
 use crate::sweep::pool;
 use crate::sweep::record::Totals;
 

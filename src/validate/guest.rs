@@ -37,8 +37,8 @@ use std::fmt::Write as _;
 use crate::device::config::Keys;
 use crate::device::nullb;
 use crate::scenario::resolve::{DeviceAction, IfaceFile, Resolved};
-use crate::scenario::run::{is_cmdline, split_shell_words};
 use crate::sim::Ns;
+use crate::workload::cmdline::{is_cmdline, split_shell_words};
 use crate::workload::fio::{PROGRAM_OPTIONS, getopt_words};
 
 /// The console marker every line of ours starts with.

@@ -49,9 +49,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::report::fio as fioreport;
+use crate::run::{VariantRun, run_variant};
 use crate::scenario::Scenario;
 use crate::scenario::resolve::Resolved;
-use crate::scenario::run::{VariantRun, parse_fio, run_variant};
+use crate::workload::cmdline::parse_fio;
 pub use boot::Timing;
 use compare::Figures;
 use console::GuestOutput;

@@ -464,7 +464,7 @@ impl JobParams {
                 distribution,
                 meta: spec.blkcg_meta,
                 continue_on_error: spec.continue_on_error,
-                // the first of fio's `:`-separated files; run.rs fills in the device
+                // the first of fio's `:`-separated files; run::prepare fills in the device
                 filename: spec
                     .filename
                     .as_deref()

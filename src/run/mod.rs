@@ -1,25 +1,29 @@
-//! From a resolved scenario to a finished run and its outputs; the commands of the CLI.
+//! From a resolved scenario to a finished run: prepare → simulate.
 //!
-//! `run_variant()` is the one place where every layer is built: the device model from
-//! `[device]`, the fio jobs from each cgroup's `fio`, blk-throttle and blk-iocost from
-//! `[kernel]`; then the scenario's interface writes are applied in order (root files
-//! first, parents before children) exactly as `echo LINE > FILE` would, and a refused
-//! write is reported with the scenario line and the kernel's errno; device actions
-//! (`[[schedule]] device = "remove"`, null_blk's `device.power`/`device.badblocks`)
-//! are applied the same way, at their time. A cgroup's `fio`
-//! array is successive runs, as a script's loop with a `wait`: every job of run k waits
-//! (its `after` list) for every job of run k-1, then `[host] fio_restart_ns` more. The
-//! commands (`run`, `fio`, `check`, `repro`) only choose variants and print; `run` with
-//! several variants or kernels ends with the A/B table (`summary::ab_table`).
+//! [`prepare`] is the one place where every layer is built: the device model from
+//! `[device]`, the fio jobs from each cgroup's `fio`, and the policies of the stack
+//! from the registry (`crate::stack::registry`: each configured from `[kernel]`, built
+//! where the variant writes one of its files). Then the scenario's interface writes
+//! are applied in order (root files first, parents before children) exactly as `echo
+//! LINE > FILE` would, first on scratch policies in time order, so that a write the
+//! kernel refuses is reported before the run with the scenario line and the kernel's
+//! errno; device actions (`[[schedule]] device = "remove"`, null_blk's
+//! `device.power`/`device.badblocks`) are applied the same way, at their time. A
+//! cgroup's `fio` array is successive runs, as a script's loop with a `wait`: every job
+//! of run k waits (its `after` list) for every job of run k-1, then `[host]
+//! fio_restart_ns` more. [`simulate`] runs the pipeline and gathers fio's report,
+//! summaries, io.stat (`crate::report::io_stat`) and the policies' views.
+//! [`reproduce`] runs a built-in seed's variants and evaluates its bands.
+//!
+//! It lives apart from `crate::scenario` (the scenario file: parse, resolve, variants)
+//! and from `crate::cli` (the commands, which only choose runs and print), because
+//! the library's users — `sweep`, `tune`, `validate`, the tests, the benches — all
+//! start runs here.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use rayon::prelude::*;
 
-use super::repro::{self, ReproSpec, VariantMetrics};
-use super::resolve::{DeviceAction, DeviceWrite, FioSource, IfaceWrite, Resolved};
-use super::{Scenario, ScenarioError, embedded};
 use crate::blkcg::{CgroupTree, DeviceTable};
 use crate::device::QueueLimits;
 use crate::error::KeyError;
@@ -28,40 +32,20 @@ use crate::kernel_version::KernelVersion;
 use crate::progress::{Horizon, Reporter};
 use crate::report::fio::stats::percentiles;
 use crate::report::fio::{self as fioreport, FioMessage, JobReport, RunReport};
-use crate::report::outdir::{OutDir, check_label};
-use crate::report::plot::{Panel, Series, plot_panels};
+use crate::report::io_stat::io_stat_text;
 use crate::report::record::{RecordOptions, Recorded, RunRecorder};
-use crate::report::summary::{self, JobSummary};
-use crate::report::timeline::{self, JobLine};
+use crate::report::summary::JobSummary;
+use crate::scenario::repro::{self, ReproSpec, VariantMetrics};
+use crate::scenario::resolve::{DeviceAction, DeviceWrite, IfaceWrite, Resolved};
+use crate::scenario::{Scenario, ScenarioError, embedded};
 use crate::sim::engine::{JobParams, Pipeline, RunOutput};
 use crate::sim::queue::EventQueue;
 use crate::sim::{NSEC_PER_SEC, Ns};
 use crate::stack::Stack;
 use crate::stack::registry::{POLICIES, PolicySetup};
+use crate::workload::cmdline::{is_cmdline, parse_fio};
 use crate::workload::fio as fiojob;
 use crate::workload::job::start_dependencies;
-
-/// How `run` prints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OutputFormat {
-    Normal,
-    Json,
-    JsonPlus,
-    Summary,
-}
-
-/// Options of the `run` command.
-pub struct RunOptions {
-    pub variants: Vec<String>,
-    pub kernels: Vec<String>,
-    pub format: OutputFormat,
-    pub output: Option<PathBuf>,
-    pub seed: Option<u64>,
-    pub timeline: bool,
-    pub progress: Reporter,
-    /// Collect the controllers' event logs (trace.txt with --output, else stderr).
-    pub trace: bool,
-}
 
 /// Everything one variant's run produced.
 pub struct VariantRun {
@@ -86,139 +70,8 @@ pub struct VariantRun {
     pub monitor_json: String,
 }
 
-/// Read one fio run (command line or job-file text) of a scenario as fio would, with
-/// errors at the scenario's lines, except that a scenario reads no environment
-/// (`${VAR}` is an error) and quotes no file it names; `blkcg-sim fio`
-/// ([`Scenario::acting_as_fio`]) does both as fio does. An `include` is read relative
-/// to the scenario file, a job file named on a command line from the working folder,
-/// as a shell would.
-pub fn parse_fio(sc: &Scenario, f: &FioSource) -> Result<fiojob::FioJobs, String> {
-    let rd = if sc.acting_as_fio {
-        fiojob::Reader::fio()
-    } else {
-        fiojob::Reader::scenario()
-    };
-    let text = f.text.as_str();
-    if !is_cmdline(text) {
-        let at = fiojob::Origin {
-            file: &sc.file,
-            lines: &f.lines,
-        };
-        return fiojob::parse_jobfile(text, &at, &rd).map_err(|e| e.to_string());
-    }
-    let t = text.trim_start();
-    let args_at = text.len() - t.len() + if t.starts_with("fio") { 3 } else { 0 };
-    let (offsets, args): (Vec<usize>, Vec<String>) =
-        shell_words_at(&text[args_at..])?.into_iter().unzip();
-    // the scenario's line of each argument; acting as fio, arguments are numbered
-    let lines: Vec<usize> = if sc.acting_as_fio {
-        Vec::new()
-    } else {
-        offsets
-            .iter()
-            .map(|i| {
-                let l = text[..args_at + i].matches('\n').count();
-                f.lines
-                    .get(l)
-                    .or(f.lines.last())
-                    .copied()
-                    .unwrap_or_default()
-            })
-            .collect()
-    };
-    let at = fiojob::Origin {
-        file: if sc.acting_as_fio {
-            "<cmdline>"
-        } else {
-            &sc.file
-        },
-        lines: &lines,
-    };
-    fiojob::parse_cmdline_with(&args, &at, &rd).map_err(|e| e.to_string())
-}
-
-/// Whether a scenario's `fio` text is a command line (else a job file).
-pub fn is_cmdline(text: &str) -> bool {
-    let t = text.trim();
-    t.starts_with("--")
-        || t.strip_prefix("fio")
-            .is_some_and(|r| r.is_empty() || r.starts_with(char::is_whitespace))
-}
-
-/// Split a command line as a POSIX shell would for plain words and quotes.
-pub fn split_shell_words(s: &str) -> Result<Vec<String>, String> {
-    Ok(shell_words_at(s)?.into_iter().map(|(_, w)| w).collect())
-}
-
-/// [`split_shell_words`], each word with the byte offset where it starts. A variable
-/// a shell would expand (`$VAR`, `${VAR}`, outside single quotes) is refused: a
-/// scenario reads no environment. Nothing else of the shell is: `$(...)` stays text.
-fn shell_words_at(s: &str) -> Result<Vec<(usize, String)>, String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    // where the word being read starts, if one is
-    let mut start: Option<usize> = None;
-    let mut quote: Option<char> = None;
-    let mut chars = s.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        if c == '$'
-            && quote != Some('\'')
-            && chars
-                .peek()
-                .is_some_and(|&(_, n)| n == '{' || n == '_' || n.is_ascii_alphabetic())
-        {
-            let var = s[i + 1..]
-                .split(|c: char| !(c.is_ascii_alphanumeric() || "{}_".contains(c)))
-                .next()
-                .unwrap_or_default();
-            return Err(format!(
-                "`${var}` in the fio command line: a shell would expand it, but a scenario \
-                 reads no environment (the same scenario gives the same output on any \
-                 machine); write the value"
-            ));
-        }
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some('"'), '\\') => {
-                if let Some((_, n)) = chars.next() {
-                    cur.push(n);
-                }
-            }
-            (Some(_), c) => cur.push(c),
-            (None, '\'' | '"') => {
-                quote = Some(c);
-                start.get_or_insert(i);
-            }
-            (None, '\\') => {
-                if let Some((_, n)) = chars.next()
-                    && n != '\n'
-                {
-                    cur.push(n);
-                    start.get_or_insert(i);
-                }
-            }
-            (None, c) if c.is_whitespace() => {
-                if let Some(at) = start.take() {
-                    out.push((at, std::mem::take(&mut cur)));
-                }
-            }
-            (None, c) => {
-                cur.push(c);
-                start.get_or_insert(i);
-            }
-        }
-    }
-    if quote.is_some() {
-        return Err("unterminated quote in the fio command line".into());
-    }
-    if let Some(at) = start {
-        out.push((at, cur));
-    }
-    Ok(out)
-}
-
 /// `file:line` of a scenario line, or the file alone.
-fn location(sc: &Scenario, line: Option<usize>) -> String {
+pub(crate) fn location(sc: &Scenario, line: Option<usize>) -> String {
     format!(
         "{}{}",
         sc.file,
@@ -228,7 +81,7 @@ fn location(sc: &Scenario, line: Option<usize>) -> String {
 
 /// The error for a refused interface write, naming the scenario line (and the variant
 /// being run, if any).
-fn write_error(
+pub(crate) fn write_error(
     sc: &Scenario,
     variant: Option<&str>,
     w: &IfaceWrite,
@@ -252,7 +105,7 @@ fn write_error(
 }
 
 /// A behaviour or device key's error, pointed at the key's line.
-fn key_err(
+pub(crate) fn key_err(
     sc: &Scenario,
     variant: Option<&str>,
     table: &[&str],
@@ -277,13 +130,13 @@ fn key_err(
 /// exactly the same scenarios.
 pub struct Prepared {
     label: String,
-    resolved: Resolved,
-    limits: QueueLimits,
+    pub(crate) resolved: Resolved,
+    pub(crate) limits: QueueLimits,
     devs: DeviceTable,
     pipe: Pipeline,
-    specs: Vec<fiojob::JobSpec>,
+    pub(crate) specs: Vec<fiojob::JobSpec>,
     /// Which `fio` entry (index into `resolved.fio`) each job came from.
-    sources: Vec<usize>,
+    pub(crate) sources: Vec<usize>,
     global_options: Vec<(String, String)>,
     /// Interface writes after t = 0, in the order the pipeline's events name them.
     later: Vec<Later>,
@@ -745,7 +598,7 @@ fn apply_device(p: &mut Pipeline, w: &DeviceWrite) -> Result<(), String> {
 }
 
 /// A device action as the shell command a user would type for it on disk `dev`.
-fn device_echo(w: &DeviceWrite, dev: &str) -> String {
+pub(crate) fn device_echo(w: &DeviceWrite, dev: &str) -> String {
     let (line, file) = match w.action {
         // SCSI's sysfs delete: the generic way to pull a disk
         DeviceAction::Remove if w.line == "remove" => {
@@ -888,94 +741,9 @@ fn job_summary(r: &JobReport) -> JobSummary {
     }
 }
 
-/// `io.stat` of every cgroup whose subtree did I/O: cgroup v2 counts are hierarchical
-/// (a cgroup's line includes its descendants', `blkcg_rstat_flush()`), as are the
-/// iocost keys; the root's are the whole disk's (`blkcg_fill_root_iostats()`).
-fn io_stat_text(out: &mut RunOutput, tree: &CgroupTree, limits: &QueueLimits) -> String {
-    let mut sums = out.cg_stat.clone();
-    // a parent's index is below its children's: descending order is bottom-up
-    for i in (1..sums.len().min(tree.nodes.len())).rev() {
-        if let Some(p) = tree.nodes[i].parent {
-            let c = sums[i];
-            let ps = &mut sums[p as usize];
-            ps.rbytes += c.rbytes;
-            ps.wbytes += c.wbytes;
-            ps.rios += c.rios;
-            ps.wios += c.wios;
-        }
-    }
-    let mut s = String::new();
-    for (i, st) in sums.iter().enumerate() {
-        if st.rios + st.wios == 0 {
-            continue;
-        }
-        let path = &tree.nodes[i].path;
-        s.push_str(&format!(
-            "{}: {}:{} rbytes={} wbytes={} rios={} wios={} dbytes=0 dios=0{}\n",
-            if path.is_empty() { "/" } else { path },
-            limits.major,
-            limits.minor,
-            st.rbytes,
-            st.wbytes,
-            st.rios,
-            st.wios,
-            out.stack.pd_stat(i as u32)
-        ));
-    }
-    s
-}
-
-/// One run of a `run` command: (variant, kernel version override).
-type RunPlan = Vec<(Option<String>, Option<String>)>;
-
-/// Which (variant, kernel) pairs a `run` covers.
-fn plan(sc: &Scenario, variants: &[String], kernels: &[String]) -> Result<RunPlan, String> {
-    let all = sc.variants();
-    let chosen: Vec<Option<String>> = if !variants.is_empty() {
-        for v in variants {
-            if !all.contains(v) {
-                return Err(format!(
-                    "{}: no variant `{v}`; this scenario has: {}",
-                    sc.file,
-                    if all.is_empty() {
-                        "none".to_string()
-                    } else {
-                        all.join(", ")
-                    }
-                ));
-            }
-        }
-        variants.iter().cloned().map(Some).collect()
-    } else if all.is_empty() {
-        vec![None]
-    } else {
-        all.into_iter().map(Some).collect()
-    };
-    let mut out = Vec::new();
-    for v in chosen {
-        if kernels.is_empty() {
-            out.push((v, None));
-        } else {
-            for k in kernels {
-                out.push((v.clone(), Some(k.clone())));
-            }
-        }
-    }
-    Ok(out)
-}
-
-fn run_label(v: &Option<String>, k: &Option<String>) -> String {
-    match (v, k) {
-        (Some(v), Some(k)) => format!("{v}@{k}"),
-        (Some(v), None) => v.clone(),
-        (None, Some(k)) => format!("kernel-{k}"),
-        (None, None) => "default".into(),
-    }
-}
-
 /// `f` over `items` on every core (rayon), results in the order of `items`; the first
 /// failure in that order is the one reported, so errors are as deterministic as output.
-fn in_parallel<I: Sync, T: Send>(
+pub(crate) fn in_parallel<I: Sync, T: Send>(
     items: &[I],
     f: impl Fn(&I) -> Result<T, String> + Sync + Send,
 ) -> Result<Vec<T>, String> {
@@ -987,333 +755,6 @@ fn in_parallel<I: Sync, T: Send>(
         .collect()
 }
 
-/// `blkcg-sim run`.
-pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
-    let plan = plan(sc, &o.variants, &o.kernels)?;
-    for (v, k) in &plan {
-        if let Some(k) = k {
-            KernelVersion::checked(k).map_err(|m| format!("--kernel {k}: {m}"))?;
-        }
-        check_label(&run_label(v, k))?;
-    }
-    let all = sc.variants();
-    if o.variants.is_empty() && !all.is_empty() {
-        eprintln!(
-            "{}: running its {} variant(s): {} (a scenario with [[variant]]s runs only its \
-             variants, each the base scenario with the variant's keys replaced)",
-            sc.file,
-            all.len(),
-            all.join(", ")
-        );
-    }
-    // every run on its own core; output in plan order, byte-identical to a serial run
-    let runs = in_parallel(&plan, |(v, k)| {
-        let label = run_label(v, k);
-        // the timelines stream to their files; in memory only what is printed
-        let record = RecordOptions {
-            out: o
-                .output
-                .as_ref()
-                .map(|dir| OutDir::open(dir, &label))
-                .transpose()?,
-            keep: o.timeline,
-            trace_stderr: (o.trace && o.output.is_none()).then(|| match plan.len() {
-                1 => String::new(),
-                _ => format!("[{label}] "),
-            }),
-        };
-        let mut run = run_variant_traced(
-            sc,
-            v.as_deref(),
-            k.as_deref(),
-            o.seed,
-            &o.progress,
-            o.trace,
-            record,
-        )?;
-        run.label = label;
-        Ok(run)
-    })?;
-    for w in runs.iter().flat_map(|r| &r.warnings) {
-        eprintln!("warning: {w}");
-    }
-    let mut stdout = String::new();
-    let single = runs.len() == 1;
-    for run in &runs {
-        // JSON: a stream of documents, one per variant (jq reads them in turn)
-        if !single && o.format == OutputFormat::Normal {
-            stdout.push_str(&format!("=== variant {} ===\n", run.label));
-        }
-        match o.format {
-            OutputFormat::Summary => {}
-            OutputFormat::Normal => stdout.push_str(&fioreport::text::to_normal(&run.fio)),
-            OutputFormat::Json | OutputFormat::JsonPlus => {
-                for m in &run.fio.messages {
-                    eprintln!("{}", m.text);
-                }
-                stdout.push_str(&fioreport::json::to_json(
-                    &run.fio,
-                    o.format == OutputFormat::JsonPlus,
-                ))
-            }
-        }
-        if o.timeline {
-            stdout.push_str(&summary::iostat_text(&run.limits.name, &run.record.iostat));
-            stdout.push_str(&run.io_stat);
-            stdout.push_str(&run.monitor);
-        }
-        if let Some(out) = &run.record.out {
-            write_outputs(out, run)?;
-        }
-    }
-    let ab = (!single).then(|| {
-        let rows: Vec<(&str, &[JobSummary])> = runs
-            .iter()
-            .map(|r| (r.label.as_str(), r.summaries.as_slice()))
-            .collect();
-        summary::ab_table(&rows)
-    });
-    if let (Some(dir), Some(ab)) = (&o.output, &ab) {
-        OutDir::top(dir)?.write("ab.txt", ab)?;
-    }
-    if o.format == OutputFormat::Summary || (!single && o.format == OutputFormat::Normal) {
-        for run in &runs {
-            stdout.push_str(&format!("--- {} ---\n", run.label));
-            stdout.push_str(&summary::summary_table(&run.summaries));
-        }
-        if let Some(ab) = &ab {
-            stdout.push('\n');
-            stdout.push_str(ab);
-        }
-    }
-    print!("{stdout}");
-    Ok(0)
-}
-
-/// Every output file of one run in its folder `out` (see `report::outdir`) besides
-/// the timelines, which streamed there during the run.
-fn write_outputs(out: &OutDir, run: &VariantRun) -> Result<(), String> {
-    let dir = out.path();
-    let write = |name: &str, text: &str| out.write(name, text);
-    let tree = &run.resolved.tree;
-    write("summary.txt", &summary::summary_table(&run.summaries))?;
-    write("fio.json", &fioreport::json::to_json(&run.fio, false))?;
-    write("fio.txt", &fioreport::text::to_normal(&run.fio))?;
-    write("io.stat", &run.io_stat)?;
-    let mut jobs: Vec<JobLine> = run
-        .out
-        .jobs
-        .iter()
-        .zip(&run.out.job_timelines)
-        .map(|((p, _, times), bins)| {
-            // one line per cgroup/job across successive fio runs (they never overlap)
-            let label = summary::job_label(&tree.nodes[p.cgroup as usize].path, &p.name, 0);
-            let until = p.runtime.map(|r| times.stats_start + r);
-            JobLine { label, bins, until }
-        })
-        .collect();
-    // a job's later runs right after its first (a stable sort keeps time order)
-    let first_seen: Vec<String> = jobs.iter().map(|j| j.label.clone()).collect();
-    jobs.sort_by_key(|j| first_seen.iter().position(|l| *l == j.label));
-    write("jobs.csv", &timeline::jobs_csv(&jobs))?;
-    if let Err(e) = plot_panels(
-        &dir.join("jobs"),
-        &format!("jobs: {}", run.label),
-        "time (s)",
-        &timeline::job_panels(&jobs),
-    ) {
-        eprintln!("warning: plot not drawn: {e}");
-    }
-    if let Err(e) = plot_panels(
-        &dir.join("clat"),
-        &format!("clat percentiles: {}", run.label),
-        "percentile",
-        &[summary::clat_percentile_panel(&run.summaries)],
-    ) {
-        eprintln!("warning: plot not drawn: {e}");
-    }
-    if !run.monitor.is_empty() {
-        write("iocost_monitor.txt", &run.monitor)?;
-        write("iocost_monitor.json", &run.monitor_json)?;
-    }
-    if let Some(series) = &run.record.iocost
-        && let Err(e) = timeline::plot_iocost(
-            &dir.join("iocost"),
-            &format!("blk-iocost: {}", run.label),
-            series,
-            tree,
-            &jobs,
-        )
-    {
-        eprintln!("warning: plot not drawn: {e}");
-    }
-    if let Some(series) = &run.record.iolatency
-        && let Err(e) = timeline::plot_iolatency(
-            &dir.join("iolatency"),
-            &format!("blk-iolatency: {}", run.label),
-            series,
-            tree,
-            &jobs,
-        )
-    {
-        eprintln!("warning: plot not drawn: {e}");
-    }
-    let iostat_panels = vec![Panel {
-        y_label: "MiB/s".into(),
-        series: vec![
-            Series {
-                name: "read".into(),
-                points: run.record.read_mib.points(),
-            },
-            Series {
-                name: "write".into(),
-                points: run.record.write_mib.points(),
-            },
-        ],
-        log_y: false,
-    }];
-    if let Err(e) = plot_panels(
-        &dir.join("iostat"),
-        &format!("device throughput: {}", run.label),
-        "time (s)",
-        &iostat_panels,
-    ) {
-        eprintln!("warning: plot not drawn: {e}");
-    }
-    Ok(())
-}
-
-/// `blkcg-sim fio`: fio's own arguments against a simulated device.
-pub fn fio_command(
-    device: &str,
-    io_max: Option<&str>,
-    kernel: Option<&str>,
-    args: &[String],
-    format: OutputFormat,
-    progress: Reporter,
-) -> Result<u8, String> {
-    let dev = parse_device_spec(device)?;
-    let mut t = toml::Table::new();
-    t.insert("device".into(), toml::Value::Table(dev));
-    let mut cg = toml::Table::new();
-    let mut words = vec!["fio".to_string()];
-    words.extend(args.iter().map(|a| shell_quote(a)));
-    cg.insert("fio".into(), toml::Value::String(words.join(" ")));
-    if let Some(m) = io_max {
-        cg.insert("io.max".into(), toml::Value::String(m.to_string()));
-    }
-    let mut cgs = toml::Table::new();
-    cgs.insert("fio".into(), toml::Value::Table(cg));
-    t.insert("cgroup".into(), toml::Value::Table(cgs));
-    if let Some(k) = kernel {
-        let mut kt = toml::Table::new();
-        kt.insert("version".into(), toml::Value::String(k.to_string()));
-        t.insert("kernel".into(), toml::Value::Table(kt));
-    }
-    let text = toml::to_string(&t).map_err(|e| e.to_string())?;
-    let mut sc = Scenario::parse(&text, "<command line>").map_err(|e| e.to_string())?;
-    sc.acting_as_fio = true;
-    let opts = RunOptions {
-        variants: vec![],
-        kernels: vec![],
-        format,
-        output: None,
-        seed: None,
-        timeline: false,
-        progress,
-        trace: false,
-    };
-    run_command(&sc, &opts)
-}
-
-/// `s` as one shell word: as is when plain, else single-quoted.
-pub fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_=.,:/+%".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
-}
-
-/// `blkcg-sim check`: build every variant as `run` would — so it refuses exactly what
-/// `run` refuses — and print what it resolves to.
-pub fn check_command(sc: &Scenario, variants: &[String]) -> Result<u8, String> {
-    let plan = plan(sc, variants, &[])?;
-    for (v, _) in plan {
-        let p = prepare(sc, v.as_deref(), None, None, false)?;
-        let r = &p.resolved;
-        let (dev, keys, _) = crate::device::config::resolve(&r.device, r.seed)
-            .map_err(|e| key_err(sc, v.as_deref(), &["device"], &e).to_string())?;
-        let l = &p.limits;
-        println!("variant {}:", v.as_deref().unwrap_or("(base)"));
-        let keys: Vec<String> = keys.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        println!("  keys     {}", keys.join(" "));
-        println!(
-            "  device   {} {}:{} ({}) rotational={} hw_queue_depth={} nr_requests={} max_sectors_kb={} capacity={}",
-            dev.model(),
-            l.major,
-            l.minor,
-            l.name,
-            u8::from(l.rotational),
-            l.hw_queue_depth,
-            l.nr_requests,
-            l.max_sectors_kb,
-            l.capacity
-        );
-        println!(
-            "  kernel   version={} hz={} throttling_low={}",
-            r.kernel.version, r.kernel.hz, r.kernel.throttling_low
-        );
-        for s in &p.setups {
-            println!("  {:<8} {}", s.label(), s.describe());
-        }
-        println!("  host     {}", r.host);
-        if let Some(pct) = r.state.iocost_vrate_pct {
-            println!("  state    iocost base vrate {pct:.2}% (left by earlier runs)");
-        }
-        for w in &r.writes {
-            let cg = &r.tree.nodes[w.cgroup as usize].path;
-            println!(
-                "  at {:>12} ns  echo \"{}\" > {}{}",
-                w.at,
-                w.line,
-                if cg.is_empty() {
-                    String::new()
-                } else {
-                    format!("{cg}/")
-                },
-                w.file.name()
-            );
-        }
-        for w in &r.device_writes {
-            println!("  at {:>12} ns  {}", w.at, device_echo(w, &l.name));
-        }
-        for (spec, &src) in p.specs.iter().zip(&p.sources) {
-            let f = &r.fio[src];
-            println!(
-                "  job {:<12} cgroup={} rw={:?} bs={:?} iodepth={} engine={:?} runtime={}ns",
-                summary::job_label("", &spec.name, f.round),
-                spec.cgroup
-                    .as_deref()
-                    .unwrap_or(&r.tree.nodes[f.cgroup as usize].path),
-                spec.rw,
-                spec.bs_min,
-                spec.iodepth,
-                spec.ioengine,
-                spec.runtime
-            );
-        }
-        for w in &p.warnings {
-            println!("  warning: {w}");
-        }
-    }
-    println!("ok");
-    Ok(0)
-}
-
 /// The figures bands look at, from one run.
 fn metrics_of(run: &VariantRun) -> VariantMetrics {
     VariantMetrics {
@@ -1321,69 +762,6 @@ fn metrics_of(run: &VariantRun) -> VariantMetrics {
         iostat: run.record.iostat.clone(),
         extra: run.extra.clone(),
     }
-}
-
-/// `blkcg-sim repro`: run the built-in seeds and check every band.
-pub fn repro_command(names: &[String], json: bool, progress: &Reporter) -> Result<u8, String> {
-    let all = embedded::seeds();
-    let chosen: Vec<&str> = if names.is_empty() {
-        all.clone()
-    } else {
-        let mut v = Vec::new();
-        for n in names {
-            let Some(x) = all.iter().find(|s| **s == n.as_str()) else {
-                return Err(format!(
-                    "no seed reproduction `{n}`; available: {}",
-                    all.join(", ")
-                ));
-            };
-            v.push(*x);
-        }
-        v
-    };
-    let mut failed = 0;
-    let mut json_out = Vec::new();
-    let reproductions = in_parallel(&chosen, |name| reproduce_with(name, progress))?;
-    for (name, (spec, results, runs)) in chosen.into_iter().zip(reproductions) {
-        failed += results.iter().filter(|r| !r.pass).count();
-        if json {
-            json_out.push(serde_json::json!({
-                "name": name,
-                "title": spec.title,
-                "source": spec.source,
-                "bands": results,
-                "pass": results.iter().all(|r| r.pass),
-            }));
-        } else {
-            println!("==== {name}: {}", spec.title);
-            println!("source: shared/seeds/{}\n", spec.source);
-            println!("published:\n{}", spec.published.trim_end());
-            println!("\nsimulated:");
-            for run in &runs {
-                println!("--- {} ---", run.label);
-                print!("{}", summary::summary_table(&run.summaries));
-            }
-            println!();
-            print!("{}", repro::bands_table(&results));
-            println!();
-        }
-    }
-    if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json_out).map_err(|e| e.to_string())?
-        );
-    } else {
-        println!(
-            "{}",
-            if failed == 0 {
-                "all bands pass".to_string()
-            } else {
-                format!("{failed} band(s) FAIL")
-            }
-        );
-    }
-    Ok(u8::from(failed > 0))
 }
 
 /// Run every variant of built-in seed `name` and evaluate its bands.
@@ -1395,7 +773,7 @@ pub fn reproduce(name: &str, progress: bool) -> Result<Reproduction, String> {
     reproduce_with(name, &Reporter::for_stderr(!progress))
 }
 
-fn reproduce_with(name: &str, progress: &Reporter) -> Result<Reproduction, String> {
+pub(crate) fn reproduce_with(name: &str, progress: &Reporter) -> Result<Reproduction, String> {
     let text = embedded::get(name).ok_or_else(|| format!("no built-in scenario `{name}`"))?;
     let sc = Scenario::parse(text, &format!("{name}.toml")).map_err(|e| e.to_string())?;
     let spec =
@@ -1413,58 +791,4 @@ fn reproduce_with(name: &str, progress: &Reporter) -> Result<Reproduction, Strin
         .collect();
     let results = repro::evaluate(&spec, &metrics);
     Ok((spec, results, runs))
-}
-
-/// `--device SPEC` of `blkcg-sim fio`: `MODEL[:key=value,key=value...]` as a `[device]`
-/// table. Values that read as integers, floats or booleans become those.
-pub fn parse_device_spec(spec: &str) -> Result<toml::Table, String> {
-    let (model, rest) = match spec.split_once(':') {
-        Some((m, r)) => (m, r),
-        None => (spec, ""),
-    };
-    if model.is_empty() {
-        return Err(format!(
-            "--device `{spec}`: give a model (nullb, ssd, hdd, cloud), e.g. nullb:irqmode=2,completion_nsec=100000"
-        ));
-    }
-    let mut t = toml::Table::new();
-    t.insert("model".into(), toml::Value::String(model.to_string()));
-    for kv in rest.split(',').filter(|s| !s.trim().is_empty()) {
-        let Some((k, v)) = kv.split_once('=') else {
-            return Err(format!("--device `{spec}`: `{kv}` is not key=value"));
-        };
-        let (k, v) = (k.trim(), v.trim());
-        t.insert(k.to_string(), typed_value(v));
-    }
-    Ok(t)
-}
-
-/// A value given on the command line as a scenario would write it: an integer, a
-/// float or a boolean when it reads as one, else a string.
-pub fn typed_value(v: &str) -> toml::Value {
-    if let Ok(i) = v.parse::<i64>() {
-        toml::Value::Integer(i)
-    } else if let Ok(f) = v.parse::<f64>() {
-        toml::Value::Float(f)
-    } else if let Ok(b) = v.parse::<bool>() {
-        toml::Value::Boolean(b)
-    } else {
-        toml::Value::String(v.to_string())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn device_specs() {
-        let t = parse_device_spec("nullb:irqmode=2,completion_nsec=100000,preset=x").unwrap();
-        assert_eq!(t["model"].as_str(), Some("nullb"));
-        assert_eq!(t["irqmode"].as_integer(), Some(2));
-        assert_eq!(t["preset"].as_str(), Some("x"));
-        assert_eq!(parse_device_spec("ssd").unwrap().len(), 1);
-        assert!(parse_device_spec("nullb:irqmode").is_err());
-        assert!(parse_device_spec(":x=1").is_err());
-    }
 }

@@ -1,0 +1,104 @@
+//! Every output file of one run under `--output DIR/<label>/` besides the timelines
+//! (which stream there during the run): fio's reports, the summary, io.stat, the jobs'
+//! timeline and the pictures, blk-iocost's monitor views. All writes go through
+//! `crate::report::outdir::OutDir`.
+
+use crate::report::fio::{self as fioreport};
+use crate::report::outdir::OutDir;
+use crate::report::plot::{Panel, Series, plot_panels};
+use crate::report::summary::{self};
+use crate::report::timeline::{self, JobLine};
+use crate::run::VariantRun;
+
+/// Every output file of one run in its folder `out` (see `report::outdir`) besides
+/// the timelines, which streamed there during the run.
+pub fn write_outputs(out: &OutDir, run: &VariantRun) -> Result<(), String> {
+    let dir = out.path();
+    let write = |name: &str, text: &str| out.write(name, text);
+    let tree = &run.resolved.tree;
+    write("summary.txt", &summary::summary_table(&run.summaries))?;
+    write("fio.json", &fioreport::json::to_json(&run.fio, false))?;
+    write("fio.txt", &fioreport::text::to_normal(&run.fio))?;
+    write("io.stat", &run.io_stat)?;
+    let mut jobs: Vec<JobLine> = run
+        .out
+        .jobs
+        .iter()
+        .zip(&run.out.job_timelines)
+        .map(|((p, _, times), bins)| {
+            // one line per cgroup/job across successive fio runs (they never overlap)
+            let label = summary::job_label(&tree.nodes[p.cgroup as usize].path, &p.name, 0);
+            let until = p.runtime.map(|r| times.stats_start + r);
+            JobLine { label, bins, until }
+        })
+        .collect();
+    // a job's later runs right after its first (a stable sort keeps time order)
+    let first_seen: Vec<String> = jobs.iter().map(|j| j.label.clone()).collect();
+    jobs.sort_by_key(|j| first_seen.iter().position(|l| *l == j.label));
+    write("jobs.csv", &timeline::jobs_csv(&jobs))?;
+    if let Err(e) = plot_panels(
+        &dir.join("jobs"),
+        &format!("jobs: {}", run.label),
+        "time (s)",
+        &timeline::job_panels(&jobs),
+    ) {
+        eprintln!("warning: plot not drawn: {e}");
+    }
+    if let Err(e) = plot_panels(
+        &dir.join("clat"),
+        &format!("clat percentiles: {}", run.label),
+        "percentile",
+        &[summary::clat_percentile_panel(&run.summaries)],
+    ) {
+        eprintln!("warning: plot not drawn: {e}");
+    }
+    if !run.monitor.is_empty() {
+        write("iocost_monitor.txt", &run.monitor)?;
+        write("iocost_monitor.json", &run.monitor_json)?;
+    }
+    if let Some(series) = &run.record.iocost
+        && let Err(e) = timeline::plot_iocost(
+            &dir.join("iocost"),
+            &format!("blk-iocost: {}", run.label),
+            series,
+            tree,
+            &jobs,
+        )
+    {
+        eprintln!("warning: plot not drawn: {e}");
+    }
+    if let Some(series) = &run.record.iolatency
+        && let Err(e) = timeline::plot_iolatency(
+            &dir.join("iolatency"),
+            &format!("blk-iolatency: {}", run.label),
+            series,
+            tree,
+            &jobs,
+        )
+    {
+        eprintln!("warning: plot not drawn: {e}");
+    }
+    let iostat_panels = vec![Panel {
+        y_label: "MiB/s".into(),
+        series: vec![
+            Series {
+                name: "read".into(),
+                points: run.record.read_mib.points(),
+            },
+            Series {
+                name: "write".into(),
+                points: run.record.write_mib.points(),
+            },
+        ],
+        log_y: false,
+    }];
+    if let Err(e) = plot_panels(
+        &dir.join("iostat"),
+        &format!("device throughput: {}", run.label),
+        "time (s)",
+        &iostat_panels,
+    ) {
+        eprintln!("warning: plot not drawn: {e}");
+    }
+    Ok(())
+}

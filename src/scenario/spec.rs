@@ -1,0 +1,57 @@
+//! Scenario values given on a command line: `--device MODEL[:key=value,...]` as a
+//! `[device]` table ([`parse_device_spec`]) and a typed value as a scenario would write
+//! it ([`typed_value`]).
+
+/// `--device SPEC` of `blkcg-sim fio`: `MODEL[:key=value,key=value...]` as a `[device]`
+/// table. Values that read as integers, floats or booleans become those.
+pub fn parse_device_spec(spec: &str) -> Result<toml::Table, String> {
+    let (model, rest) = match spec.split_once(':') {
+        Some((m, r)) => (m, r),
+        None => (spec, ""),
+    };
+    if model.is_empty() {
+        return Err(format!(
+            "--device `{spec}`: give a model (nullb, ssd, hdd, cloud), e.g. nullb:irqmode=2,completion_nsec=100000"
+        ));
+    }
+    let mut t = toml::Table::new();
+    t.insert("model".into(), toml::Value::String(model.to_string()));
+    for kv in rest.split(',').filter(|s| !s.trim().is_empty()) {
+        let Some((k, v)) = kv.split_once('=') else {
+            return Err(format!("--device `{spec}`: `{kv}` is not key=value"));
+        };
+        let (k, v) = (k.trim(), v.trim());
+        t.insert(k.to_string(), typed_value(v));
+    }
+    Ok(t)
+}
+
+/// A value given on the command line as a scenario would write it: an integer, a
+/// float or a boolean when it reads as one, else a string.
+pub fn typed_value(v: &str) -> toml::Value {
+    if let Ok(i) = v.parse::<i64>() {
+        toml::Value::Integer(i)
+    } else if let Ok(f) = v.parse::<f64>() {
+        toml::Value::Float(f)
+    } else if let Ok(b) = v.parse::<bool>() {
+        toml::Value::Boolean(b)
+    } else {
+        toml::Value::String(v.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_specs() {
+        let t = parse_device_spec("nullb:irqmode=2,completion_nsec=100000,preset=x").unwrap();
+        assert_eq!(t["model"].as_str(), Some("nullb"));
+        assert_eq!(t["irqmode"].as_integer(), Some(2));
+        assert_eq!(t["preset"].as_str(), Some("x"));
+        assert_eq!(parse_device_spec("ssd").unwrap().len(), 1);
+        assert!(parse_device_spec("nullb:irqmode").is_err());
+        assert!(parse_device_spec(":x=1").is_err());
+    }
+}
