@@ -15,7 +15,8 @@ use blkcg_sim::blkcg::CgroupTree;
 use blkcg_sim::iolatency::{
     BlkIolatency, Bypass, DoneBio, IolatRow, IolatencyConfig, behaviour_for,
 };
-use blkcg_sim::scenario::{Scenario, embedded, run::run_variant};
+use blkcg_sim::run::run_variant;
+use blkcg_sim::scenario::{Scenario, embedded};
 use blkcg_sim::sim::{NSEC_PER_MSEC, NSEC_PER_SEC, NSEC_PER_USEC, Ns};
 use proptest::prelude::*;
 

@@ -17,7 +17,7 @@
 //! cannot submit anything else, and the time lands in fio's slat. A bio-level policy
 //! never sleeps the submitter: it holds the bio and the dispatch worker pushes it on
 //! from the next stage later, so that wait lands in clat. Each bio records the
-//! [`Stage`] it waits at; a woken bio goes on from the stage after it.
+//! `Stage` it waits at; a woken bio goes on from the stage after it.
 //!
 //! *Issue time and split.* Past the bio-level policies a bio is counted for io.stat
 //! (`blk_cgroup_bio_start()`) and stamped (`blkcg_bio_issue_init()`). A bio larger
