@@ -9,6 +9,7 @@ pub mod cli;
 pub mod device;
 pub mod error;
 pub mod iocost;
+pub mod iolatency;
 pub mod ioprio;
 pub mod kernel_version;
 pub mod progress;

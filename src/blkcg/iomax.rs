@@ -45,7 +45,7 @@ impl Default for IoMax {
 /// Kernel `vsscanf("%llu")`: optional leading whitespace was already skipped by the
 /// tokenizer; needs at least one decimal digit, stops at the first non-digit, wraps on
 /// overflow like `simple_strtoull`.
-fn scan_llu(s: &str) -> Option<u64> {
+pub(crate) fn scan_llu(s: &str) -> Option<u64> {
     let s = s.strip_prefix('+').unwrap_or(s);
     let digits: &str = &s[..s.bytes().take_while(u8::is_ascii_digit).count()];
     if digits.is_empty() {

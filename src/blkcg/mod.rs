@@ -7,6 +7,8 @@
 //! - `iocost_model.rs`— `io.cost.model`, mirrors `ioc_cost_model_write()` / `..._prfill()`;
 //! - `ioprio.rs`      — `io.prio.class` (blk-ioprio) and a bio's I/O priority, mirrors
 //!   `ioprio_set_prio_policy()` / `blkcg_set_ioprio()` / `bio_set_ioprio()`;
+//! - `iolatency.rs`   — `io.latency` (blk-iolatency), mirrors `iolatency_set_limit()` /
+//!   `iolatency_prfill_limit()`;
 //! - `tree.rs`        — the cgroup hierarchy of a scenario.
 
 /// The errno a refused interface-file write returns.
@@ -14,6 +16,7 @@
 pub enum Errno {
     EINVAL,
     ENODEV,
+    ENOENT,
     ERANGE,
     EOPNOTSUPP,
 }
@@ -23,6 +26,7 @@ impl Errno {
         match self {
             Errno::EINVAL => "EINVAL",
             Errno::ENODEV => "ENODEV",
+            Errno::ENOENT => "ENOENT",
             Errno::ERANGE => "ERANGE",
             Errno::EOPNOTSUPP => "EOPNOTSUPP",
         }
@@ -32,6 +36,7 @@ impl Errno {
         match self {
             Errno::EINVAL => "Invalid argument",
             Errno::ENODEV => "No such device",
+            Errno::ENOENT => "No such file or directory",
             Errno::ERANGE => "Numerical result out of range",
             Errno::EOPNOTSUPP => "Operation not supported",
         }
@@ -70,6 +75,7 @@ impl DeviceTable {
 
 pub mod iocost_model;
 pub mod iocost_qos;
+pub mod iolatency;
 pub mod iomax;
 pub mod ioprio;
 pub mod ioweight;

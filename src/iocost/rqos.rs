@@ -14,7 +14,7 @@ use crate::device::QueueLimits;
 use crate::error::KeyError;
 use crate::kernel_version::KernelVersion;
 use crate::scenario::resolve::Resolved;
-use crate::sim::{Bio, BioId, BioSlab, EventQueue, Ns};
+use crate::sim::{BioId, BioSlab, EventQueue, Ns};
 use crate::stack::registry::{PolicyDef, PolicySetup};
 use crate::stack::{BlkcgPolicy, Hooks, PolicyId, Recorder, Request, RqQos, RqQosEntry, RqQosOps};
 
@@ -161,8 +161,15 @@ impl RqQos for Iocost {
         self.drain_woken(bios, woken);
         go
     }
-    fn done_bio(&mut self, now: Ns, bio: &Bio) {
-        self.on_bio_done(now, bio);
+    fn done_bio(
+        &mut self,
+        now: Ns,
+        id: BioId,
+        bios: &BioSlab,
+        _q: &mut EventQueue,
+        _woken: &mut Vec<BioId>,
+    ) {
+        self.on_bio_done(now, bios.get(id));
     }
     fn done(&mut self, now: Ns, rq: &Request) {
         self.on_rq_done(now, rq.dir, rq.bytes, rq.alloc_time, rq.start_time);

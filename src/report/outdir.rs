@@ -41,6 +41,9 @@ pub const OWNED: &[&str] = &[
     "timeline.csv",
     "trace.txt",
     "throttle.csv",
+    "iolatency.csv",
+    "iolatency.png",
+    "iolatency.svg",
 ];
 
 /// Files written at the top of DIR, beside the label folders.

@@ -75,6 +75,17 @@ pub fn write_outputs(out: &OutDir, run: &VariantRun) -> Result<(), String> {
     {
         eprintln!("warning: plot not drawn: {e}");
     }
+    if let Some(series) = &run.record.iolatency
+        && let Err(e) = timeline::plot_iolatency(
+            &dir.join("iolatency"),
+            &format!("blk-iolatency: {}", run.label),
+            series,
+            tree,
+            &jobs,
+        )
+    {
+        eprintln!("warning: plot not drawn: {e}");
+    }
     let iostat_panels = vec![Panel {
         y_label: "MiB/s".into(),
         series: vec![

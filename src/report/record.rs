@@ -5,7 +5,8 @@
 //! ------
 //! The pipeline hands every row and trace line to a [`Recorder`] once per
 //! sample tick and keeps none itself. [`RunRecorder`] is the one implementation:
-//! - with an output folder, each CSV (`iostat.csv`, `timeline.csv`, `throttle.csv`) and
+//! - with an output folder, each CSV (`iostat.csv`, `timeline.csv`, `throttle.csv`,
+//!   `iolatency.csv`) and
 //!   `trace.txt` is created at its first row — so a file exists exactly when there is
 //!   something to put in it — and written through a buffer as the run goes;
 //! - the pictures' series (device throughput, blk-iocost's vrate, busy_level and
@@ -26,11 +27,13 @@ use std::io::{BufWriter, Write};
 
 use crate::blkcg::CgroupTree;
 use crate::iocost::ctl::PeriodRow;
+use crate::iolatency::IolatRow;
 use crate::report::decimate::Decimated;
 use crate::report::outdir::OutDir;
 use crate::report::summary::{IOSTAT_CSV_HEADER, iostat_csv_row};
 use crate::report::timeline::{
-    IOCOST_CSV_HEADER, IocostSeries, THROTTLE_CSV_HEADER, iocost_csv_rows, throttle_csv_row,
+    IOCOST_CSV_HEADER, IOLATENCY_CSV_HEADER, IocostSeries, IolatencySeries, THROTTLE_CSV_HEADER,
+    iocost_csv_rows, iolatency_csv_row, throttle_csv_row,
 };
 use crate::sim::engine::{IostatRow, Recorder};
 use crate::sim::{NSEC_PER_SEC, Ns};
@@ -62,6 +65,10 @@ pub struct Recorded {
     pub write_mib: Decimated,
     /// blk-iocost's series, decimated; None when blk-iocost made no period.
     pub iocost: Option<IocostSeries>,
+    /// blk-iolatency's series, decimated; None when it made no row.
+    pub iolatency: Option<IolatencySeries>,
+    /// With `keep`: every blk-iolatency row.
+    pub iolatency_rows: Vec<IolatRow>,
     /// Periods where no I/O completed and lagging I/O reset a positive busy_level to
     /// 0 (the bug of the iocost no-completion seed).
     pub no_completion_resets: u64,
@@ -147,7 +154,10 @@ pub struct RunRecorder {
     iostat: Stream,
     timeline: Stream,
     throttle: Stream,
+    iolatency: Stream,
     trace: Stream,
+    /// The depth blk-iolatency's picture draws for `max` (`nr_requests`).
+    unlimited_depth: u32,
     /// One line's text, reused.
     line: String,
     rec: Recorded,
@@ -163,7 +173,9 @@ impl RunRecorder {
             iostat: Stream::new("iostat.csv", IOSTAT_CSV_HEADER),
             timeline: Stream::new("timeline.csv", IOCOST_CSV_HEADER),
             throttle: Stream::new("throttle.csv", THROTTLE_CSV_HEADER),
+            iolatency: Stream::new("iolatency.csv", IOLATENCY_CSV_HEADER),
             trace: Stream::new("trace.txt", ""),
+            unlimited_depth: u32::MAX,
             line: String::new(),
             rec: Recorded {
                 read_mib: Decimated::new(NSEC_PER_SEC),
@@ -183,6 +195,11 @@ impl RunRecorder {
                 ..RecordOptions::default()
             },
         )
+    }
+
+    /// Draw blk-iolatency's unlimited depth as `nr_requests` in its picture.
+    pub fn set_nr_requests(&mut self, nr_requests: u32) {
+        self.unlimited_depth = nr_requests;
     }
 
     /// `self.line` into `stream`, remembering the first error.
@@ -211,6 +228,7 @@ impl RunRecorder {
                 &mut self.iostat,
                 &mut self.timeline,
                 &mut self.throttle,
+                &mut self.iolatency,
                 &mut self.trace,
             ] {
                 if let Err(e) = s.finish(&dir) {
@@ -268,6 +286,19 @@ impl Recorder for RunRecorder {
         self.emit(|r| &mut r.timeline);
         if self.opts.keep {
             self.rec.iocost_rows.push(row.clone());
+        }
+    }
+
+    fn iolatency(&mut self, row: &IolatRow) {
+        self.rec
+            .iolatency
+            .get_or_insert_with(IolatencySeries::default)
+            .add(row, self.unlimited_depth);
+        self.line.clear();
+        iolatency_csv_row(&mut self.line, row, &self.tree);
+        self.emit(|r| &mut r.iolatency);
+        if self.opts.keep {
+            self.rec.iolatency_rows.push(*row);
         }
     }
 

@@ -1,5 +1,5 @@
 //! The controllers' timelines as CSV (one row per iocost period, one row per throttle
-//! group and direction every 100 ms), each job's IOPS and latency per time bin
+//! group and direction every 100 ms, blk-iolatency's windows and ticks), each job's IOPS and latency per time bin
 //! (`jobs.csv`), and the pictures drawn from them.
 //!
 //! Long format (one line per cgroup per tick) keeps the columns fixed whatever the
@@ -9,6 +9,8 @@ use std::path::Path;
 
 use crate::blkcg::CgroupTree;
 use crate::iocost::ctl::PeriodRow;
+use crate::iolatency::IolatRow;
+use crate::iolatency::grp::DEFAULT_SCALE_COOKIE;
 use crate::report::csv_field;
 use crate::report::decimate::Decimated;
 use crate::report::plot::{Panel, Series, plot_panels};
@@ -81,6 +83,156 @@ pub fn throttle_csv_row(out: &mut String, t: Ns, r: &ThrotlRow, tree: &CgroupTre
         r.slice_end,
         r.disptime.map(|d| d.to_string()).unwrap_or_default()
     ));
+}
+
+/// `iolatency.csv`'s header: blk-iolatency, a `window` line per ended window of a group
+/// with a target and a `tick` line per sample tick per such group and its siblings.
+pub const IOLATENCY_CSV_HEADER: &str = "t_s,kind,cgroup,target_us,total,missed,mean_us,lat_avg_us,ok,verdict,cookie,max_depth,inflight,sleepers,use_delay,delay_us,enabled\n";
+
+fn depth_text(d: u32) -> String {
+    if d == u32::MAX {
+        "max".into()
+    } else {
+        d.to_string()
+    }
+}
+
+/// One line of `iolatency.csv` (`cookie` is the parent's, relative to the default).
+pub fn iolatency_csv_row(out: &mut String, r: &IolatRow, tree: &CgroupTree) {
+    let rel = |c: u32| i64::from(c) - i64::from(DEFAULT_SCALE_COOKIE);
+    match r {
+        IolatRow::Window(w) => out.push_str(&format!(
+            "{:.6},window,{},{},{},{},{:.1},{:.1},{},{},{},{},,,{},,\n",
+            w.at as f64 / 1e9,
+            csv_field(&cg_name(tree, w.cgroup)),
+            w.target / 1000,
+            w.total,
+            w.missed,
+            w.mean as f64 / 1e3,
+            w.lat_avg as f64 / 1e3,
+            u8::from(w.ok),
+            w.verdict.name(),
+            rel(w.cookie),
+            depth_text(w.max_depth),
+            w.use_delay
+        )),
+        IolatRow::Tick(t) => out.push_str(&format!(
+            "{:.3},tick,{},{},,,,,,,{},{},{},{},{},{},{}\n",
+            t.at as f64 / 1e9,
+            csv_field(&cg_name(tree, t.cgroup)),
+            t.target / 1000,
+            rel(t.cookie),
+            depth_text(t.max_depth),
+            t.inflight,
+            t.sleepers,
+            t.use_delay,
+            t.delay_nsec / 1000,
+            u8::from(t.enabled)
+        )),
+    }
+}
+
+/// blk-iolatency's series for its picture, per cgroup, decimated as rows arrive.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IolatencySeries {
+    /// The `max_depth` in force at each tick (unlimited, or not enforced, drawn as the
+    /// device's `nr_requests`).
+    pub depth: std::collections::BTreeMap<u32, Decimated>,
+    /// Each window's mean latency (ms) and the target (ms).
+    pub window_ms: std::collections::BTreeMap<u32, Decimated>,
+    pub target_ms: std::collections::BTreeMap<u32, Decimated>,
+    /// Missed share of each window (%), non-rotational disks.
+    pub missed_pct: std::collections::BTreeMap<u32, Decimated>,
+    /// The parent's cookie as each group saw it, relative to the default.
+    pub cookie: std::collections::BTreeMap<u32, Decimated>,
+}
+
+impl IolatencySeries {
+    /// Add a row; `unlimited` is the depth drawn for `max` (the device's `nr_requests`).
+    pub fn add(&mut self, r: &IolatRow, unlimited: u32) {
+        match r {
+            IolatRow::Window(w) => {
+                let ms = |ns: u64| ns as f64 / 1e6;
+                self.window_ms
+                    .entry(w.cgroup)
+                    .or_default()
+                    .add(w.at, ms(w.mean));
+                self.target_ms
+                    .entry(w.cgroup)
+                    .or_default()
+                    .add(w.at, ms(w.target));
+                if w.ssd && w.total > 0 {
+                    let pct = w.missed as f64 * 100.0 / w.total as f64;
+                    self.missed_pct.entry(w.cgroup).or_default().add(w.at, pct);
+                }
+            }
+            IolatRow::Tick(t) => {
+                // without a target on the device the limit is not enforced
+                let d = if t.enabled {
+                    t.max_depth.min(unlimited)
+                } else {
+                    unlimited
+                };
+                self.depth
+                    .entry(t.cgroup)
+                    .or_default()
+                    .add(t.at, f64::from(d));
+                let rel = i64::from(t.cookie) - i64::from(DEFAULT_SCALE_COOKIE);
+                self.cookie
+                    .entry(t.cgroup)
+                    .or_default()
+                    .add(t.at, rel as f64);
+            }
+        }
+    }
+}
+
+/// Each group's `max_depth` over time, its windows' mean latency against its target,
+/// the missed share of its windows (non-rotational), the cookie each group saw, and
+/// each job's IOPS and latency under them.
+pub fn plot_iolatency(
+    base: &Path,
+    title: &str,
+    series: &IolatencySeries,
+    tree: &CgroupTree,
+    jobs: &[JobLine],
+) -> Result<(), String> {
+    let lines = |m: &std::collections::BTreeMap<u32, Decimated>, suffix: &str| -> Vec<Series> {
+        m.iter()
+            .map(|(cg, d)| Series {
+                name: format!("{}{suffix}", cg_name(tree, *cg)),
+                points: d.points(),
+            })
+            .collect()
+    };
+    let mut latency = lines(&series.window_ms, " window mean");
+    latency.extend(lines(&series.target_ms, " target"));
+    let mut panels = vec![
+        Panel {
+            y_label: "max_depth in force (max = nr_requests)".into(),
+            series: lines(&series.depth, ""),
+            log_y: false,
+        },
+        Panel {
+            y_label: "window latency (ms)".into(),
+            series: latency,
+            log_y: true,
+        },
+    ];
+    if !series.missed_pct.is_empty() {
+        panels.push(Panel {
+            y_label: "missed % (ok below 10)".into(),
+            series: lines(&series.missed_pct, ""),
+            log_y: false,
+        });
+    }
+    panels.push(Panel {
+        y_label: "cookie seen − default".into(),
+        series: lines(&series.cookie, ""),
+        log_y: false,
+    });
+    panels.extend(job_panels(jobs));
+    plot_panels(base, title, "time (s)", &panels)
 }
 
 /// One job's completions over time, labelled for pictures and `jobs.csv`.

@@ -472,6 +472,7 @@ pub fn simulate(
     } = p;
     let tree = &r.tree;
     let mut recorder = RunRecorder::new(tree, record);
+    recorder.set_nr_requests(limits.nr_requests);
     let mut shown = progress.start(&label, horizon);
     let mut late_errors = Vec::new();
     let dev_name = &limits.name;

@@ -52,8 +52,16 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/example-ioprio-deadline.toml"),
     ),
     (
+        "example-iolatency-protect",
+        include_str!("../../scenarios/example-iolatency-protect.toml"),
+    ),
+    (
         "validate-iomax-riops",
         include_str!("../../scenarios/validate-iomax-riops.toml"),
+    ),
+    (
+        "validate-iolatency",
+        include_str!("../../scenarios/validate-iolatency.toml"),
     ),
     (
         "validate-iocost-weights",

@@ -18,6 +18,7 @@ pub enum IfaceFile {
     IoCostQos,
     IoCostModel,
     IoPrioClass,
+    IoLatency,
 }
 
 impl IfaceFile {
@@ -28,6 +29,7 @@ impl IfaceFile {
             IfaceFile::IoCostQos => "io.cost.qos",
             IfaceFile::IoCostModel => "io.cost.model",
             IfaceFile::IoPrioClass => "io.prio.class",
+            IfaceFile::IoLatency => "io.latency",
         }
     }
 
@@ -38,6 +40,7 @@ impl IfaceFile {
             "io.cost.qos" => IfaceFile::IoCostQos,
             "io.cost.model" => IfaceFile::IoCostModel,
             "io.prio.class" => IfaceFile::IoPrioClass,
+            "io.latency" => IfaceFile::IoLatency,
             _ => return None,
         })
     }
@@ -290,7 +293,7 @@ impl Scenario {
                         continue;
                     }
                     match IfaceFile::from_key(k) {
-                        Some(f @ (IfaceFile::IoMax | IfaceFile::IoWeight | IfaceFile::IoPrioClass)) => {
+                        Some(f @ (IfaceFile::IoMax | IfaceFile::IoWeight | IfaceFile::IoPrioClass | IfaceFile::IoLatency)) => {
                             for line in self.lines_of(&path, k, v)? {
                                 writes.push(IfaceWrite {
                                     at: 0,
@@ -311,18 +314,11 @@ impl Scenario {
                                 ),
                             ));
                         }
-                        None if k == "io.latency" => {
-                            return Err(self.err_at(
-                                &path,
-                                k,
-                                "`io.latency` (blk-iolatency) is not modelled yet",
-                            ));
-                        }
                         None => return Err(self.err_at(
                             &path,
                             k,
                             format!(
-                                "unknown cgroup key `{k}`; accepted: \"io.max\", \"io.weight\", \"io.prio.class\", fio"
+                                "unknown cgroup key `{k}`; accepted: \"io.max\", \"io.weight\", \"io.prio.class\", \"io.latency\", fio"
                             ),
                         )),
                     }
@@ -426,7 +422,11 @@ impl Scenario {
                         }
                     }
                 }
-                s if s.starts_with("throttle.") || s.starts_with("iocost.") || s.starts_with("deadline.") => {
+                s if s.starts_with("throttle.")
+                    || s.starts_with("iocost.")
+                    || s.starts_with("deadline.")
+                    || s.starts_with("iolatency.") =>
+                {
                     let sv = match val {
                         Value::String(s) => s.clone(),
                         Value::Boolean(b) => b.to_string(),
@@ -439,7 +439,7 @@ impl Scenario {
                     return Err(self.err_at(
                         &path,
                         key,
-                        format!("unknown `kernel.{key}`; accepted: version, hz, config, and behaviour switches \"throttle.*\" / \"iocost.*\" / \"deadline.*\""),
+                        format!("unknown `kernel.{key}`; accepted: version, hz, config, and behaviour switches \"throttle.*\" / \"iocost.*\" / \"deadline.*\" / \"iolatency.*\""),
                     ))
                 }
             }
@@ -606,7 +606,7 @@ impl Scenario {
                     continue;
                 }
                 let Some(f) = IfaceFile::from_key(k) else {
-                    return Err(self.err_at(&path, k, format!("[[schedule]]: unknown key `{k}`; accepted: at, cgroup, and one of \"io.max\", \"io.weight\", \"io.cost.qos\", \"io.cost.model\", \"io.prio.class\"")));
+                    return Err(self.err_at(&path, k, format!("[[schedule]]: unknown key `{k}`; accepted: at, cgroup, and one of \"io.max\", \"io.weight\", \"io.latency\", \"io.cost.qos\", \"io.cost.model\", \"io.prio.class\"")));
                 };
                 for line in self.lines_of(&path, k, v)? {
                     n += 1;

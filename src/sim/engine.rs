@@ -1169,15 +1169,25 @@ impl Pipeline {
         // blk_mq_end_request(): bio_endio() → rq_qos_done_bio(), then
         // __blk_mq_end_request() → rq_qos_done(), and the elevator hears of it. Each
         // entry hears both in one walk: entries share no state, so this is the
-        // kernel's order as any entry sees it.
+        // kernel's order as any entry sees it. Sleepers an entry wakes go on once this
+        // completion is done.
         let ops = self.stack.rq_qos_ops;
+        let mut woken_at: Vec<(BioId, usize)> = Vec::new();
         if ops.done_bio || ops.done || self.stack.elevator.is_some() {
             let rq = self.request(tag, slot);
-            let bio = self.bios.get(slot.bio);
-            for p in self.stack.rq_qos.iter_mut().map(RqQosEntry::get) {
-                p.done_bio(now, bio);
+            let mut woken = std::mem::take(&mut self.scratch_bios);
+            for (k, p) in self
+                .stack
+                .rq_qos
+                .iter_mut()
+                .map(RqQosEntry::get)
+                .enumerate()
+            {
+                p.done_bio(now, slot.bio, &self.bios, &mut self.q, &mut woken);
+                woken_at.extend(woken.drain(..).map(|b| (b, k)));
                 p.done(now, &rq);
             }
+            self.scratch_bios = woken;
             if let Some(e) = self.stack.elevator.as_mut() {
                 e.completed_request(&rq, now);
             }
@@ -1198,6 +1208,9 @@ impl Pipeline {
         }
         self.piece_done(io, err);
         self.q_usage -= 1;
+        for (b, k) in woken_at {
+            self.rq_qos_woken(b, k);
+        }
         self.check_drained();
     }
 

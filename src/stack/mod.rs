@@ -53,6 +53,7 @@ use std::any::Any;
 
 use crate::blkcg::{DeviceTable, KernelError};
 use crate::iocost::ctl::PeriodRow;
+use crate::iolatency::IolatRow;
 use crate::sim::engine::IostatRow;
 use crate::sim::{Bio, BioId, BioSlab, EventQueue, Ns};
 use crate::throttle::ThrotlRow;
@@ -69,6 +70,8 @@ pub enum PolicyId {
     Ioprio,
     /// blk-throttle (`io.max`): bio level, `blk_throtl_bio()`.
     Throttle,
+    /// blk-iolatency (`io.latency`): rq-qos `RQ_QOS_LATENCY`.
+    Latency,
     /// blk-iocost (`io.cost.*`, `io.weight`): rq-qos `RQ_QOS_COST`.
     Cost,
 }
@@ -85,6 +88,8 @@ pub trait Recorder {
     fn throttle(&mut self, t: Ns, row: &ThrotlRow);
     /// blk-iocost: one period.
     fn iocost(&mut self, row: &PeriodRow);
+    /// blk-iolatency: a group's ended window, or a group at a sample tick.
+    fn iolatency(&mut self, row: &IolatRow);
     /// One policy trace line.
     fn trace(&mut self, line: String);
 }
@@ -184,8 +189,18 @@ pub trait RqQos: BlkcgPolicy {
     fn track(&mut self, _now: Ns, _rq: &Request, _bio: &Bio) {}
     /// `rq_qos_issue()`: `rq` goes to the driver.
     fn issue(&mut self, _now: Ns, _rq: &Request) {}
-    /// `rq_qos_done_bio()`: the bio completed.
-    fn done_bio(&mut self, _now: Ns, _bio: &Bio) {}
+    /// `rq_qos_done_bio()`: bio `id` completed. Sleepers this wakes (blk-iolatency's
+    /// `wake_up()` of a freed slot) go into `woken`; they go on once the completion is
+    /// done.
+    fn done_bio(
+        &mut self,
+        _now: Ns,
+        _id: BioId,
+        _bios: &BioSlab,
+        _q: &mut EventQueue,
+        _woken: &mut Vec<BioId>,
+    ) {
+    }
     /// `rq_qos_done()`: the request completed.
     fn done(&mut self, _now: Ns, _rq: &Request) {}
     /// `blkcg_maybe_throttle_current()`: how long a submitter of cgroup `cg` sleeps on
@@ -209,6 +224,8 @@ pub enum Hooks {
 pub enum RqQosEntry {
     /// blk-iocost.
     Cost(Box<crate::iocost::Iocost>),
+    /// blk-iolatency.
+    Latency(Box<crate::iolatency::rqos::LatencyEntry>),
 }
 
 impl RqQosEntry {
@@ -217,6 +234,7 @@ impl RqQosEntry {
     pub fn get(&mut self) -> &mut dyn RqQos {
         match self {
             RqQosEntry::Cost(p) => &mut **p,
+            RqQosEntry::Latency(p) => &mut **p,
         }
     }
 
@@ -225,6 +243,7 @@ impl RqQosEntry {
     pub fn get_ref(&self) -> &dyn RqQos {
         match self {
             RqQosEntry::Cost(p) => &**p,
+            RqQosEntry::Latency(p) => &**p,
         }
     }
 }

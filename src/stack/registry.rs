@@ -51,4 +51,5 @@ pub static POLICIES: &[PolicyDef] = &[
     crate::throttle::policy::POLICY,
     crate::iocost::rqos::POLICY,
     crate::ioprio::POLICY,
+    crate::iolatency::rqos::POLICY,
 ];

@@ -169,6 +169,7 @@ fn check_config(plan: &GuestPlan, k: &kernel::Kernel) -> Result<(), String> {
     for (file, opt) in [
         ("io.max", "CONFIG_BLK_DEV_THROTTLING"),
         ("io.cost", "CONFIG_BLK_CGROUP_IOCOST"),
+        ("io.latency", "CONFIG_BLK_CGROUP_IOLATENCY"),
     ] {
         if needs(file) && k.has(opt) != Some("y") {
             return Err(format!(

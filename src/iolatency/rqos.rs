@@ -1,0 +1,253 @@
+//! blk-iolatency's place in the stack: the rq-qos entry `RQ_QOS_LATENCY`
+//! (`blk_iolatency_init()` → `rq_qos_add()` at the first `io.latency` write), its
+//! interface file, io.stat keys, rows, timer, and its registry entry.
+//!
+//! Hooks, as `blkcg_iolatency_ops` has them: `throttle` (a submitter over a group's
+//! `max_depth` sleeps on that group's `rq_wait` — slat), `done_bio` (latency, windows,
+//! wake-ups), and the sleep on return to user space of a task whose bio was marked
+//! (`blkcg_schedule_throttle()`). The kernel keeps that mark per task; here it is per
+//! cgroup, taken by the next submitter of the cgroup that returns to user space.
+//! Which bios were counted at throttle (`enabled` then) is kept per bio id, so
+//! `done_bio` can balance them as 5.19+ does (see [`super::EnableSwitch`]).
+
+use super::{BlkIolatency, Bypass, DoneBio, IolatencyConfig, behaviour_for};
+use crate::blkcg::iolatency as iface;
+use crate::blkcg::{CgroupTree, DeviceTable, Errno, KernelError};
+use crate::device::QueueLimits;
+use crate::error::KeyError;
+use crate::kernel_version::KernelVersion;
+use crate::scenario::resolve::Resolved;
+use crate::sim::{BioId, BioSlab, Event, EventQueue, Ns};
+use crate::stack::registry::{PolicyDef, PolicySetup};
+use crate::stack::{BlkcgPolicy, Hooks, PolicyId, Recorder, RqQos, RqQosEntry, RqQosOps};
+use crate::throttle::ThrottleConfig;
+
+/// blk-iolatency's interface file (`iolatency_files`).
+const FILES: &[&str] = &["io.latency"];
+
+/// blk-iolatency's line in the registry.
+pub const POLICY: PolicyDef = PolicyDef {
+    files: FILES,
+    refuses,
+    configure,
+};
+
+/// `io.latency` appears with blk-iolatency, in 4.19.
+fn refuses(v: &KernelVersion) -> Option<&'static str> {
+    (!super::available(v)).then_some("blk-iolatency arrived in Linux 4.19")
+}
+
+struct Setup {
+    behaviour: super::IolatencyBehaviour,
+    hz: u32,
+    debug_stats: bool,
+}
+
+/// The behaviours for the variant's kernel version and `iolatency.*` switches.
+fn configure(r: &Resolved) -> Result<Box<dyn PolicySetup>, KeyError> {
+    Ok(Box::new(Setup {
+        behaviour: behaviour_for(&r.kernel.version, &r.kernel.overrides)?,
+        hz: r.kernel.hz,
+        debug_stats: r.kernel.debug_stats,
+    }))
+}
+
+impl PolicySetup for Setup {
+    fn label(&self) -> &'static str {
+        "iolatency"
+    }
+    fn describe(&self) -> String {
+        self.behaviour.to_string()
+    }
+    fn build(&self, tree: &CgroupTree, limits: &QueueLimits, _trace: bool) -> Hooks {
+        let cfg = IolatencyConfig {
+            behaviour: self.behaviour,
+            hz: self.hz,
+            start_jiffies: ThrottleConfig::initial_jiffies(self.hz),
+            nr_requests: limits.nr_requests,
+            rotational: limits.rotational,
+            debug_stats: self.debug_stats,
+        };
+        Hooks::RqQos(RqQosEntry::Latency(Box::new(LatencyEntry {
+            lat: BlkIolatency::new(cfg, tree),
+            counted: Vec::new(),
+            notify: vec![false; tree.len()],
+            timer_pushed: None,
+            stopped: false,
+        })))
+    }
+}
+
+/// What [`Entry`] remembers of a bio between throttle and done_bio.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Seen {
+    /// Not through this entry's throttle (or done).
+    No,
+    /// Through it while not enabled.
+    Uncounted,
+    Counted,
+}
+
+/// The rq-qos entry: the controller plus the engine-facing bookkeeping.
+pub struct LatencyEntry {
+    lat: BlkIolatency,
+    /// Per bio id (ids are reused, so this stays as long as the most bios in flight).
+    counted: Vec<Seen>,
+    /// Per cgroup: a task was marked for the return-to-user sleep.
+    notify: Vec<bool>,
+    /// The expiry of the timer event pushed (its token), so a timer is pushed once and
+    /// a stale event is ignored.
+    timer_pushed: Option<Ns>,
+    stopped: bool,
+}
+
+impl LatencyEntry {
+    fn push_timer(&mut self, now: Ns, q: &mut EventQueue) {
+        if let Some(at) = self.lat.timer_at()
+            && self.timer_pushed != Some(at)
+        {
+            self.timer_pushed = Some(at);
+            q.push(at.max(now), Event::Policy(PolicyId::Latency, at));
+        }
+    }
+
+    fn released(&mut self, bios: &BioSlab, woken: &mut Vec<BioId>) {
+        for r in self.lat.take_released() {
+            let id = r.token as BioId;
+            if r.notify_resume {
+                self.notify[bios.get(id).cgroup as usize] = true;
+            }
+            woken.push(id);
+        }
+    }
+}
+
+impl BlkcgPolicy for LatencyEntry {
+    fn id(&self) -> PolicyId {
+        PolicyId::Latency
+    }
+    fn files(&self) -> &'static [&'static str] {
+        FILES
+    }
+    fn write(
+        &mut self,
+        now: Ns,
+        _file: &str,
+        cg: u32,
+        line: &str,
+        devs: &DeviceTable,
+        _q: &mut EventQueue,
+    ) -> Result<(), KernelError> {
+        if cg == CgroupTree::ROOT {
+            return Err(KernelError::new(
+                Errno::ENOENT,
+                "the root cgroup has no io.latency (CFTYPE_NOT_ON_ROOT)",
+            ));
+        }
+        let w = iface::parse(line, devs)?;
+        self.lat.set_limit(cg, w.target_ns, now);
+        Ok(())
+    }
+    fn pd_stat(&self, cg: u32) -> String {
+        self.lat.stat(cg)
+    }
+    fn on_timer(
+        &mut self,
+        now: Ns,
+        token: u64,
+        q: &mut EventQueue,
+        _bios: &mut BioSlab,
+        _out: &mut Vec<BioId>,
+    ) {
+        if self.stopped || self.timer_pushed != Some(token) {
+            return;
+        }
+        self.timer_pushed = None;
+        self.lat.timer_fn(now);
+        self.push_timer(now, q);
+    }
+    fn sample(&mut self, now: Ns) {
+        self.lat.sample(now);
+    }
+    fn drain(&mut self, rec: &mut dyn Recorder) {
+        for row in self.lat.take_rows() {
+            rec.iolatency(&row);
+        }
+    }
+    fn exit(&mut self, _now: Ns, _q: &mut EventQueue) {
+        // blkcg_iolatency_exit(): timer_shutdown_sync()
+        self.stopped = true;
+    }
+}
+
+impl RqQos for LatencyEntry {
+    fn ops(&self) -> RqQosOps {
+        RqQosOps {
+            done_bio: true,
+            user_delay: true,
+            ..RqQosOps::default()
+        }
+    }
+    fn throttle(
+        &mut self,
+        now: Ns,
+        id: BioId,
+        bios: &mut BioSlab,
+        q: &mut EventQueue,
+        woken: &mut Vec<BioId>,
+    ) -> bool {
+        let bio = bios.get(id);
+        let i = id as usize;
+        if self.counted.len() <= i {
+            self.counted.resize(i + 1, Seen::No);
+        }
+        let out = self.lat.throttle(u64::from(id), bio.cgroup, bio.meta, now);
+        self.counted[i] = match out {
+            Bypass::NotEnabled => Seen::Uncounted,
+            _ => Seen::Counted,
+        };
+        if let Bypass::Go {
+            notify_resume: true,
+        } = out
+        {
+            self.notify[bio.cgroup as usize] = true;
+        }
+        self.released(bios, woken);
+        self.push_timer(now, q);
+        out != Bypass::Wait
+    }
+    fn done_bio(
+        &mut self,
+        now: Ns,
+        id: BioId,
+        bios: &BioSlab,
+        q: &mut EventQueue,
+        woken: &mut Vec<BioId>,
+    ) {
+        let bio = bios.get(id);
+        let seen = self
+            .counted
+            .get_mut(id as usize)
+            .map_or(Seen::No, |s| std::mem::replace(s, Seen::No));
+        if seen == Seen::No {
+            return;
+        }
+        let done = DoneBio {
+            cgroup: bio.cgroup,
+            issued: bio.issue_time,
+            issue_as_root: bio.meta,
+            counted: seen == Seen::Counted,
+            again: false,
+        };
+        self.lat.done_bio(done, now);
+        self.released(bios, woken);
+        self.push_timer(now, q);
+    }
+    fn user_delay(&mut self, now: Ns, cg: u32) -> Ns {
+        if std::mem::take(&mut self.notify[cg as usize]) {
+            self.lat.maybe_throttle_current(cg, now)
+        } else {
+            0
+        }
+    }
+}
