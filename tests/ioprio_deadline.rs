@@ -1,8 +1,8 @@
 //! I/O priorities end to end: fio's options and `io.prio.class` set a bio's class,
 //! mq-deadline serves by class, `none` ignores it.
 
+use blkcg_sim::run::run_variant;
 use blkcg_sim::scenario::Scenario;
-use blkcg_sim::scenario::run::run_variant;
 
 fn iops(text: &str, variant: &str) -> Vec<(String, f64)> {
     let sc = Scenario::parse(text, "t.toml").unwrap();
