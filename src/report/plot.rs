@@ -220,12 +220,12 @@ impl MarkChart<'_> {
         DB::ErrorType: 'static,
         X: Ranged<ValueType = f64> + ValueFormatter<f64>,
     {
-        chart
-            .configure_mesh()
-            .x_desc(self.x_label)
-            .y_desc(self.y_label)
-            .draw()
-            .map_err(|e| e.to_string())?;
+        let mut mesh = chart.configure_mesh();
+        mesh.x_desc(self.x_label).y_desc(self.y_label);
+        if self.log_x {
+            mesh.x_label_formatter(&log_tick);
+        }
+        mesh.draw().map_err(|e| e.to_string())?;
         for (k, m) in self.marks.iter().enumerate() {
             let color = COLORS[k % COLORS.len()];
             let points: Vec<(f64, f64, f64, f64)> = m
@@ -345,6 +345,17 @@ where
     Ok(())
 }
 
+/// A log axis's tick label: plotters places its ticks at values such as
+/// 0.30000000000000004, so print at most four significant digits, no trailing zeros.
+fn log_tick(v: &f64) -> String {
+    let digits = (3 - v.abs().log10().floor() as i32).clamp(0, 12) as usize;
+    let s = format!("{v:.digits$}");
+    match s.contains('.') {
+        true => s.trim_end_matches('0').trim_end_matches('.').to_string(),
+        false => s,
+    }
+}
+
 /// Mesh, lines and legend of one panel, whatever its y axis.
 fn fill<'a, DB, Y>(
     chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>,
@@ -358,6 +369,9 @@ where
 {
     let mut mesh = chart.configure_mesh();
     mesh.y_desc(panel.y_label.as_str());
+    if panel.log_y {
+        mesh.y_label_formatter(&log_tick);
+    }
     if let Some(x) = x_label {
         mesh.x_desc(x);
     }
@@ -390,6 +404,21 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn log_ticks_print_short() {
+        let cases = [
+            (0.30000000000000004, "0.3"),
+            (0.1, "0.1"),
+            (0.0001234567, "0.0001235"),
+            (800.0000000000001, "800"),
+            (5.0, "5"),
+            (123456.0, "123456"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(log_tick(&v), want, "{v}");
+        }
+    }
 
     #[test]
     fn writes_png_and_svg() {
