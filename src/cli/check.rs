@@ -18,30 +18,39 @@ pub fn check_command(sc: &Scenario, variants: &[String]) -> Result<u8, String> {
         let l = &p.limits;
         println!("variant {}:", v.as_deref().unwrap_or("(base)"));
         let keys: Vec<String> = keys.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        println!("  keys     {}", keys.join(" "));
-        println!(
-            "  device   {} {}:{} ({}) rotational={} hw_queue_depth={} nr_requests={} max_sectors_kb={} capacity={}",
-            dev.model(),
-            l.major,
-            l.minor,
-            l.name,
-            u8::from(l.rotational),
-            l.hw_queue_depth,
-            l.nr_requests,
-            l.max_sectors_kb,
-            l.capacity
+        row("keys", &keys.join(" "));
+        row(
+            "device",
+            &format!(
+                "{} {}:{} ({}) rotational={} hw_queue_depth={} nr_requests={} max_sectors_kb={} capacity={}",
+                dev.model(),
+                l.major,
+                l.minor,
+                l.name,
+                u8::from(l.rotational),
+                l.hw_queue_depth,
+                l.nr_requests,
+                l.max_sectors_kb,
+                l.capacity
+            ),
         );
-        println!(
-            "  kernel   version={} hz={} throttling_low={}",
-            r.kernel.version, r.kernel.hz, r.kernel.throttling_low
+        row(
+            "kernel",
+            &format!(
+                "version={} hz={} throttling_low={}",
+                r.kernel.version, r.kernel.hz, r.kernel.throttling_low
+            ),
         );
         for s in &p.setups {
-            println!("  {:<8} {}", s.label(), s.describe());
+            row(s.label(), &s.describe());
         }
-        println!("  {:<8} {}", "sched", p.scheduler);
-        println!("  host     {}", r.host);
+        row("sched", &p.scheduler);
+        row("host", &r.host.to_string());
         if let Some(pct) = r.state.iocost_vrate_pct {
-            println!("  state    iocost base vrate {pct:.2}% (left by earlier runs)");
+            row(
+                "state",
+                &format!("iocost base vrate {pct:.2}% (left by earlier runs)"),
+            );
         }
         for w in &r.writes {
             let cg = &r.tree.nodes[w.cgroup as usize].path;
@@ -81,4 +90,10 @@ pub fn check_command(sc: &Scenario, variants: &[String]) -> Result<u8, String> {
     }
     println!("ok");
     Ok(0)
+}
+
+/// One line of a variant's listing: its label in one column wide enough for every
+/// policy's (`iolatency`), then the text.
+fn row(label: &str, text: &str) {
+    println!("  {label:<9} {text}");
 }
