@@ -149,6 +149,7 @@ impl RqQos for Iocost {
             ..RqQosOps::default()
         }
     }
+    #[inline]
     fn throttle(
         &mut self,
         now: Ns,
@@ -161,6 +162,7 @@ impl RqQos for Iocost {
         self.drain_woken(bios, woken);
         go
     }
+    #[inline]
     fn done_bio(
         &mut self,
         now: Ns,
@@ -171,9 +173,11 @@ impl RqQos for Iocost {
     ) {
         self.on_bio_done(now, bios.get(id));
     }
+    #[inline]
     fn done(&mut self, now: Ns, rq: &Request) {
         self.on_rq_done(now, rq.dir, rq.bytes, rq.alloc_time, rq.start_time);
     }
+    #[inline]
     fn user_delay(&mut self, now: Ns, cg: u32) -> Ns {
         Iocost::user_delay(self, now, cg)
     }

@@ -70,7 +70,7 @@ use crate::sim::{
     Bio, BioId, BioSlab, Dir, Event, EventQueue, IoErr, NSEC_PER_MSEC, NSEC_PER_SEC, Ns, SimRng,
 };
 pub use crate::stack::Recorder;
-use crate::stack::{PolicyId, Request, RqQosEntry, Stack};
+use crate::stack::{PolicyId, Request, Stack};
 pub use crate::workload::job::JobParams;
 use crate::workload::job::{BsGen, OffsetGen, RateDecision, RateState, RwMix};
 
@@ -935,7 +935,7 @@ impl Pipeline {
             let cg = self.jobs[j as usize].p.cgroup;
             let mut delay = 0;
             if self.stack.rq_qos_ops.user_delay {
-                for p in self.stack.rq_qos.iter_mut().map(RqQosEntry::get) {
+                for p in &mut self.stack.rq_qos {
                     delay = delay.max(p.user_delay(now, cg));
                 }
             }
@@ -952,7 +952,7 @@ impl Pipeline {
     fn rq_qos_throttle(&mut self, b: BioId, from: usize, now: Ns) -> Option<usize> {
         for k in from..self.stack.rq_qos.len() {
             let mut woken = std::mem::take(&mut self.scratch_bios);
-            let p = self.stack.rq_qos[k].get();
+            let p = &mut self.stack.rq_qos[k];
             let go = p.throttle(now, b, &mut self.bios, &mut self.q, &mut woken);
             for &w in &woken {
                 self.rq_qos_woken(w, k);
@@ -1058,7 +1058,7 @@ impl Pipeline {
         let rq = self.request(tag, slot);
         if ops.track {
             let bio = self.bios.get(b);
-            for p in self.stack.rq_qos.iter_mut().map(RqQosEntry::get) {
+            for p in &mut self.stack.rq_qos {
                 p.track(now, &rq, bio);
             }
         }
@@ -1077,7 +1077,11 @@ impl Pipeline {
     /// `blk_mq_run_hw_queue()` with an elevator: every request it gives goes to the
     /// driver, while the driver has a tag for it (`hw_queue_depth`,
     /// `blk_mq_get_driver_tag()`); the rest wait in the elevator.
+    #[inline(always)]
     fn run_hw_queue(&mut self) {
+        if self.stack.elevator.is_none() {
+            return;
+        }
         let now = self.q.now();
         while self.dispatched < self.limits.hw_queue_depth.max(1)
             && let Some(e) = self.stack.elevator.as_mut()
@@ -1109,7 +1113,7 @@ impl Pipeline {
     fn dispatch(&mut self, rq: &Request) {
         let now = self.q.now();
         if self.stack.rq_qos_ops.issue {
-            for p in self.stack.rq_qos.iter_mut().map(RqQosEntry::get) {
+            for p in &mut self.stack.rq_qos {
                 p.issue(now, rq);
             }
         }
@@ -1176,13 +1180,7 @@ impl Pipeline {
         if ops.done_bio || ops.done || self.stack.elevator.is_some() {
             let rq = self.request(tag, slot);
             let mut woken = std::mem::take(&mut self.scratch_bios);
-            for (k, p) in self
-                .stack
-                .rq_qos
-                .iter_mut()
-                .map(RqQosEntry::get)
-                .enumerate()
-            {
+            for (k, p) in self.stack.rq_qos.iter_mut().enumerate() {
                 p.done_bio(now, slot.bio, &self.bios, &mut self.q, &mut woken);
                 woken_at.extend(woken.drain(..).map(|b| (b, k)));
                 p.done(now, &rq);
@@ -1208,8 +1206,10 @@ impl Pipeline {
         }
         self.piece_done(io, err);
         self.q_usage -= 1;
-        for (b, k) in woken_at {
-            self.rq_qos_woken(b, k);
+        if !woken_at.is_empty() {
+            for (b, k) in woken_at {
+                self.rq_qos_woken(b, k);
+            }
         }
         self.check_drained();
     }

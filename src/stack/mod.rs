@@ -218,9 +218,12 @@ pub enum Hooks {
 
 /// An entry of the rq-qos chain, one variant per `enum rq_qos_id` we model. The chain
 /// is walked several times per I/O, so it holds its entries in this enum rather than
-/// behind `dyn`: [`RqQosEntry::get`] names the concrete type, each hook is a direct
-/// call the compiler can inline (`dyn` cost blk-iocost runs 7–9% more instructions).
-/// A new rq-qos policy adds its variant here and its arm in `get`.
+/// behind `dyn`, and the pipeline calls the per-I/O hooks through the enum's own
+/// methods ([`RqQosEntry::throttle`], ...): each matches on the variant and calls the
+/// concrete type's hook directly, which the compiler can inline (`dyn` cost blk-iocost
+/// runs 7–9% more instructions; [`RqQosEntry::get`] is for the rest: timers, files,
+/// rows). A new rq-qos policy adds its variant here and its arm in `get`, `get_ref`
+/// and `on_entry!`.
 pub enum RqQosEntry {
     /// blk-iocost.
     Cost(Box<crate::iocost::Iocost>),
@@ -245,6 +248,71 @@ impl RqQosEntry {
             RqQosEntry::Cost(p) => &**p,
             RqQosEntry::Latency(p) => &**p,
         }
+    }
+}
+
+/// `$call` with `$p` bound to the concrete policy of rq-qos entry `$e`: a direct call
+/// per variant, never through `dyn`.
+macro_rules! on_entry {
+    ($e:expr, $p:ident => $call:expr) => {
+        match $e {
+            RqQosEntry::Cost($p) => $call,
+            RqQosEntry::Latency($p) => $call,
+        }
+    };
+}
+
+/// The per-I/O hooks of [`RqQos`], called on the entry's concrete type (see
+/// [`RqQosEntry`]); the pipeline's `rq_qos_*()` walks call these.
+impl RqQosEntry {
+    /// [`RqQos::throttle`].
+    #[inline(always)]
+    pub fn throttle(
+        &mut self,
+        now: Ns,
+        id: BioId,
+        bios: &mut BioSlab,
+        q: &mut EventQueue,
+        woken: &mut Vec<BioId>,
+    ) -> bool {
+        on_entry!(self, p => RqQos::throttle(&mut **p, now, id, bios, q, woken))
+    }
+
+    /// [`RqQos::track`].
+    #[inline(always)]
+    pub fn track(&mut self, now: Ns, rq: &Request, bio: &Bio) {
+        on_entry!(self, p => RqQos::track(&mut **p, now, rq, bio))
+    }
+
+    /// [`RqQos::issue`].
+    #[inline(always)]
+    pub fn issue(&mut self, now: Ns, rq: &Request) {
+        on_entry!(self, p => RqQos::issue(&mut **p, now, rq))
+    }
+
+    /// [`RqQos::done_bio`].
+    #[inline(always)]
+    pub fn done_bio(
+        &mut self,
+        now: Ns,
+        id: BioId,
+        bios: &BioSlab,
+        q: &mut EventQueue,
+        woken: &mut Vec<BioId>,
+    ) {
+        on_entry!(self, p => RqQos::done_bio(&mut **p, now, id, bios, q, woken))
+    }
+
+    /// [`RqQos::done`].
+    #[inline(always)]
+    pub fn done(&mut self, now: Ns, rq: &Request) {
+        on_entry!(self, p => RqQos::done(&mut **p, now, rq))
+    }
+
+    /// [`RqQos::user_delay`].
+    #[inline(always)]
+    pub fn user_delay(&mut self, now: Ns, cg: u32) -> Ns {
+        on_entry!(self, p => RqQos::user_delay(&mut **p, now, cg))
     }
 }
 
