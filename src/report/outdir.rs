@@ -44,6 +44,9 @@ pub const OWNED: &[&str] = &[
     "iolatency.csv",
     "iolatency.png",
     "iolatency.svg",
+    "deadline.csv",
+    "deadline.png",
+    "deadline.svg",
 ];
 
 /// Files written at the top of DIR, beside the label folders.

@@ -86,6 +86,16 @@ pub fn write_outputs(out: &OutDir, run: &VariantRun) -> Result<(), String> {
     {
         eprintln!("warning: plot not drawn: {e}");
     }
+    if let Some(series) = &run.record.deadline
+        && let Err(e) = timeline::plot_deadline(
+            &dir.join("deadline"),
+            &format!("mq-deadline: {}", run.label),
+            series,
+            &jobs,
+        )
+    {
+        eprintln!("warning: plot not drawn: {e}");
+    }
     let iostat_panels = vec![Panel {
         y_label: "MiB/s".into(),
         series: vec![

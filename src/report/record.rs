@@ -6,11 +6,12 @@
 //! The pipeline hands every row and trace line to a [`Recorder`] once per
 //! sample tick and keeps none itself. [`RunRecorder`] is the one implementation:
 //! - with an output folder, each CSV (`iostat.csv`, `timeline.csv`, `throttle.csv`,
-//!   `iolatency.csv`) and
+//!   `iolatency.csv`, `deadline.csv`) and
 //!   `trace.txt` is created at its first row — so a file exists exactly when there is
 //!   something to put in it — and written through a buffer as the run goes;
 //! - the pictures' series (device throughput, blk-iocost's vrate, busy_level and
-//!   hweights) go into [`Decimated`] series of bounded size;
+//!   hweights, blk-iolatency's depths and windows, mq-deadline's per-level queue and
+//!   dispatch rate) go into [`Decimated`] series of bounded size;
 //! - with `keep`, every row and line is also kept in memory (the library API, tests,
 //!   `validate` and `repro`, whose runs are short); the command line keeps only what
 //!   it prints (`run --timeline` prints the device timeline);
@@ -32,9 +33,11 @@ use crate::report::decimate::Decimated;
 use crate::report::outdir::OutDir;
 use crate::report::summary::{IOSTAT_CSV_HEADER, iostat_csv_row};
 use crate::report::timeline::{
-    IOCOST_CSV_HEADER, IOLATENCY_CSV_HEADER, IocostSeries, IolatencySeries, THROTTLE_CSV_HEADER,
-    iocost_csv_rows, iolatency_csv_row, throttle_csv_row,
+    DEADLINE_CSV_HEADER, DeadlineSeries, IOCOST_CSV_HEADER, IOLATENCY_CSV_HEADER, IocostSeries,
+    IolatencySeries, THROTTLE_CSV_HEADER, deadline_csv_row, iocost_csv_rows, iolatency_csv_row,
+    throttle_csv_row,
 };
+use crate::sched::mq_deadline::elevator::DeadlineRow;
 use crate::sim::engine::{IostatRow, Recorder};
 use crate::sim::{NSEC_PER_SEC, Ns};
 use crate::throttle::ThrotlRow;
@@ -69,6 +72,10 @@ pub struct Recorded {
     pub iolatency: Option<IolatencySeries>,
     /// With `keep`: every blk-iolatency row.
     pub iolatency_rows: Vec<IolatRow>,
+    /// mq-deadline's series, decimated; None when the run has no mq-deadline.
+    pub deadline: Option<DeadlineSeries>,
+    /// With `keep`: every mq-deadline row.
+    pub deadline_rows: Vec<DeadlineRow>,
     /// Periods where no I/O completed and lagging I/O reset a positive busy_level to
     /// 0 (the bug of the iocost no-completion seed).
     pub no_completion_resets: u64,
@@ -155,6 +162,7 @@ pub struct RunRecorder {
     timeline: Stream,
     throttle: Stream,
     iolatency: Stream,
+    deadline: Stream,
     trace: Stream,
     /// The depth blk-iolatency's picture draws for `max` (`nr_requests`).
     unlimited_depth: u32,
@@ -174,6 +182,7 @@ impl RunRecorder {
             timeline: Stream::new("timeline.csv", IOCOST_CSV_HEADER),
             throttle: Stream::new("throttle.csv", THROTTLE_CSV_HEADER),
             iolatency: Stream::new("iolatency.csv", IOLATENCY_CSV_HEADER),
+            deadline: Stream::new("deadline.csv", DEADLINE_CSV_HEADER),
             trace: Stream::new("trace.txt", ""),
             unlimited_depth: u32::MAX,
             line: String::new(),
@@ -229,6 +238,7 @@ impl RunRecorder {
                 &mut self.timeline,
                 &mut self.throttle,
                 &mut self.iolatency,
+                &mut self.deadline,
                 &mut self.trace,
             ] {
                 if let Err(e) = s.finish(&dir) {
@@ -299,6 +309,19 @@ impl Recorder for RunRecorder {
         self.emit(|r| &mut r.iolatency);
         if self.opts.keep {
             self.rec.iolatency_rows.push(*row);
+        }
+    }
+
+    fn deadline(&mut self, row: &DeadlineRow) {
+        self.rec
+            .deadline
+            .get_or_insert_with(DeadlineSeries::default)
+            .add(row);
+        self.line.clear();
+        deadline_csv_row(&mut self.line, row);
+        self.emit(|r| &mut r.deadline);
+        if self.opts.keep {
+            self.rec.deadline_rows.push(*row);
         }
     }
 

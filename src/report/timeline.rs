@@ -1,5 +1,6 @@
 //! The controllers' timelines as CSV (one row per iocost period, one row per throttle
-//! group and direction every 100 ms, blk-iolatency's windows and ticks), each job's IOPS and latency per time bin
+//! group and direction every 100 ms, blk-iolatency's windows and ticks, mq-deadline's
+//! levels every 100 ms), each job's IOPS and latency per time bin
 //! (`jobs.csv`), and the pictures drawn from them.
 //!
 //! Long format (one line per cgroup per tick) keeps the columns fixed whatever the
@@ -14,6 +15,8 @@ use crate::iolatency::grp::DEFAULT_SCALE_COOKIE;
 use crate::report::csv_field;
 use crate::report::decimate::Decimated;
 use crate::report::plot::{Panel, Series, plot_panels};
+use crate::sched::mq_deadline::DdPrio;
+use crate::sched::mq_deadline::elevator::DeadlineRow;
 use crate::sim::Ns;
 use crate::sim::timebins::TimeBins;
 use crate::throttle::ThrotlRow;
@@ -130,6 +133,90 @@ pub fn iolatency_csv_row(out: &mut String, r: &IolatRow, tree: &CgroupTree) {
             u8::from(t.enabled)
         )),
     }
+}
+
+/// `deadline.csv`'s header: mq-deadline, one line per priority level per sample tick —
+/// waiting in the scheduler, held by the driver, dispatched and completed in the tick,
+/// then the debugfs `*_stats` totals.
+pub const DEADLINE_CSV_HEADER: &str = "t_s,class,queued,in_flight,dispatched,completed,inserted_total,merged_total,dispatched_total,completed_total\n";
+
+/// One line of `deadline.csv`.
+pub fn deadline_csv_row(out: &mut String, r: &DeadlineRow) {
+    out.push_str(&format!(
+        "{:.3},{},{},{},{},{},{},{},{},{}\n",
+        r.at as f64 / 1e9,
+        r.prio.name(),
+        r.queued,
+        r.in_flight,
+        r.dispatched,
+        r.completed,
+        r.totals.inserted,
+        r.totals.merged,
+        r.totals.dispatched,
+        r.totals.completed
+    ));
+}
+
+/// mq-deadline's series for its picture, per level (by [`DdPrio`] order).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DeadlineSeries {
+    /// Requests waiting in the scheduler at each tick.
+    pub queued: std::collections::BTreeMap<DdPrio, Decimated>,
+    /// Dispatches per second over each tick.
+    pub dispatch_rate: std::collections::BTreeMap<DdPrio, Decimated>,
+    /// The previous tick, for the rate.
+    last_at: std::collections::BTreeMap<DdPrio, Ns>,
+}
+
+impl DeadlineSeries {
+    pub fn add(&mut self, r: &DeadlineRow) {
+        self.queued
+            .entry(r.prio)
+            .or_default()
+            .add(r.at, f64::from(r.queued));
+        // a level's first row may cover more than one tick: its rate is over the
+        // time since the run began
+        let since = self.last_at.insert(r.prio, r.at).unwrap_or(0);
+        if r.at > since {
+            let rate = f64::from(r.dispatched) * 1e9 / (r.at - since) as f64;
+            self.dispatch_rate
+                .entry(r.prio)
+                .or_default()
+                .add(r.at, rate);
+        }
+    }
+}
+
+/// Per level: requests waiting in mq-deadline, and its dispatch rate; then each job's
+/// IOPS and latency under them.
+pub fn plot_deadline(
+    base: &Path,
+    title: &str,
+    series: &DeadlineSeries,
+    jobs: &[JobLine],
+) -> Result<(), String> {
+    let lines = |m: &std::collections::BTreeMap<DdPrio, Decimated>| -> Vec<Series> {
+        m.iter()
+            .map(|(p, d)| Series {
+                name: p.name().to_string(),
+                points: d.points(),
+            })
+            .collect()
+    };
+    let mut panels = vec![
+        Panel {
+            y_label: "queued in mq-deadline".into(),
+            series: lines(&series.queued),
+            log_y: false,
+        },
+        Panel {
+            y_label: "dispatched per second".into(),
+            series: lines(&series.dispatch_rate),
+            log_y: false,
+        },
+    ];
+    panels.extend(job_panels(jobs));
+    plot_panels(base, title, "time (s)", &panels)
 }
 
 /// blk-iolatency's series for its picture, per cgroup, decimated as rows arrive.

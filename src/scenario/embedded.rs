@@ -52,6 +52,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/example-ioprio-deadline.toml"),
     ),
     (
+        "example-deadline-reads-vs-writes",
+        include_str!("../../scenarios/example-deadline-reads-vs-writes.toml"),
+    ),
+    (
         "example-iolatency-protect",
         include_str!("../../scenarios/example-iolatency-protect.toml"),
     ),

@@ -810,6 +810,9 @@ impl Pipeline {
         for p in self.stack.policies_mut() {
             p.drain(rec);
         }
+        if let Some(e) = self.stack.elevator.as_mut() {
+            e.drain(rec);
+        }
     }
 
     /// A policy's timer fired: bios a bio-level policy releases go on from the stage
@@ -1618,6 +1621,9 @@ impl Pipeline {
         }
         for p in self.stack.policies_mut() {
             p.sample(now);
+        }
+        if let Some(e) = self.stack.elevator.as_mut() {
+            e.sample(now);
         }
         self.jobs_done < self.jobs.len()
     }

@@ -22,6 +22,7 @@
 
 use crate::blkcg::ioprio::Ioprio;
 use crate::sim::{BioId, Dir, Ns};
+use crate::stack::Recorder;
 
 /// A request: a bio that holds a tag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,4 +66,8 @@ pub trait Elevator: Send {
     fn dispatch_request(&mut self, now: Ns) -> Option<Request>;
     /// `completed_request`: `rq` completed at `now`.
     fn completed_request(&mut self, _rq: &Request, _now: Ns) {}
+    /// Every sample tick (100 ms): take the rows it keeps per tick.
+    fn sample(&mut self, _now: Ns) {}
+    /// Hand the rows made since the last call to `rec`.
+    fn drain(&mut self, _rec: &mut dyn Recorder) {}
 }

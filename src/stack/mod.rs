@@ -90,6 +90,8 @@ pub trait Recorder {
     fn iocost(&mut self, row: &PeriodRow);
     /// blk-iolatency: a group's ended window, or a group at a sample tick.
     fn iolatency(&mut self, row: &IolatRow);
+    /// mq-deadline: one priority level at a sample tick.
+    fn deadline(&mut self, row: &crate::sched::mq_deadline::elevator::DeadlineRow);
     /// One policy trace line.
     fn trace(&mut self, line: String);
 }

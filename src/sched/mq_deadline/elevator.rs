@@ -6,10 +6,15 @@
 //! tags (`blk_mq_init_sched()`: `2 · min(hw_queue_depth, BLKDEV_DEFAULT_RQ)`); the
 //! engine keeps the driver at `hw_queue_depth`, so the rest wait here, in mq-deadline's
 //! order.
+//!
+//! Every sample tick (100 ms) it makes one [`DeadlineRow`] per level that has seen a
+//! request: what waits in the scheduler, what the driver holds, what moved in the
+//! tick, and the debugfs `*_stats` totals; the recorder takes them at the next drain
+//! (`deadline.csv` and its picture, `crate::report::record`).
 
-use super::{DdRequest, MqDeadline};
+use super::{DdPrio, DdRequest, IoStats, MqDeadline};
 use crate::sim::{Dir, NSEC_PER_SEC, Ns};
-use crate::stack::{Elevator, Request};
+use crate::stack::{Elevator, Recorder, Request};
 use crate::throttle::ThrottleConfig;
 
 /// `BLKDEV_DEFAULT_RQ`.
@@ -21,6 +26,23 @@ pub fn sched_nr_requests(hw_queue_depth: u32) -> u32 {
     2 * hw_queue_depth.min(BLKDEV_DEFAULT_RQ)
 }
 
+/// One level of mq-deadline at a sample tick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeadlineRow {
+    /// The tick.
+    pub at: Ns,
+    pub prio: DdPrio,
+    /// Waiting in the scheduler: inserted, not dispatched.
+    pub queued: u32,
+    /// `dd_owned_by_driver()`: dispatched, not completed.
+    pub in_flight: u32,
+    /// Dispatched and completed since the previous tick.
+    pub dispatched: u32,
+    pub completed: u32,
+    /// The debugfs `*_stats` totals at the tick.
+    pub totals: IoStats,
+}
+
 /// mq-deadline on one queue.
 #[derive(Debug)]
 pub struct MqDeadlineSched {
@@ -29,6 +51,10 @@ pub struct MqDeadlineSched {
     start_jiffies: u64,
     /// Requests by tag while the scheduler or the driver has them.
     rqs: Vec<Option<Request>>,
+    /// Each level's totals at the previous tick.
+    last: [IoStats; 3],
+    /// Rows made since the last drain (at most one per level).
+    rows: Vec<DeadlineRow>,
 }
 
 impl MqDeadlineSched {
@@ -38,6 +64,8 @@ impl MqDeadlineSched {
             dd,
             nr_requests,
             rqs: Vec::new(),
+            last: Default::default(),
+            rows: Vec::new(),
         }
     }
 
@@ -83,5 +111,28 @@ impl Elevator for MqDeadlineSched {
     fn completed_request(&mut self, rq: &Request, _now: Ns) {
         // dd_finish_request()
         self.dd.finish_request(rq.ioprio);
+    }
+    fn sample(&mut self, now: Ns) {
+        for prio in DdPrio::ALL {
+            let totals = self.dd.stats(prio);
+            if totals.inserted == 0 {
+                continue;
+            }
+            let last = std::mem::replace(&mut self.last[prio as usize], totals);
+            self.rows.push(DeadlineRow {
+                at: now,
+                prio,
+                queued: self.dd.waiting_in(prio) as u32,
+                in_flight: self.dd.owned_by_driver(prio),
+                dispatched: totals.dispatched.wrapping_sub(last.dispatched),
+                completed: totals.completed.wrapping_sub(last.completed),
+                totals,
+            });
+        }
+    }
+    fn drain(&mut self, rec: &mut dyn Recorder) {
+        for row in self.rows.drain(..) {
+            rec.deadline(&row);
+        }
     }
 }

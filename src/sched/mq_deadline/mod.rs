@@ -245,6 +245,21 @@ impl MqDeadline {
             .wrapping_sub(s.completed)
     }
 
+    /// Requests of level `prio` waiting in the scheduler (its FIFOs and its share of
+    /// the at-head list): inserted, not yet dispatched.
+    pub fn waiting_in(&self, prio: DdPrio) -> usize {
+        let head = self
+            .dispatch
+            .iter()
+            .filter(|rq| self.prio_of(rq.ioprio) == prio)
+            .count();
+        head + self.per_prio[prio as usize]
+            .fifo
+            .iter()
+            .map(BTreeMap::len)
+            .sum::<usize>()
+    }
+
     /// Requests waiting in the scheduler (at-head list and every FIFO): `iostat`'s
     /// share of `aqu-sz` that the driver has not seen yet.
     pub fn waiting(&self) -> usize {
