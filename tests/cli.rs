@@ -8,7 +8,8 @@ fn bin() -> Command {
 }
 
 fn scenario_file(name: &str, text: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("blkcg-sim-cli-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("blkcg-sim-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();

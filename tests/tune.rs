@@ -105,7 +105,8 @@ fn model_takes_a_scenarios_device() {
 
 #[test]
 fn qos_on_the_iocost_seed_finds_resctls_solutions_the_same_whatever_the_workers() {
-    let dir = std::env::temp_dir().join(format!("blkcg-sim-tune-qos-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("blkcg-sim-tune-qos-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let run = |jobs: &str, out: bool| {
         let mut args = vec![
@@ -261,7 +262,8 @@ fio = "fio --name=batch --rw=randwrite --bs=64k --iodepth=32 --ioengine=libaio -
 
 #[test]
 fn iomax_finds_the_loosest_limit_that_keeps_the_reader_isolated() {
-    let dir = std::env::temp_dir().join(format!("blkcg-sim-tune-iomax-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("blkcg-sim-tune-iomax-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let sc = dir.join("web.toml");
     std::fs::write(&sc, WEB_AND_BATCH).unwrap();
