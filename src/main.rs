@@ -82,7 +82,9 @@ enum Cmd {
     /// (percentiles), iostat, and iocost (vrate, busy_level and hweights over the jobs).
     /// With several variants or kernels the summary ends with an A/B table: each job's
     /// IOPS, bandwidth, slat and clat of every run beside the first run's, with ratios
-    /// (also DIR/ab.txt with --output).
+    /// (also DIR/ab.txt with --output). DIR/report.html puts it all on one page to open
+    /// in a browser: the scenario's description, the A/B table, each run's summary and
+    /// pictures, and links to its files.
     Run {
         scenario: String,
         /// Run only this variant (repeatable).

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use crate::kernel_version::KernelVersion;
 use crate::progress::Reporter;
 use crate::report::fio::{self as fioreport};
+use crate::report::html::{RunPage, write_report};
 use crate::report::outdir::{OutDir, check_label};
 use crate::report::outputs::write_outputs;
 use crate::report::record::RecordOptions;
@@ -173,8 +174,31 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
             .collect();
         summary::ab_table(&rows)
     });
-    if let (Some(dir), Some(ab)) = (&o.output, &ab) {
-        OutDir::top(dir)?.write("ab.txt", ab)?;
+    if let Some(dir) = &o.output {
+        let top = OutDir::top(dir)?;
+        if let Some(ab) = &ab {
+            top.write("ab.txt", ab)?;
+        }
+        let summaries: Vec<String> = runs
+            .iter()
+            .map(|r| summary::summary_table(&r.summaries))
+            .collect();
+        let pages: Vec<RunPage> = runs
+            .iter()
+            .zip(&summaries)
+            .map(|(r, s)| RunPage {
+                label: &r.label,
+                summary: s,
+            })
+            .collect();
+        let description = sc.table.get("description").and_then(|d| d.as_str());
+        write_report(
+            &top,
+            &sc.name(),
+            description.unwrap_or(""),
+            ab.as_deref(),
+            &pages,
+        )?;
     }
     if o.format == OutputFormat::Summary || (!single && o.format == OutputFormat::Normal) {
         for run in &runs {

@@ -2,6 +2,7 @@
 
 pub mod decimate;
 pub mod fio;
+pub mod html;
 pub mod io_stat;
 pub mod outdir;
 pub mod outputs;

@@ -50,7 +50,7 @@ pub const OWNED: &[&str] = &[
 ];
 
 /// Files written at the top of DIR, beside the label folders.
-pub const OWNED_TOP: &[&str] = &["ab.txt"];
+pub const OWNED_TOP: &[&str] = &["ab.txt", "report.html"];
 
 /// Whether `label` can name a folder under DIR: one path component of letters,
 /// digits and `. _ + - @`, at most 100 bytes, not starting with `.`.

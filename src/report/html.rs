@@ -1,0 +1,207 @@
+//! `report.html`: one page a person opens in a browser to look at a run instead of
+//! reading its files — the scenario and its description, the A/B table, and per run its
+//! summary, its pictures and links to every file it wrote.
+//!
+//! Design
+//! ------
+//! The page is written last, at the top of `--output DIR` beside `ab.txt`, after every
+//! run's folder is complete, so it links only what is there: a picture is shown when its
+//! SVG exists in the run's folder (`DIR/<label>/NAME.svg`, with a link to the PNG), a
+//! file is listed when it exists. Everything is relative (the folder can be moved or
+//! served as it is) and self-contained: inline CSS, no fonts, scripts or images from
+//! anywhere else. Every text that comes from a scenario (its name, description, job and
+//! cgroup names inside the summaries) goes through [`escape`]; labels are already plain
+//! path components (`outdir::check_label`). A short inline script marks each picture
+//! that failed to load with a note and counts the loaded ones in the body's
+//! `data-pictures-loaded` attribute, which the browser test reads.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::report::outdir::{OWNED, OutDir};
+
+/// The pictures a run may have, in the order shown, with what each one shows.
+const PICTURES: &[(&str, &str)] = &[
+    ("jobs", "each job's IOPS and latency over time"),
+    ("clat", "completion-latency percentiles per job"),
+    ("iostat", "device throughput over time"),
+    ("iocost", "blk-iocost: vrate, busy_level and hweights"),
+    (
+        "iolatency",
+        "blk-iolatency: each group's window latency and queue depth",
+    ),
+    ("deadline", "mq-deadline: requests per priority class"),
+];
+
+/// Prose from a scenario as HTML: escaped, and `code` in backticks as `<code>`, the way
+/// the descriptions are written.
+fn prose(s: &str) -> String {
+    let mut out = String::new();
+    for (i, part) in escape(s.trim()).split('`').enumerate() {
+        if i % 2 == 1 {
+            let _ = write!(out, "<code>{part}</code>");
+        } else {
+            out.push_str(part);
+        }
+    }
+    out
+}
+
+/// One run as the page shows it.
+pub struct RunPage<'a> {
+    /// The run's folder name under DIR (a checked label).
+    pub label: &'a str,
+    /// Its summary table, as `summary.txt` holds it.
+    pub summary: &'a str,
+}
+
+/// `s` with `& < > " '` replaced by entities, so no text of a scenario becomes markup.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str = "body{font-family:sans-serif;margin:2em auto;max-width:80em;padding:0 1em;\
+color:#222}pre{background:#f6f6f6;padding:.8em;overflow-x:auto;font-size:90%}\
+figure{margin:1.5em 0}figure img{max-width:100%;border:1px solid #ddd}\
+figcaption{color:#555;font-size:90%}.missing{color:#a00}nav a{margin-right:1em}\
+h2{border-bottom:1px solid #ccc;padding-bottom:.2em}";
+
+const SCRIPT: &str = "window.addEventListener('load',function(){var n=0;\
+document.querySelectorAll('figure img').forEach(function(i){\
+if(i.complete&&i.naturalWidth>0){n++}else{var p=document.createElement('p');\
+p.className='missing';p.textContent='picture not loaded: '+i.getAttribute('src');\
+i.replaceWith(p)}});document.body.dataset.picturesLoaded=n;});";
+
+/// The page for the runs of one `run` command whose folders are under `top`.
+pub fn report_page(
+    top: &Path,
+    scenario: &str,
+    description: &str,
+    ab: Option<&str>,
+    runs: &[RunPage],
+) -> String {
+    let mut h = String::new();
+    let title = escape(scenario);
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <title>blkcg-sim: {title}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n\
+         <h1>{title}</h1>\n"
+    );
+    if !description.is_empty() {
+        let _ = writeln!(h, "<p>{}</p>", prose(description));
+    }
+    if runs.len() > 1 {
+        h.push_str("<nav>");
+        for r in runs {
+            let _ = write!(h, "<a href=\"#run-{0}\">{0}</a>", r.label);
+        }
+        h.push_str("</nav>\n");
+    }
+    if let Some(ab) = ab {
+        let _ = writeln!(
+            h,
+            "<h2>A/B</h2>\n<p>Each job's figures in every run beside the first run's \
+             (<a href=\"ab.txt\">ab.txt</a>).</p>\n<pre>{}</pre>",
+            escape(ab)
+        );
+    }
+    for r in runs {
+        let dir = top.join(r.label);
+        let _ = writeln!(
+            h,
+            "<h2 id=\"run-{0}\">{0}</h2>\n<pre>{1}</pre>",
+            r.label,
+            escape(r.summary)
+        );
+        for (name, what) in PICTURES {
+            if dir.join(format!("{name}.svg")).is_file() {
+                let _ = writeln!(
+                    h,
+                    "<figure><img src=\"{0}/{1}.svg\" alt=\"{1}: {2}\" loading=\"lazy\">\
+                     <figcaption>{1}: {2} (<a href=\"{0}/{1}.png\">PNG</a>)</figcaption>\
+                     </figure>",
+                    r.label, name, what
+                );
+            }
+        }
+        let files: Vec<&str> = OWNED
+            .iter()
+            .copied()
+            .filter(|f| !f.ends_with(".png") && !f.ends_with(".svg"))
+            .filter(|f| dir.join(f).is_file())
+            .collect();
+        h.push_str("<p>Files: ");
+        for (i, f) in files.iter().enumerate() {
+            let sep = if i == 0 { "" } else { ", " };
+            let _ = write!(h, "{sep}<a href=\"{0}/{f}\">{f}</a>", r.label);
+        }
+        h.push_str("</p>\n");
+    }
+    let _ = write!(
+        h,
+        "<p><small>Written by blkcg-sim {}.</small></p>\n<script>{SCRIPT}</script>\n\
+         </body>\n</html>\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    h
+}
+
+/// Write `report.html` at the top of the output folder.
+pub fn write_report(
+    top: &OutDir,
+    scenario: &str,
+    description: &str,
+    ab: Option<&str>,
+    runs: &[RunPage],
+) -> Result<(), String> {
+    top.write(
+        "report.html",
+        &report_page(top.path(), scenario, description, ab, runs),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scenario_text_never_becomes_markup() {
+        assert_eq!(
+            escape(r#"<script>"a" & 'b'</script>"#),
+            "&lt;script&gt;&quot;a&quot; &amp; &#39;b&#39;&lt;/script&gt;"
+        );
+        let page = report_page(
+            Path::new("/nonexistent"),
+            "x<y",
+            "a <b>bold</b> claim",
+            Some("A & B"),
+            &[RunPage {
+                label: "default",
+                summary: "cg/<job>",
+            }],
+        );
+        assert!(page.contains("<h1>x&lt;y</h1>"));
+        assert!(page.contains("a &lt;b&gt;bold&lt;/b&gt; claim"));
+        assert_eq!(
+            prose("set `io.max` <here>"),
+            "set <code>io.max</code> &lt;here&gt;"
+        );
+        assert!(page.contains("A &amp; B"));
+        assert!(page.contains("cg/&lt;job&gt;"));
+        // nothing exists there: no picture, no file linked
+        assert!(!page.contains("<figure>"));
+        assert!(page.contains("<p>Files: </p>"));
+    }
+}
