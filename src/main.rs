@@ -184,7 +184,8 @@ enum Cmd {
         /// or realtime (host time; KVM when it works here, else TCG).
         #[arg(long, value_enum, default_value = "icount")]
         timing: TimingArg,
-        /// Keep the console captures and both sides' fio JSON in this folder.
+        /// Keep the console captures and both sides' fio JSON in this folder, and
+        /// report.html: the comparison on one page, each sim/real ratio coloured.
         #[arg(long)]
         output: Option<PathBuf>,
         /// Host costs of the simulation: guest (measured in the qemu guest, so the

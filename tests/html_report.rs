@@ -45,7 +45,7 @@ fn the_report_page_links_only_what_the_run_wrote_and_a_browser_shows_every_pictu
     for want in [
         "id=\"run-mq-deadline\"",
         "id=\"run-none\"",
-        "<h2>A/B</h2>",
+        "<h2 id=\"ab\">A/B</h2>",
         "<code>none</code>",
     ] {
         assert!(page.contains(want), "{want} missing");

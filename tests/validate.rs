@@ -413,10 +413,26 @@ fn boots_a_real_kernel_from_an_empty_cache_and_compares() {
             "console-1.txt",
             "real-fio-0-run1.json",
             "real-fio-1-run1.json",
+            "report.html",
             "sim-fio.json",
             "trace-1.txt"
         ]
     );
+    // the same on one page: the table with its ratios coloured, links to every file
+    let page = std::fs::read_to_string(out_dir.join("report.html")).expect("report.html");
+    assert!(page.contains("<caption>fio job <code>limited</code>, read</caption>"));
+    assert!(page.contains("class=\"ok\""), "no ratio within 5%: {page}");
+    for f in [
+        "console-1.txt",
+        "real-fio-0-run1.json",
+        "sim-fio.json",
+        "trace-1.txt",
+    ] {
+        assert!(
+            page.contains(&format!("<a href=\"{f}\">")),
+            "{f} not linked"
+        );
+    }
     assert_eq!(entries(&tmp), Vec::<String>::new(), "scratch folders left");
     assert_eq!(entries(&cache), ["kernels"]);
     std::fs::remove_dir_all(&dir).expect("remove the test's folder");

@@ -75,13 +75,74 @@ const STYLE: &str = "body{font-family:sans-serif;margin:2em auto;max-width:80em;
 color:#222}pre{background:#f6f6f6;padding:.8em;overflow-x:auto;font-size:90%}\
 figure{margin:1.5em 0}figure img{max-width:100%;border:1px solid #ddd}\
 figcaption{color:#555;font-size:90%}.missing{color:#a00}nav a{margin-right:1em}\
-h2{border-bottom:1px solid #ccc;padding-bottom:.2em}";
+h2{border-bottom:1px solid #ccc;padding-bottom:.2em}\
+table{border-collapse:collapse;margin:1em 0}th,td{padding:.15em .7em;text-align:right}\
+th{border-bottom:1px solid #999}td:first-child,th:first-child{text-align:left}\
+.ok{background:#d9f2d9}.near{background:#fff3c4}.off{background:#f8d0d0}";
 
 const SCRIPT: &str = "window.addEventListener('load',function(){var n=0;\
 document.querySelectorAll('figure img').forEach(function(i){\
 if(i.complete&&i.naturalWidth>0){n++}else{var p=document.createElement('p');\
 p.className='missing';p.textContent='picture not loaded: '+i.getAttribute('src');\
 i.replaceWith(p)}});document.body.dataset.picturesLoaded=n;});";
+
+/// A page being written: [`Page::new`] opens it with its title and description, the
+/// commands add sections, [`Page::finish`] closes it.
+pub struct Page {
+    html: String,
+}
+
+impl Page {
+    /// A page headed `title` (escaped) with `description` (scenario prose) below it.
+    pub fn new(title: &str, description: &str) -> Page {
+        let title = escape(title);
+        let mut html = format!(
+            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+             <title>blkcg-sim: {title}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n\
+             <h1>{title}</h1>\n"
+        );
+        if !description.is_empty() {
+            let _ = writeln!(html, "<p>{}</p>", prose(description));
+        }
+        Page { html }
+    }
+
+    /// A section heading; `id` is a checked label or a fixed word, used as the anchor.
+    pub fn heading(&mut self, id: &str, text: &str) {
+        let _ = writeln!(self.html, "<h2 id=\"{id}\">{}</h2>", escape(text));
+    }
+
+    /// Text shown as it is printed on a terminal (escaped).
+    pub fn pre(&mut self, text: &str) {
+        let _ = writeln!(self.html, "<pre>{}</pre>", escape(text));
+    }
+
+    /// Markup made by our own code, every outside text in it already escaped.
+    pub fn markup(&mut self, html: &str) {
+        self.html.push_str(html);
+    }
+
+    /// A paragraph linking `files` (relative paths that exist, made by us).
+    pub fn files(&mut self, files: &[String]) {
+        self.html.push_str("<p>Files: ");
+        for (i, f) in files.iter().enumerate() {
+            let sep = if i == 0 { "" } else { ", " };
+            let _ = write!(self.html, "{sep}<a href=\"{f}\">{f}</a>");
+        }
+        self.html.push_str("</p>\n");
+    }
+
+    /// The page's text, closed.
+    pub fn finish(mut self) -> String {
+        let _ = write!(
+            self.html,
+            "<p><small>Written by blkcg-sim {}.</small></p>\n<script>{SCRIPT}</script>\n\
+             </body>\n</html>\n",
+            env!("CARGO_PKG_VERSION")
+        );
+        self.html
+    }
+}
 
 /// The page for the runs of one `run` command whose folders are under `top`.
 pub fn report_page(
@@ -91,71 +152,46 @@ pub fn report_page(
     ab: Option<&str>,
     runs: &[RunPage],
 ) -> String {
-    let mut h = String::new();
-    let title = escape(scenario);
-    let _ = write!(
-        h,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <title>blkcg-sim: {title}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n\
-         <h1>{title}</h1>\n"
-    );
-    if !description.is_empty() {
-        let _ = writeln!(h, "<p>{}</p>", prose(description));
-    }
+    let mut page = Page::new(scenario, description);
     if runs.len() > 1 {
-        h.push_str("<nav>");
+        let mut nav = String::from("<nav>");
         for r in runs {
-            let _ = write!(h, "<a href=\"#run-{0}\">{0}</a>", r.label);
+            let _ = write!(nav, "<a href=\"#run-{0}\">{0}</a>", r.label);
         }
-        h.push_str("</nav>\n");
+        nav.push_str("</nav>\n");
+        page.markup(&nav);
     }
     if let Some(ab) = ab {
-        let _ = writeln!(
-            h,
-            "<h2>A/B</h2>\n<p>Each job's figures in every run beside the first run's \
-             (<a href=\"ab.txt\">ab.txt</a>).</p>\n<pre>{}</pre>",
-            escape(ab)
+        page.heading("ab", "A/B");
+        page.markup(
+            "<p>Each job's figures in every run beside the first run's \
+             (<a href=\"ab.txt\">ab.txt</a>).</p>\n",
         );
+        page.pre(ab);
     }
     for r in runs {
         let dir = top.join(r.label);
-        let _ = writeln!(
-            h,
-            "<h2 id=\"run-{0}\">{0}</h2>\n<pre>{1}</pre>",
-            r.label,
-            escape(r.summary)
-        );
+        page.heading(&format!("run-{}", r.label), r.label);
+        page.pre(r.summary);
         for (name, what) in PICTURES {
             if dir.join(format!("{name}.svg")).is_file() {
-                let _ = writeln!(
-                    h,
+                page.markup(&format!(
                     "<figure><img src=\"{0}/{1}.svg\" alt=\"{1}: {2}\" loading=\"lazy\">\
                      <figcaption>{1}: {2} (<a href=\"{0}/{1}.png\">PNG</a>)</figcaption>\
-                     </figure>",
+                     </figure>\n",
                     r.label, name, what
-                );
+                ));
             }
         }
-        let files: Vec<&str> = OWNED
+        let files: Vec<String> = OWNED
             .iter()
-            .copied()
             .filter(|f| !f.ends_with(".png") && !f.ends_with(".svg"))
             .filter(|f| dir.join(f).is_file())
+            .map(|f| format!("{}/{f}", r.label))
             .collect();
-        h.push_str("<p>Files: ");
-        for (i, f) in files.iter().enumerate() {
-            let sep = if i == 0 { "" } else { ", " };
-            let _ = write!(h, "{sep}<a href=\"{0}/{f}\">{f}</a>", r.label);
-        }
-        h.push_str("</p>\n");
+        page.files(&files);
     }
-    let _ = write!(
-        h,
-        "<p><small>Written by blkcg-sim {}.</small></p>\n<script>{SCRIPT}</script>\n\
-         </body>\n</html>\n",
-        env!("CARGO_PKG_VERSION")
-    );
-    h
+    page.finish()
 }
 
 /// Write `report.html` at the top of the output folder.
@@ -203,5 +239,6 @@ mod tests {
         // nothing exists there: no picture, no file linked
         assert!(!page.contains("<figure>"));
         assert!(page.contains("<p>Files: </p>"));
+        assert!(page.contains("<h2 id=\"ab\">A/B</h2>"));
     }
 }

@@ -160,10 +160,29 @@ pub fn ab_table(labels: &[String], sides: &[(Figures, Figures)]) -> String {
     s
 }
 
-/// The side-by-side table: `real` has one [`Figures`] per run.
-pub fn table(real: &[Figures], sim: &Figures) -> String {
-    let mut s = String::new();
-    let many = real.len() > 1;
+/// One figure of one job in the side-by-side table.
+pub struct Row {
+    pub label: &'static str,
+    /// The mean over the real runs that have it.
+    pub real: Option<f64>,
+    /// The smallest and largest real value (several runs only).
+    pub range: Option<(f64, f64)>,
+    pub sim: Option<f64>,
+}
+
+impl Row {
+    /// sim / real, where both exist and real is not 0.
+    pub fn ratio(&self) -> Option<f64> {
+        match (self.sim, self.real) {
+            (Some(a), Some(b)) if b != 0.0 => Some(a / b),
+            _ => None,
+        }
+    }
+}
+
+/// Per job and direction (sorted), every figure of [`FIGURES`] real beside simulated:
+/// `real` has one [`Figures`] per run.
+pub fn rows(real: &[Figures], sim: &Figures) -> Vec<(String, String, Vec<Row>)> {
     let mut keys: Vec<&(String, String)> = sim.keys().collect();
     for r in real {
         for k in r.keys() {
@@ -173,8 +192,42 @@ pub fn table(real: &[Figures], sim: &Figures) -> String {
         }
     }
     keys.sort();
-    for key in keys {
-        let _ = writeln!(s, "fio job `{}`, {}:", key.0, key.1);
+    keys.into_iter()
+        .map(|key| {
+            let rows = FIGURES
+                .iter()
+                .enumerate()
+                .map(|(i, (label, _))| {
+                    let runs = runs_of(real, key, i);
+                    let range = (real.len() > 1 && !runs.is_empty()).then(|| {
+                        let lo = runs.iter().cloned().fold(f64::INFINITY, f64::min);
+                        let hi = runs.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                        (lo, hi)
+                    });
+                    Row {
+                        label,
+                        real: mean_of(&runs),
+                        range,
+                        sim: sim.get(key).and_then(|v| v[i]),
+                    }
+                })
+                .collect();
+            (key.0.clone(), key.1.clone(), rows)
+        })
+        .collect()
+}
+
+/// A figure as the tables print it, `-` where there is none.
+pub fn cell(v: Option<f64>) -> String {
+    v.map(fmt_figure).unwrap_or_else(|| "-".into())
+}
+
+/// The side-by-side table: `real` has one [`Figures`] per run.
+pub fn table(real: &[Figures], sim: &Figures) -> String {
+    let mut s = String::new();
+    let many = real.len() > 1;
+    for (job, dir, rows) in rows(real, sim) {
+        let _ = writeln!(s, "fio job `{job}`, {dir}:");
         if many {
             let _ = writeln!(
                 s,
@@ -188,38 +241,69 @@ pub fn table(real: &[Figures], sim: &Figures) -> String {
                 "", "real", "sim", "sim/real"
             );
         }
-        for (i, (label, _)) in FIGURES.iter().enumerate() {
-            let runs = runs_of(real, key, i);
-            let mean = mean_of(&runs);
-            let simv = sim.get(key).and_then(|v| v[i]);
-            let cell = |v: Option<f64>| v.map(fmt_figure).unwrap_or_else(|| "-".into());
-            let ratio = match (simv, mean) {
-                (Some(a), Some(b)) if b != 0.0 => format!("{:.2}", a / b),
-                _ => "-".into(),
-            };
+        for r in rows {
+            let ratio = r.ratio().map_or("-".into(), |x| format!("{x:.2}"));
+            let (mean, simv) = (cell(r.real), cell(r.sim));
             if many {
-                let lo = runs.iter().cloned().fold(f64::INFINITY, f64::min);
-                let hi = runs.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                let range = if runs.is_empty() {
-                    "-".into()
-                } else {
+                let range = r.range.map_or("-".into(), |(lo, hi)| {
                     format!("{}..{}", fmt_figure(lo), fmt_figure(hi))
-                };
+                });
                 let _ = writeln!(
                     s,
-                    "  {label:<15} {:>10} {range:>21} {:>10} {ratio:>9}",
-                    cell(mean),
-                    cell(simv)
+                    "  {:<15} {mean:>10} {range:>21} {simv:>10} {ratio:>9}",
+                    r.label
                 );
             } else {
-                let _ = writeln!(
-                    s,
-                    "  {label:<15} {:>10} {:>10} {ratio:>9}",
-                    cell(mean),
-                    cell(simv)
-                );
+                let _ = writeln!(s, "  {:<15} {mean:>10} {simv:>10} {ratio:>9}", r.label);
             }
         }
+    }
+    s
+}
+
+/// The side-by-side table as HTML for `report.html`: each sim/real ratio coloured by
+/// how far it is from 1 (within 5%, within 20%, beyond).
+pub fn table_html(real: &[Figures], sim: &Figures) -> String {
+    use crate::report::html::escape;
+    let many = real.len() > 1;
+    let mut s = String::new();
+    for (job, dir, rows) in rows(real, sim) {
+        let _ = write!(
+            s,
+            "<table><caption>fio job <code>{}</code>, {dir}</caption>\n<tr><th></th>\
+             <th>{}</th>{}<th>sim</th><th>sim/real</th></tr>\n",
+            escape(&job),
+            if many { "real mean" } else { "real" },
+            if many { "<th>real min..max</th>" } else { "" }
+        );
+        for r in rows {
+            let range = match (many, r.range) {
+                (false, _) => String::new(),
+                (true, None) => "<td>-</td>".into(),
+                (true, Some((lo, hi))) => {
+                    format!("<td>{}..{}</td>", fmt_figure(lo), fmt_figure(hi))
+                }
+            };
+            let ratio = match r.ratio() {
+                Some(x) => {
+                    let class = match (x - 1.0).abs() {
+                        d if d <= 0.05 => "ok",
+                        d if d <= 0.20 => "near",
+                        _ => "off",
+                    };
+                    format!("<td class=\"{class}\">{x:.2}</td>")
+                }
+                None => "<td>-</td>".into(),
+            };
+            let _ = writeln!(
+                s,
+                "<tr><td>{}</td><td>{}</td>{range}<td>{}</td>{ratio}</tr>",
+                r.label,
+                cell(r.real),
+                cell(r.sim)
+            );
+        }
+        s.push_str("</table>\n");
     }
     s
 }
@@ -357,6 +441,33 @@ pub fn vrate_table(real: &[(f64, f64)], sim: &[(f64, f64)], seconds: u64) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_html_table_colours_each_ratio_by_its_distance_from_one() {
+        let figs = |iops: f64, clat: f64, p50: f64| -> Figures {
+            let mut v = vec![None; FIGURES.len()];
+            (v[0], v[3], v[4]) = (Some(iops), Some(clat), Some(p50));
+            [(("<a>".to_string(), "read".to_string()), v)].into()
+        };
+        let html = table_html(&[figs(100.0, 1000.0, 10.0)], &figs(104.0, 1150.0, 30.0));
+        assert!(html.contains("<caption>fio job <code>&lt;a&gt;</code>, read</caption>"));
+        assert!(
+            html.contains("<td>IOPS</td><td>100.0</td><td>104.0</td><td class=\"ok\">1.04</td>")
+        );
+        assert!(html.contains("<td class=\"near\">1.15</td>"), "{html}");
+        assert!(html.contains("<td class=\"off\">3.00</td>"), "{html}");
+        // a figure neither side has: no ratio, no colour
+        assert!(html.contains("<td>MiB/s</td><td>-</td><td>-</td><td>-</td>"));
+        // several real runs: their mean and range
+        let two = table_html(
+            &[figs(90.0, 1.0, 1.0), figs(110.0, 1.0, 1.0)],
+            &figs(100.0, 1.0, 1.0),
+        );
+        assert!(
+            two.contains("<td>IOPS</td><td>100.0</td><td>90.0..110.0</td><td>100.0</td>"),
+            "{two}"
+        );
+    }
 
     #[test]
     fn before_after_lines_up_each_kernel_real_and_sim() {

@@ -24,7 +24,9 @@
 //! error listing the missing ones), then downloads the kernel, reads its modules, and
 //! only then simulates and boots. `--dry-run` stops after the plan and prints the
 //! guest's files and `/init`, downloading nothing. Nothing is deleted but the scratch
-//! folder the run created; `--output DIR` gets our own named files only.
+//! folder the run created; `--output DIR` gets our own named files only, and last
+//! `report.html`: each kernel's real-vs-simulated table with the ratios coloured (within
+//! 5%, 20%, beyond), the full text, the before/after table and links to the files.
 //!
 //! The simulation runs with `kernel.version` set to the booted kernel's upstream
 //! release (`MAJOR.MINOR.PATCH`, from its banner), `hz` to its `CONFIG_HZ`, and by
@@ -49,6 +51,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::report::fio as fioreport;
+use crate::report::html::Page;
+use crate::report::outdir::OutDir;
 use crate::run::{VariantRun, run_variant};
 use crate::scenario::Scenario;
 use crate::scenario::resolve::Resolved;
@@ -635,6 +639,11 @@ pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String
     }
     let several = targets.len() > 1;
     let mut before_after = Vec::new();
+    let description = sc.table.get("description").and_then(|d| d.as_str());
+    let mut page = Page::new(
+        &format!("validate {}", sc.name()),
+        description.unwrap_or(""),
+    );
     for (n, t) in targets.iter().enumerate() {
         // with several kernels each one's files under --output start with its column
         let prefix = if several {
@@ -661,17 +670,24 @@ pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String
         let initrd =
             boot::build_initramfs(&boot::initramfs(&plan, Some(&modules))?, scratch.path())?;
         let real = boot_runs(&plan, &kernel, o, &initrd, sim.seconds, &prefix)?;
+        let text = render(&plan, o, t, &kernel, resolved.seed, &real, &sim);
         if several {
             println!("== {}: Linux {} ==", column(n), kernel.release);
         }
-        print!(
-            "{}",
-            render(&plan, o, t, &kernel, resolved.seed, &real, &sim)
-        );
+        print!("{text}");
         let name = match &t.built {
             Some(b) => format!("built:{} ({})", b.key, b.summary()),
             None => format!("Linux {}", kernel.release),
         };
+        if let Some(dir) = &o.output {
+            page.heading(
+                &format!("kernel-{}", column(n)),
+                &format!("{}: {name}", column(n)),
+            );
+            page.markup(&compare::table_html(&real.runs, &sim.figures));
+            page.pre(&text);
+            page.files(&written_files(dir, &prefix)?);
+        }
         before_after.push((name, compare::mean(&real.runs), sim.figures));
     }
     if several {
@@ -684,9 +700,31 @@ pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String
             .into_iter()
             .map(|(_, real, sim)| (real, sim))
             .collect();
-        print!("{}", compare::ab_table(&labels, &sides));
+        let ab = compare::ab_table(&labels, &sides);
+        print!("{ab}");
+        page.heading("before-after", "before/after");
+        page.pre(&ab);
+    }
+    if let Some(dir) = &o.output {
+        OutDir::top_owning(dir, &["report.html"])?.write("report.html", &page.finish())?;
     }
     Ok(0)
+}
+
+/// The files this run wrote into `dir` for the kernel whose names start with `prefix`,
+/// sorted, for `report.html`'s links.
+fn written_files(dir: &Path, prefix: &str) -> Result<Vec<String>, String> {
+    const OURS: [&str; 4] = ["console-", "trace-", "real-fio-", "sim-fio.json"];
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| {
+            n.strip_prefix(prefix)
+                .is_some_and(|rest| OURS.iter().any(|o| rest.starts_with(o)))
+        })
+        .collect();
+    names.sort();
+    Ok(names)
 }
 
 #[cfg(test)]
