@@ -6,13 +6,14 @@
 //! Two regimes exist on this device. In the real kernel's, the backlog at each 20 ms
 //! bandwidth tick exceeds the tick's grant, every completion of a tick lands at once
 //! 2 ms after it, and ~40% of the 12 ms periods see none. The simulation left to itself,
-//! with the guest's noiseless host costs, settles in the other one (a backlog of ~18
+//! with noiseless host costs (the scenario's, like `validate`'s guest profile), settles
+//! in the other one (a backlog of ~18
 //! requests, completions every period) and never leaves it: the open part of §8, pinned
 //! by the first test. Pushed into the real kernel's regime (base vrate held at the real
 //! stock kernel's 133.46% for 3 s, then released), it shows the seed's before/after as
 //! the real kernels do: the second test. With scheduling noise on cgB's rate sleeps
 //! (the real guest's cgB slips by milliseconds now and then) it leaves the middle regime
-//! by itself in some seeds, and only the stock kernel stays out: the third test.
+//! by itself in some seeds, and then only the fixed kernel gets back: the third test.
 
 use blkcg_sim::iocost::ctl::PeriodRow;
 use blkcg_sim::report::summary::JobSummary;
