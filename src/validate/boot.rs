@@ -297,8 +297,9 @@ fn kvm_openable() -> bool {
         .is_ok()
 }
 
-/// Boot `kernel` with `initrd`; `budget` bounds the wall time. `status` hears each of
-/// the guest's single-line markers as it arrives.
+/// Boot `kernel` with `initrd`; `budget` bounds the time it may take (qemu's own CPU
+/// time under icount, else wall time: see [`run_qemu`]). `status` hears each of the
+/// guest's single-line markers as it arrives.
 pub fn boot(
     kernel: &Kernel,
     initrd: &Path,
@@ -341,6 +342,25 @@ fn kernel_cmdline(kernel: &Kernel) -> String {
     }
     c
 }
+
+/// The CPU time (user + system) process `pid` has used, from `/proc/PID/stat`.
+fn cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // fields after the command name in parentheses: state is field 3, utime 14, stime 15
+    let rest: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = rest.get(11)?.parse::<u64>().ok()? + rest.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf only reads a configuration value
+    let hz = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) })
+        .ok()
+        .filter(|&h| h > 0)?;
+    Some(Duration::from_millis(ticks * 1000 / hz))
+}
+
+/// Under icount the guest advances by instructions, so how long it takes depends on how
+/// much CPU qemu gets, not on the clock: on a busy host a run needs more wall time for
+/// the same guest. Its budget is therefore qemu's CPU time, with a wall-clock cap of
+/// this many budgets so a guest starved of CPU still ends.
+const ICOUNT_WALL_CAP: u32 = 8;
 
 fn run_qemu(
     kernel: &Kernel,
@@ -393,9 +413,20 @@ fn run_qemu(
     let mut console = String::new();
     let prefix = format!("{MARK} ");
     let mut timed_out = false;
+    let icount = accel == "tcg-icount";
     loop {
-        let left = budget.saturating_sub(start.elapsed());
-        match rx.recv_timeout(left.max(Duration::from_millis(1))) {
+        let used = match icount {
+            true => cpu_time(child.id()).unwrap_or_else(|| start.elapsed()),
+            false => start.elapsed(),
+        };
+        let left = budget.saturating_sub(used);
+        if left.is_zero() || (icount && start.elapsed() >= budget * ICOUNT_WALL_CAP) {
+            timed_out = true;
+            let _ = child.kill();
+            break;
+        }
+        // wake at least once a second to look at qemu's CPU time again
+        match rx.recv_timeout(left.min(Duration::from_secs(1))) {
             Ok(line) => {
                 if let Some(m) = line.trim_end_matches('\r').split(&prefix).nth(1)
                     && !m.starts_with("begin")
@@ -407,11 +438,7 @@ fn run_qemu(
                 console.push('\n');
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                timed_out = true;
-                let _ = child.kill();
-                break;
-            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
     }
     let _ = reader.join();
@@ -419,8 +446,10 @@ fn run_qemu(
     let wall = start.elapsed();
     if timed_out {
         return Err(format!(
-            "the guest did not finish within {} s; its console so far:\n{}",
+            "the guest did not finish within {} s{} ({} s of wall time); its console so far:\n{}",
             budget.as_secs(),
+            if icount { " of qemu's CPU time" } else { "" },
+            wall.as_secs(),
             tail(&console, 30)
         ));
     }
@@ -450,6 +479,22 @@ fn tail(s: &str, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_time_reads_this_process_and_grows_with_work() {
+        let before = cpu_time(std::process::id()).expect("our own /proc/PID/stat");
+        let start = Instant::now();
+        let mut x = 0u64;
+        while cpu_time(std::process::id()).unwrap() <= before
+            && start.elapsed() < Duration::from_secs(10)
+        {
+            for i in 0..1_000_000u64 {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+            }
+        }
+        assert!(cpu_time(std::process::id()).unwrap() > before, "{x}");
+        assert_eq!(cpu_time(u32::MAX), None);
+    }
 
     #[test]
     fn a_scratch_dir_is_new_private_and_removed_alone() {
