@@ -394,4 +394,30 @@ mod tests {
         assert!(lines[2].ends_with(",2.50,63.00"), "{}", lines[2]);
         assert_eq!(lines.len(), 3);
     }
+
+    #[test]
+    fn picture_series_are_kept_only_with_an_output_folder() {
+        let row = IostatRow {
+            t: 0,
+            r_bytes: 1 << 20,
+            ..IostatRow::default()
+        };
+        let mut kept = RunRecorder::keep_all(&CgroupTree::default());
+        kept.iostat(&row);
+        let kept = kept.finish().unwrap();
+        assert_eq!(kept.iostat.len(), 1, "the rows are kept");
+        assert!(kept.read_mib.points().is_empty(), "no picture series");
+
+        let dir = std::env::temp_dir().join(format!("blkcg-record-pic-{}", std::process::id()));
+        let out = OutDir::open(&dir, "v").unwrap();
+        let opts = RecordOptions {
+            out: Some(out),
+            ..RecordOptions::default()
+        };
+        let mut drawn = RunRecorder::new(&CgroupTree::default(), opts);
+        drawn.iostat(&row);
+        let drawn = drawn.finish().unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(drawn.read_mib.points(), vec![(0.0, 1.0)]);
+    }
 }
