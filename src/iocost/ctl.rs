@@ -50,34 +50,41 @@ use crate::stack::PolicyId;
 const PERIOD_BIT: u64 = 1 << 63;
 const MAX_LAGGING_PERIODS: i64 = 10;
 
-/// One cgroup on the device (`struct ioc_gq`).
+/// One cgroup on the device (`struct ioc_gq`). Laid out by hand: with thousands of
+/// cgroups each I/O finds its iocg cold, so what the issue and completion paths read
+/// per I/O fills its first cache line (`align(64)` starts every iocg on one) and the
+/// wait queue's header the second; the period timer's fields follow.
 #[derive(Debug, Clone, Default)]
+#[repr(C, align(64))]
 pub struct Iocg {
+    // --- per I/O: the first line
     pub active: bool,
+    /// `blkcg_schedule_throttle()` called: the next issuer returning to user space
+    /// sleeps for the blkg delay.
+    throttle_pending: bool,
     pub vtime: i64,
     pub done_vtime: i64,
     cursor: u64,
     active_period: u64,
-    activated_at_us: i64,
-    waiters: VecDeque<(BioId, u64)>,
-    timer_seq: u64,
-    timer_at: Option<Ns>,
     abs_vusage: u64,
-    last_abs_vusage: u64,
-    usage_delta_us: u64,
     /// `abs_vdebt`: absolute cost issued on credit (REQ_META bios over budget).
     pub abs_vdebt: u64,
+    /// `saved_margin`: vnow - vtime at the last propagation that saved it; the
+    /// in-period inuse bump waits until the margin has deteriorated below it.
+    saved_margin: i64,
+    // --- per I/O, the second line
+    waiters: VecDeque<(BioId, u64)>,
+    // --- the rest
+    activated_at_us: i64,
+    timer_seq: u64,
+    timer_at: Option<Ns>,
+    last_abs_vusage: u64,
+    usage_delta_us: u64,
     /// `delay` (us) and `delay_at` (us): the issuer delay and when it was set.
     pub delay: u64,
     delay_at: i64,
     /// The blkg's `delay_nsec` while `use_delay` is set (`blkcg_set_delay()`), else 0.
     blkg_delay_ns: u64,
-    /// `blkcg_schedule_throttle()` called: the next issuer returning to user space
-    /// sleeps for the blkg delay.
-    throttle_pending: bool,
-    /// `saved_margin`: vnow - vtime at the last propagation that saved it; the
-    /// in-period inuse bump waits until the margin has deteriorated below it.
-    saved_margin: i64,
     /// `wait_since`, `indebt_since`, `indelay_since` (us).
     wait_since: Option<i64>,
     indebt_since: Option<i64>,
@@ -86,6 +93,9 @@ pub struct Iocg {
     stat: IocgStat,
     last_stat: IocgStat,
 }
+
+// what every I/O touches stays in the first cache line
+const _: () = assert!(std::mem::offset_of!(Iocg, waiters) <= 64);
 
 /// `struct iocg_stat`: cumulative `cost.usage`, `cost.wait`, `cost.indebt`,
 /// `cost.indelay`, all in us.

@@ -9,9 +9,12 @@
 //!   `iolatency.csv`, `deadline.csv`) and
 //!   `trace.txt` is created at its first row — so a file exists exactly when there is
 //!   something to put in it — and written through a buffer as the run goes;
-//! - the pictures' series (device throughput, blk-iocost's vrate, busy_level and
+//! - with an output folder (the pictures are drawn there, and only there), the
+//!   pictures' series (device throughput, blk-iocost's vrate, busy_level and
 //!   hweights, blk-iolatency's depths and windows, mq-deadline's per-level queue and
-//!   dispatch rate) go into [`Decimated`] series of bounded size;
+//!   dispatch rate) go into [`Decimated`] series of bounded size, per-cgroup ones
+//!   for the first [`crate::report::decimate::MAX_LINES`] cgroups only (`Lines`);
+//!   without one they are not kept at all;
 //! - with `keep`, every row and line is also kept in memory (the library API, tests,
 //!   `validate` and `repro`, whose runs are short); the command line keeps only what
 //!   it prints (`run --timeline` prints the device timeline);
@@ -63,10 +66,11 @@ pub struct Recorded {
     pub trace: Vec<String>,
     /// The folder the files streamed to, for the run's other outputs.
     pub out: Option<OutDir>,
-    /// Device throughput in MiB/s, read and write, decimated.
+    /// Device throughput in MiB/s, read and write, decimated (with an output folder).
     pub read_mib: Decimated,
     pub write_mib: Decimated,
-    /// blk-iocost's series, decimated; None when blk-iocost made no period.
+    /// blk-iocost's series, decimated; None when blk-iocost made no period or the run
+    /// has no output folder to draw them into (so for the three below).
     pub iocost: Option<IocostSeries>,
     /// blk-iolatency's series, decimated; None when it made no row.
     pub iolatency: Option<IolatencySeries>,
@@ -211,6 +215,12 @@ impl RunRecorder {
         self.unlimited_depth = nr_requests;
     }
 
+    /// Whether the pictures will be drawn (`report::outputs`, into the output folder),
+    /// so their series are worth keeping.
+    fn pictures(&self) -> bool {
+        self.opts.out.is_some()
+    }
+
     /// `self.line` into `stream`, remembering the first error.
     fn emit(&mut self, which: fn(&mut Self) -> &mut Stream) {
         let Some(dir) = self.opts.out.take() else {
@@ -256,9 +266,11 @@ impl RunRecorder {
 
 impl Recorder for RunRecorder {
     fn iostat(&mut self, row: &IostatRow) {
-        let t = row.t * NSEC_PER_SEC;
-        self.rec.read_mib.add(t, row.r_bytes as f64 / 1048576.0);
-        self.rec.write_mib.add(t, row.w_bytes as f64 / 1048576.0);
+        if self.pictures() {
+            let t = row.t * NSEC_PER_SEC;
+            self.rec.read_mib.add(t, row.r_bytes as f64 / 1048576.0);
+            self.rec.write_mib.add(t, row.w_bytes as f64 / 1048576.0);
+        }
         if self.iostat.file.is_none() && !row.dev_cols.is_empty() {
             // the device model's columns, known from the first row, before any is written
             self.iostat.header = device_columns_header(row.dev_cols);
@@ -287,10 +299,12 @@ impl Recorder for RunRecorder {
         }
         self.rec.iocost_periods += 1;
         self.rec.vrate_pct_sum += row.vrate_base_pct;
-        self.rec
-            .iocost
-            .get_or_insert_with(IocostSeries::default)
-            .add(row);
+        if self.pictures() {
+            self.rec
+                .iocost
+                .get_or_insert_with(IocostSeries::default)
+                .add(row);
+        }
         self.line.clear();
         iocost_csv_rows(&mut self.line, row, &self.tree);
         self.emit(|r| &mut r.timeline);
@@ -300,10 +314,12 @@ impl Recorder for RunRecorder {
     }
 
     fn iolatency(&mut self, row: &IolatRow) {
-        self.rec
-            .iolatency
-            .get_or_insert_with(IolatencySeries::default)
-            .add(row, self.unlimited_depth);
+        if self.pictures() {
+            self.rec
+                .iolatency
+                .get_or_insert_with(IolatencySeries::default)
+                .add(row, self.unlimited_depth);
+        }
         self.line.clear();
         iolatency_csv_row(&mut self.line, row, &self.tree);
         self.emit(|r| &mut r.iolatency);
@@ -313,10 +329,12 @@ impl Recorder for RunRecorder {
     }
 
     fn deadline(&mut self, row: &DeadlineRow) {
-        self.rec
-            .deadline
-            .get_or_insert_with(DeadlineSeries::default)
-            .add(row);
+        if self.pictures() {
+            self.rec
+                .deadline
+                .get_or_insert_with(DeadlineSeries::default)
+                .add(row);
+        }
         self.line.clear();
         deadline_csv_row(&mut self.line, row);
         self.emit(|r| &mut r.deadline);
@@ -375,5 +393,31 @@ mod tests {
         assert!(lines[1].ends_with(",2.50,64.00"), "{}", lines[1]);
         assert!(lines[2].ends_with(",2.50,63.00"), "{}", lines[2]);
         assert_eq!(lines.len(), 3);
+    }
+
+    #[test]
+    fn picture_series_are_kept_only_with_an_output_folder() {
+        let row = IostatRow {
+            t: 0,
+            r_bytes: 1 << 20,
+            ..IostatRow::default()
+        };
+        let mut kept = RunRecorder::keep_all(&CgroupTree::default());
+        kept.iostat(&row);
+        let kept = kept.finish().unwrap();
+        assert_eq!(kept.iostat.len(), 1, "the rows are kept");
+        assert!(kept.read_mib.points().is_empty(), "no picture series");
+
+        let dir = std::env::temp_dir().join(format!("blkcg-record-pic-{}", std::process::id()));
+        let out = OutDir::open(&dir, "v").unwrap();
+        let opts = RecordOptions {
+            out: Some(out),
+            ..RecordOptions::default()
+        };
+        let mut drawn = RunRecorder::new(&CgroupTree::default(), opts);
+        drawn.iostat(&row);
+        let drawn = drawn.finish().unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(drawn.read_mib.points(), vec![(0.0, 1.0)]);
     }
 }

@@ -13,7 +13,7 @@ use crate::iocost::ctl::PeriodRow;
 use crate::iolatency::IolatRow;
 use crate::iolatency::grp::DEFAULT_SCALE_COOKIE;
 use crate::report::csv_field;
-use crate::report::decimate::Decimated;
+use crate::report::decimate::{Decimated, Lines};
 use crate::report::plot::{Panel, Series, plot_panels};
 use crate::sched::mq_deadline::DdPrio;
 use crate::sched::mq_deadline::elevator::DeadlineRow;
@@ -224,14 +224,14 @@ pub fn plot_deadline(
 pub struct IolatencySeries {
     /// The `max_depth` in force at each tick (unlimited, or not enforced, drawn as the
     /// device's `nr_requests`).
-    pub depth: std::collections::BTreeMap<u32, Decimated>,
+    pub depth: Lines<u32>,
     /// Each window's mean latency (ms) and the target (ms).
-    pub window_ms: std::collections::BTreeMap<u32, Decimated>,
-    pub target_ms: std::collections::BTreeMap<u32, Decimated>,
+    pub window_ms: Lines<u32>,
+    pub target_ms: Lines<u32>,
     /// Missed share of each window (%), non-rotational disks.
-    pub missed_pct: std::collections::BTreeMap<u32, Decimated>,
+    pub missed_pct: Lines<u32>,
     /// The parent's cookie as each group saw it, relative to the default.
-    pub cookie: std::collections::BTreeMap<u32, Decimated>,
+    pub cookie: Lines<u32>,
 }
 
 impl IolatencySeries {
@@ -240,17 +240,11 @@ impl IolatencySeries {
         match r {
             IolatRow::Window(w) => {
                 let ms = |ns: u64| ns as f64 / 1e6;
-                self.window_ms
-                    .entry(w.cgroup)
-                    .or_default()
-                    .add(w.at, ms(w.mean));
-                self.target_ms
-                    .entry(w.cgroup)
-                    .or_default()
-                    .add(w.at, ms(w.target));
+                self.window_ms.add(w.cgroup, w.at, ms(w.mean));
+                self.target_ms.add(w.cgroup, w.at, ms(w.target));
                 if w.ssd && w.total > 0 {
                     let pct = w.missed as f64 * 100.0 / w.total as f64;
-                    self.missed_pct.entry(w.cgroup).or_default().add(w.at, pct);
+                    self.missed_pct.add(w.cgroup, w.at, pct);
                 }
             }
             IolatRow::Tick(t) => {
@@ -260,15 +254,9 @@ impl IolatencySeries {
                 } else {
                     unlimited
                 };
-                self.depth
-                    .entry(t.cgroup)
-                    .or_default()
-                    .add(t.at, f64::from(d));
+                self.depth.add(t.cgroup, t.at, f64::from(d));
                 let rel = i64::from(t.cookie) - i64::from(DEFAULT_SCALE_COOKIE);
-                self.cookie
-                    .entry(t.cgroup)
-                    .or_default()
-                    .add(t.at, rel as f64);
+                self.cookie.add(t.cgroup, t.at, rel as f64);
             }
         }
     }
@@ -284,7 +272,7 @@ pub fn plot_iolatency(
     tree: &CgroupTree,
     jobs: &[JobLine],
 ) -> Result<(), String> {
-    let lines = |m: &std::collections::BTreeMap<u32, Decimated>, suffix: &str| -> Vec<Series> {
+    let lines = |m: &Lines<u32>, suffix: &str| -> Vec<Series> {
         m.iter()
             .map(|(cg, d)| Series {
                 name: format!("{}{suffix}", cg_name(tree, *cg)),
@@ -296,30 +284,41 @@ pub fn plot_iolatency(
     latency.extend(lines(&series.target_ms, " target"));
     let mut panels = vec![
         Panel {
-            y_label: "max_depth in force (max = nr_requests)".into(),
+            y_label: first_lines("max_depth in force (max = nr_requests)", &series.depth),
             series: lines(&series.depth, ""),
             log_y: false,
         },
         Panel {
-            y_label: "window latency (ms)".into(),
+            y_label: first_lines("window latency (ms)", &series.window_ms),
             series: latency,
             log_y: true,
         },
     ];
     if !series.missed_pct.is_empty() {
         panels.push(Panel {
-            y_label: "missed % (ok below 10)".into(),
+            y_label: first_lines("missed % (ok below 10)", &series.missed_pct),
             series: lines(&series.missed_pct, ""),
             log_y: false,
         });
     }
     panels.push(Panel {
-        y_label: "cookie seen − default".into(),
+        y_label: first_lines("cookie seen − default", &series.cookie),
         series: lines(&series.cookie, ""),
         log_y: false,
     });
     panels.extend(job_panels(jobs));
     plot_panels(base, title, "time (s)", &panels)
+}
+
+/// A panel's y label, saying when it draws only the first cgroups' lines.
+fn first_lines(label: &str, lines: &Lines<u32>) -> String {
+    match lines.dropped() {
+        true => format!(
+            "{label}, first {} cgroups",
+            crate::report::decimate::MAX_LINES
+        ),
+        false => label.to_string(),
+    }
 }
 
 /// One job's completions over time, labelled for pictures and `jobs.csv`.
@@ -429,7 +428,7 @@ pub fn plot_iocost(
             log_y: false,
         },
         Panel {
-            y_label: "hweight_inuse %".into(),
+            y_label: first_lines("hweight_inuse %", &series.hweight_inuse),
             series: series
                 .hweight_inuse
                 .iter()
@@ -450,8 +449,8 @@ pub fn plot_iocost(
 pub struct IocostSeries {
     pub vrate: Decimated,
     pub busy_level: Decimated,
-    /// Per cgroup, in cgroup order.
-    pub hweight_inuse: std::collections::BTreeMap<u32, Decimated>,
+    /// Per cgroup, in cgroup order (the first [`crate::report::decimate::MAX_LINES`]).
+    pub hweight_inuse: Lines<u32>,
 }
 
 impl IocostSeries {
@@ -460,9 +459,7 @@ impl IocostSeries {
         self.busy_level.add(r.t, r.busy_after as f64);
         for c in &r.cgroups {
             self.hweight_inuse
-                .entry(c.cg)
-                .or_default()
-                .add(r.t, c.hwi as f64 * 100.0 / 65536.0);
+                .add(c.cg, r.t, c.hwi as f64 * 100.0 / 65536.0);
         }
     }
 }

@@ -447,11 +447,13 @@ pub struct JobStats {
 }
 
 impl JobStats {
+    #[inline]
     pub fn add_slat(&mut self, d: Dir, ns: u64) {
         self.dd[d.idx()].slat.add(ns);
     }
 
     /// clat also feeds the latency distribution (io_u_mark_latency()).
+    #[inline]
     pub fn add_clat(&mut self, d: Dir, ns: u64) {
         self.dd[d.idx()].clat.add(ns);
         if ns < 1000 {
@@ -463,11 +465,13 @@ impl JobStats {
         }
     }
 
+    #[inline]
     pub fn add_lat(&mut self, d: Dir, ns: u64) {
         self.dd[d.idx()].lat.add(ns);
     }
 
     /// One completed I/O of `bytes`.
+    #[inline]
     pub fn add_io(&mut self, d: Dir, bytes: u64) {
         let s = &mut self.dd[d.idx()];
         s.io_bytes += bytes;
@@ -480,17 +484,20 @@ impl JobStats {
     }
 
     /// io_u_mark_depth(): the queue depth right after a submit.
+    #[inline]
     pub fn mark_depth(&mut self, depth: u32) {
         self.io_u_map[depth_idx(depth)] += 1;
     }
 
     /// io_u_mark_submit(): one submit call of `n` I/Os.
+    #[inline]
     pub fn mark_submit(&mut self, n: u32) {
         self.io_u_submit[batch_idx(n)] += 1;
         self.total_submit += 1;
     }
 
     /// io_u_mark_complete(): one reap of `n` I/Os.
+    #[inline]
     pub fn mark_complete(&mut self, n: u32) {
         self.io_u_complete[batch_idx(n)] += 1;
         self.total_complete += 1;
