@@ -191,6 +191,34 @@ pub fn summary_table(rows: &[JobSummary]) -> String {
     s
 }
 
+/// The write amplification of a device's run counters: NAND pages per host page
+/// (None without both counters, or before the host wrote anything).
+pub fn write_amplification(counters: &[(&str, u64)]) -> Option<f64> {
+    let get = |k: &str| counters.iter().find(|c| c.0 == k).map(|c| c.1);
+    match (get("host_write_pages"), get("nand_write_pages")) {
+        (Some(h), Some(n)) if h > 0 => Some(n as f64 / h as f64),
+        _ => None,
+    }
+}
+
+/// The device's figures of the whole run under the summary table, as
+/// `BlockDevice::run_counters` gives them (the FTL's pages written and GC counts) with
+/// the write amplification they make; empty for a model without counters.
+pub fn device_summary(dev: &str, counters: &[(&str, u64)]) -> String {
+    if counters.is_empty() {
+        return String::new();
+    }
+    let mut s = format!("device {dev}:");
+    if let Some(wa) = write_amplification(counters) {
+        s += &format!(" write amplification {wa:.2};");
+    }
+    for (k, v) in counters {
+        s += &format!(" {k}={v}");
+    }
+    s.push('\n');
+    s
+}
+
 /// `iostat -x 1`-style text, one line per second.
 pub fn iostat_text(dev: &str, rows: &[IostatRow]) -> String {
     let mut s = format!(
