@@ -332,6 +332,7 @@ enum DeviceCmd {
     ///   blkcg-sim device plot --preset dc-nvme --output out/
     ///   blkcg-sim device plot --model 'ssd:preset=consumer-tlc,op_pct=20' --output out/
     ///   blkcg-sim device plot my.toml --output out/
+    #[command(verbatim_doc_comment)]
     Plot {
         /// A scenario whose [device] to draw (a .toml file or a built-in name).
         scenario: Option<String>,

@@ -509,6 +509,43 @@ mod tests {
     }
 
     #[test]
+    fn the_run_counters_reach_the_report_for_ftl_drives_only() {
+        let run = |spec: &str, secs: u64| {
+            let d = DeviceUnderTest::from_spec(spec).unwrap();
+            let job = GenJob {
+                cgroup: "w",
+                fio: fio("w", "randwrite", 32, secs, ""),
+            };
+            run_on(&d.table, &[job], spec).unwrap()
+        };
+        let get = |r: &VariantRun, k: &str| r.fio.device.iter().find(|c| c.0 == k).unwrap().1;
+        let wa = |r: &VariantRun| crate::report::summary::write_amplification(&r.fio.device);
+        assert!(run("nullb", 1).fio.device.is_empty());
+        // no write buffer: every 4 KiB the job wrote is a host page (the run's end may
+        // leave up to the queue depth programmed but not yet reported to fio)
+        let femu = run("ssd:preset=femu-bb", 1);
+        let written = femu.fio.jobs[0].stats.dd[1].io_bytes / 4096;
+        let host = get(&femu, "host_write_pages");
+        assert!(
+            host >= written && host <= written + 32,
+            "{host} vs {written}"
+        );
+        assert_eq!(
+            get(&femu, "nand_write_pages"),
+            host + get(&femu, "gc_copied_pages")
+        );
+        // the full consumer drive is past its buffer and spare blocks within 2 s
+        let full = run("ssd:preset=consumer-tlc", 2);
+        assert!(wa(&full).unwrap() > 1.5, "{:?}", full.fio.device);
+        assert!(get(&full, "gc_erases") >= get(&full, "gc_erases_background"));
+        assert!(get(&full, "gc_erases") > 0);
+        // a fresh drive has free blocks for the whole second: nothing to copy
+        let fresh = run("ssd:preset=femu-bb,precondition=none", 1);
+        assert_eq!(get(&fresh, "gc_copied_pages"), 0);
+        assert_eq!(wa(&fresh), Some(1.0));
+    }
+
+    #[test]
     fn a_bursting_volume_drains_its_credits_then_runs_at_the_baseline() {
         // gp2-like: 300 baseline, 3000 burst, credits for 4 s of burst
         let d = DeviceUnderTest::from_spec("cloud:preset=aws-gp2-100g,credit_secs=4").unwrap();

@@ -277,6 +277,26 @@ mod tests {
     }
 
     #[test]
+    fn the_device_line_gives_the_write_amplification_of_its_counters() {
+        assert_eq!(device_summary("nullb0", &[]), "");
+        let c = [
+            ("host_write_pages", 100),
+            ("nand_write_pages", 350),
+            ("gc_erases", 2),
+        ];
+        assert_eq!(write_amplification(&c), Some(3.5));
+        assert_eq!(
+            device_summary("nvme0n1", &c),
+            "device nvme0n1: write amplification 3.50; host_write_pages=100 \
+             nand_write_pages=350 gc_erases=2\n"
+        );
+        // nothing written: no ratio to give
+        let idle = [("host_write_pages", 0), ("nand_write_pages", 0)];
+        assert_eq!(write_amplification(&idle), None);
+        assert!(!device_summary("nvme0n1", &idle).contains("amplification"));
+    }
+
+    #[test]
     fn figures_keep_three_significant_digits_when_small() {
         assert_eq!(fmt_figure(1536.4), "1536");
         assert_eq!(fmt_figure(21.13), "21.1");
