@@ -204,6 +204,7 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
         for run in &runs {
             stdout.push_str(&format!("--- {} ---\n", run.label));
             stdout.push_str(&summary::summary_table(&run.summaries));
+            stdout.push_str(&summary::device_summary(&run.limits.name, &run.fio.device));
         }
         if let Some(ab) = &ab {
             stdout.push('\n');

@@ -165,6 +165,11 @@ const PRESETS: [(&str, Preset); 5] = [
     ),
 ];
 
+/// The preset names, in order.
+pub fn presets() -> Vec<&'static str> {
+    PRESETS.iter().map(|p| p.0).collect()
+}
+
 /// Resolved cloud volume configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -196,7 +201,7 @@ pub struct Config {
 
 impl Config {
     pub fn from_keys(k: &mut Keys) -> Result<Self, KeyError> {
-        let names: Vec<&'static str> = PRESETS.iter().map(|p| p.0).collect();
+        let names = presets();
         let preset = k.choice("preset", "azure-p20", &names)?;
         let p = &PRESETS
             .iter()

@@ -115,4 +115,8 @@ impl BlockDevice for Dispatch {
     fn stat_row(&mut self, out: &mut Vec<f64>) {
         self.inner.stat_row(out)
     }
+
+    fn run_counters(&self) -> Vec<(&'static str, u64)> {
+        self.inner.run_counters()
+    }
 }

@@ -38,7 +38,9 @@
 //! 8 under uniform random writes, measured with this FTL).
 //!
 //! Reported: iostat columns `nand_w_mib_s` (host and GC programs), `wa` (NAND pages /
-//! host pages that second), `free_blocks`; [`Flash::write_amplification`] for the run.
+//! host pages that second), `free_blocks`; for the whole run (`run_counters`, in the
+//! summary and json+ with the write amplification they give): host and NAND pages
+//! written, GC's copied pages and erased blocks (all, and those of background GC).
 //! Memory: the FTL's arrays (8 bytes per 4 KiB of flash) and the buffer heap (8 bytes
 //! per buffer page); the geometry is refused beyond 2^24 physical pages (64 GiB),
 //! so presets simulate a scaled-down drive with the real one's per-die timing, channel
@@ -331,6 +333,8 @@ pub struct Flash {
     buf_busy: Ns,
     bg_free: u32,
     sec: Second,
+    /// Blocks erased by background GC since t=0 (the FTL counts all erases).
+    bg_erases: u64,
 }
 
 impl Flash {
@@ -362,6 +366,7 @@ impl Flash {
             limits,
             cfg,
             sec: Second::default(),
+            bg_erases: 0,
         }
     }
 
@@ -443,6 +448,7 @@ impl Flash {
             {
                 self.die_busy[d as usize] = now + self.gc_ns(w);
                 self.sec.nand_pages += w.copied;
+                self.bg_erases += w.erased;
             }
         }
     }
@@ -536,5 +542,16 @@ impl BlockDevice for Flash {
             h => s.nand_pages as f64 / h as f64,
         });
         out.push(self.ftl.free_blocks_total() as f64);
+    }
+
+    fn run_counters(&self) -> Vec<(&'static str, u64)> {
+        let (host, gc) = self.programmed();
+        vec![
+            ("host_write_pages", host),
+            ("nand_write_pages", host + gc),
+            ("gc_copied_pages", gc),
+            ("gc_erases", self.ftl.erases),
+            ("gc_erases_background", self.bg_erases),
+        ]
     }
 }

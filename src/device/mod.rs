@@ -134,6 +134,14 @@ pub trait BlockDevice {
     /// The values of [`Self::stat_columns`] for the second that just ended, in order;
     /// per-second counters restart.
     fn stat_row(&mut self, _out: &mut Vec<f64>) {}
+    /// Counters of the whole run so far, as (name, count) in a fixed order: what the
+    /// summary and json+ show of the device (the FTL's pages written by the host and
+    /// to the NAND, from which the report derives the write amplification, and its GC
+    /// counts). None for models without such counters, whose outputs then stay as
+    /// they were.
+    fn run_counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
 }
 
 pub mod cloud;

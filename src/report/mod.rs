@@ -1,6 +1,7 @@
 //! Output: fio-compatible statistics and formats (`fio/`), and our own views.
 
 pub mod decimate;
+pub mod device_plot;
 pub mod fio;
 pub mod html;
 pub mod io_stat;

@@ -38,7 +38,11 @@ pub fn write_outputs(out: &OutDir, run: &VariantRun) -> Result<(), String> {
     let dir = out.path();
     let write = |name: &str, text: &str| out.write(name, text);
     let tree = &run.resolved.tree;
-    write("summary.txt", &summary::summary_table(&run.summaries))?;
+    let device = summary::device_summary(&run.limits.name, &run.fio.device);
+    write(
+        "summary.txt",
+        &(summary::summary_table(&run.summaries) + &device),
+    )?;
     write("fio.json", &fioreport::json::to_json(&run.fio, false))?;
     write("fio.txt", &fioreport::text::to_normal(&run.fio))?;
     write("io.stat", &run.io_stat)?;

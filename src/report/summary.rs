@@ -191,6 +191,34 @@ pub fn summary_table(rows: &[JobSummary]) -> String {
     s
 }
 
+/// The write amplification of a device's run counters: NAND pages per host page
+/// (None without both counters, or before the host wrote anything).
+pub fn write_amplification(counters: &[(&str, u64)]) -> Option<f64> {
+    let get = |k: &str| counters.iter().find(|c| c.0 == k).map(|c| c.1);
+    match (get("host_write_pages"), get("nand_write_pages")) {
+        (Some(h), Some(n)) if h > 0 => Some(n as f64 / h as f64),
+        _ => None,
+    }
+}
+
+/// The device's figures of the whole run under the summary table, as
+/// `BlockDevice::run_counters` gives them (the FTL's pages written and GC counts) with
+/// the write amplification they make; empty for a model without counters.
+pub fn device_summary(dev: &str, counters: &[(&str, u64)]) -> String {
+    if counters.is_empty() {
+        return String::new();
+    }
+    let mut s = format!("device {dev}:");
+    if let Some(wa) = write_amplification(counters) {
+        s += &format!(" write amplification {wa:.2};");
+    }
+    for (k, v) in counters {
+        s += &format!(" {k}={v}");
+    }
+    s.push('\n');
+    s
+}
+
 /// `iostat -x 1`-style text, one line per second.
 pub fn iostat_text(dev: &str, rows: &[IostatRow]) -> String {
     let mut s = format!(
@@ -246,6 +274,26 @@ mod tests {
             clat_max_ms: 42.12,
             clat_pct_ms: vec![(90.0, 2.57), (99.0, 7.5), (99.9, 34.87), (99.99, 42.21)],
         }
+    }
+
+    #[test]
+    fn the_device_line_gives_the_write_amplification_of_its_counters() {
+        assert_eq!(device_summary("nullb0", &[]), "");
+        let c = [
+            ("host_write_pages", 100),
+            ("nand_write_pages", 350),
+            ("gc_erases", 2),
+        ];
+        assert_eq!(write_amplification(&c), Some(3.5));
+        assert_eq!(
+            device_summary("nvme0n1", &c),
+            "device nvme0n1: write amplification 3.50; host_write_pages=100 \
+             nand_write_pages=350 gc_erases=2\n"
+        );
+        // nothing written: no ratio to give
+        let idle = [("host_write_pages", 0), ("nand_write_pages", 0)];
+        assert_eq!(write_amplification(&idle), None);
+        assert!(!device_summary("nvme0n1", &idle).contains("amplification"));
     }
 
     #[test]

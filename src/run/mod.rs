@@ -721,6 +721,7 @@ fn fio_report(
         global_options: global.to_vec(),
         jobs: fioreport::group(reports),
         messages,
+        device: out.device_counters.clone(),
     }
 }
 

@@ -83,6 +83,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "validate-ioprio-deadline",
         include_str!("../../scenarios/validate-ioprio-deadline.toml"),
     ),
+    (
+        "validate-nullb-dispatch",
+        include_str!("../../scenarios/validate-nullb-dispatch.toml"),
+    ),
 ];
 
 /// Names of the built-in scenarios, in order.

@@ -469,6 +469,8 @@ pub struct RunOutput {
     /// With [`Pipeline::record_device_latency`]: every request's time on the device
     /// (issue to the driver → completion), reads and writes.
     pub device_lat: Option<Box<[LatHist; 2]>>,
+    /// The device model's counters of the whole run (`BlockDevice::run_counters`).
+    pub device_counters: Vec<(&'static str, u64)>,
 }
 
 /// When a job ran, in simulated ns.
@@ -810,6 +812,7 @@ impl Pipeline {
             end,
             stack: self.stack,
             device_lat: self.device_lat,
+            device_counters: self.dev.run_counters(),
         }
     }
 

@@ -71,20 +71,36 @@ pub enum HostProfile {
     Scenario,
 }
 
-/// One guest profile: `[host]` keys and their values (ns).
-pub type GuestHost = [(&'static str, i64); 6];
+/// One guest profile: the kernel series it was measured on, `[host]` keys and their
+/// values (ns), and the driver's completion-to-dispatch cost (`[device] dispatch_ns`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GuestHost {
+    pub series: (u32, u32),
+    pub host: [(&'static str, i64); 6],
+    pub dispatch_ns: i64,
+}
 
-/// `[host]` of a qemu TCG icount guest, per kernel series (the guest's own CPU work per
-/// I/O differs between kernels), measured with QD1 O_DIRECT I/O of 4 KiB, 64 KiB and
-/// 1 MiB on null_blk at 100 µs (docs/validation.md §5): submission for 4 KiB and per
-/// further page (slat), completion likewise (clat), and fio's loop (the QD1 job's IOPS
-/// short of slat + clat). No wake-up noise, since icount time has none.
+/// The qemu TCG icount guest, per kernel series (the guest's own CPU work per I/O
+/// differs between kernels). `host`: measured with QD1 O_DIRECT I/O of 4 KiB, 64 KiB
+/// and 1 MiB on null_blk at 100 µs (docs/validation.md §5): submission for 4 KiB and
+/// per further page (slat), completion likewise (clat), and fio's loop (the QD1 job's
+/// IOPS short of slat + clat). No wake-up noise, since icount time has none.
 /// - 6.1.192: slat 5.2 / 10.7 / 103–106 µs, clat 105.9 / 106.3 / 119–120 µs;
 /// - 6.12.117: slat 5.5 / 13.6 / 143–145 µs, clat 106.6 / 108.4 / 131–136 µs.
-pub const GUEST_HOSTS: [((u32, u32), GuestHost); 2] = [
-    (
-        (6, 1),
-        [
+///
+/// `dispatch_ns`: a one-tag null_blk in timer mode with a QD4 reader
+/// (`validate-nullb-dispatch`, docs/validation.md §15) completes a request every
+/// completion_nsec + dispatch_ns: the completion path, the waiting submitter's
+/// wake-up and the next `->queue_rq()` (`blk_mq_end_request()` →
+/// `blk_mq_get_tag()` → `null_queue_rq()`).
+/// Steady seconds of the device timeline:
+/// - 6.1.192: 58.2k IOPS at 10 µs (7.2 µs more per request), 17.66k at 50 µs (6.6 µs):
+///   6.9 µs;
+/// - 6.12.117: 63.8k at 10 µs, 17.97k at 50 µs: 5.7 µs both.
+pub const GUEST_HOSTS: [GuestHost; 2] = [
+    GuestHost {
+        series: (6, 1),
+        host: [
             ("submit_ns", 5_200),
             ("submit_page_ns", 380),
             ("complete_ns", 6_000),
@@ -92,10 +108,11 @@ pub const GUEST_HOSTS: [((u32, u32), GuestHost); 2] = [
             ("fio_loop_ns", 2_000),
             ("wakeup_jitter_ns", 0),
         ],
-    ),
-    (
-        (6, 12),
-        [
+        dispatch_ns: 6_900,
+    },
+    GuestHost {
+        series: (6, 12),
+        host: [
             ("submit_ns", 5_500),
             ("submit_page_ns", 540),
             ("complete_ns", 6_600),
@@ -103,7 +120,8 @@ pub const GUEST_HOSTS: [((u32, u32), GuestHost); 2] = [
             ("fio_loop_ns", 2_000),
             ("wakeup_jitter_ns", 0),
         ],
-    ),
+        dispatch_ns: 5_700,
+    },
 ];
 
 /// The guest profile measured on the newest series not newer than `version`
@@ -111,12 +129,12 @@ pub const GUEST_HOSTS: [((u32, u32), GuestHost); 2] = [
 pub fn guest_host(version: &str) -> (String, &'static GuestHost) {
     let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
     let v = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    let (series, costs) = GUEST_HOSTS
+    let g = GUEST_HOSTS
         .iter()
         .rev()
-        .find(|(s, _)| *s <= v)
+        .find(|g| g.series <= v)
         .unwrap_or(&GUEST_HOSTS[0]);
-    (format!("{}.{}", series.0, series.1), costs)
+    (format!("{}.{}", g.series.0, g.series.1), g)
 }
 
 /// `blkcg-sim validate` options.
@@ -288,9 +306,15 @@ fn simulate(
     if o.host == HostProfile::Guest {
         pins.extend(
             guest_costs
+                .host
                 .iter()
                 .map(|(k, v)| (&["host"][..], *k, toml::Value::Integer(*v))),
         );
+        pins.push((
+            &["device"],
+            "dispatch_ns",
+            toml::Value::Integer(guest_costs.dispatch_ns),
+        ));
     }
     let run = run_variant(&sc.pinned(&pins), o.variant.as_deref(), None, None, false)?;
     let json = fioreport::json::to_json(&run.fio, false);
@@ -428,7 +452,7 @@ fn render(
         sim.throttling_low,
         match o.host {
             HostProfile::Guest => format!(
-                "host costs of the qemu guest, measured on {} (--host guest)",
+                "host costs and dispatch_ns of the qemu guest, measured on {} (--host guest)",
                 sim.host_series
             ),
             HostProfile::Scenario => "the scenario's host costs (--host scenario)".to_string(),
@@ -752,6 +776,7 @@ mod tests {
         // older than every profile: the oldest
         assert_eq!(series("5.10.0"), "6.1");
         let (_, costs) = guest_host("6.12.117");
-        assert!(costs.contains(&("submit_page_ns", 540)));
+        assert!(costs.host.contains(&("submit_page_ns", 540)));
+        assert_eq!(costs.dispatch_ns, 5_700);
     }
 }

@@ -313,6 +313,17 @@ pub fn to_json(run: &RunReport, plus: bool) -> String {
                 .collect(),
         ),
     ));
+    if plus && !run.device.is_empty() {
+        let mut dev: Vec<(String, J)> = run
+            .device
+            .iter()
+            .map(|(k, v)| (k.to_string(), J::Int((*v).into())))
+            .collect();
+        if let Some(wa) = crate::report::summary::write_amplification(&run.device) {
+            dev.push(("write_amplification".into(), J::Float(wa)));
+        }
+        kv.push(("device", J::Obj(dev)));
+    }
     let mut out = String::new();
     write(&obj(kv), 0, &mut out);
     out.push('\n');

@@ -94,6 +94,9 @@ pub struct RunReport {
     /// stdout ahead of its JSON document; we print them to stderr then, so the
     /// document parses.)
     pub messages: Vec<FioMessage>,
+    /// The device model's counters of the run (`BlockDevice::run_counters`); json+
+    /// adds them as `"device"` after the jobs (blkcg-sim's own key, not fio's).
+    pub device: Vec<(&'static str, u64)>,
 }
 
 /// The fixed epoch simulated runs start at: 2026-01-01 00:00:00 UTC.
