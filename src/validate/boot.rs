@@ -298,7 +298,7 @@ fn kvm_openable() -> bool {
 }
 
 /// Boot `kernel` with `initrd`; `budget` bounds the time it may take (qemu's own CPU
-/// time under icount, else wall time: see [`run_qemu`]). `status` hears each of the
+/// time under icount, else wall time: see `ICOUNT_WALL_CAP`). `status` hears each of the
 /// guest's single-line markers as it arrives.
 pub fn boot(
     kernel: &Kernel,
