@@ -290,6 +290,9 @@ enum Cmd {
     /// Kernels built from source for `validate`: build, list, clean.
     #[command(subcommand)]
     Kernel(KernelCmd),
+    /// The device models: fit one to your disk's fio measurements (`device fit`).
+    #[command(subcommand)]
+    Device(cli::device::DeviceCmd),
 }
 
 #[derive(Subcommand)]
@@ -795,6 +798,7 @@ fn main() -> ExitCode {
         }),
         Cmd::Tune { what } => tune_command(what, progress),
         Cmd::Kernel(k) => kernel_command(k, cli.quiet),
+        Cmd::Device(d) => cli::device::device_command(d),
         Cmd::Scenarios { name } => cli::scenarios::scenarios_command(name.as_deref()),
     };
     match result {

@@ -7,11 +7,13 @@
 //! - `run.rs`       — `run` (variants × kernels in parallel, fio formats, A/B table);
 //! - `fio.rs`       — `fio` (fio's arguments against a simulated device);
 //! - `check.rs`     — `check` (build every variant, print what it resolves to);
+//! - `device.rs`    — `device` (`fit`: a model fitted to the user's fio measurements);
 //! - `repro.rs`     — `repro` (the built-in seeds and their bands);
 //! - `scenarios.rs` — `scenarios` (list or print the built-in scenarios);
 //! - this file      — reading a scenario named on the command line.
 
 pub mod check;
+pub mod device;
 pub mod fio;
 pub mod repro;
 pub mod run;

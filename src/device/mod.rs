@@ -140,6 +140,7 @@ pub mod cloud;
 pub mod config;
 pub mod dispatch;
 pub mod fault;
+pub mod fit;
 pub mod flash;
 pub mod ftl;
 pub mod hdd;
