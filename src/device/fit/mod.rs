@@ -153,11 +153,15 @@ impl Fitted {
     }
 
     /// The `[device]` table as TOML, each key under a comment saying where it comes from.
-    pub fn toml(&self, sources: &str) -> String {
+    pub fn toml(&self, sources: &[String]) -> String {
         let mut s = format!(
-            "# blkcg-sim device fit --model {}: fitted to {sources}\n[device]\nmodel = \"{}\"\n",
-            self.model, self.model
+            "# blkcg-sim device fit --model {}: fitted to the fio JSON of\n",
+            self.model
         );
+        for f in sources {
+            let _ = writeln!(s, "#   {f}");
+        }
+        let _ = writeln!(s, "[device]\nmodel = \"{}\"", self.model);
         for (k, v, why) in &self.keys {
             let _ = writeln!(s, "# {why}\n{k} = {v}");
         }
@@ -343,7 +347,7 @@ pub fn fit(paths: &[PathBuf], model: Model, threads: usize) -> Result<Outcome, S
         );
     }
     let sources: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-    let toml_text = fitted.toml(&sources.join(" "));
+    let toml_text = fitted.toml(&sources);
     let table: toml::Table = toml_text
         .parse()
         .map_err(|e| format!("internal error: the fitted table does not parse: {e}"))?;
