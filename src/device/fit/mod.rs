@@ -79,7 +79,17 @@ impl Model {
                 WRITE_1M_QD32,
             ],
             Model::Hdd => &[RANDREAD_QD1, RANDWRITE_QD1, READ_1M_QD32, WRITE_1M_QD32],
-            Model::Cloud => &[0, 1, 2, 3, 4, 5, 6, 7],
+            // all of them
+            Model::Cloud => &[
+                RANDREAD_QD1,
+                RANDREAD_QD32,
+                RANDWRITE_QD1,
+                RANDWRITE_QD32,
+                READ_128K_QD1,
+                WRITE_128K_QD1,
+                READ_1M_QD32,
+                WRITE_1M_QD32,
+            ],
         }
     }
 
@@ -97,7 +107,7 @@ impl Model {
 pub struct Measured {
     /// `FILE: job `NAME``, for messages.
     pub origin: String,
-    /// Unique among the jobs read: the job's name (`@FILE` added when taken).
+    /// Unique among the jobs read: the job's name (`@FILE#K` added when taken).
     pub label: String,
     /// fio options re-running it (global, `--name=LABEL`, its own).
     pub args: Vec<String>,
@@ -204,8 +214,10 @@ pub fn read(path: &str, text: &str, taken: &mut Vec<String>) -> Result<Vec<Measu
             .and_then(Value::as_object)
             .unwrap_or(&empty);
         let mut label = name.to_string();
-        if taken.contains(&label) {
-            label = format!("{name}@{path}");
+        let mut k = 1;
+        while taken.contains(&label) {
+            k += 1;
+            label = format!("{name}@{path}#{k}");
         }
         taken.push(label.clone());
         let mut named = opts.clone();
@@ -419,4 +431,40 @@ fn residuals(f: &Fitted, set: &Set, real: &Figures, sim: &Figures) -> String {
     let rms = (sq.iter().sum::<f64>() / sq.len().max(1) as f64).sqrt();
     let _ = writeln!(s, "  RMS {:.1}%", rms * 100.0);
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn several_jobs_in_one_file_get_unique_labels_and_are_told_by_options() {
+        let job = |rw: &str, qd: u32| {
+            format!(
+                r#"{{"jobname": "t", "job_runtime": 5000, "job options": {{"name": "t", "rw": "{rw}", "iodepth": "{qd}"}},
+                   "read": {{"total_ios": 10, "iops": 100.0, "bw_bytes": 409600, "clat_ns": {{"mean": 80000.0, "percentile": {{"50.000000": 70000}}}}}},
+                   "write": {{"total_ios": 10, "iops": 50.0, "bw_bytes": 204800, "clat_ns": {{"mean": 20000.0}}}}}}"#
+            )
+        };
+        // fio prints notes before its JSON when writing to stdout
+        let text = format!(
+            "note: a line of fio's\n{{\"global options\": {{\"direct\": \"1\", \"bs\": \"4k\", \"ioengine\": \"libaio\"}}, \"jobs\": [{}, {}, {}]}}",
+            job("randread", 32),
+            job("randwrite", 1),
+            job("randread", 32)
+        );
+        let mut taken = vec![];
+        let m = read("f.json", &text, &mut taken).unwrap();
+        let labels: Vec<&str> = m.iter().map(|x| x.label.as_str()).collect();
+        assert_eq!(labels, ["t", "t@f.json#2", "t@f.json#3"]);
+        assert_eq!(m[0].std, Ok(jobs::RANDREAD_QD32));
+        assert_eq!(m[1].std, Ok(jobs::RANDWRITE_QD1));
+        // each measured in its own direction
+        assert_eq!((m[0].iops, m[0].clat_us, m[0].bs), (100.0, 80.0, 4096));
+        assert_eq!((m[1].iops, m[1].bw), (50.0, 204800.0));
+        assert_eq!(m[0].pcts, vec![(50.0, 70.0)]);
+        assert_eq!(m[0].runtime_ms, 5000);
+        assert!(m[0].args.contains(&"--name=t".to_string()));
+        assert!(m[2].args.contains(&"--name=t@f.json#3".to_string()));
+    }
 }
