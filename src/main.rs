@@ -293,71 +293,10 @@ enum Cmd {
     /// Kernels built from source for `validate`: build, list, clean.
     #[command(subcommand)]
     Kernel(KernelCmd),
-    /// A device model on its own: `device plot` draws its behaviour.
+    /// The device models on their own: fit one to your disk's fio measurements
+    /// (`device fit`), draw one's behaviour (`device plot`).
     #[command(subcommand)]
-    Device(DeviceCmd),
-}
-
-#[derive(Subcommand)]
-enum DeviceCmd {
-    /// Pictures of a device model alone, through the whole pipeline, as fio sees it.
-    ///
-    /// Name one device: a SCENARIO (a .toml file or built-in name: its [device]
-    /// table), --preset NAME (an FTL ssd's femu-bb, consumer-tlc, dc-nvme; a cloud
-    /// volume's azure-p20, azure-p30, aws-gp3, aws-gp2-100g, gcp-pd-ssd), --model SPEC
-    /// (as `blkcg-sim fio --device`: nullb:irqmode=2,completion_nsec=100000,
-    /// ssd:preset=dc-nvme,precondition=random, hdd, cloud:iops=500) or --all (every
-    /// model and preset, the pictures of docs/devices.md). No controller, no other
-    /// load: one generated fio job per run. Same device, same pictures, byte for byte.
-    ///
-    /// Each device gets, in --output DIR (PNG and SVG):
-    ///
-    ///   NAME-latency      any model: 4 KiB randread and randwrite at QD 1, 2, 4 ... 256,
-    ///                     one run of --runtime seconds each; IOPS on x, clat p50 and
-    ///                     p99 on a log y (also NAME-latency.csv, and on stdout). Where
-    ///                     the curve turns upright the device is saturated: more depth
-    ///                     only adds queueing.
-    ///   NAME-write-cliff  an FTL ssd: 4 KiB random writes at QD32 from t=0 for
-    ///                     --cliff-runtime seconds, full (precondition = "sequential")
-    ///                     and fresh ("none"): write IOPS, write amplification and free
-    ///                     blocks over time. Line speed while the buffer and the spare
-    ///                     blocks last, then garbage collection sets the pace.
-    ///   NAME-bucket       a cloud volume: 4 KiB random reads at QD32 for T seconds,
-    ///                     idle T, again T (T = 1.5 x credit_secs with bursting, else
-    ///                     10): completions, `throttled` (IOs that found a bucket empty)
-    ///                     and `backlog` per second as the buckets drain and refill.
-    ///
-    /// An FTL ssd's writes in NAME-latency start from its configured preconditioning
-    /// (default: full), so the deep-queue write points already meet garbage collection.
-    ///
-    /// Examples:
-    ///   blkcg-sim device plot --all --output docs/devices/
-    ///   blkcg-sim device plot --preset dc-nvme --output out/
-    ///   blkcg-sim device plot --model 'ssd:preset=consumer-tlc,op_pct=20' --output out/
-    ///   blkcg-sim device plot my.toml --output out/
-    #[command(verbatim_doc_comment)]
-    Plot {
-        /// A scenario whose [device] to draw (a .toml file or a built-in name).
-        scenario: Option<String>,
-        /// A preset of the FTL ssd or of the cloud model.
-        #[arg(long)]
-        preset: Option<String>,
-        /// A device spec, MODEL[:KEY=VALUE,...], as `blkcg-sim fio --device` takes it.
-        #[arg(long)]
-        model: Option<String>,
-        /// Every built-in model and preset.
-        #[arg(long)]
-        all: bool,
-        /// Where the pictures go (created if missing).
-        #[arg(long)]
-        output: PathBuf,
-        /// Seconds of each latency-vs-load run.
-        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=600))]
-        runtime: u64,
-        /// Seconds of the write-cliff runs.
-        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=3600))]
-        cliff_runtime: u64,
-    },
+    Device(cli::device::DeviceCmd),
 }
 
 #[derive(Subcommand)]
@@ -863,25 +802,7 @@ fn main() -> ExitCode {
         }),
         Cmd::Tune { what } => tune_command(what, progress),
         Cmd::Kernel(k) => kernel_command(k, cli.quiet),
-        Cmd::Device(DeviceCmd::Plot {
-            scenario,
-            preset,
-            model,
-            all,
-            output,
-            runtime,
-            cliff_runtime,
-        }) => cli::device::plot_command(
-            &cli::device::PlotWhat {
-                scenario: scenario.as_deref(),
-                preset: preset.as_deref(),
-                model: model.as_deref(),
-                all,
-            },
-            &output,
-            runtime,
-            cliff_runtime,
-        ),
+        Cmd::Device(d) => cli::device::device_command(d),
         Cmd::Scenarios { name } => cli::scenarios::scenarios_command(name.as_deref()),
     };
     match result {

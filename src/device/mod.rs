@@ -23,6 +23,9 @@
 //! Any model may sit behind `dispatch.rs` (`dispatch_ns`): the driver's fixed cost
 //! between a completion and the next dispatch on the hardware queue.
 //!
+//! `fit/` is not a model: `blkcg-sim device fit` fits `ssd`, `hdd` or `cloud` keys to a
+//! user's fio measurements of a real disk (see its module comment).
+//!
 //! Device keys in a scenario use the real thing's names (null_blk configfs names,
 //! block-queue sysfs names), so a scenario maps one-to-one onto a real setup.
 //!
@@ -148,6 +151,7 @@ pub mod cloud;
 pub mod config;
 pub mod dispatch;
 pub mod fault;
+pub mod fit;
 pub mod flash;
 pub mod ftl;
 pub mod hdd;

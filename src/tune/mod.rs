@@ -55,6 +55,16 @@ impl Machine {
         })
     }
 
+    /// From a `[device]` table (`device fit`'s fitted one).
+    pub fn from_device(source: &str, device: Table) -> Machine {
+        Machine {
+            source: source.to_string(),
+            device,
+            kernel: None,
+            host: None,
+        }
+    }
+
     /// From a scenario's `[device]`, `[kernel]` and `[host]` (its variants are not
     /// looked at).
     pub fn from_scenario(sc: &Scenario) -> Result<Machine, String> {

@@ -200,7 +200,7 @@ impl CoefGen {
 
 /// Run fio command line `cmd` alone on `machine`: fio's JSON document, and the device's
 /// `MAJ:MIN` and rotational flag.
-fn run_fio(machine: &Machine, cmd: &str) -> Result<(Json, String, bool), String> {
+pub(crate) fn run_fio(machine: &Machine, cmd: &str) -> Result<(Json, String, bool), String> {
     let mut cg = toml::Table::new();
     cg.insert("fio".into(), toml::Value::String(cmd.to_string()));
     let sc = machine.scenario("iocost_coef_gen", 1, None, vec![("coef".into(), cg)])?;
