@@ -686,9 +686,10 @@ impl Pipeline {
     pub fn set_stack(&mut self, stack: Stack) {
         self.stack = stack;
         // blk_mq_init_sched(): the elevator's own tags
-        if let Some(e) = self.stack.elevator.as_ref()
-            && let Some(n) = e.nr_requests()
-        {
+        // (and its sbitmap_queue_min_shallow_depth(): a wake-up batch larger than
+        // the shallow depth would leave sleepers unwoken)
+        if let Some(e) = self.stack.elevator.as_ref() {
+            let n = e.nr_requests().unwrap_or(self.tags.depth());
             self.tags = TagSet::new(n, e.min_shallow_depth());
             self.rqs = vec![None; n.max(1) as usize];
         }
@@ -1859,6 +1860,9 @@ mod tests {
         fn limit_depth(&self, _dir: Dir) -> Option<u32> {
             Some(1)
         }
+        fn min_shallow_depth(&self) -> Option<u32> {
+            Some(1)
+        }
         fn insert_requests(&mut self, rq: Request, _now: Ns) {
             self.0.push_back(rq);
         }
@@ -1875,7 +1879,10 @@ mod tests {
         let mut j = job("e");
         j.iodepth = 8;
         let mut p = Pipeline::new(dev(100_000, 64), vec![j], 1, HostCosts::default(), 1);
-        p.stack.elevator = Some(Box::new(OneAtATime::default()));
+        p.set_stack(Stack {
+            elevator: Some(Box::new(OneAtATime::default())),
+            ..Stack::default()
+        });
         let mut rec = RunRecorder::keep_all(&CgroupTree::default());
         let out = p.run(|_, _| {}, |_, _| {}, &mut rec);
         let d = &out.jobs[0].1.dd[0];
