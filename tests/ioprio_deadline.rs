@@ -75,12 +75,13 @@ fn fio_prioclass_and_cmdprio_reach_the_scheduler() {
     let v = iops(&t, "6.12");
     assert!(get(&v, "a") > 1900.0 && get(&v, "b") < 5.0, "{v:?}");
     // 5.15: strict order only among queued requests — b goes whenever a has none
-    // waiting in the scheduler (between a's completions and fio's resubmissions)
+    // waiting in the scheduler. a's third request sleeps for a tag (b's two queued
+    // requests hold the other two); a completion runs the queue before the sleeper
+    // it woke has run (sbitmap), so a has nothing queued then and b goes: the share
+    // follows the depths, as with no levels
     let v = iops(&t, "5.15");
-    assert!(
-        get(&v, "b") > 300.0 && get(&v, "a") > 1.5 * get(&v, "b"),
-        "{v:?}"
-    );
+    let r = get(&v, "a") / get(&v, "b");
+    assert!(get(&v, "b") > 300.0 && (1.3..1.7).contains(&r), "{v:?}");
     // 5.13: no priority levels: the share follows the depths (3:2)
     let v = iops(&t, "5.13");
     let r = get(&v, "a") / get(&v, "b");
@@ -99,6 +100,44 @@ fn fio_prioclass_and_cmdprio_reach_the_scheduler() {
     assert!(get(&v, "b") > 1.3 * get(&v, "a"), "{v:?}");
     let v = iops(&t, "none");
     assert!((get(&v, "a") - get(&v, "b")).abs() < 20.0, "{v:?}");
+}
+
+/// docs/validation.md §13: more requests than scheduler tags (depths 3 + 2 on 4),
+/// with the 6.1 guest's host costs. A freed tag is not handed to the sleeper it wakes
+/// (sbitmap): the sleeper asks again once it runs (`complete_ns` later). rt's two
+/// requests at the driver complete one submission (~7 µs) apart. If the wake-up is
+/// slower than that, rt has nothing queued or in flight at its second completion and
+/// be's two requests go (the real 6.1.192 took turns: be 922, rt 1047 IOPS). If it is
+/// faster, rt's third request is in before the second completion and be is served
+/// only by aging — what a FIFO hand-over gave whatever the wake-up.
+#[test]
+fn a_woken_tag_sleeper_does_not_own_the_freed_tag() {
+    let get = |v: &[(String, f64)], cg: &str| v.iter().find(|(c, _)| c == cg).unwrap().1;
+    let base = std::fs::read_to_string("scenarios/validate-ioprio-deadline.toml").unwrap();
+    let run = |wake_ns: u32| {
+        let t = base
+            .replace("hw_queue_depth = 4", "hw_queue_depth = 2")
+            .replace("--iodepth=6", "--iodepth=3")
+            .replace(
+                "[cgroup.rt]",
+                &format!(
+                    "[host]\nsubmit_ns = 5200\ncomplete_ns = {wake_ns}\nfio_loop_ns = 2000\n[cgroup.rt]"
+                ),
+            );
+        let sc = Scenario::parse(&t, "t.toml").unwrap();
+        let run = run_variant(&sc, None, None, None, false).unwrap();
+        let v: Vec<(String, f64)> = run
+            .summaries
+            .iter()
+            .map(|s| (s.cgroup.clone(), s.iops))
+            .collect();
+        v
+    };
+    // (here the slower wake-up also slows fio's reaping: be gets a third, not half)
+    let v = run(50_000);
+    assert!(get(&v, "be") > 300.0, "{v:?}");
+    let v = run(6_000);
+    assert!(get(&v, "rt") > 1900.0 && get(&v, "be") < 5.0, "{v:?}");
 }
 
 /// The error of running `text`'s variant `variant`.

@@ -14,7 +14,7 @@
 //! kernels are built without CONFIG_BLK_CGROUP_IOPRIO; on those, drive the classes
 //! through fio's `prioclass`/`cmdprio_*` instead.
 
-use crate::blkcg::ioprio::PrioPolicy;
+use crate::blkcg::ioprio::{Ioprio, PrioPolicy, bio_set_ioprio, task_ioprio};
 use crate::blkcg::{CgroupTree, DeviceTable, KernelError};
 use crate::device::QueueLimits;
 use crate::error::KeyError;
@@ -23,6 +23,7 @@ use crate::scenario::resolve::Resolved;
 use crate::sim::{Bio, BioId, BioSlab, EventQueue, Ns};
 use crate::stack::registry::{PolicyDef, PolicySetup};
 use crate::stack::{BioPolicy, BlkcgPolicy, Hooks, PolicyId, Recorder};
+use crate::workload::job::JobPrio;
 
 const FILES: &[&str] = &["io.prio.class"];
 
@@ -64,6 +65,41 @@ pub struct BlkIoprio {
     policy: Vec<PrioPolicy>,
 }
 
+impl BlkIoprio {
+    /// Cgroup `cg`'s `io.prio.class` now.
+    pub fn policy(&self, cg: u32) -> PrioPolicy {
+        self.policy.get(cg as usize).copied().unwrap_or_default()
+    }
+}
+
+/// How the summary names the priority a job's bios carry (`bio_set_ioprio()` of the
+/// job's thread priority, then `policy`), as `ionice` does: `rt/4`; with fio's
+/// `cmdprio_*`, the share of commands that carry their own, e.g. `be/4
+/// cmdprio=30%:idle/7` (`r…`/`w…` when the directions differ). None when the job sets
+/// no priority and its cgroup no `io.prio.class`: the default (`be/4`).
+pub fn prio_label(prio: &JobPrio, policy: PrioPolicy) -> Option<String> {
+    if prio.task.is_none() && prio.cmdprio == [None; 2] && policy == PrioPolicy::NoChange {
+        return None;
+    }
+    let name = |p: Ioprio| format!("{}/{}", p.class().name(), p.level());
+    let bio = bio_set_ioprio(Ioprio::DEFAULT, task_ioprio(prio.task), policy);
+    let cmd =
+        |c: Option<(u32, Ioprio)>| c.map(|(pct, p)| format!("{pct}%:{}", name(policy.apply(p))));
+    let mut s = name(bio);
+    match prio.cmdprio {
+        [None, None] => {}
+        [r, w] if r == w => s += &format!(" cmdprio={}", cmd(r).unwrap_or_default()),
+        [r, w] => {
+            for (d, c) in [("r", r), ("w", w)] {
+                if let Some(c) = cmd(c) {
+                    s += &format!(" cmdprio={d}{c}");
+                }
+            }
+        }
+    }
+    Some(s)
+}
+
 impl BlkcgPolicy for BlkIoprio {
     fn id(&self) -> PolicyId {
         PolicyId::Ioprio
@@ -102,5 +138,43 @@ impl BioPolicy for BlkIoprio {
             .unwrap_or_default();
         bio.ioprio = p.apply(bio.ioprio);
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::blkcg::ioprio::IoprioClass;
+
+    #[test]
+    fn prio_label_names_what_the_bios_carry() {
+        let rt0 = Ioprio::new(IoprioClass::Rt, 0);
+        let idle7 = Ioprio::new(IoprioClass::Idle, 7);
+        let none = JobPrio::default();
+        assert_eq!(prio_label(&none, PrioPolicy::NoChange), None);
+        let rt = JobPrio {
+            task: Some(rt0),
+            ..none
+        };
+        assert_eq!(prio_label(&rt, PrioPolicy::NoChange).unwrap(), "rt/0");
+        // io.prio.class alone: a default task's bios are promoted, or made idle
+        assert_eq!(prio_label(&none, PrioPolicy::PromoteToRt).unwrap(), "rt/4");
+        assert_eq!(prio_label(&none, PrioPolicy::AllToIdle).unwrap(), "idle/0");
+        let cmd = JobPrio {
+            cmdprio: [Some((30, idle7)), Some((30, idle7))],
+            ..none
+        };
+        assert_eq!(
+            prio_label(&cmd, PrioPolicy::NoChange).unwrap(),
+            "be/4 cmdprio=30%:idle/7"
+        );
+        let cmd = JobPrio {
+            cmdprio: [Some((30, idle7)), None],
+            ..none
+        };
+        assert_eq!(
+            prio_label(&cmd, PrioPolicy::RestrictToBe).unwrap(),
+            "be/4 cmdprio=r30%:idle/7"
+        );
     }
 }

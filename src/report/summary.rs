@@ -23,6 +23,9 @@ pub struct JobSummary {
     pub clat_max_ms: f64,
     /// (percentile, clat in ms) as fio reports them (bucketed).
     pub clat_pct_ms: Vec<(f64, f64)>,
+    /// The I/O priority its bios carry when not the default
+    /// (`crate::ioprio::prio_label`): a `PRIO` column shows it.
+    pub prio: Option<String>,
 }
 
 impl JobSummary {
@@ -147,15 +150,17 @@ pub fn ab_table(runs: &[(&str, &[JobSummary])]) -> String {
     s
 }
 
-/// The summary table.
+/// The summary table; a `PRIO` column at the end when a job's priority is not the
+/// default.
 pub fn summary_table(rows: &[JobSummary]) -> String {
+    let prio = rows.iter().any(|r| r.prio.is_some());
     let mut s = String::new();
     s.push_str(&format!(
         "{:<14} {:>7} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
         "", "", "", "slat", "clat", "clat", "clat", "clat", "clat", "clat"
     ));
     s.push_str(&format!(
-        "{:<14} {:>7} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+        "{:<14} {:>7} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}{}\n",
         "CGROUP",
         "IOPS",
         "MB/s",
@@ -165,7 +170,8 @@ pub fn summary_table(rows: &[JobSummary]) -> String {
         "P90(ms)",
         "P99",
         "P99.9",
-        "P99.99"
+        "P99.99",
+        if prio { "  PRIO" } else { "" }
     ));
     for r in rows {
         let label = job_label(&r.cgroup, &r.job, r.round);
@@ -174,8 +180,13 @@ pub fn summary_table(rows: &[JobSummary]) -> String {
                 .map(|v| format!("{v:.2}"))
                 .unwrap_or_else(|| "-".into())
         };
+        let prio = match (&r.prio, prio) {
+            (Some(p), _) => format!("  {p}"),
+            (None, true) => "  -".into(),
+            (None, false) => String::new(),
+        };
         s.push_str(&format!(
-            "{:<14} {:>7.0} {:>8.2} {:>9.2} {:>9.2} {:>9.2} {:>9} {:>9} {:>9} {:>9}\n",
+            "{:<14} {:>7.0} {:>8.2} {:>9.2} {:>9.2} {:>9.2} {:>9} {:>9} {:>9} {:>9}{prio}\n",
             label,
             r.iops,
             r.mib_s,
@@ -273,6 +284,7 @@ mod tests {
             clat_mean_ms: 1.95,
             clat_max_ms: 42.12,
             clat_pct_ms: vec![(90.0, 2.57), (99.0, 7.5), (99.9, 34.87), (99.99, 42.21)],
+            prio: None,
         }
     }
 

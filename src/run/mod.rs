@@ -28,6 +28,7 @@ use crate::blkcg::{CgroupTree, DeviceTable};
 use crate::device::QueueLimits;
 use crate::error::KeyError;
 use crate::iocost::Iocost;
+use crate::ioprio::{BlkIoprio, prio_label};
 use crate::kernel_version::KernelVersion;
 use crate::progress::{Horizon, Reporter};
 use crate::report::fio::stats::percentiles;
@@ -511,7 +512,19 @@ pub fn simulate(
     }
     let rounds: Vec<u32> = sources.iter().map(|&s| r.fio[s].round).collect();
     let fio = fio_report(&out, &specs, &sources, &rounds, tree, &global_options);
-    let summaries = fio.jobs.iter().map(job_summary).collect();
+    let mut summaries: Vec<JobSummary> = fio.jobs.iter().map(job_summary).collect();
+    // the priority each job's bios carry, with its cgroup's io.prio.class at the end
+    let ioprio = out.stack.policy::<BlkIoprio>();
+    for s in &mut summaries {
+        s.prio = out
+            .jobs
+            .iter()
+            .find(|(p, ..)| p.name == s.job && tree.nodes[p.cgroup as usize].path == s.cgroup)
+            .and_then(|(p, ..)| {
+                let policy = ioprio.map(|i| i.policy(p.cgroup)).unwrap_or_default();
+                prio_label(&p.prio, policy)
+            });
+    }
     let mut out = out;
     let record = recorder.finish()?;
     let mut extra = BTreeMap::new();
@@ -763,6 +776,7 @@ fn job_summary(r: &JobReport) -> JobSummary {
             .zip(vals)
             .map(|(p, v)| (*p, v as f64 / 1e6))
             .collect(),
+        prio: None,
     }
 }
 

@@ -286,6 +286,7 @@ mod tests {
             clat_mean_ms: 0.0,
             clat_max_ms: 0.0,
             clat_pct_ms: vec![(99.0, p99)],
+            prio: None,
         }
     }
 

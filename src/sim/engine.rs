@@ -28,8 +28,12 @@
 //! *Tags and the elevator.* `nr_requests` tags, of which the elevator's
 //! `limit_depth` may allow a request fewer; a request records `alloc_time` (before
 //! waiting for a tag) and `start_time` (tag obtained), which the rq-qos `done` hooks
-//! use. Tag waiters are woken FIFO. A request goes to the elevator and the queue is run
-//! (`blk_mq_run_hw_queue()`): whatever it dispatches goes to the device.
+//! use. Who gets a freed tag is sbitmap's rule (`crate::sim::sbitmap`): a submitter
+//! that asks takes any free tag, sleepers or not; a free wakes sleepers in batches,
+//! and a woken sleeper asks again `[host] complete_ns` later (the same IRQ-to-task
+//! wake-up a sleeping fio pays for a completion) and may sleep again. A request goes
+//! to the elevator and the queue is run (`blk_mq_run_hw_queue()`): whatever it
+//! dispatches goes to the device.
 //!
 //! *fio.* Each job is a state machine mirroring fio's `do_io()` loop: rate check
 //! (`rate_ddir()`, with inline-mode quiesce), submit (slat), reap only when the queue
@@ -65,6 +69,7 @@ use crate::device::{BlockDevice, DevRq, QueueLimits};
 use crate::report::fio::JobStats;
 use crate::report::fio::stats::ErrorStats;
 use crate::report::fio::stats::LatHist;
+use crate::sim::sbitmap::TagSet;
 use crate::sim::timebins::TimeBins;
 use crate::sim::{
     Bio, BioId, BioSlab, Dir, Event, EventQueue, IoErr, NSEC_PER_MSEC, NSEC_PER_SEC, Ns, SimRng,
@@ -198,7 +203,7 @@ enum Stage {
     Split,
     /// At the k-th entry of the rq-qos chain (`rq_qos_throttle()`).
     RqQos(u8),
-    /// Waiting for a tag.
+    /// Sleeping for a tag, or woken and about to ask again.
     Alloc,
 }
 
@@ -217,6 +222,8 @@ struct Ctx {
     /// The fio job this context belongs to (None: the policies' dispatch worker).
     job: Option<u32>,
     wake_scheduled: bool,
+    /// When the bio at the front started to wait for a tag (its `alloc_time`).
+    tag_wait_since: Ns,
 }
 
 /// What a job does next; mirrors the positions in fio's do_io() loop.
@@ -491,17 +498,18 @@ pub struct Pipeline {
     max_bio_bytes: u64,
     stack: Stack,
     host: HostCosts,
-    free_tags: Vec<u32>,
+    /// The tags (the scheduler's, with an elevator) and their sleepers: contexts.
+    tags: TagSet<u32>,
     rqs: Vec<Option<RqSlot>>,
     /// Requests at the driver: at most `hw_queue_depth` (`blk_mq_get_driver_tag()`).
     dispatched: u32,
-    tag_waiters: VecDeque<(u32, BioId, Ns)>,
     ctxs: Vec<Ctx>,
     bio_ctx: Vec<u32>,
     jobs: Vec<JobRt>,
     dev_acct: DevAcct,
     cg_stat: Vec<CgIoStat>,
     scratch_done: Vec<u32>,
+    scratch_ctxs: Vec<u32>,
     /// Jobs that have ended (the run stops when all have).
     jobs_done: usize,
     /// Jobs not started yet (waiting for their `after` jobs).
@@ -612,16 +620,16 @@ impl Pipeline {
             max_bio_bytes,
             stack: Stack::default(),
             host,
-            free_tags: (0..tags).rev().collect(),
+            tags: TagSet::new(tags, None),
             rqs: vec![None; tags as usize],
             dispatched: 0,
-            tag_waiters: VecDeque::new(),
             ctxs,
             bio_ctx: Vec::new(),
             jobs,
             dev_acct: DevAcct::default(),
             cg_stat: vec![CgIoStat::default(); nr_cgroups.max(1)],
             scratch_done: Vec::new(),
+            scratch_ctxs: Vec::new(),
             jobs_done: 0,
             nr_not_started: nr_jobs,
             scratch_bios: Vec::new(),
@@ -691,8 +699,11 @@ impl Pipeline {
     pub fn set_stack(&mut self, stack: Stack) {
         self.stack = stack;
         // blk_mq_init_sched(): the elevator's own tags
-        if let Some(n) = self.stack.elevator.as_ref().and_then(|e| e.nr_requests()) {
-            self.free_tags = (0..n.max(1)).rev().collect();
+        // (and its sbitmap_queue_min_shallow_depth(): a wake-up batch larger than
+        // the shallow depth would leave sleepers unwoken)
+        if let Some(e) = self.stack.elevator.as_ref() {
+            let n = e.nr_requests().unwrap_or(self.tags.depth());
+            self.tags = TagSet::new(n, e.min_shallow_depth());
             self.rqs = vec![None; n.max(1) as usize];
         }
     }
@@ -932,14 +943,24 @@ impl Pipeline {
                 ctx.blocked = true;
                 return;
             }
-            // blk_mq_get_new_requests(): a tag within the elevator's depth limit
+            // blk_mq_get_new_requests() → blk_mq_get_tag(): a tag within the
+            // elevator's depth limit. A woken sleeper asks again (sbitmap_finish_wait()
+            // then __blk_mq_get_tag()); the queue was run when its last request went
+            // in or out, so blk_mq_run_hw_queue() before sleeping finds nothing to do.
+            let since = if stage == Stage::Alloc {
+                self.tags.finish_wait();
+                self.ctxs[c as usize].tag_wait_since
+            } else {
+                now
+            };
             if let Some(tag) = self.get_tag(b) {
                 self.ctxs[c as usize].pending.pop_front();
-                self.start_request(b, tag, now, now);
+                self.start_request(b, tag, since, now);
             } else {
-                self.tag_waiters.push_back((c, b, now));
+                self.tags.prepare_to_wait(c);
                 let ctx = &mut self.ctxs[c as usize];
                 ctx.pending[0].1 = Stage::Alloc;
+                ctx.tag_wait_since = since;
                 ctx.blocked = true;
                 return;
             }
@@ -1045,13 +1066,13 @@ impl Pipeline {
     /// A free tag for bio `b`, if one is left and the elevator's `limit_depth` lets
     /// its request have one more than are in use.
     fn get_tag(&mut self, b: BioId) -> Option<u32> {
-        if let Some(e) = self.stack.elevator.as_ref()
-            && let Some(depth) = e.limit_depth(self.bios.get(b).dir)
-            && self.rqs.len() - self.free_tags.len() >= depth as usize
-        {
-            return None;
-        }
-        self.free_tags.pop()
+        let dir = self.bios.get(b).dir;
+        let shallow = self
+            .stack
+            .elevator
+            .as_ref()
+            .and_then(|e| e.limit_depth(dir));
+        self.tags.get(shallow)
     }
 
     /// Bio `b` got `tag` (its submitter asked at `alloc`, got it at `start`): the
@@ -1214,17 +1235,16 @@ impl Pipeline {
         self.bios.release(slot.bio);
         // the driver tag is free: blk_mq_sched_restart() runs the queue again
         self.run_hw_queue();
-        // the tag goes to the first waiter, whose context then goes on
-        self.free_tags.push(tag);
-        if let Some(&(c, wb, alloc)) = self.tag_waiters.front()
-            && let Some(t) = self.get_tag(wb)
-        {
-            self.tag_waiters.pop_front();
-            self.ctxs[c as usize].pending.pop_front();
+        // sbitmap_queue_clear(): the tag is free to whoever asks first; the sleepers
+        // it wakes ask again once they run
+        let mut woken = std::mem::take(&mut self.scratch_ctxs);
+        self.tags.put(tag, &mut woken);
+        for &c in &woken {
             self.ctxs[c as usize].blocked = false;
-            self.start_request(wb, t, alloc, now);
-            self.run_ctx(c);
+            self.kick_ctx(c, self.host.complete_ns);
         }
+        woken.clear();
+        self.scratch_ctxs = woken;
         self.piece_done(io, err);
         self.q_usage -= 1;
         if !woken_at.is_empty() {
@@ -1858,6 +1878,9 @@ mod tests {
         fn limit_depth(&self, _dir: Dir) -> Option<u32> {
             Some(1)
         }
+        fn min_shallow_depth(&self) -> Option<u32> {
+            Some(1)
+        }
         fn insert_requests(&mut self, rq: Request, _now: Ns) {
             self.0.push_back(rq);
         }
@@ -1874,7 +1897,10 @@ mod tests {
         let mut j = job("e");
         j.iodepth = 8;
         let mut p = Pipeline::new(dev(100_000, 64), vec![j], 1, HostCosts::default(), 1);
-        p.stack.elevator = Some(Box::new(OneAtATime::default()));
+        p.set_stack(Stack {
+            elevator: Some(Box::new(OneAtATime::default())),
+            ..Stack::default()
+        });
         let mut rec = RunRecorder::keep_all(&CgroupTree::default());
         let out = p.run(|_, _| {}, |_, _| {}, &mut rec);
         let d = &out.jobs[0].1.dd[0];

@@ -58,6 +58,12 @@ pub trait Elevator: Send {
     fn nr_requests(&self) -> Option<u32> {
         None
     }
+    /// The smallest `shallow_depth` its `limit_depth` may give, as it tells sbitmap
+    /// (`sbitmap_queue_min_shallow_depth()`, which sizes the wake-up batch); None if
+    /// it limits nothing.
+    fn min_shallow_depth(&self) -> Option<u32> {
+        None
+    }
     /// `insert_requests`: `rq` has its tag and waits for dispatch, from `now`.
     fn insert_requests(&mut self, rq: Request, now: Ns);
     /// `has_work`: a request waits for dispatch.

@@ -12,6 +12,8 @@
 //! tick, and the debugfs `*_stats` totals; the recorder takes them at the next drain
 //! (`deadline.csv` and its picture, `crate::report::record`).
 
+use super::behaviour::AsyncDepth;
+use super::tunables::default_async_depth;
 use super::{DdPrio, DdRequest, IoStats, MqDeadline};
 use crate::sim::{Dir, NSEC_PER_SEC, Ns};
 use crate::stack::{Elevator, Recorder, Request};
@@ -84,6 +86,14 @@ impl Elevator for MqDeadlineSched {
     }
     fn limit_depth(&self, dir: Dir) -> Option<u32> {
         self.dd.limit_depth(dir)
+    }
+    /// `dd_depth_updated()`: since the tag-reservation fix 1 (`async_depth` can be set
+    /// that low later); before it the default `async_depth`; none before 5.14.
+    fn min_shallow_depth(&self) -> Option<u32> {
+        match self.dd.behaviour().async_depth {
+            AsyncDepth::NrRequests => Some(1),
+            a => default_async_depth(a, self.nr_requests),
+        }
     }
     fn insert_requests(&mut self, rq: Request, now: Ns) {
         let tag = rq.tag as usize;

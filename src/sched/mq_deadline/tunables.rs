@@ -39,6 +39,15 @@ pub struct Tunables {
     pub prio_aging_expire: u32,
 }
 
+/// `async_depth` as `dd_depth_updated()` sets it on a queue of `nr_requests`.
+pub fn default_async_depth(a: AsyncDepth, nr_requests: u32) -> Option<u32> {
+    match a {
+        AsyncDepth::None => None,
+        AsyncDepth::ThreeQuarters => Some((3 * nr_requests / 4).max(1)),
+        AsyncDepth::NrRequests => Some(nr_requests),
+    }
+}
+
 impl Tunables {
     /// `dd_init_sched()` + `dd_depth_updated()` on a queue of `nr_requests`.
     pub fn new(hz: u32, nr_requests: u32, b: DeadlineBehaviour) -> Self {
@@ -48,11 +57,7 @@ impl Tunables {
             writes_starved: 2,
             front_merges: 1,
             fifo_batch: 16,
-            async_depth: match b.async_depth {
-                AsyncDepth::None => None,
-                AsyncDepth::ThreeQuarters => Some((3 * nr_requests / 4).max(1)),
-                AsyncDepth::NrRequests => Some(nr_requests),
-            },
+            async_depth: default_async_depth(b.async_depth, nr_requests),
             prio_aging_expire: 10 * hz,
         }
     }
