@@ -7,8 +7,8 @@
 //! - `run.rs`       — `run` (variants × kernels in parallel, fio formats, A/B table);
 //! - `fio.rs`       — `fio` (fio's arguments against a simulated device);
 //! - `check.rs`     — `check` (build every variant, print what it resolves to);
-//! - `device.rs`    — `device`: `fit` (a model fitted to the user's fio measurements),
-//!                    `plot` (pictures of a device model alone);
+//! - `device.rs`    — `device`: `fit` (a model fitted to the user's fio
+//!   measurements), `plot` (pictures of a device model alone);
 //! - `repro.rs`     — `repro` (the built-in seeds and their bands);
 //! - `scenarios.rs` — `scenarios` (list or print the built-in scenarios);
 //! - this file      — reading a scenario named on the command line.
