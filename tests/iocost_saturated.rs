@@ -12,8 +12,8 @@
 //! the real kernels do: the second test. With scheduling noise on cgB's rate sleeps
 //! (the real guest's cgB slips by milliseconds now and then) it leaves the middle regime
 //! by itself in some seeds, and then only the fixed kernel gets back: the third test
-//! with an exponential noise, the fourth with `validate`'s 6.12 guest profile, whose
-//! slips were measured on the real guest (docs/validation.md §8).
+//! with an exponential noise. The noise measured on the real guest (`validate`'s 6.12
+//! profile) is too small for that: the fourth test (docs/validation.md §8).
 
 use blkcg_sim::iocost::ctl::PeriodRow;
 use blkcg_sim::report::summary::JobSummary;
@@ -205,33 +205,23 @@ fn with_noise_the_stock_kernel_collapses_in_some_seeds_the_fix_in_none() {
 }
 
 /// `validate`'s guest profile for 6.12 (`GUEST_HOSTS`), with the slips measured on the
-/// real guest's cgB (~5% of its sleeps end up to 3.7 ms late).
+/// real guest's cgB once both fio jobs run (~2.6% of its sleeps, up to 165 µs late).
 fn guest_profile(text: &str) -> String {
     let (_, costs) = guest_host("6.12.117");
     let host: String = costs.iter().map(|(k, v)| format!("{k} = {v}\n")).collect();
     format!("{text}\n[host]\n{host}")
 }
 
-/// What `validate --runs N` now simulates here: with the guest's measured slips the
-/// stock kernel leaves the middle regime in some seeds (2 of seeds 1–6 fully, real: every
-/// boot), the fix keeps cgB near its rate in all of them.
+/// Open (§8, session 8): the noise the real guest shows once both jobs run is too small
+/// to move the regime — with `validate`'s 6.12 profile every seed of 1–6 stays in the
+/// middle regime, stock and fixed alike (the real stock kernel: every boot collapsed).
+/// A profile or model change that moves this shows up here.
 #[test]
-fn with_the_guest_profile_stock_collapses_in_some_seeds_the_fix_in_none() {
-    let runs = cgb_over_seeds(guest_profile, 1..=6);
-    let collapsed: Vec<u64> = runs
-        .iter()
-        .filter(|(_, stock, _)| stock.iops("cgB") < 80.0)
-        .map(|(seed, _, _)| *seed)
-        .collect();
-    assert!(
-        (1..=5).contains(&collapsed.len()),
-        "collapsed: {collapsed:?}"
-    );
-    for (seed, stock, fix) in &runs {
-        if collapsed.contains(seed) {
-            assert_real_regime(*seed, stock);
-        }
-        let f = fix.iops("cgB");
-        assert!(f > 180.0, "seed {seed}: fix cgB {f} IOPS");
+fn with_the_measured_guest_noise_the_simulation_stays_in_the_middle_regime() {
+    for (seed, stock, fix) in cgb_over_seeds(guest_profile, 1..=6) {
+        let (s, f) = (stock.iops("cgB"), fix.iops("cgB"));
+        assert!(s > 190.0, "seed {seed}: stock cgB {s} IOPS");
+        assert!(f > 190.0, "seed {seed}: fix cgB {f} IOPS");
+        assert_eq!(stock.share(2, |r| r.nr_done == 0), 0.0, "seed {seed}");
     }
 }

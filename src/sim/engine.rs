@@ -102,8 +102,8 @@ pub struct HostCosts {
     /// Rare long slips on top (a vCPU shared by the woken task, the other fio, kblockd
     /// and the completion interrupts): in parts per million of the sleeps, one ends
     /// late by a delay drawn uniformly in (0, `wakeup_slip_ns`]. Measured on a qemu
-    /// guest's fio rate pacing (docs/validation.md §8: ~5% of the sleeps, up to ~3.7
-    /// ms). 0 = none.
+    /// guest's fio rate pacing (docs/validation.md §8: ~2.6% of the sleeps, up to
+    /// 165 µs). 0 = none.
     pub wakeup_slip_ppm: u32,
     /// The largest such slip.
     pub wakeup_slip_ns: Ns,
