@@ -99,7 +99,7 @@ pub struct HostCosts {
     /// Mean of an exponentially distributed extra wake-up delay (scheduling noise of
     /// a busy or virtualised host), drawn from the seeded PRNG. 0 = none.
     pub wakeup_jitter_ns: Ns,
-    /// Rare long slips on top (a vCPU shared by the woken task, the other fio, kblockd
+    /// Occasional slips on top (a vCPU shared by the woken task, the other fio, kblockd
     /// and the completion interrupts): in parts per million of the sleeps, one ends
     /// late by a delay drawn uniformly in (0, `wakeup_slip_ns`]. Measured on a qemu
     /// guest's fio rate pacing (docs/validation.md §8: ~2.6% of the sleeps, up to
