@@ -177,7 +177,8 @@ enum Cmd {
         /// --kernel built:STOCK --kernel built:PATCHED).
         #[arg(long = "kernel")]
         kernel: Vec<String>,
-        /// Boot this many times to show the real side's run-to-run spread.
+        /// Boot this many times to show the real side's run-to-run spread, and simulate as
+        /// many seeds (the scenario's, then the next ones) to show the simulated side's.
         #[arg(long, default_value_t = 1)]
         runs: u32,
         /// The guest's clock: icount (TCG, guest time by instruction count; runs repeat closely)

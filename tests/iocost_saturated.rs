@@ -6,14 +6,14 @@
 //! Two regimes exist on this device. In the real kernel's, the backlog at each 20 ms
 //! bandwidth tick exceeds the tick's grant, every completion of a tick lands at once
 //! 2 ms after it, and ~40% of the 12 ms periods see none. The simulation left to itself,
-//! with noiseless host costs (the scenario's, like `validate`'s guest profile), settles
-//! in the other one (a backlog of ~18
-//! requests, completions every period) and never leaves it: the open part of §8, pinned
-//! by the first test. Pushed into the real kernel's regime (base vrate held at the real
+//! with noiseless host costs (the scenario's), settles in the other one (a backlog of
+//! ~18 requests, completions every period) and never leaves it: the first test. Pushed into the real kernel's regime (base vrate held at the real
 //! stock kernel's 133.46% for 3 s, then released), it shows the seed's before/after as
 //! the real kernels do: the second test. With scheduling noise on cgB's rate sleeps
 //! (the real guest's cgB slips by milliseconds now and then) it leaves the middle regime
-//! by itself in some seeds, and then only the fixed kernel gets back: the third test.
+//! by itself in some seeds, and then only the fixed kernel gets back: the third test
+//! with an exponential noise. The noise measured on the real guest (`validate`'s 6.12
+//! profile) is too small for that: the fourth test (docs/validation.md §8).
 
 use blkcg_sim::iocost::ctl::PeriodRow;
 use blkcg_sim::report::summary::JobSummary;
@@ -21,6 +21,7 @@ use blkcg_sim::run::run_variant;
 use blkcg_sim::scenario::Scenario;
 use blkcg_sim::scenario::embedded::SCENARIOS;
 use blkcg_sim::sim::NSEC_PER_SEC;
+use blkcg_sim::validate::guest_host;
 
 const NAME: &str = "validate-iocost-saturated";
 const QOS_FREE: &str = "min=80 max=10000";
@@ -156,6 +157,30 @@ fn in_the_real_regime_stock_stays_collapsed_and_the_fix_recovers() {
     assert!(v < 125.0, "fix: mean base vrate {v}");
 }
 
+/// Each seed's cgB IOPS, stock and fixed, with `edit` applied.
+fn cgb_over_seeds(
+    edit: impl Fn(&str) -> String + Copy,
+    seeds: std::ops::RangeInclusive<u64>,
+) -> Vec<(u64, Out, Out)> {
+    seeds
+        .map(|seed| {
+            (
+                seed,
+                run_seed(edit, false, Some(seed)),
+                run_seed(edit, true, Some(seed)),
+            )
+        })
+        .collect()
+}
+
+/// A collapsed stock run is in the real stock kernel's regime: no completion in ~40% of
+/// the periods, busy_level never 4.
+fn assert_real_regime(seed: u64, stock: &Out) {
+    let none = stock.share(4, |r| r.nr_done == 0);
+    assert!((0.3..0.5).contains(&none), "seed {seed}: {none}");
+    assert_eq!(stock.share(4, |r| r.busy_after >= 4), 0.0);
+}
+
 /// With noise the free simulation reaches the real kernel's regime by itself in some
 /// seeds (the real kernels: 5 of 5 stock 6.12.117 boots and 2 of 5 6.1.192 boots
 /// collapsed), and then only the fix gets out of it: over seeds 1–8, the stock kernel's
@@ -163,9 +188,7 @@ fn in_the_real_regime_stock_stays_collapsed_and_the_fix_recovers() {
 #[test]
 fn with_noise_the_stock_kernel_collapses_in_some_seeds_the_fix_in_none() {
     let mut collapsed = 0;
-    for seed in 1..=8 {
-        let stock = run_seed(noisy, false, Some(seed));
-        let fix = run_seed(noisy, true, Some(seed));
+    for (seed, stock, fix) in cgb_over_seeds(noisy, 1..=8) {
         let (s, f) = (stock.iops("cgB"), fix.iops("cgB"));
         // one regime or the other, nothing between
         assert!(
@@ -174,12 +197,31 @@ fn with_noise_the_stock_kernel_collapses_in_some_seeds_the_fix_in_none() {
         );
         if s < 80.0 {
             collapsed += 1;
-            // the real stock kernel's regime: no completion in ~40% of the periods
-            let none = stock.share(4, |r| r.nr_done == 0);
-            assert!((0.3..0.5).contains(&none), "seed {seed}: {none}");
-            assert_eq!(stock.share(4, |r| r.busy_after >= 4), 0.0);
+            assert_real_regime(seed, &stock);
         }
         assert!(f > 180.0, "seed {seed}: fix cgB {f} IOPS");
     }
     assert!((1..=6).contains(&collapsed), "{collapsed} of 8 collapsed");
+}
+
+/// `validate`'s guest profile for 6.12 (`GUEST_HOSTS`), with the slips measured on the
+/// real guest's cgB once both fio jobs run (~2.6% of its sleeps, up to 165 µs late).
+fn guest_profile(text: &str) -> String {
+    let (_, costs) = guest_host("6.12.117");
+    let host: String = costs.iter().map(|(k, v)| format!("{k} = {v}\n")).collect();
+    format!("{text}\n[host]\n{host}")
+}
+
+/// Open (§8, session 8): the noise the real guest shows once both jobs run is too small
+/// to move the regime — with `validate`'s 6.12 profile every seed of 1–6 stays in the
+/// middle regime, stock and fixed alike (the real stock kernel: every boot collapsed).
+/// A profile or model change that moves this shows up here.
+#[test]
+fn with_the_measured_guest_noise_the_simulation_stays_in_the_middle_regime() {
+    for (seed, stock, fix) in cgb_over_seeds(guest_profile, 1..=6) {
+        let (s, f) = (stock.iops("cgB"), fix.iops("cgB"));
+        assert!(s > 190.0, "seed {seed}: stock cgB {s} IOPS");
+        assert!(f > 190.0, "seed {seed}: fix cgB {f} IOPS");
+        assert_eq!(stock.share(2, |r| r.nr_done == 0), 0.0, "seed {seed}");
+    }
 }

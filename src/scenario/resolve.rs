@@ -453,6 +453,24 @@ impl Scenario {
             return Ok(h);
         };
         for (key, val) in t {
+            // the one key that is a share, not a time
+            if key == "wakeup_slip_ppm" {
+                h.wakeup_slip_ppm = val
+                    .as_integer()
+                    .and_then(|v| u32::try_from(v).ok())
+                    .filter(|v| *v <= 1_000_000)
+                    .ok_or_else(|| {
+                        self.err_at(
+                            &["host"],
+                            key,
+                            format!(
+                                "`host.wakeup_slip_ppm` = {val}: an integer from 0 to 1000000 \
+                                 (parts per million of the sleeps) is accepted"
+                            ),
+                        )
+                    })?;
+                continue;
+            }
             let ns = parse_duration(val, BareNumber::Nanoseconds)
                 .map_err(|m| self.err_at(&["host"], key, format!("`host.{key}`: {m}")))?;
             // a cost per I/O beyond a second, or a restart beyond an hour, is a typo
@@ -480,13 +498,14 @@ impl Scenario {
                 "workqueue_ns" => h.workqueue_ns = ns,
                 "timer_slack_ns" => h.timer_slack_ns = ns,
                 "wakeup_jitter_ns" => h.wakeup_jitter_ns = ns,
+                "wakeup_slip_ns" => h.wakeup_slip_ns = ns,
                 "fio_restart_ns" => h.fio_restart_ns = ns,
                 _ => {
                     return Err(self.err_at(
                         &["host"],
                         key,
                         format!(
-                            "unknown `host.{key}`; accepted: submit_ns, submit_page_ns, complete_ns, complete_page_ns, fio_loop_ns, workqueue_ns, timer_slack_ns, wakeup_jitter_ns, fio_restart_ns"
+                            "unknown `host.{key}`; accepted: submit_ns, submit_page_ns, complete_ns, complete_page_ns, fio_loop_ns, workqueue_ns, timer_slack_ns, wakeup_jitter_ns, wakeup_slip_ppm, wakeup_slip_ns, fio_restart_ns"
                         ),
                     ));
                 }

@@ -104,6 +104,14 @@ pub struct HostCosts {
     /// Mean of an exponentially distributed extra wake-up delay (scheduling noise of
     /// a busy or virtualised host), drawn from the seeded PRNG. 0 = none.
     pub wakeup_jitter_ns: Ns,
+    /// Occasional slips on top (a vCPU shared by the woken task, the other fio, kblockd
+    /// and the completion interrupts): in parts per million of the sleeps, one ends
+    /// late by a delay drawn uniformly in (0, `wakeup_slip_ns`]. Measured on a qemu
+    /// guest's fio rate pacing (docs/validation.md §8: ~2.6% of the sleeps, up to
+    /// 165 µs). 0 = none.
+    pub wakeup_slip_ppm: u32,
+    /// The largest such slip.
+    pub wakeup_slip_ns: Ns,
     /// Successive fio runs (`fio = [...]`): from the last job of run k-1 ending to the
     /// jobs of run k starting, as a script sees it: fio's exit, the script's own work
     /// and the next fio's start-up (fio 3.33 takes ~0.3 s from exec to its first I/O).
@@ -127,7 +135,16 @@ impl std::fmt::Display for HostCosts {
             self.timer_slack_ns,
             self.wakeup_jitter_ns,
             self.fio_restart_ns
-        )
+        )?;
+        // only when set, so that the line of a host without slips reads as before
+        if self.wakeup_slip_ppm > 0 {
+            write!(
+                f,
+                " wakeup_slip_ppm={} wakeup_slip_ns={}",
+                self.wakeup_slip_ppm, self.wakeup_slip_ns
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -159,6 +176,8 @@ impl Default for HostCosts {
             workqueue_ns: 2_000,
             timer_slack_ns: 50_000,
             wakeup_jitter_ns: 0,
+            wakeup_slip_ppm: 0,
+            wakeup_slip_ns: 0,
             fio_restart_ns: 300 * NSEC_PER_MSEC,
         }
     }
@@ -1501,13 +1520,19 @@ impl Pipeline {
         }
     }
 
-    /// How late a sleep of job `j` ends: timer slack plus scheduling noise.
+    /// How late a sleep of job `j` ends: timer slack plus scheduling noise (an
+    /// exponential delay, then a rare slip), each drawn only when configured so that a
+    /// host without it draws nothing.
     fn sleep_overshoot(&mut self, j: u32) -> Ns {
         let h = self.host;
+        let rng = &mut self.jobs[j as usize].host_rng;
         let mut late = h.timer_slack_ns;
         if h.wakeup_jitter_ns > 0 {
-            let u = self.jobs[j as usize].host_rng.unit_open0();
+            let u = rng.unit_open0();
             late += (-(u.ln()) * h.wakeup_jitter_ns as f64) as Ns;
+        }
+        if h.wakeup_slip_ppm > 0 && rng.below(1_000_000) < u64::from(h.wakeup_slip_ppm) {
+            late += (rng.unit_open0() * h.wakeup_slip_ns as f64) as Ns;
         }
         late
     }

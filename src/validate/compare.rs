@@ -167,7 +167,10 @@ pub struct Row {
     pub real: Option<f64>,
     /// The smallest and largest real value (several runs only).
     pub range: Option<(f64, f64)>,
+    /// The mean over the simulated seeds that have it.
     pub sim: Option<f64>,
+    /// The smallest and largest simulated value (several seeds only).
+    pub sim_range: Option<(f64, f64)>,
 }
 
 impl Row {
@@ -180,11 +183,20 @@ impl Row {
     }
 }
 
+/// The smallest and largest of `runs`, when they come from several runs.
+fn min_max(of_runs: usize, runs: &[f64]) -> Option<(f64, f64)> {
+    (of_runs > 1 && !runs.is_empty()).then(|| {
+        let lo = runs.iter().cloned().fold(f64::INFINITY, f64::min);
+        let hi = runs.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        (lo, hi)
+    })
+}
+
 /// Per job and direction (sorted), every figure of [`FIGURES`] real beside simulated:
-/// `real` has one [`Figures`] per run.
-pub fn rows(real: &[Figures], sim: &Figures) -> Vec<(String, String, Vec<Row>)> {
-    let mut keys: Vec<&(String, String)> = sim.keys().collect();
-    for r in real {
+/// `real` has one [`Figures`] per run, `sim` one per seed.
+pub fn rows(real: &[Figures], sim: &[Figures]) -> Vec<(String, String, Vec<Row>)> {
+    let mut keys: Vec<&(String, String)> = Vec::new();
+    for r in sim.iter().chain(real) {
         for k in r.keys() {
             if !keys.contains(&k) {
                 keys.push(k);
@@ -199,16 +211,13 @@ pub fn rows(real: &[Figures], sim: &Figures) -> Vec<(String, String, Vec<Row>)> 
                 .enumerate()
                 .map(|(i, (label, _))| {
                     let runs = runs_of(real, key, i);
-                    let range = (real.len() > 1 && !runs.is_empty()).then(|| {
-                        let lo = runs.iter().cloned().fold(f64::INFINITY, f64::min);
-                        let hi = runs.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                        (lo, hi)
-                    });
+                    let seeds = runs_of(sim, key, i);
                     Row {
                         label,
                         real: mean_of(&runs),
-                        range,
-                        sim: sim.get(key).and_then(|v| v[i]),
+                        range: min_max(real.len(), &runs),
+                        sim: mean_of(&seeds),
+                        sim_range: min_max(sim.len(), &seeds),
                     }
                 })
                 .collect();
@@ -222,40 +231,55 @@ pub fn cell(v: Option<f64>) -> String {
     v.map(fmt_figure).unwrap_or_else(|| "-".into())
 }
 
-/// The side-by-side table: `real` has one [`Figures`] per run.
-pub fn table(real: &[Figures], sim: &Figures) -> String {
+/// A min..max cell, `-` where there is none.
+fn range_cell(r: Option<(f64, f64)>) -> String {
+    r.map_or("-".into(), |(lo, hi)| {
+        format!("{}..{}", fmt_figure(lo), fmt_figure(hi))
+    })
+}
+
+/// The side-by-side table: `real` has one [`Figures`] per run, `sim` one per seed;
+/// with several of either, their mean and min..max.
+pub fn table(real: &[Figures], sim: &[Figures]) -> String {
     let mut s = String::new();
-    let many = real.len() > 1;
+    let (many, seeds) = (real.len() > 1, sim.len() > 1);
+    let head = |many: bool, what: &str| {
+        if many {
+            format!(
+                "{:>10} {:>21}",
+                format!("{what} mean"),
+                format!("{what} min..max")
+            )
+        } else {
+            format!("{what:>10}")
+        }
+    };
     for (job, dir, rows) in rows(real, sim) {
         let _ = writeln!(s, "fio job `{job}`, {dir}:");
-        if many {
-            let _ = writeln!(
-                s,
-                "  {:<15} {:>10} {:>21} {:>10} {:>9}",
-                "", "real mean", "real min..max", "sim", "sim/real"
-            );
-        } else {
-            let _ = writeln!(
-                s,
-                "  {:<15} {:>10} {:>10} {:>9}",
-                "", "real", "sim", "sim/real"
-            );
-        }
+        let _ = writeln!(
+            s,
+            "  {:<15} {} {} {:>9}",
+            "",
+            head(many, "real"),
+            head(seeds, "sim"),
+            "sim/real"
+        );
         for r in rows {
             let ratio = r.ratio().map_or("-".into(), |x| format!("{x:.2}"));
-            let (mean, simv) = (cell(r.real), cell(r.sim));
-            if many {
-                let range = r.range.map_or("-".into(), |(lo, hi)| {
-                    format!("{}..{}", fmt_figure(lo), fmt_figure(hi))
-                });
-                let _ = writeln!(
-                    s,
-                    "  {:<15} {mean:>10} {range:>21} {simv:>10} {ratio:>9}",
-                    r.label
-                );
-            } else {
-                let _ = writeln!(s, "  {:<15} {mean:>10} {simv:>10} {ratio:>9}", r.label);
-            }
+            let side = |many: bool, mean: Option<f64>, range: Option<(f64, f64)>| {
+                if many {
+                    format!("{:>10} {:>21}", cell(mean), range_cell(range))
+                } else {
+                    format!("{:>10}", cell(mean))
+                }
+            };
+            let _ = writeln!(
+                s,
+                "  {:<15} {} {} {ratio:>9}",
+                r.label,
+                side(many, r.real, r.range),
+                side(seeds, r.sim, r.sim_range)
+            );
         }
     }
     s
@@ -263,27 +287,29 @@ pub fn table(real: &[Figures], sim: &Figures) -> String {
 
 /// The side-by-side table as HTML for `report.html`: each sim/real ratio coloured by
 /// how far it is from 1 (within 5%, within 20%, beyond).
-pub fn table_html(real: &[Figures], sim: &Figures) -> String {
+pub fn table_html(real: &[Figures], sim: &[Figures]) -> String {
     use crate::report::html::escape;
-    let many = real.len() > 1;
+    let (many, seeds) = (real.len() > 1, sim.len() > 1);
+    let range_td = |on: bool, r: Option<(f64, f64)>| {
+        if on {
+            format!("<td>{}</td>", range_cell(r))
+        } else {
+            String::new()
+        }
+    };
     let mut s = String::new();
     for (job, dir, rows) in rows(real, sim) {
         let _ = write!(
             s,
             "<table><caption>fio job <code>{}</code>, {dir}</caption>\n<tr><th></th>\
-             <th>{}</th>{}<th>sim</th><th>sim/real</th></tr>\n",
+             <th>{}</th>{}<th>{}</th>{}<th>sim/real</th></tr>\n",
             escape(&job),
             if many { "real mean" } else { "real" },
-            if many { "<th>real min..max</th>" } else { "" }
+            if many { "<th>real min..max</th>" } else { "" },
+            if seeds { "sim mean" } else { "sim" },
+            if seeds { "<th>sim min..max</th>" } else { "" }
         );
         for r in rows {
-            let range = match (many, r.range) {
-                (false, _) => String::new(),
-                (true, None) => "<td>-</td>".into(),
-                (true, Some((lo, hi))) => {
-                    format!("<td>{}..{}</td>", fmt_figure(lo), fmt_figure(hi))
-                }
-            };
             let ratio = match r.ratio() {
                 Some(x) => {
                     let class = match (x - 1.0).abs() {
@@ -297,10 +323,12 @@ pub fn table_html(real: &[Figures], sim: &Figures) -> String {
             };
             let _ = writeln!(
                 s,
-                "<tr><td>{}</td><td>{}</td>{range}<td>{}</td>{ratio}</tr>",
+                "<tr><td>{}</td><td>{}</td>{}<td>{}</td>{}{ratio}</tr>",
                 r.label,
                 cell(r.real),
-                cell(r.sim)
+                range_td(many, r.range),
+                cell(r.sim),
+                range_td(seeds, r.sim_range)
             );
         }
         s.push_str("</table>\n");
@@ -449,7 +477,7 @@ mod tests {
             (v[0], v[3], v[4]) = (Some(iops), Some(clat), Some(p50));
             [(("<a>".to_string(), "read".to_string()), v)].into()
         };
-        let html = table_html(&[figs(100.0, 1000.0, 10.0)], &figs(104.0, 1150.0, 30.0));
+        let html = table_html(&[figs(100.0, 1000.0, 10.0)], &[figs(104.0, 1150.0, 30.0)]);
         assert!(html.contains("<caption>fio job <code>&lt;a&gt;</code>, read</caption>"));
         assert!(
             html.contains("<td>IOPS</td><td>100.0</td><td>104.0</td><td class=\"ok\">1.04</td>")
@@ -461,11 +489,22 @@ mod tests {
         // several real runs: their mean and range
         let two = table_html(
             &[figs(90.0, 1.0, 1.0), figs(110.0, 1.0, 1.0)],
-            &figs(100.0, 1.0, 1.0),
+            &[figs(100.0, 1.0, 1.0)],
         );
         assert!(
             two.contains("<td>IOPS</td><td>100.0</td><td>90.0..110.0</td><td>100.0</td>"),
             "{two}"
+        );
+        // several seeds too: theirs
+        let seeds = table_html(
+            &[figs(90.0, 1.0, 1.0), figs(110.0, 1.0, 1.0)],
+            &[figs(30.0, 1.0, 1.0), figs(200.0, 1.0, 1.0)],
+        );
+        assert!(
+            seeds.contains(
+                "<td>IOPS</td><td>100.0</td><td>90.0..110.0</td><td>115.0</td><td>30.0..200.0</td>"
+            ),
+            "{seeds}"
         );
     }
 
@@ -530,15 +569,24 @@ mod tests {
             f.insert(key.clone(), vec![Some(iops); FIGURES.len()]);
             f
         };
-        let t = table(&[mk(100.0)], &mk(99.0));
+        let t = table(&[mk(100.0)], &[mk(99.0)]);
         assert!(t.contains("fio job `a`, read:"));
         assert!(
             t.lines()
                 .any(|l| l.contains("IOPS") && l.trim_end().ends_with("0.99")),
             "{t}"
         );
-        let t = table(&[mk(98.0), mk(102.0)], &mk(100.0));
+        let t = table(&[mk(98.0), mk(102.0)], &[mk(100.0)]);
         assert!(t.contains("98.0..102"), "{t}");
+        assert!(!t.contains("sim min..max"), "{t}");
+        // several seeds: the sim mean, its range, and the ratio of the means
+        let t = table(&[mk(100.0)], &[mk(50.0), mk(150.0)]);
+        assert!(t.contains("sim min..max"), "{t}");
+        assert!(
+            t.lines()
+                .any(|l| l.contains("IOPS") && l.contains("50.0..150") && l.ends_with("1.00")),
+            "{t}"
+        );
     }
 
     #[test]

@@ -394,7 +394,10 @@ pub fn fit(paths: &[PathBuf], model: Model, threads: usize) -> Result<Outcome, S
         "Real (fio JSON) vs simulated (each job alone on the fitted device, for its runtime up to {} s):",
         SIM_RUNTIME_CAP_MS / 1000
     );
-    report.push_str(&compare::table(std::slice::from_ref(&real), &sim));
+    report.push_str(&compare::table(
+        std::slice::from_ref(&real),
+        std::slice::from_ref(&sim),
+    ));
     report.push_str(&residuals(&fitted, &set, &real, &sim));
     Ok(Outcome {
         toml: toml_text,
