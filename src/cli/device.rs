@@ -35,7 +35,7 @@ pub enum DeviceCmd {
     Fit(FitArgs),
     /// Pictures of a device model alone, through the whole pipeline, as fio sees it.
     ///
-    /// Name one device: a SCENARIO (a .toml file or built-in name: its [device]
+    /// Name one device: a SCENARIO (a .toml file or built-in name: its `[device]`
     /// table), --preset NAME (an FTL ssd's femu-bb, consumer-tlc, dc-nvme; a cloud
     /// volume's azure-p20, azure-p30, aws-gp3, aws-gp2-100g, gcp-pd-ssd), --model SPEC
     /// (as `blkcg-sim fio --device`: nullb:irqmode=2,completion_nsec=100000,

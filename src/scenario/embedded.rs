@@ -84,6 +84,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/validate-ioprio-deadline.toml"),
     ),
     (
+        "validate-ioprio-class",
+        include_str!("../../scenarios/validate-ioprio-class.toml"),
+    ),
+    (
         "validate-nullb-dispatch",
         include_str!("../../scenarios/validate-nullb-dispatch.toml"),
     ),

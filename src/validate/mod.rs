@@ -203,6 +203,7 @@ fn check_config(plan: &GuestPlan, k: &kernel::Kernel) -> Result<(), String> {
         ("io.max", "CONFIG_BLK_DEV_THROTTLING"),
         ("io.cost", "CONFIG_BLK_CGROUP_IOCOST"),
         ("io.latency", "CONFIG_BLK_CGROUP_IOLATENCY"),
+        ("io.prio.class", "CONFIG_BLK_CGROUP_IOPRIO"),
     ] {
         if needs(file) && k.has(opt) != Some("y") {
             return Err(format!(
