@@ -208,7 +208,11 @@ fn with_noise_the_stock_kernel_collapses_in_some_seeds_the_fix_in_none() {
 /// real guest's cgB once both fio jobs run (~2.6% of its sleeps, up to 165 µs late).
 fn guest_profile(text: &str) -> String {
     let (_, costs) = guest_host("6.12.117");
-    let host: String = costs.host.iter().map(|(k, v)| format!("{k} = {v}\n")).collect();
+    let host: String = costs
+        .host
+        .iter()
+        .map(|(k, v)| format!("{k} = {v}\n"))
+        .collect();
     format!("{text}\n[host]\n{host}")
 }
 
