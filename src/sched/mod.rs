@@ -106,3 +106,35 @@ pub fn describe(e: Option<&dyn Elevator>, k: &KernelSettings) -> String {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::Dir;
+
+    fn dd(version: &str, nr_requests: u32) -> Box<dyn Elevator> {
+        let k = KernelSettings {
+            version: version.to_string(),
+            ..KernelSettings::default()
+        };
+        build("mq-deadline", None, &k, nr_requests)
+            .unwrap()
+            .unwrap()
+    }
+
+    #[test]
+    fn async_depth_follows_nr_requests_as_dd_depth_updated() {
+        // since the tag-reservation fix: all of nr_requests, min_shallow_depth 1
+        let e = dd("6.12", 64);
+        assert_eq!(e.nr_requests(), Some(64));
+        assert_eq!(e.limit_depth(Dir::Write), Some(64));
+        assert_eq!(e.min_shallow_depth(), Some(1));
+        // before it: 3/4 of nr_requests, which sbitmap's wake-up batch also follows
+        let e = dd("6.6", 64);
+        assert_eq!(e.limit_depth(Dir::Write), Some(48));
+        assert_eq!(e.min_shallow_depth(), Some(48));
+        assert_eq!(dd("6.6", 4).limit_depth(Dir::Write), Some(3));
+        // reads are never limited
+        assert_eq!(e.limit_depth(Dir::Read), None);
+    }
+}
