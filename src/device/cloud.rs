@@ -245,12 +245,6 @@ impl Config {
         let latency_dist = LatDist::from_keys(k, lat, p.p99_us)?;
         let credit_secs = k.u64("credit_secs", p.credit_secs, 0, 1_000_000)?;
         let hw_queue_depth = k.u64("hw_queue_depth", 254, 1, 65536)? as u32;
-        k.u64(
-            "nr_requests",
-            hw_queue_depth as u64,
-            hw_queue_depth as u64,
-            hw_queue_depth as u64,
-        )?;
         let max_sectors_kb = k.u64("max_sectors_kb", 1024, 4, 1 << 20)? as u32;
         let size_gb = k.u64("size_gb", 512, 1, 1 << 20)?;
         let dev = k.dev((8, 16))?;

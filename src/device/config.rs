@@ -187,6 +187,24 @@ impl<'a> Keys<'a> {
         Ok(v)
     }
 
+    /// `nr_requests`: `queue/nr_requests` as the kernel takes a write of it on a queue
+    /// of `hw_queue_depth` driver tags, with or without an elevator
+    /// (`crate::sched::nr_requests`), or its default after the scheduler is set.
+    pub fn nr_requests(&mut self, elevator: bool, hw_queue_depth: u32) -> Result<u32, KeyError> {
+        use crate::sched::nr_requests::{default_nr_requests, store};
+        self.used.insert("nr_requests");
+        let v = match self.table.get("nr_requests") {
+            None => default_nr_requests(elevator, hw_queue_depth),
+            Some(v) => {
+                let line = crate::sched::echo_line("nr_requests", v)?;
+                store(&line, elevator, hw_queue_depth)
+                    .map_err(|e| KeyError::new("device.nr_requests", e.to_string()))?
+            }
+        };
+        self.resolved.push(("nr_requests".into(), v.to_string()));
+        Ok(v)
+    }
+
     /// Note that `key`, if the scenario set it, has no effect, and `why`.
     pub fn warn(&mut self, key: &'static str, why: impl Into<String>) {
         if self.has(key) {
@@ -262,7 +280,9 @@ pub fn resolve(table: &toml::Table, seed: u64) -> Result<Resolved, KeyError> {
     } else {
         "none"
     };
-    k.choice("scheduler", default, crate::sched::NAMES)?;
+    let scheduler = k.choice("scheduler", default, crate::sched::NAMES)?;
+    // queue/nr_requests, written after the scheduler (which resets it)
+    k.nr_requests(scheduler != "none", dev.limits().hw_queue_depth)?;
     // read by crate::sched::build
     k.table("iosched")?;
     let mut res = vec![("model".to_string(), model.to_string())];

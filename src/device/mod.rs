@@ -66,7 +66,8 @@ pub struct QueueLimits {
     pub rotational: bool,
     /// Hardware queue depth (tags).
     pub hw_queue_depth: u32,
-    /// queue/nr_requests (with scheduler `none` this equals the hardware depth).
+    /// queue/nr_requests with scheduler `none`: the hardware depth as the model sets
+    /// it up; `[device] nr_requests` may lower it (`crate::sched::nr_requests`).
     pub nr_requests: u32,
     /// queue/max_sectors_kb: larger bios are split.
     pub max_sectors_kb: u32,

@@ -73,7 +73,6 @@ pub struct Config {
     pub mbps: u64,
     pub max_sectors: u64,
     pub rotational: bool,
-    pub nr_requests: u32,
     pub max_sectors_kb: u32,
     pub dev: (u32, u32),
     pub name: String,
@@ -118,12 +117,6 @@ impl Config {
         let ms = if ms == 0 { 255 } else { ms };
         let max_sectors = (ms / bs_sectors * bs_sectors).max(bs_sectors);
         let rotational = k.u64("rotational", 0, 0, 1)? == 1;
-        let nr_requests = k.u64(
-            "nr_requests",
-            hw_queue_depth as u64,
-            hw_queue_depth as u64,
-            hw_queue_depth as u64,
-        )? as u32;
         let max_kb_default = (max_sectors / 2).max(1);
         let max_sectors_kb = k.u64(
             "max_sectors_kb",
@@ -166,7 +159,6 @@ impl Config {
             mbps,
             max_sectors,
             rotational,
-            nr_requests,
             max_sectors_kb,
             dev,
             name,
@@ -209,7 +201,7 @@ impl NullBlk {
             name: cfg.name.clone(),
             rotational: cfg.rotational,
             hw_queue_depth: cfg.hw_queue_depth,
-            nr_requests: cfg.nr_requests,
+            nr_requests: cfg.hw_queue_depth,
             max_sectors_kb: cfg.max_sectors_kb,
             logical_block_size: cfg.blocksize,
             capacity: cfg.size << 20,
@@ -220,7 +212,7 @@ impl NullBlk {
         for &w in &cfg.badblocks {
             badblocks.write(w);
         }
-        let status = vec![None; cfg.nr_requests as usize];
+        let status = vec![None; cfg.hw_queue_depth as usize];
         let timeout_inject = cfg.timeout_inject.clone();
         NullBlk {
             cur_bytes: mb_per_tick(cfg.mbps),

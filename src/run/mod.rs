@@ -219,14 +219,20 @@ pub fn prepare(
     let (dev, dev_keys, dev_warnings) =
         crate::device::config::resolve(&r.device, r.seed).map_err(|e| located(&["device"], &e))?;
     warnings.extend(dev_warnings.iter().map(|w| located(&["device"], w)));
-    let limits = dev.limits().clone();
-    let scheduler = dev_keys
-        .iter()
-        .find(|(k, _)| k == "scheduler")
-        .map_or("none", |(_, v)| v.as_str());
+    let mut limits = dev.limits().clone();
+    let key = |name: &str| dev_keys.iter().find(|(k, _)| k == name).map(|(_, v)| v);
+    let scheduler = key("scheduler").map_or("none", |v| v.as_str());
+    // resolved by the device keys (crate::sched::nr_requests)
+    let nr_requests = key("nr_requests")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(limits.nr_requests);
+    if scheduler == "none" {
+        // without an elevator q->nr_requests is the driver tags' depth
+        limits.nr_requests = nr_requests;
+    }
     let iosched = r.device.get("iosched").and_then(toml::Value::as_table);
-    let elevator = crate::sched::build(scheduler, iosched, &r.kernel, limits.hw_queue_depth)
-        .map_err(|e| {
+    let elevator =
+        crate::sched::build(scheduler, iosched, &r.kernel, nr_requests).map_err(|e| {
             let table = if e.key.starts_with("device.") {
                 "device"
             } else {
@@ -381,6 +387,9 @@ pub fn prepare(
     let mut stack = build_stack(&r, &setups, &tree, &limits, trace_on);
     stack.elevator = elevator;
     pipe.set_stack(stack);
+    if pipe.limits().nr_requests != limits.nr_requests {
+        pipe.resize_driver_tags(limits.nr_requests);
+    }
     // interface writes and device actions at t = 0 now, later ones from the event loop
     let mut later = Vec::new();
     for w in &r.writes {

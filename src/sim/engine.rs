@@ -727,6 +727,16 @@ impl Pipeline {
         }
     }
 
+    /// `queue/nr_requests` without an elevator, before the run starts
+    /// (`blk_mq_update_nr_requests()` → `sbitmap_queue_resize()` of the driver's tags,
+    /// which sizes the wake-up batch afresh): at most `nr` requests, all at the driver.
+    pub fn resize_driver_tags(&mut self, nr: u32) {
+        debug_assert!(self.stack.elevator.is_none() && self.q_usage == 0);
+        self.tags = TagSet::new(nr, None);
+        self.rqs = vec![None; nr.max(1) as usize];
+        self.limits.nr_requests = nr;
+    }
+
     /// `echo line > file` in cgroup `cg` now, to the policy that owns `file`.
     pub fn write_iface(
         &mut self,

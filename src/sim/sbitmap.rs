@@ -27,10 +27,12 @@
 //! - A sleeper goes on the queue `bt_wait_ptr()` gives: the hardware context's
 //!   `wait_index`, which moves on with every sleeper (one hardware context here).
 //!
-//! Where things live: the engine (`crate::sim::engine`) asks [`TagSet::get`] at
-//! request allocation; a submitter that gets none sleeps ([`TagSet::prepare_to_wait`]),
-//! [`TagSet::put`] at completion returns the sleepers to wake, and a woken one calls
-//! [`TagSet::finish_wait`] when it runs, then asks again.
+//! Where things live: the engine (`crate::sim::engine`) makes the set `nr_requests`
+//! deep (`crate::sched::nr_requests`; a resize is `sbitmap_queue_resize()`, which
+//! recomputes `wake_batch` from the new depth — here a new set before the run), asks
+//! [`TagSet::get`] at request allocation; a submitter that gets none sleeps
+//! ([`TagSet::prepare_to_wait`]), [`TagSet::put`] at completion returns the sleepers to
+//! wake, and a woken one calls [`TagSet::finish_wait`] when it runs, then asks again.
 //!
 //! *Versions.* Before 6.2 ("sbitmap: Use single per-bitmap counting to wake up queued
 //! tags") each wait queue counted its own `wait_cnt` and a batch woke one queue only.

@@ -107,7 +107,8 @@ pub struct GuestPlan {
     /// configfs attributes in the order they are written (`power` last).
     pub nullb_attrs: Vec<NullbAttr>,
     /// `/sys/block/NAME/queue/` attributes, in the order they are written (the
-    /// scheduler before its `iosched/` files).
+    /// scheduler before `nr_requests`, which it resets, and before its `iosched/`
+    /// files).
     pub queue_attrs: Vec<(String, String)>,
     /// Non-root cgroups, parents first.
     pub cgroups: Vec<String>,
@@ -221,11 +222,17 @@ impl GuestPlan {
             .and_then(toml::Value::as_str)
             .unwrap_or("none");
         let iosched = r.device.get("iosched").and_then(toml::Value::as_table);
-        let mut queue_attrs = vec![
-            ("scheduler".to_string(), scheduler.to_string()),
+        let mut queue_attrs = vec![("scheduler".to_string(), scheduler.to_string())];
+        // switching the scheduler resets nr_requests (and mq-deadline's async_depth
+        // follows nr_requests): the scheduler first, then nr_requests, then iosched/
+        if let Some(v) = r.device.get("nr_requests") {
+            let line = crate::sched::echo_line("nr_requests", v).map_err(|e| e.to_string())?;
+            queue_attrs.push(("nr_requests".to_string(), line));
+        }
+        queue_attrs.extend([
             ("max_sectors_kb".to_string(), c.max_sectors_kb.to_string()),
             ("rotational".to_string(), u8::from(c.rotational).to_string()),
-        ];
+        ]);
         queue_attrs.extend(
             crate::sched::iosched_writes(iosched)
                 .map_err(|e| e.to_string())?

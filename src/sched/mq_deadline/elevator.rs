@@ -3,7 +3,8 @@
 //!
 //! jiffies are counted as blk-throttle counts them: `INITIAL_JIFFIES` of a 64-bit
 //! kernel at t = 0, plus `floor(now · HZ / 1e9)`. The scheduler owns `nr_requests`
-//! tags (`blk_mq_init_sched()`: `2 · min(hw_queue_depth, BLKDEV_DEFAULT_RQ)`); the
+//! tags (`blk_mq_init_sched()`: `2 · min(hw_queue_depth, BLKDEV_DEFAULT_RQ)`, or
+//! `[device] nr_requests`: `crate::sched::nr_requests`); the
 //! engine keeps the driver at `hw_queue_depth`, so the rest wait here, in mq-deadline's
 //! order.
 //!
@@ -18,15 +19,6 @@ use super::{DdPrio, DdRequest, IoStats, MqDeadline};
 use crate::sim::{Dir, NSEC_PER_SEC, Ns};
 use crate::stack::{Elevator, Recorder, Request};
 use crate::throttle::ThrottleConfig;
-
-/// `BLKDEV_DEFAULT_RQ`.
-const BLKDEV_DEFAULT_RQ: u32 = 128;
-
-/// `q->nr_requests` once a scheduler is set up on a queue of `hw_queue_depth` tags
-/// (`blk_mq_init_sched()`).
-pub fn sched_nr_requests(hw_queue_depth: u32) -> u32 {
-    2 * hw_queue_depth.min(BLKDEV_DEFAULT_RQ)
-}
 
 /// One level of mq-deadline at a sample tick.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
