@@ -1,7 +1,8 @@
 //! blkcg-sim: a deterministic discrete-event simulator of Linux's cgroup v2 block I/O
-//! controllers (blk-throttle `io.max`, blk-iocost `io.cost.*`/`io.weight`), driven by
-//! fio jobs against device models, reporting what fio would report plus the
-//! controllers' internals. See DESIGN.md (shared) and README.md.
+//! control (blk-throttle `io.max`, blk-iocost `io.cost.*`/`io.weight`, blk-iolatency
+//! `io.latency`, blk-ioprio `io.prio.class` with mq-deadline), driven by fio jobs
+//! against device models, reporting what fio would report plus the controllers'
+//! internals. The living design is docs/design.md; the user's guide is README.md.
 
 pub mod api;
 pub mod blkcg;
