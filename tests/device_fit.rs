@@ -35,7 +35,9 @@ fn one_line_err(args: &[&str]) -> String {
 }
 
 fn tmp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("blkcg-sim-fit-{}-{name}", std::process::id()));
+    // under cargo's scratch folder for tests, never left in /tmp
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("blkcg-sim-fit-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
 }
