@@ -122,11 +122,13 @@ impl Page {
         self.html.push_str(html);
     }
 
-    /// A paragraph linking `files` (relative paths that exist, made by us).
+    /// A paragraph linking `files` (relative paths that exist; escaped, since a name
+    /// read back from the folder may be one we did not make).
     pub fn files(&mut self, files: &[String]) {
         self.html.push_str("<p>Files: ");
         for (i, f) in files.iter().enumerate() {
             let sep = if i == 0 { "" } else { ", " };
+            let f = escape(f);
             let _ = write!(self.html, "{sep}<a href=\"{f}\">{f}</a>");
         }
         self.html.push_str("</p>\n");
