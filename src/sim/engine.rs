@@ -118,7 +118,7 @@ pub struct HostCosts {
     /// A submitter sleeping for a tag (`blk_mq_get_tag()`), woken by the completion
     /// that freed one (`sbitmap_queue_clear()`), asks again this much later: the
     /// completion interrupt's end and the switch to the woken task. Measured on the
-    /// qemu guests (docs/validation.md §15: 6.4 µs on 6.1, 5.5 µs on 6.12).
+    /// qemu guests (docs/validation.md §15: 6.4 µs on 6.1, 5.4 µs on 6.12).
     pub tag_wakeup_ns: Ns,
     /// Like `wakeup_slip_ppm` / `wakeup_slip_ns`, for those wake-ups: in parts per
     /// million of them, one runs late by up to `tag_wakeup_slip_ns` (another task had
