@@ -34,9 +34,11 @@
 //! and the switch to it) and may sleep again. With `[host] cpus = 1` (the qemu guest's
 //! one vCPU) a woken sleeper runs only once the fio jobs that completions woke to reap
 //! have gone back to waiting (`run_tag_sleepers()`): on one CPU the woken tasks run
-//! one after another, and the reaper, woken first by `bio_endio()`, resubmits first. A request goes
-//! to the elevator and the queue is run (`blk_mq_run_hw_queue()`): whatever it
-//! dispatches goes to the device.
+//! one after another, and the reaper, woken first by `bio_endio()`, resubmits first.
+//! (Timers expiring a few µs apart complete in one `hrtimer_interrupt()`; requests one
+//! queue run dispatches reach the device here at one instant and complete together.)
+//! A request goes to the elevator and the queue is run (`blk_mq_run_hw_queue()`):
+//! whatever it dispatches goes to the device.
 //!
 //! *fio.* Each job is a state machine mirroring fio's `do_io()` loop: rate check
 //! (`rate_ddir()`, with inline-mode quiesce), submit (slat), reap only when the queue
