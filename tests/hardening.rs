@@ -91,6 +91,21 @@ fn check_refuses_exactly_what_run_refuses() {
             &[":7:", "submit_ns"],
         ),
         (
+            "host-cpus-beyond-one",
+            "[host]\ncpus = 2\n",
+            &[":7:", "host.cpus", "0 (every woken task runs at once) or 1"],
+        ),
+        (
+            "host-tag-wakeup-not-a-time",
+            "[host]\ntag_wakeup_ns = \"soon\"\n",
+            &[":7:", "host.tag_wakeup_ns"],
+        ),
+        (
+            "host-tag-wakeup-slip-share",
+            "[host]\ntag_wakeup_slip_ppm = 1000001\n",
+            &[":7:", "host.tag_wakeup_slip_ppm", "0 to 1000000"],
+        ),
+        (
             "variant-error-points-at-the-variant",
             "[[variant]]\nname = \"v\"\n[variant.kernel]\n\"iocost.no_completion\" = \"bogus\"\n",
             &[":9:", "variant `v`", "keep-if-lagging"],
