@@ -466,27 +466,14 @@ pub fn simulate(
     progress: &Reporter,
     record: RecordOptions,
 ) -> Result<VariantRun, String> {
-    let Prepared {
-        label,
-        resolved: r,
-        limits,
-        devs,
-        pipe,
-        specs,
-        sources,
-        global_options,
-        later,
-        horizon,
-        mut warnings,
-        ..
-    } = p;
+    let (r, later, devs, mut warnings) = (p.resolved, p.later, p.devs, p.warnings);
     let tree = &r.tree;
     let mut recorder = RunRecorder::new(tree, record);
-    recorder.set_nr_requests(limits.nr_requests);
-    let mut shown = progress.start(&label, horizon);
+    recorder.set_nr_requests(p.limits.nr_requests);
+    let mut shown = progress.start(&p.label, p.horizon);
     let mut late_errors = Vec::new();
-    let dev_name = &limits.name;
-    let out = pipe.run(
+    let dev_name = &p.limits.name;
+    let out = p.pipe.run(
         |p, i| match &later[i as usize] {
             Later::Iface(w) => {
                 if let Err(e) = p.write_iface(w.file.name(), w.cgroup, &w.line, &devs) {
@@ -519,8 +506,8 @@ pub fn simulate(
             end as f64 / 1e9
         ));
     }
-    let rounds: Vec<u32> = sources.iter().map(|&s| r.fio[s].round).collect();
-    let fio = fio_report(&out, &specs, &sources, &rounds, tree, &global_options);
+    let rounds: Vec<u32> = p.sources.iter().map(|&s| r.fio[s].round).collect();
+    let fio = fio_report(&out, &p.specs, &p.sources, &rounds, tree, &p.global_options);
     let mut summaries: Vec<JobSummary> = fio.jobs.iter().map(job_summary).collect();
     // the priority each job's bios carry, with its cgroup's io.prio.class at the end
     let ioprio = out.stack.policy::<BlkIoprio>();
@@ -545,7 +532,7 @@ pub fn simulate(
             record.no_completion_resets as f64,
         );
     }
-    let io_stat = io_stat_text(&mut out, tree, &limits);
+    let io_stat = io_stat_text(&mut out, tree, &p.limits);
     // iocost_monitor.py's view of the device at the end of the run
     let (monitor, monitor_json) = out
         .stack
@@ -553,12 +540,12 @@ pub fn simulate(
         .map(|ioc| (ioc.monitor_text(end), ioc.monitor_json(end)))
         .unwrap_or_default();
     Ok(VariantRun {
-        label,
+        label: p.label,
         resolved: r,
-        limits,
+        limits: p.limits,
         out,
-        specs,
-        global_options,
+        specs: p.specs,
+        global_options: p.global_options,
         summaries,
         fio,
         warnings,
