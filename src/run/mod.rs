@@ -133,6 +133,8 @@ pub struct Prepared {
     label: String,
     pub(crate) resolved: Resolved,
     pub(crate) limits: QueueLimits,
+    /// The queue's `q->nr_requests` (the scheduler's tags with one, else `limits`').
+    queue_nr_requests: u32,
     devs: DeviceTable,
     pipe: Pipeline,
     pub(crate) specs: Vec<fiojob::JobSpec>,
@@ -372,9 +374,18 @@ pub fn prepare(
         0 => Horizon::Bytes(params.iter().map(|p| p.io_limit).sum()),
         ns => Horizon::Time(ns),
     };
+    // the policies see the queue's q->nr_requests (blk-iolatency's scale steps): the
+    // scheduler's tags with an elevator (blk_mq_init_sched()), else the driver's
+    let q_limits = QueueLimits {
+        nr_requests: elevator
+            .as_ref()
+            .and_then(|e| e.nr_requests())
+            .unwrap_or(limits.nr_requests),
+        ..limits.clone()
+    };
     // every write of the run, in time order, on policies of its own: a write the
     // kernel refuses is an error now, not a surprise at its time
-    let mut scratch_stack = build_stack(&r, &setups, &tree, &limits, false);
+    let mut scratch_stack = build_stack(&r, &setups, &tree, &q_limits, false);
     let mut scratch = EventQueue::new();
     for w in in_time_order(&r) {
         let now = scratch.now();
@@ -384,7 +395,7 @@ pub fn prepare(
     }
     let mut pipe = Pipeline::new(dev, params, tree.len(), r.host, r.seed);
     pipe.set_duration(r.duration);
-    let mut stack = build_stack(&r, &setups, &tree, &limits, trace_on);
+    let mut stack = build_stack(&r, &setups, &tree, &q_limits, trace_on);
     stack.elevator = elevator;
     pipe.set_stack(stack);
     if pipe.limits().nr_requests != limits.nr_requests {
@@ -412,6 +423,7 @@ pub fn prepare(
     Ok(Prepared {
         label: variant.unwrap_or("default").to_string(),
         resolved: Resolved { tree, ..r },
+        queue_nr_requests: q_limits.nr_requests,
         limits,
         devs,
         pipe,
@@ -469,7 +481,7 @@ pub fn simulate(
     let (r, later, devs, mut warnings) = (p.resolved, p.later, p.devs, p.warnings);
     let tree = &r.tree;
     let mut recorder = RunRecorder::new(tree, record);
-    recorder.set_nr_requests(p.limits.nr_requests);
+    recorder.set_nr_requests(p.queue_nr_requests);
     let mut shown = progress.start(&p.label, p.horizon);
     let mut late_errors = Vec::new();
     let dev_name = &p.limits.name;
