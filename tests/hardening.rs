@@ -11,7 +11,8 @@ fn bin() -> Command {
 
 /// A fresh folder of this test's own.
 fn tmp(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("blkcg-sim-hard-{tag}-{}", std::process::id()));
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("blkcg-sim-hard-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d

@@ -1856,7 +1856,7 @@ mod tests {
     use crate::blkcg::CgroupTree;
     use crate::device::{BlockDevice, DevRq, QueueLimits};
     use crate::report::record::{Recorded, RunRecorder};
-    use crate::workload::job::{Distribution, RwKind};
+    use crate::workload::job::{Distribution, RandomMap, RwKind};
 
     /// A device that completes every request `lat` after it arrives.
     struct FixedLat {
@@ -1923,7 +1923,7 @@ mod tests {
             thinktime: 0,
             thinktime_blocks: 1,
             thinktime_count_issue: false,
-            randommap: true,
+            randommap: RandomMap::NewOrder,
             distribution: Distribution::Random,
             meta: false,
             prio: Default::default(),
