@@ -304,10 +304,10 @@ struct JobRt {
     stopped: bool,
     blocks_counter: u64,
     last_think_blocks: u64,
-    end: Option<Ns>,
-    // --- per I/O, the second line
-    /// Completed at the device, not yet reaped.
+    /// Completed at the device, not yet reaped (what a completion adds to).
     completed: InlineDeque<u32, 2>,
+    // --- per I/O, the second line: the top of fio's loop
+    end: Option<Ns>,
     issued_bytes: u64,
     /// Statistics start (after ramp_time).
     stats_start: Ns,
@@ -331,8 +331,11 @@ struct JobRt {
     finished_at: Ns,
 }
 
-// what every I/O touches stays in the first cache line
-const _: () = assert!(std::mem::offset_of!(JobRt, completed) <= 64);
+// what a completion touches stays in the first cache line, the loop's in the second
+const _: () = assert!(
+    std::mem::offset_of!(JobRt, completed) + std::mem::size_of::<InlineDeque<u32, 2>>() <= 64
+);
+const _: () = assert!(std::mem::offset_of!(JobRt, stats_start) + 8 <= 128);
 
 /// Where fio meets a failed I/O, which decides its message and `td->verror`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

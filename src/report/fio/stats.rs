@@ -232,8 +232,10 @@ fn sample_stddev(n: u64, s: f64) -> f64 {
     }
 }
 
-/// A latency statistic: min, max, Welford mean/variance and the histogram.
+/// A latency statistic: min, max, Welford mean/variance and the histogram. One cache
+/// line exactly (`align(64)`): a sample reads and writes this line and its bucket's.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[repr(C, align(64))]
 pub struct LatStat {
     pub min: u64,
     pub max: u64,
@@ -243,6 +245,8 @@ pub struct LatStat {
     pub s: f64,
     pub hist: LatHist,
 }
+
+const _: () = assert!(std::mem::size_of::<LatStat>() == 64);
 
 impl LatStat {
     /// mirrors add_stat_sample()
@@ -317,18 +321,20 @@ impl SampleStat {
     }
 }
 
-/// One direction's counters.
+/// One direction's counters: the three latency statistics a line each, then the
+/// counters each completion adds to, on one more line.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[repr(C)]
 pub struct DdirStats {
+    pub slat: LatStat,
+    pub clat: LatStat,
+    pub lat: LatStat,
     pub io_bytes: u64,
     /// I/Os that completed without error (fio's `io_blocks`).
     pub total_ios: u64,
     /// I/Os that ended in an error: fio counts them as issued (`total_io_u`) but
     /// records no bytes and no latency for them.
     pub errors: u64,
-    pub slat: LatStat,
-    pub clat: LatStat,
-    pub lat: LatStat,
     pub bw: SampleStat,
     pub iops: SampleStat,
     /// Bytes/ios at the last sample, for the window rate.
@@ -428,16 +434,20 @@ fn batch_idx(n: u32) -> usize {
     }
 }
 
-/// Everything fio reports about one job.
+/// Everything fio reports about one job. Laid out for the pipeline, which updates
+/// some of it on every I/O (`repr(C)`): each direction's statistics (a line per
+/// latency statistic, one for the counters), then the submit/complete totals next to
+/// the depth maps, then the latency distribution.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[repr(C)]
 pub struct JobStats {
     /// read, write, trim
     pub dd: [DdirStats; 3],
+    pub total_submit: u64,
+    pub total_complete: u64,
     pub io_u_map: [u64; 7],
     pub io_u_submit: [u64; 7],
     pub io_u_complete: [u64; 7],
-    pub total_submit: u64,
-    pub total_complete: u64,
     pub lat_n: [u64; 10],
     pub lat_u: [u64; 10],
     pub lat_m: [u64; 12],
