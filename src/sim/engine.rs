@@ -68,6 +68,7 @@ use crate::report::fio::JobStats;
 use crate::report::fio::stats::ErrorStats;
 use crate::report::fio::stats::LatHist;
 use crate::sim::inline_deque::InlineDeque;
+use crate::sim::prefetch::prefetch;
 use crate::sim::sbitmap::TagSet;
 use crate::sim::timebins::TimeBins;
 use crate::sim::{
@@ -1317,6 +1318,9 @@ impl Pipeline {
                 job.blocks_counter += 1;
             }
             if matches!(job.phase, Phase::Reap | Phase::Quiesce(_) | Phase::Drain) {
+                let dir = if iou.dir_write { Dir::Write } else { Dir::Read };
+                job.stats.prefetch_reap(dir);
+                prefetch(&job.timeline);
                 let cost = self.host.complete_cost(iou.bytes);
                 self.wake_job(j, cost);
             }
