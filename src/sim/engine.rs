@@ -361,6 +361,20 @@ impl ErrSite {
 }
 
 impl JobRt {
+    /// Hints the lines of this job that reaping a completion of direction `dir` and
+    /// setting up the next I/O will read: the statistics and timeline the reap
+    /// updates, the loop's line, the generators and the parameters fio's loop reads.
+    #[inline]
+    fn prefetch_reap_and_loop(&self, dir: Dir) {
+        self.stats.prefetch_reap(dir);
+        prefetch(&self.timeline);
+        prefetch(&self.end);
+        prefetch(&self.offsets);
+        prefetch(&self.rate);
+        prefetch(&self.p.bs[dir.idx()]);
+        prefetch(&self.p.prio);
+    }
+
     /// fio's handling of one failed I/O (`__io_u_log_error()`, `td_verror()`,
     /// `td_non_fatal_error()`, `break_on_this_error()`, `update_error_count()`):
     /// true when it stops the job. `continue_on_error` lets EIO pass (fio's default
@@ -1319,8 +1333,8 @@ impl Pipeline {
             }
             if matches!(job.phase, Phase::Reap | Phase::Quiesce(_) | Phase::Drain) {
                 let dir = if iou.dir_write { Dir::Write } else { Dir::Read };
-                job.stats.prefetch_reap(dir);
-                prefetch(&job.timeline);
+                job.prefetch_reap_and_loop(dir);
+                prefetch(&self.ctxs[(j + 1) as usize]);
                 let cost = self.host.complete_cost(iou.bytes);
                 self.wake_job(j, cost);
             }
