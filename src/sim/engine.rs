@@ -313,13 +313,16 @@ struct JobRt {
     /// Statistics start (after ramp_time).
     stats_start: Ns,
     next_sample: Ns,
-    // --- the rest
+    /// fio's epoch: when the job started (after startdelay).
+    epoch: Ns,
     rng: SimRng,
+    // --- fio's statistics, from the third line on (each latency statistic a line)
+    stats: JobStats,
+    // --- the rest
     offsets: OffsetGen,
     mix: RwMix,
     rate: RateState,
     p: JobParams,
-    stats: JobStats,
     /// Completions over time (IOPS and mean latency pictures).
     timeline: TimeBins,
     /// Host noise (sleep overshoot), a stream of its own so it never shifts offsets.
@@ -327,8 +330,6 @@ struct JobRt {
     /// fio's `prio_state`: the cmdprio draws (a stream of its own, drawn only with
     /// `cmdprio_percentage`).
     prio_rng: SimRng,
-    /// fio's epoch: when the job started (after startdelay).
-    epoch: Ns,
     finished_at: Ns,
 }
 
@@ -337,6 +338,8 @@ const _: () = assert!(
     std::mem::offset_of!(JobRt, completed) + std::mem::size_of::<InlineDeque<u32, 2>>() <= 64
 );
 const _: () = assert!(std::mem::offset_of!(JobRt, stats_start) + 8 <= 128);
+// each latency statistic a cache line of its own (`LatStat`, `DdirStats`)
+const _: () = assert!(std::mem::offset_of!(JobRt, stats).is_multiple_of(64));
 
 /// Where fio meets a failed I/O, which decides its message and `td->verror`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -270,10 +270,12 @@ fn sample_stddev(n: u64, s: f64) -> f64 {
     }
 }
 
-/// A latency statistic: min, max, Welford mean/variance and the histogram. One cache
-/// line exactly (`align(64)`): a sample reads and writes this line and its bucket's.
+/// A latency statistic: min, max, Welford mean/variance and the histogram. 64 bytes
+/// exactly, so that one placed on a cache line boundary (as [`DdirStats`] places
+/// them) is one line: a sample reads and writes this line and its bucket's. (Not
+/// `align(64)`: vectors of reports holding it would then grow by copying.)
 #[derive(Debug, Clone, Default, PartialEq)]
-#[repr(C, align(64))]
+#[repr(C)]
 pub struct LatStat {
     pub min: u64,
     pub max: u64,
@@ -360,7 +362,8 @@ impl SampleStat {
 }
 
 /// One direction's counters: the three latency statistics a line each, then the
-/// counters each completion adds to, on one more line.
+/// counters each completion adds to, on one more line; five lines in all, so that in
+/// a [`JobStats`] that starts on a line every direction's statistics do too.
 #[derive(Debug, Clone, Default, PartialEq)]
 #[repr(C)]
 pub struct DdirStats {
@@ -378,7 +381,11 @@ pub struct DdirStats {
     /// Bytes/ios at the last sample, for the window rate.
     last_bytes: u64,
     last_ios: u64,
+    /// To five cache lines.
+    _pad: u64,
 }
+
+const _: () = assert!(std::mem::size_of::<DdirStats>() == 5 * 64);
 
 impl DdirStats {
     /// fio's `total_io_u`: every I/O issued, failed ones included (IOPS, `total_ios`,
