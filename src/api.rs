@@ -34,9 +34,9 @@ use std::path::Path;
 
 use crate::progress::Reporter;
 use crate::report::fio::json::to_json;
-use crate::report::outputs::job_lines;
+use crate::report::outputs::{job_lines, summary_text};
 use crate::report::record::RecordOptions;
-use crate::report::summary::{IOSTAT_CSV_HEADER, iostat_csv_row, summary_table};
+use crate::report::summary::{IOSTAT_CSV_HEADER, iostat_csv_row};
 use crate::report::timeline::{
     IOCOST_CSV_HEADER, THROTTLE_CSV_HEADER, iocost_csv_rows, jobs_csv, throttle_csv_row,
 };
@@ -124,7 +124,7 @@ pub struct RunRequest {
 pub struct RunResult {
     /// fio's JSON document (`fio.json`).
     pub fio_json: String,
-    /// The summary table (`summary.txt`).
+    /// The summary (`summary.txt`): the table, then the device line of an FTL drive.
     pub summary: String,
     /// The CSV files' text, each with its header even when it has no row.
     pub jobs_csv: String,
@@ -206,7 +206,7 @@ pub fn run(sc: &Scenario, req: &RunRequest) -> Result<RunResult, String> {
     }
     Ok(RunResult {
         fio_json: to_json(&run.fio, false),
-        summary: summary_table(&run.summaries),
+        summary: summary_text(&run),
         jobs_csv: jobs_csv(&job_lines(&run)),
         timeline_csv,
         iostat_csv,
@@ -364,6 +364,24 @@ seed = 9
         assert_eq!(mem.fio_json, to_json(&filed.fio, false));
         assert!(mem.jobs_csv.starts_with("t_s,job,ios,iops,lat_mean_ms\n"));
         assert!(mem.jobs_csv.contains(",a,") && mem.jobs_csv.contains(",b,"));
+    }
+
+    #[test]
+    fn the_summary_ends_with_the_device_line_as_summary_txt_does() {
+        // an FTL drive: run's summary (and summary.txt) has its write amplification
+        let sc = load(Source::Auto("example-ssd-write-cliff")).unwrap();
+        let req = RunRequest {
+            variant: Some("unbounded".into()),
+            ..RunRequest::default()
+        };
+        let mem = run(&sc, &req).unwrap();
+        let last = mem.summary.lines().last().unwrap();
+        assert!(
+            last.starts_with("device nvme0n1: write amplification "),
+            "{}",
+            mem.summary
+        );
+        assert!(last.contains(" gc_erases="), "{last}");
     }
 
     #[test]

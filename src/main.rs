@@ -7,10 +7,9 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use blkcg_sim::cli::run::{OutputFormat, RunOptions};
-use blkcg_sim::cli::{self, load, scenario_named};
+use blkcg_sim::cli::{self, load};
 use blkcg_sim::progress::Reporter;
 use blkcg_sim::sweep;
-use blkcg_sim::tune;
 use blkcg_sim::validate;
 
 #[derive(Parser)]
@@ -287,245 +286,17 @@ enum Cmd {
     /// cgroup isolated. See `blkcg-sim tune <model|qos|iomax> --help`.
     Tune {
         #[command(subcommand)]
-        what: TuneCmd,
+        what: cli::tune::TuneCmd,
     },
     /// List the built-in scenarios, or print one (`blkcg-sim scenarios NAME`).
     Scenarios { name: Option<String> },
     /// Kernels built from source for `validate`: build, list, clean.
     #[command(subcommand)]
-    Kernel(KernelCmd),
+    Kernel(cli::kernel::KernelCmd),
     /// The device models on their own: fit one to your disk's fio measurements
     /// (`device fit`), draw one's behaviour (`device plot`).
     #[command(subcommand)]
     Device(cli::device::DeviceCmd),
-}
-
-#[derive(Subcommand)]
-enum KernelCmd {
-    /// Build a guest kernel from source, with patches, into the cache.
-    ///
-    /// Gets the source (Debian's linux-source-X.Y via apt-get download, or a tree, or a
-    /// tarball), applies each --patch with `patch -p1` (a hunk that does not apply is
-    /// named), configures `make tinyconfig` plus a fragment with what the qemu guest and
-    /// validate need (every blk-cgroup policy, null_blk and configfs built in, PVH boot,
-    /// serial console, tracepoints), checks after `make olddefconfig` that every option
-    /// stuck, and builds with every core. The kernel lands in
-    /// ~/.cache/blkcg-sim/builds/KEY ($BLKCG_SIM_CACHE/builds/KEY), keyed by source,
-    /// patches and config: the same call again returns at once. Prints the kernel's
-    /// path, the build time and the config fragment.
-    ///
-    /// Needs (Debian): apt-get install -y make gcc bc bison flex libelf-dev libssl-dev
-    /// patch (checked first: the missing ones are named).
-    ///
-    /// Example: blkcg-sim kernel build --source 6.12 --patch fix.patch=iocost.no_completion:keep-if-lagging
-    /// then:    blkcg-sim validate validate-iocost-saturated --kernel built:KEY
-    Build {
-        /// 6.1 or 6.12 (Debian's linux-source-X.Y; default 6.12), a kernel source
-        /// folder (read only; must be clean: no .config), or a source tarball.
-        #[arg(long)]
-        source: Option<String>,
-        /// A patch for `patch -p1`, optionally with the simulator behaviours it turns
-        /// on: FILE=SWITCH:VALUE[,SWITCH:VALUE...], e.g.
-        /// fix.patch=iocost.no_completion:keep-if-lagging. Repeatable, applied in order.
-        #[arg(long = "patch")]
-        patch: Vec<String>,
-        /// A Kconfig option on top of the guest fragment, KEY=VAL (CONFIG_ optional),
-        /// e.g. BLK_DEV_THROTTLING_LOW=y or HZ_1000=y. Repeatable.
-        #[arg(long = "config")]
-        config: Vec<String>,
-        /// Print the key, whether it is cached, and the fragment; build nothing.
-        #[arg(long)]
-        dry_run: bool,
-    },
-    /// List the kernels built so far.
-    List,
-    /// Remove built kernels (by key or unique prefix), or with --all every build and
-    /// unpacked source. Only folders blkcg-sim created are removed.
-    Clean {
-        keys: Vec<String>,
-        #[arg(long)]
-        all: bool,
-    },
-}
-
-#[derive(Subcommand)]
-enum TuneCmd {
-    /// io.cost.model for a device, as the kernel's tools/cgroup/iocost_coef_gen.py finds it.
-    ///
-    /// Runs the script's six fio jobs against the simulated device (each
-    /// `fio --direct=1 --ioengine=libaio --name=coef --readwrite=RW --iodepth=QD
-    /// --blocksize=BS --time_based --runtime=DURATION --numjobs=N` on a 16 GiB test file):
-    /// rbps = read QD1 in 128 MiB blocks, rseqiops = read QD64 4 KiB, rrandiops = randread
-    /// QD64 4 KiB, and the same three writing; each figure is the sum of fio's
-    /// read.bw_bytes + write.bw_bytes over the jobs (IOPS: / 4096, rounded as Python
-    /// does). Prints the script's line, ready for /sys/fs/cgroup/io.cost.model:
-    ///   MAJ:MIN rbps=... rseqiops=... rrandiops=... wbps=... wseqiops=... wrandiops=...
-    ///
-    /// --qos adds resctl-demo rd-agent's QoS heuristic as a second line (an io.cost.qos
-    /// line enabling blk-iocost): rpct = wpct = 95 on a non-rotational device, else 50;
-    /// rlat / wlat = 1.5 x the clat percentile nearest pct of a random 4 KiB job at 90%
-    /// of the measured random IOPS; min=60 max=100.
-    ///
-    /// The six jobs run in parallel. The script's default of 120 s per job is kept: a
-    /// very fast device model (millions of IOPS) takes a while to simulate for that long,
-    /// so try --duration 10 first.
-    ///
-    /// Examples:
-    ///   blkcg-sim tune model --device cloud:preset=azure-p20 --qos
-    ///   blkcg-sim tune model --device nullb:irqmode=2,completion_nsec=100000 --duration 10
-    ///   blkcg-sim tune model --device my.toml     (its [device], [kernel] and [host])
-    #[command(verbatim_doc_comment)]
-    Model {
-        /// A device SPEC (MODEL[:key=value,...], as `blkcg-sim fio --device`) or a
-        /// scenario (file or built-in name) whose [device], [kernel] and [host] to use.
-        #[arg(long, value_name = "SPEC|SCENARIO")]
-        device: String,
-        /// Also print rd-agent's QoS heuristic as an io.cost.qos line.
-        #[arg(long)]
-        qos: bool,
-        /// Seconds per fio job (the script's --duration).
-        #[arg(long, default_value_t = 120)]
-        duration: u64,
-        /// Block size of the rbps/wbps jobs in MiB (the script's --seqio-block-mb).
-        #[arg(long, default_value_t = 128)]
-        seqio_block_mb: u64,
-        /// Queue depth of the sequential 4 KiB jobs (--seq-depth).
-        #[arg(long, default_value_t = 64)]
-        seq_depth: u32,
-        /// Queue depth of the random 4 KiB jobs (--rand-depth).
-        #[arg(long, default_value_t = 64)]
-        rand_depth: u32,
-        /// fio jobs per run (--numjobs).
-        #[arg(long, default_value_t = 1)]
-        numjobs: u32,
-        /// Size of the test file in GiB (--testfile-size-gb).
-        #[arg(long, default_value_t = 16.0)]
-        testfile_size_gb: f64,
-        /// Worker threads (default: the machine's cores).
-        #[arg(long)]
-        jobs: Option<usize>,
-    },
-    /// io.cost.qos (and a scaled io.cost.model) protecting one cgroup, as resctl-bench's
-    /// iocost-qos and iocost-tune find them, with a picture of the trade-off.
-    ///
-    /// The --protect cgroup's fio jobs are the workload to protect (a latency-sensitive
-    /// service: give it a rate, e.g. rate_iops, or think time); the scenario's other cgroups
-    /// are the antagonists. vrate is fixed (min = max) at each point of resctl-bench's axis
-    /// (iocost-tune's iocost-qos run: vrate-max=125, vrate-intvs=25: 125, 120, ..., 5), each
-    /// with --seeds seeds, beside two references per seed: iocost off, and the protected
-    /// cgroup alone (iocost off) as its target. The base io.cost.model and QoS latencies
-    /// are the scenario's root lines (else `tune model --qos` measures them).
-    ///
-    /// Per vrate (mean ±sd over seeds): the work done (MiB/s of all jobs) and its loss
-    /// against iocost off, the protected cgroup's clat p99 and p99.9, isolation (resctl's
-    /// isol-05: the 5th percentile over 1 s windows of the protected jobs' completions /
-    /// their alone IOPS, capped at 1; >= 90% is isolated), device read/write p99 (each
-    /// request's time on the device); the vrates on the Pareto front of isolation against
-    /// work are starred. Isolation holds over a range: below it the fixed vrate starves
-    /// the protected cgroup itself, above it the others' IO gets to the device first.
-    ///
-    /// Then resctl-bench's named solutions, solved on piecewise-linear fits of those
-    /// figures: naive (vrate 75-100 on p99 read/write latency), bandwidth (the highest
-    /// vrate keeping isolation), isolated-bandwidth (the most isolated work, between
-    /// isolation and bandwidth), isolation (the highest vrate at the protected cgroup's
-    /// lowest p99) -- each as io.cost.model and io.cost.qos lines scaled so that
-    /// min = max = 100, ready to write, and as systemd hwdb lines (IOCOST_SOLUTIONS=...,
-    /// IOCOST_MODEL_<SOL>=..., IOCOST_QOS_<SOL>=...).
-    ///
-    /// --output DIR writes tune-qos.txt (what is printed), tune-qos.csv (every run),
-    /// tune-qos.hwdb, tune-qos.png/svg (each figure against vrate with the fits and the
-    /// solutions) and tune-qos-pareto.png/svg (protection against throughput).
-    ///
-    /// Example (the iocost seed's cloud disk and workloads):
-    ///   blkcg-sim tune qos iocost-no-completion --variant after --protect cgB --output out/
-    #[command(verbatim_doc_comment)]
-    Qos {
-        scenario: String,
-        /// The cgroup to protect (its path, as in [cgroup."PATH"]).
-        #[arg(long)]
-        protect: String,
-        /// The variant to tune (needed when the scenario has variants).
-        #[arg(long)]
-        variant: Option<String>,
-        /// Lowest vrate (%); 0: one click above 0, as resctl-bench's iocost-qos.
-        #[arg(long, default_value_t = 0.0)]
-        vrate_min: f64,
-        /// Highest vrate (%).
-        #[arg(long, default_value_t = 125.0)]
-        vrate_max: f64,
-        /// Points on the vrate axis.
-        #[arg(long, default_value_t = 25)]
-        vrate_intvs: u32,
-        /// Isolation percentile over 1 s windows (resctl-bench isol-pct).
-        #[arg(long, default_value_t = 5.0)]
-        isol_pct: f64,
-        /// Isolation threshold, a fraction (resctl-bench isol-thr).
-        #[arg(long, default_value_t = 0.9)]
-        isol_thr: f64,
-        /// Seeds per point (device jitter, random offsets): error bars.
-        #[arg(long, default_value_t = 3)]
-        seeds: u32,
-        /// Seconds per fio job when the model must be measured (tune model --duration).
-        #[arg(long, default_value_t = 120)]
-        model_duration: u64,
-        /// Worker threads (default: the machine's cores).
-        #[arg(long)]
-        jobs: Option<usize>,
-        /// Write the report, every run's figures, hwdb lines and pictures here.
-        #[arg(long)]
-        output: Option<PathBuf>,
-    },
-    /// The least restrictive io.max limit on another cgroup that keeps one cgroup protected.
-    ///
-    /// --limit is one sweep axis (see `blkcg-sim sweep --help`) on the io.max line of a
-    /// cgroup other than --protect, or a token of it, e.g.
-    /// --limit cgroup.batch.io.max:wbps=10485760,20971520,41943040,max. Per seed it runs
-    /// the protected cgroup alone (its target), the scenario as written, and each value.
-    /// A value meets the goal when the protected cgroup stays isolated (resctl-bench's
-    /// isol-05 >= 90%: the 5th percentile over 1 s windows of its completions / its
-    /// alone IOPS) and, with --p99-ms X, its clat p99 is at most X ms (means over seeds).
-    /// Values are ordered from the most to the least restrictive (by number, `max` last,
-    /// when all are numbers or max; else as given).
-    ///
-    /// Prints each value's work (all jobs, and the others alone), loss against the
-    /// scenario as written, the protected p99/p99.9 and isolation, then the answer: the
-    /// least restrictive value meeting the goal, the io.max line to write, whether every
-    /// more restrictive value meets it too, and what it costs the others. --output DIR
-    /// writes tune-iomax.txt, tune-iomax.csv and tune-iomax.png/svg.
-    ///
-    /// Example:
-    ///   blkcg-sim tune iomax my.toml --protect web --limit cgroup.batch.io.max:wiops=250,500,1000,2000,max
-    #[command(verbatim_doc_comment)]
-    Iomax {
-        scenario: String,
-        /// The cgroup to protect (its path).
-        #[arg(long)]
-        protect: String,
-        /// KEY=V1,V2,...: another cgroup's io.max line or token and the values to try.
-        #[arg(long, value_name = "KEY=V1,V2,...")]
-        limit: String,
-        /// The variant to tune (needed when the scenario has variants).
-        #[arg(long)]
-        variant: Option<String>,
-        /// Also keep the protected cgroup's clat p99 at most this many ms.
-        #[arg(long)]
-        p99_ms: Option<f64>,
-        /// Isolation percentile over 1 s windows (resctl-bench isol-pct).
-        #[arg(long, default_value_t = 5.0)]
-        isol_pct: f64,
-        /// Isolation threshold, a fraction (resctl-bench isol-thr).
-        #[arg(long, default_value_t = 0.9)]
-        isol_thr: f64,
-        /// Seeds per value (device jitter, random offsets): error bars.
-        #[arg(long, default_value_t = 3)]
-        seeds: u32,
-        /// Worker threads (default: the machine's cores).
-        #[arg(long)]
-        jobs: Option<usize>,
-        /// Write the report, every run's figures and a picture here.
-        #[arg(long)]
-        output: Option<PathBuf>,
-    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -544,155 +315,6 @@ enum HostArg {
 enum TimingArg {
     Icount,
     Realtime,
-}
-
-fn tune_command(what: TuneCmd, progress: Reporter) -> Result<u8, String> {
-    match what {
-        TuneCmd::Model {
-            device,
-            qos,
-            duration,
-            seqio_block_mb,
-            seq_depth,
-            rand_depth,
-            numjobs,
-            testfile_size_gb,
-            jobs,
-        } => {
-            let machine = match scenario_named(&device) {
-                Some(sc) => tune::Machine::from_scenario(&sc?)?,
-                None => tune::Machine::from_spec(&device)?,
-            };
-            let coef = tune::model::CoefGen {
-                duration_s: duration,
-                seqio_block_mb,
-                seq_depth,
-                rand_depth,
-                numjobs,
-                testfile_size_gb,
-            };
-            let opts = tune::model::ModelOptions {
-                coef,
-                qos,
-                jobs: jobs.unwrap_or_else(sweep::pool::cores),
-                progress,
-            };
-            tune::model::model_command(&machine, &opts)
-        }
-        TuneCmd::Qos {
-            scenario,
-            protect,
-            variant,
-            vrate_min,
-            vrate_max,
-            vrate_intvs,
-            isol_pct,
-            isol_thr,
-            seeds,
-            model_duration,
-            jobs,
-            output,
-        } => load(&scenario).and_then(|sc| {
-            let opts = tune::qos::QosOptions {
-                variant,
-                protect,
-                vrate_min,
-                vrate_max,
-                vrate_intvs,
-                isol_pct,
-                isol_thr,
-                seeds,
-                jobs: jobs.unwrap_or_else(sweep::pool::cores),
-                coef: tune::model::CoefGen {
-                    duration_s: model_duration,
-                    ..Default::default()
-                },
-                output,
-                progress,
-            };
-            tune::qos::qos_command(&sc, &opts)
-        }),
-        TuneCmd::Iomax {
-            scenario,
-            protect,
-            limit,
-            variant,
-            p99_ms,
-            isol_pct,
-            isol_thr,
-            seeds,
-            jobs,
-            output,
-        } => load(&scenario).and_then(|sc| {
-            let opts = tune::iomax::IomaxOptions {
-                variant,
-                protect,
-                limit,
-                p99_ms,
-                isol_pct,
-                isol_thr,
-                seeds,
-                jobs: jobs.unwrap_or_else(sweep::pool::cores),
-                output,
-                progress,
-            };
-            tune::iomax::iomax_command(&sc, &opts)
-        }),
-    }
-}
-
-fn kernel_command(cmd: KernelCmd, quiet: bool) -> Result<u8, String> {
-    use validate::build;
-    match cmd {
-        KernelCmd::Build {
-            source,
-            patch,
-            config,
-            dry_run,
-        } => {
-            let o = build::BuildOptions {
-                source,
-                patches: patch,
-                config,
-                dry_run,
-                quiet,
-            };
-            if o.dry_run {
-                print!("{}", build::dry_run(&o)?);
-            } else {
-                print!("{}", build::build(&o)?.report());
-            }
-            Ok(0)
-        }
-        KernelCmd::List => {
-            let all = build::list();
-            if all.is_empty() {
-                println!("no kernels built yet in {}", build::builds_dir().display());
-            }
-            for (dir, r) in all {
-                match r {
-                    Ok(r) => println!(
-                        "built:{}  {}  ({} s with -j{})",
-                        r.key,
-                        r.summary(),
-                        r.build_seconds,
-                        r.jobs
-                    ),
-                    Err(e) => println!("{}: unreadable record: {e}", dir.display()),
-                }
-            }
-            Ok(0)
-        }
-        KernelCmd::Clean { keys, all } => {
-            if keys.is_empty() && !all {
-                return Err("kernel clean: name builds (KEY...) or pass --all".into());
-            }
-            for d in build::clean(&keys, all)? {
-                println!("removed {}", d.display());
-            }
-            Ok(0)
-        }
-    }
 }
 
 fn main() -> ExitCode {
@@ -801,8 +423,8 @@ fn main() -> ExitCode {
             };
             sweep::sweep_command(&sc, &opts)
         }),
-        Cmd::Tune { what } => tune_command(what, progress),
-        Cmd::Kernel(k) => kernel_command(k, cli.quiet),
+        Cmd::Tune { what } => cli::tune::tune_command(what, progress),
+        Cmd::Kernel(k) => cli::kernel::kernel_command(k, cli.quiet),
         Cmd::Device(d) => cli::device::device_command(d),
         Cmd::Scenarios { name } => cli::scenarios::scenarios_command(name.as_deref()),
     };

@@ -214,7 +214,8 @@ fn device_keys_without_effect_are_warnings_with_file_and_line() {
 
 #[test]
 fn output_dir_holds_timelines_and_pictures() {
-    let dir = std::env::temp_dir().join(format!("blkcg-sim-out-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("blkcg-sim-out-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let mut cmd = bin();
     cmd.args([
@@ -268,7 +269,8 @@ fn csv_outputs_quote_the_names_users_choose() {
          [cgroup.\"x,y\"]\n\"io.max\" = \"252:0 riops=100\"\n\
          fio = \"\"\"\n[a,\"b\"]\nrw=randread\nioengine=libaio\nruntime=1\n\"\"\"\n",
     );
-    let dir = std::env::temp_dir().join(format!("blkcg-sim-csv-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("blkcg-sim-csv-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let mut cmd = bin();
     cmd.args(["run", &sc, "--output-format", "summary", "--output"])
@@ -319,7 +321,8 @@ fn successive_fio_runs_start_when_every_run_before_has_ended() {
         "rounds.toml",
         "[device]\nmodel = \"nullb\"\n[cgroup.a]\nfio = [\"fio --name=a --rw=randread --runtime=300ms --time_based\", \"fio --name=a --rw=randread --bs=8k --runtime=300ms --time_based\"]\n[cgroup.b]\nfio = \"fio --name=b --rw=randread --runtime=600ms --time_based\"\n",
     );
-    let dir = std::env::temp_dir().join(format!("blkcg-sim-rounds-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("blkcg-sim-rounds-{}", std::process::id()));
     let mut cmd = bin();
     cmd.args(["run", &f, "--output-format", "summary", "--output"])
         .arg(&dir);
@@ -388,7 +391,8 @@ fn two_kernels_end_with_an_ab_table() {
         "--output-format",
         "summary",
     ]);
-    let dir = std::env::temp_dir().join(format!("blkcg-sim-ab-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("blkcg-sim-ab-{}", std::process::id()));
     cmd.arg("--output").arg(&dir);
     let out = String::from_utf8(ok(cmd).stdout).unwrap();
     let ab = out.split("A/B: ").nth(1).expect("an A/B table");

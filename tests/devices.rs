@@ -144,8 +144,8 @@ fn an_oversized_flash_array_is_refused_with_its_cost() {
 #[test]
 fn dispatch_ns_delays_the_next_request_on_a_one_tag_queue() {
     // null_blk, one tag, 10 us completions. The submitter sleeps for the tag; the
-    // completion wakes it and it asks again `complete_ns` (1.5 us) later, so the
-    // device idles that long: 1e9 / (10 + 1.5) us IOPS. With dispatch_ns the waiting
+    // completion wakes it and it asks again `[host] tag_wakeup_ns` (1.5 us) later, so
+    // the device idles that long: 1e9 / (10 + 1.5) us IOPS. With dispatch_ns the waiting
     // request reaches the device dispatch_ns after the previous completion, which
     // covers the wake-up: 1e9 / (10 + 5) us
     let dev = |extra: &str| {
@@ -163,6 +163,33 @@ fn dispatch_ns_delays_the_next_request_on_a_one_tag_queue() {
         1e9 / 15_000.0,
         0.01,
     );
+}
+
+#[test]
+fn tag_wakeup_ns_is_the_woken_sleepers_delay_not_the_reapers() {
+    // the same one-tag queue: the device idles tag_wakeup_ns after each completion,
+    // whatever fio's reaping costs (complete_ns lands in clat only); a slip on every
+    // wake-up, uniform up to 2 us, adds 1 us on average; and with one CPU (a single
+    // job, nothing else woken to reap) nothing changes
+    let dev = |host: &str| {
+        format!(
+            "model = \"nullb\"\nirqmode = 2\ncompletion_nsec = 10000\nhw_queue_depth = 1\n\
+             [host]\ncomplete_ns = 8000\n{host}"
+        )
+    };
+    let fio = "--rw=randread --bs=4k --iodepth=4 --runtime=100ms";
+    near("default", one_job(&dev(""), fio).iops, 1e9 / 11_500.0, 0.01);
+    let r = one_job(&dev("tag_wakeup_ns = 4000"), fio);
+    near("tag_wakeup_ns = 4000", r.iops, 1e9 / 14_000.0, 0.01);
+    let slip = "tag_wakeup_ns = 4000\ntag_wakeup_slip_ppm = 1000000\ntag_wakeup_slip_ns = 2000";
+    near(
+        "with slips",
+        one_job(&dev(slip), fio).iops,
+        1e9 / 15_000.0,
+        0.02,
+    );
+    let one = one_job(&dev("tag_wakeup_ns = 4000\ncpus = 1"), fio);
+    assert_eq!(one.iops, r.iops);
 }
 
 #[test]

@@ -9,12 +9,29 @@ fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_blkcg-sim"))
 }
 
-/// A fresh folder for one test.
-fn dir(test: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("blkcg-sim-fio-{}-{test}", std::process::id()));
+/// A fresh folder for one test under cargo's target tmpdir, removed when the test
+/// ends (pass or fail).
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn dir(test: &str) -> Scratch {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("blkcg-sim-fio-{}-{test}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
-    d
+    Scratch(d)
 }
 
 fn write(d: &Path, name: &str, text: &str) -> String {

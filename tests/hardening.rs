@@ -11,7 +11,8 @@ fn bin() -> Command {
 
 /// A fresh folder of this test's own.
 fn tmp(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("blkcg-sim-hard-{tag}-{}", std::process::id()));
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("blkcg-sim-hard-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -89,6 +90,21 @@ fn check_refuses_exactly_what_run_refuses() {
             "host-unbounded",
             "[host]\nsubmit_ns = 9223372036854775807\n",
             &[":7:", "submit_ns"],
+        ),
+        (
+            "host-cpus-beyond-one",
+            "[host]\ncpus = 2\n",
+            &[":7:", "host.cpus", "0 (every woken task runs at once) or 1"],
+        ),
+        (
+            "host-tag-wakeup-not-a-time",
+            "[host]\ntag_wakeup_ns = \"soon\"\n",
+            &[":7:", "host.tag_wakeup_ns"],
+        ),
+        (
+            "host-tag-wakeup-slip-share",
+            "[host]\ntag_wakeup_slip_ppm = 1000001\n",
+            &[":7:", "host.tag_wakeup_slip_ppm", "0 to 1000000"],
         ),
         (
             "variant-error-points-at-the-variant",

@@ -56,7 +56,8 @@ fn peak_rss_kib(file: &Path, out: &Path) -> i64 {
 
 #[test]
 fn an_hour_and_a_day_take_the_same_memory() {
-    let dir = std::env::temp_dir().join(format!("blkcg-sim-memflat-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("blkcg-sim-memflat-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let mut rss = Vec::new();

@@ -128,7 +128,8 @@ fn the_guest_writes_nr_requests_after_the_scheduler() {
 
 #[test]
 fn validate_dry_run_shows_the_write() {
-    let dir = std::env::temp_dir().join(format!("blkcg-sim-nrreq-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("blkcg-sim-nrreq-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("tmp")).unwrap();
     let file = dir.join("t.toml");

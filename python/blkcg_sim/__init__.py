@@ -91,7 +91,8 @@ class Result:
 
     Attributes:
         fio: fio's JSON document (``fio.json``) as a dict.
-        summary: the summary table (``summary.txt``).
+        summary: the summary table (``summary.txt``), ending with the device line of
+            an FTL drive (its write amplification).
         io_stat: ``io.stat`` of every cgroup that did I/O.
         trace: the controllers' event log, one line each (``trace=True``).
         warnings: what ``blkcg-sim run`` prints as warnings.

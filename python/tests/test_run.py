@@ -34,6 +34,18 @@ def test_run_is_the_command_lines_run(cli, tmp_path, small):
         assert len(df) == len(f.read_text().splitlines()) - 1, name
 
 
+def test_summary_is_what_run_prints_with_the_device_line(cli):
+    # an FTL drive: the summary ends with its write amplification, as `run` prints it
+    printed = subprocess.run(
+        [cli, "run", "example-ssd-write-cliff", "--variant", "unbounded", "--quiet",
+         "--output-format", "summary"],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    r = blkcg_sim.run("example-ssd-write-cliff", variant="unbounded")
+    assert printed == "--- unbounded ---\n" + r.summary
+    assert r.summary.splitlines()[-1].startswith("device nvme0n1: write amplification ")
+
+
 def test_tables_have_the_csv_columns_even_when_empty():
     r = blkcg_sim.run("throttle-iops-tail-latency", variant="after")
     for name in TABLES:

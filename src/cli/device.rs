@@ -10,6 +10,7 @@ use clap::{Args, Subcommand};
 use crate::cli::load;
 use crate::device::fit::{self, Model, jobs::Target};
 use crate::report::device_plot::{DeviceUnderTest, builtin_devices, plot_device};
+use crate::report::outdir::{OutDir, write_named_file};
 use crate::sweep::pool;
 
 /// `blkcg-sim device`.
@@ -163,7 +164,7 @@ fn fit_command(a: FitArgs) -> Result<u8, String> {
     };
     let out = fit::fit(&a.files, model, a.jobs.unwrap_or_else(pool::cores))?;
     if let Some(p) = &a.output {
-        std::fs::write(p, &out.toml).map_err(|e| format!("{}: cannot write: {e}", p.display()))?;
+        write_named_file(p, &out.toml)?;
     }
     print!("{}", out.report);
     Ok(0)
@@ -194,9 +195,12 @@ fn plot_command(a: &PlotArgs) -> Result<u8, String> {
     } else {
         builtin_devices()
     };
-    std::fs::create_dir_all(output).map_err(|e| format!("{}: {e}", output.display()))?;
+    // our own file names only, never through a symlink (report::outdir)
+    let names: Vec<String> = devices.iter().flat_map(|d| d.file_names()).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let out = OutDir::top_owning(output, &names)?;
     for d in &devices {
-        let (table, files) = plot_device(d, output, runtime_s, cliff_s)?;
+        let (table, files) = plot_device(d, &out, runtime_s, cliff_s)?;
         println!("== {}", d.name);
         print!("{table}");
         for f in files {

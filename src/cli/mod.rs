@@ -9,6 +9,9 @@
 //! - `check.rs`     — `check` (build every variant, print what it resolves to);
 //! - `device.rs`    — `device`: `fit` (a model fitted to the user's fio
 //!   measurements), `plot` (pictures of a device model alone);
+//! - `tune.rs`      — `tune`: `model`, `qos`, `iomax` (what to write in io.cost.* and
+//!   io.max);
+//! - `kernel.rs`    — `kernel`: `build`, `list`, `clean` (guest kernels from source);
 //! - `repro.rs`     — `repro` (the built-in seeds and their bands);
 //! - `scenarios.rs` — `scenarios` (list or print the built-in scenarios);
 //! - this file      — reading a scenario named on the command line.
@@ -16,9 +19,11 @@
 pub mod check;
 pub mod device;
 pub mod fio;
+pub mod kernel;
 pub mod repro;
 pub mod run;
 pub mod scenarios;
+pub mod tune;
 
 use std::path::Path;
 

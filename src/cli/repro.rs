@@ -2,7 +2,7 @@
 //! published numbers.
 
 use crate::progress::Reporter;
-use crate::report::summary::{self};
+use crate::report::outputs::summary_text;
 use crate::run::{in_parallel, reproduce_with};
 use crate::scenario::embedded;
 use crate::scenario::repro::{self};
@@ -45,7 +45,7 @@ pub fn repro_command(names: &[String], json: bool, progress: &Reporter) -> Resul
             println!("\nsimulated:");
             for run in &runs {
                 println!("--- {} ---", run.label);
-                print!("{}", summary::summary_table(&run.summaries));
+                print!("{}", summary_text(run));
             }
             println!();
             print!("{}", repro::bands_table(&results));

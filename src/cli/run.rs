@@ -8,7 +8,7 @@ use crate::progress::Reporter;
 use crate::report::fio::{self as fioreport};
 use crate::report::html::{RunPage, write_report};
 use crate::report::outdir::{OutDir, check_label};
-use crate::report::outputs::write_outputs;
+use crate::report::outputs::{summary_text, write_outputs};
 use crate::report::record::RecordOptions;
 use crate::report::summary::{self, JobSummary};
 use crate::run::{in_parallel, run_variant_traced};
@@ -179,10 +179,7 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
         if let Some(ab) = &ab {
             top.write("ab.txt", ab)?;
         }
-        let summaries: Vec<String> = runs
-            .iter()
-            .map(|r| summary::summary_table(&r.summaries))
-            .collect();
+        let summaries: Vec<String> = runs.iter().map(summary_text).collect();
         let pages: Vec<RunPage> = runs
             .iter()
             .zip(&summaries)
@@ -203,8 +200,7 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
     if o.format == OutputFormat::Summary || (!single && o.format == OutputFormat::Normal) {
         for run in &runs {
             stdout.push_str(&format!("--- {} ---\n", run.label));
-            stdout.push_str(&summary::summary_table(&run.summaries));
-            stdout.push_str(&summary::device_summary(&run.limits.name, &run.fio.device));
+            stdout.push_str(&summary_text(run));
         }
         if let Some(ab) = &ab {
             stdout.push('\n');

@@ -64,6 +64,7 @@ impl PolicySetup for Setup {
             behaviour: self.behaviour,
             hz: self.hz,
             start_jiffies: ThrottleConfig::initial_jiffies(self.hz),
+            // q->nr_requests: the scheduler's tags with an elevator (src/run)
             nr_requests: limits.nr_requests,
             rotational: limits.rotational,
             debug_stats: self.debug_stats,
@@ -249,5 +250,42 @@ impl RqQos for LatencyEntry {
         } else {
             0
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::run_variant;
+    use crate::scenario::Scenario;
+
+    /// blk-iolatency's `qd` on a 32-tag null_blk with `[device]` lines `extra`.
+    fn qd(extra: &str) -> u32 {
+        let text = format!(
+            "[device]\nmodel = \"nullb\"\nhw_queue_depth = 32\n{extra}\n\
+             [cgroup.a]\n\"io.latency\" = \"252:0 target=1000\"\n\
+             fio = \"fio --name=a --rw=randread --runtime=50ms --time_based\"\n"
+        );
+        let sc = Scenario::parse(&text, "qd.toml").unwrap();
+        let run = run_variant(&sc, None, None, None, false).unwrap();
+        run.out
+            .stack
+            .policy::<LatencyEntry>()
+            .expect("blk-iolatency is on")
+            .lat
+            .config()
+            .nr_requests
+    }
+
+    #[test]
+    fn qd_is_the_queues_nr_requests_as_scale_change_reads_it() {
+        // scale_change() / scale_cookie_change() read q->nr_requests: the driver's
+        // tags without a scheduler (blk_mq_init_allocated_queue()), and a scheduler's
+        // 2 * min(depth, BLKDEV_DEFAULT_RQ) once one is attached (blk_mq_init_sched())
+        assert_eq!(qd(""), 32);
+        assert_eq!(qd("scheduler = \"mq-deadline\""), 64);
+        // echo N > queue/nr_requests after the scheduler: whichever set is in use
+        assert_eq!(qd("nr_requests = 16"), 16);
+        assert_eq!(qd("scheduler = \"mq-deadline\"\nnr_requests = 100"), 100);
     }
 }

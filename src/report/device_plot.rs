@@ -24,9 +24,8 @@
 //! is reported as the scenario would report it. Files: `DIR/NAME-latency.{png,svg,csv}`,
 //! `DIR/NAME-write-cliff.{png,svg}`, `DIR/NAME-bucket.{png,svg}`.
 
-use std::path::Path;
-
 use crate::device::{cloud, config, flash};
+use crate::report::outdir::OutDir;
 use crate::report::plot::{Panel, Series, plot_panels};
 use crate::report::timeline::{JobLine, job_panels};
 use crate::run::{VariantRun, in_parallel, run_variant};
@@ -48,14 +47,10 @@ impl DeviceUnderTest {
     /// From a `--device`-style spec (`model:key=value,...`), named after it.
     pub fn from_spec(spec: &str) -> Result<Self, String> {
         let table = parse_device_spec(spec)?;
-        let name = spec
-            .chars()
-            .map(|c| match c {
-                'a'..='z' | 'A'..='Z' | '0'..='9' | '-' | '_' => c,
-                _ => '-',
-            })
-            .collect();
-        Ok(DeviceUnderTest { name, table })
+        Ok(DeviceUnderTest {
+            name: file_name(spec),
+            table,
+        })
     }
 
     /// The preset `name` of whichever model has it (`ssd` FTL or `cloud`).
@@ -85,10 +80,24 @@ impl DeviceUnderTest {
             None => toml::Table::new(),
         };
         let name = match sc.table.get("name") {
-            Some(toml::Value::String(n)) => n.clone(),
+            Some(toml::Value::String(n)) => file_name(n),
             _ => "device".to_string(),
         };
         Ok(DeviceUnderTest { name, table })
+    }
+
+    /// Every file [`plot_device`] may write for this device.
+    pub fn file_names(&self) -> Vec<String> {
+        ["latency.csv", "latency.png", "latency.svg"]
+            .iter()
+            .chain(&[
+                "write-cliff.png",
+                "write-cliff.svg",
+                "bucket.png",
+                "bucket.svg",
+            ])
+            .map(|what| format!("{}-{what}", self.name))
+            .collect()
     }
 
     fn model(&self) -> &str {
@@ -396,20 +405,32 @@ pub fn cloud_bucket(d: &DeviceUnderTest) -> Result<Option<(u64, Vec<Panel>)>, St
     )))
 }
 
-/// Draw every picture that applies to `d` into `dir`; returns the latency-vs-load
-/// table (text) and the files written.
+/// A name as one plain file-name component: letters, digits, `-` and `_`, anything
+/// else `-` (a scenario's `name` may hold spaces, dots or slashes).
+fn file_name(name: &str) -> String {
+    name.chars()
+        .map(|c| match c {
+            'a'..='z' | 'A'..='Z' | '0'..='9' | '-' | '_' => c,
+            _ => '-',
+        })
+        .collect()
+}
+
+/// Draw every picture that applies to `d` into `out` (opened owning
+/// [`DeviceUnderTest::file_names`]); returns the latency-vs-load table (text) and the
+/// files written.
 pub fn plot_device(
     d: &DeviceUnderTest,
-    dir: &Path,
+    out: &OutDir,
     runtime_s: u64,
     cliff_s: u64,
 ) -> Result<(String, Vec<String>), String> {
     let mut files = Vec::new();
-    let base = |what: &str| dir.join(format!("{}-{what}", d.name));
+    let base = |what: &str| out.path().join(format!("{}-{what}", d.name));
     let points = latency_vs_load(d, runtime_s)?;
     let csv = load_csv(&points);
     let path = base("latency").with_extension("csv");
-    std::fs::write(&path, &csv).map_err(|e| format!("{}: {e}", path.display()))?;
+    out.write(&format!("{}-latency.csv", d.name), &csv)?;
     files.push(path.display().to_string());
     plot_panels(
         &base("latency"),

@@ -14,6 +14,12 @@
 //! a link, never followed), so re-using DIR never mixes runs; every file is then
 //! created anew with `O_NOFOLLOW | O_EXCL`, so a symlink planted meanwhile makes the
 //! write fail instead of landing elsewhere. Files of other names are left alone.
+//!
+//! The commands that write into DIR itself name their files ([`OutDir::top_owning`]):
+//! `sweep`, `tune`, `validate` (its console captures, traces and both sides' fio
+//! JSON, named per kernel and boot) and `device plot` (per device). The one file a
+//! user names outright (`device fit --output FILE`) goes through [`write_named_file`]:
+//! replaced in place, a symlink refused.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -170,6 +176,26 @@ impl OutDir {
     }
 }
 
+/// Write `text` to the one file the user named on the command line (`device fit
+/// --output FILE`): created, or an existing file replaced in place, but never through
+/// a symlink: one there is refused (`O_NOFOLLOW`), not followed and not removed.
+pub fn write_named_file(path: &Path, text: &str) -> Result<(), String> {
+    OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => format!(
+                "{}: is a symlink; blkcg-sim does not write through one: name the file itself",
+                path.display()
+            ),
+            _ => format!("{}: cannot write: {e}", path.display()),
+        })
+}
+
 /// A file of ours being written.
 pub struct OutFile {
     path: PathBuf,
@@ -247,6 +273,23 @@ mod tests {
         std::os::unix::fs::symlink(&outside, d.join("out/w/fio.txt")).unwrap();
         assert!(w.write("fio.txt", "x").is_err());
         assert_eq!(fs::read_to_string(&outside).unwrap(), "precious");
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_named_file_is_replaced_but_a_symlink_refused() {
+        let d = tmp("named");
+        let f = d.join("fit.toml");
+        fs::write(&f, "old, longer text").unwrap();
+        write_named_file(&f, "new").unwrap();
+        assert_eq!(fs::read_to_string(&f).unwrap(), "new");
+        let outside = d.join("outside.txt");
+        fs::write(&outside, "precious").unwrap();
+        std::os::unix::fs::symlink(&outside, d.join("link.toml")).unwrap();
+        let e = write_named_file(&d.join("link.toml"), "x").unwrap_err();
+        assert!(e.contains("is a symlink"), "{e}");
+        assert_eq!(fs::read_to_string(&outside).unwrap(), "precious");
+        assert!(fs::symlink_metadata(d.join("link.toml")).is_ok());
         fs::remove_dir_all(&d).unwrap();
     }
 }

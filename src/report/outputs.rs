@@ -32,17 +32,20 @@ pub fn job_lines(run: &VariantRun) -> Vec<JobLine<'_>> {
     jobs
 }
 
+/// A run's summary as `summary.txt` holds it and `run` prints it: the table, then the
+/// device's whole-run figures (an FTL's write amplification) if it has any.
+pub fn summary_text(run: &VariantRun) -> String {
+    summary::summary_table(&run.summaries)
+        + &summary::device_summary(&run.limits.name, &run.fio.device)
+}
+
 /// Every output file of one run in its folder `out` (see `report::outdir`) besides
 /// the timelines, which streamed there during the run.
 pub fn write_outputs(out: &OutDir, run: &VariantRun) -> Result<(), String> {
     let dir = out.path();
     let write = |name: &str, text: &str| out.write(name, text);
     let tree = &run.resolved.tree;
-    let device = summary::device_summary(&run.limits.name, &run.fio.device);
-    write(
-        "summary.txt",
-        &(summary::summary_table(&run.summaries) + &device),
-    )?;
+    write("summary.txt", &summary_text(run))?;
     write("fio.json", &fioreport::json::to_json(&run.fio, false))?;
     write("fio.txt", &fioreport::text::to_normal(&run.fio))?;
     write("io.stat", &run.io_stat)?;

@@ -28,7 +28,8 @@ pub struct Panel {
     pub log_y: bool,
 }
 
-const COLORS: [RGBColor; 10] = [
+/// The lines' colours by default: series `k` of a panel gets `COLORS[k % 10]`.
+pub const COLORS: [RGBColor; 10] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
@@ -48,8 +49,31 @@ pub fn plot_panels(
     x_label: &str,
     panels: &[Panel],
 ) -> Result<(), String> {
+    let palettes = vec![&COLORS[..]; panels.len()];
+    plot_panels_in(base, title, x_label, panels, &palettes)
+}
+
+/// [`plot_panels`] with each panel's own colours: series `k` of panel `i` gets
+/// `palettes[i][k % len]` (a picture that gives a thing a fixed colour, such as
+/// mq-deadline's priority classes, passes one colour per series in their order).
+pub fn plot_panels_in(
+    base: &Path,
+    title: &str,
+    x_label: &str,
+    panels: &[Panel],
+    palettes: &[&[RGBColor]],
+) -> Result<(), String> {
     if panels.is_empty() {
         return Ok(());
+    }
+    let uncoloured = |(p, c): (&Panel, &&[RGBColor])| c.is_empty() && !p.series.is_empty();
+    if palettes.len() != panels.len() || panels.iter().zip(palettes).any(uncoloured) {
+        return Err(format!(
+            "{}: {} panels but {} palettes (a panel with lines needs a colour)",
+            base.display(),
+            panels.len(),
+            palettes.len()
+        ));
     }
     let h = 260 * panels.len() as u32 + 60;
     render(
@@ -59,6 +83,7 @@ pub fn plot_panels(
             title,
             x_label,
             panels,
+            palettes,
         },
     )
 }
@@ -95,6 +120,7 @@ struct Panels<'a> {
     title: &'a str,
     x_label: &'a str,
     panels: &'a [Panel],
+    palettes: &'a [&'a [RGBColor]],
 }
 
 impl Figure for Panels<'_> {
@@ -102,7 +128,7 @@ impl Figure for Panels<'_> {
     where
         DB::ErrorType: 'static,
     {
-        draw(root, self.title, self.x_label, self.panels)
+        draw(root, self.title, self.x_label, self.panels, self.palettes)
     }
 }
 
@@ -294,6 +320,7 @@ fn draw<DB: DrawingBackend>(
     title: &str,
     x_label: &str,
     panels: &[Panel],
+    palettes: &[&[RGBColor]],
 ) -> Result<(), String>
 where
     DB::ErrorType: 'static,
@@ -304,7 +331,7 @@ where
         .map_err(|e| e.to_string())?;
     let areas = root.split_evenly((panels.len(), 1));
     let (x0, x1) = bounds(panels);
-    for (i, (area, panel)) in areas.iter().zip(panels).enumerate() {
+    for (i, ((area, panel), palette)) in areas.iter().zip(panels).zip(palettes).enumerate() {
         let last = i + 1 == panels.len();
         let ys = panel
             .series
@@ -330,7 +357,7 @@ where
             let mut chart = builder
                 .build_cartesian_2d(x0..x1, range)
                 .map_err(|e| e.to_string())?;
-            fill(&mut chart, panel, last.then_some(x_label))?;
+            fill(&mut chart, panel, palette, last.then_some(x_label))?;
         } else {
             if y1 <= y0 {
                 y1 = y0 + 1.0;
@@ -339,7 +366,7 @@ where
             let mut chart = builder
                 .build_cartesian_2d(x0..x1, (y0 - pad)..(y1 + pad))
                 .map_err(|e| e.to_string())?;
-            fill(&mut chart, panel, last.then_some(x_label))?;
+            fill(&mut chart, panel, palette, last.then_some(x_label))?;
         }
     }
     Ok(())
@@ -360,6 +387,7 @@ fn log_tick(v: &f64) -> String {
 fn fill<'a, DB, Y>(
     chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>,
     panel: &Panel,
+    palette: &[RGBColor],
     x_label: Option<&str>,
 ) -> Result<(), String>
 where
@@ -377,7 +405,7 @@ where
     }
     mesh.draw().map_err(|e| e.to_string())?;
     for (k, s) in panel.series.iter().enumerate() {
-        let color = COLORS[k % COLORS.len()];
+        let color = palette[k % palette.len()];
         let points = s
             .points
             .iter()

@@ -14,12 +14,13 @@ use crate::iolatency::IolatRow;
 use crate::iolatency::grp::DEFAULT_SCALE_COOKIE;
 use crate::report::csv_field;
 use crate::report::decimate::{Decimated, Lines};
-use crate::report::plot::{Panel, Series, plot_panels};
+use crate::report::plot::{COLORS, Panel, Series, plot_panels, plot_panels_in};
 use crate::sched::mq_deadline::DdPrio;
 use crate::sched::mq_deadline::elevator::DeadlineRow;
 use crate::sim::Ns;
 use crate::sim::timebins::TimeBins;
 use crate::throttle::ThrotlRow;
+use plotters::style::RGBColor;
 
 fn cg_name(tree: &CgroupTree, cg: u32) -> String {
     let p = &tree.nodes[cg as usize].path;
@@ -187,36 +188,59 @@ impl DeadlineSeries {
     }
 }
 
-/// Per level: requests waiting in mq-deadline, and its dispatch rate; then each job's
-/// IOPS and latency under them.
+/// A priority level's colour in every deadline picture, whichever levels a run has:
+/// `rt` red, `be` blue, `idle` grey.
+fn class_colour(p: DdPrio) -> RGBColor {
+    match p {
+        DdPrio::Rt => COLORS[3],
+        DdPrio::Be => COLORS[0],
+        DdPrio::Idle => COLORS[7],
+    }
+}
+
+/// Per level: requests waiting in mq-deadline, and its dispatch rate, each level in its
+/// own colour (`class_colour`); then each job's IOPS and latency under them, the jobs
+/// in the other colours, so a job never reads as a level (a job `rt` is not the level
+/// `rt`: its bios' class is the summary's `PRIO`).
 pub fn plot_deadline(
     base: &Path,
     title: &str,
     series: &DeadlineSeries,
     jobs: &[JobLine],
 ) -> Result<(), String> {
-    let lines = |m: &std::collections::BTreeMap<DdPrio, Decimated>| -> Vec<Series> {
+    let lines = |m: &std::collections::BTreeMap<DdPrio, Decimated>| -> (Vec<Series>, Vec<_>) {
         m.iter()
-            .map(|(p, d)| Series {
-                name: p.name().to_string(),
-                points: d.points(),
+            .map(|(p, d)| {
+                let s = Series {
+                    name: p.name().to_string(),
+                    points: d.points(),
+                };
+                (s, class_colour(*p))
             })
-            .collect()
+            .unzip()
     };
+    let (queued, queued_colours) = lines(&series.queued);
+    let (rate, rate_colours) = lines(&series.dispatch_rate);
     let mut panels = vec![
         Panel {
             y_label: "queued in mq-deadline".into(),
-            series: lines(&series.queued),
+            series: queued,
             log_y: false,
         },
         Panel {
             y_label: "dispatched per second".into(),
-            series: lines(&series.dispatch_rate),
+            series: rate,
             log_y: false,
         },
     ];
+    let job_colours: Vec<RGBColor> = COLORS
+        .into_iter()
+        .filter(|c| DdPrio::ALL.iter().all(|&p| class_colour(p) != *c))
+        .collect();
     panels.extend(job_panels(jobs));
-    plot_panels(base, title, "time (s)", &panels)
+    let mut palettes = vec![&queued_colours[..], &rate_colours[..]];
+    palettes.resize(panels.len(), &job_colours[..]);
+    plot_panels_in(base, title, "time (s)", &panels, &palettes)
 }
 
 /// blk-iolatency's series for its picture, per cgroup, decimated as rows arrive.
@@ -509,5 +533,55 @@ mod tests {
             ),
             "{line}"
         );
+    }
+
+    /// A level has its colour whichever levels a run has (`idle` alone is grey, not
+    /// the first series' blue), and a job named like a level is not drawn in its colour.
+    #[test]
+    fn deadline_levels_keep_their_colours() {
+        let mut series = DeadlineSeries::default();
+        for at in 1..20u64 {
+            series.add(&DeadlineRow {
+                at: at * 100_000_000,
+                prio: DdPrio::Idle,
+                queued: 2,
+                in_flight: 1,
+                dispatched: 3,
+                completed: 3,
+                totals: Default::default(),
+            });
+        }
+        let mut bins = TimeBins::default();
+        for t in 0..2000u64 {
+            bins.add(t * 1_000_000, 1_000_000);
+        }
+        let jobs = [JobLine {
+            label: "rt".into(),
+            bins: &bins,
+            until: None,
+        }];
+        let dir = std::env::temp_dir().join(format!("blkcg-sim-dd-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let base = dir.join("deadline");
+        let drawn = plot_deadline(&base, "t", &series, &jobs);
+        let svg = std::fs::read_to_string(base.with_extension("svg"));
+        std::fs::remove_dir_all(&dir).unwrap();
+        let Ok(()) = drawn else {
+            // a machine without fonts: an error, no picture to look at
+            return;
+        };
+        let hex = |c: RGBColor| format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2);
+        let stroked = |c: RGBColor| format!("stroke=\"{}\"", hex(c));
+        let svg = svg.unwrap();
+        assert!(
+            svg.contains(&stroked(class_colour(DdPrio::Idle))),
+            "idle not grey"
+        );
+        assert!(!svg.contains(&stroked(COLORS[0])), "a series by index");
+        assert!(
+            !svg.contains(&stroked(class_colour(DdPrio::Rt))),
+            "job rt as level rt"
+        );
+        assert!(svg.contains(&stroked(COLORS[1])), "the jobs' first colour");
     }
 }

@@ -133,6 +133,8 @@ pub struct Prepared {
     label: String,
     pub(crate) resolved: Resolved,
     pub(crate) limits: QueueLimits,
+    /// The queue's `q->nr_requests` (the scheduler's tags with one, else `limits`').
+    queue_nr_requests: u32,
     devs: DeviceTable,
     pipe: Pipeline,
     pub(crate) specs: Vec<fiojob::JobSpec>,
@@ -372,9 +374,18 @@ pub fn prepare(
         0 => Horizon::Bytes(params.iter().map(|p| p.io_limit).sum()),
         ns => Horizon::Time(ns),
     };
+    // the policies see the queue's q->nr_requests (blk-iolatency's scale steps): the
+    // scheduler's tags with an elevator (blk_mq_init_sched()), else the driver's
+    let q_limits = QueueLimits {
+        nr_requests: elevator
+            .as_ref()
+            .and_then(|e| e.nr_requests())
+            .unwrap_or(limits.nr_requests),
+        ..limits.clone()
+    };
     // every write of the run, in time order, on policies of its own: a write the
     // kernel refuses is an error now, not a surprise at its time
-    let mut scratch_stack = build_stack(&r, &setups, &tree, &limits, false);
+    let mut scratch_stack = build_stack(&r, &setups, &tree, &q_limits, false);
     let mut scratch = EventQueue::new();
     for w in in_time_order(&r) {
         let now = scratch.now();
@@ -384,7 +395,7 @@ pub fn prepare(
     }
     let mut pipe = Pipeline::new(dev, params, tree.len(), r.host, r.seed);
     pipe.set_duration(r.duration);
-    let mut stack = build_stack(&r, &setups, &tree, &limits, trace_on);
+    let mut stack = build_stack(&r, &setups, &tree, &q_limits, trace_on);
     stack.elevator = elevator;
     pipe.set_stack(stack);
     if pipe.limits().nr_requests != limits.nr_requests {
@@ -412,6 +423,7 @@ pub fn prepare(
     Ok(Prepared {
         label: variant.unwrap_or("default").to_string(),
         resolved: Resolved { tree, ..r },
+        queue_nr_requests: q_limits.nr_requests,
         limits,
         devs,
         pipe,
@@ -466,27 +478,14 @@ pub fn simulate(
     progress: &Reporter,
     record: RecordOptions,
 ) -> Result<VariantRun, String> {
-    let Prepared {
-        label,
-        resolved: r,
-        limits,
-        devs,
-        pipe,
-        specs,
-        sources,
-        global_options,
-        later,
-        horizon,
-        mut warnings,
-        ..
-    } = p;
+    let (r, later, devs, mut warnings) = (p.resolved, p.later, p.devs, p.warnings);
     let tree = &r.tree;
     let mut recorder = RunRecorder::new(tree, record);
-    recorder.set_nr_requests(limits.nr_requests);
-    let mut shown = progress.start(&label, horizon);
+    recorder.set_nr_requests(p.queue_nr_requests);
+    let mut shown = progress.start(&p.label, p.horizon);
     let mut late_errors = Vec::new();
-    let dev_name = &limits.name;
-    let out = pipe.run(
+    let dev_name = &p.limits.name;
+    let out = p.pipe.run(
         |p, i| match &later[i as usize] {
             Later::Iface(w) => {
                 if let Err(e) = p.write_iface(w.file.name(), w.cgroup, &w.line, &devs) {
@@ -519,8 +518,8 @@ pub fn simulate(
             end as f64 / 1e9
         ));
     }
-    let rounds: Vec<u32> = sources.iter().map(|&s| r.fio[s].round).collect();
-    let fio = fio_report(&out, &specs, &sources, &rounds, tree, &global_options);
+    let rounds: Vec<u32> = p.sources.iter().map(|&s| r.fio[s].round).collect();
+    let fio = fio_report(&out, &p.specs, &p.sources, &rounds, tree, &p.global_options);
     let mut summaries: Vec<JobSummary> = fio.jobs.iter().map(job_summary).collect();
     // the priority each job's bios carry, with its cgroup's io.prio.class at the end
     let ioprio = out.stack.policy::<BlkIoprio>();
@@ -550,7 +549,7 @@ pub fn simulate(
             record.no_completion_resets as f64,
         );
     }
-    let io_stat = io_stat_text(&mut out, tree, &limits);
+    let io_stat = io_stat_text(&mut out, tree, &p.limits);
     // iocost_monitor.py's view of the device at the end of the run
     let (monitor, monitor_json) = out
         .stack
@@ -558,12 +557,12 @@ pub fn simulate(
         .map(|ioc| (ioc.monitor_text(end), ioc.monitor_json(end)))
         .unwrap_or_default();
     Ok(VariantRun {
-        label,
+        label: p.label,
         resolved: r,
-        limits,
+        limits: p.limits,
         out,
-        specs,
-        global_options,
+        specs: p.specs,
+        global_options: p.global_options,
         summaries,
         fio,
         warnings,

@@ -91,6 +91,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "validate-nullb-dispatch",
         include_str!("../../scenarios/validate-nullb-dispatch.toml"),
     ),
+    (
+        "validate-deadline-tag-race",
+        include_str!("../../scenarios/validate-deadline-tag-race.toml"),
+    ),
 ];
 
 /// Names of the built-in scenarios, in order.

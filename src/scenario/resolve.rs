@@ -453,23 +453,37 @@ impl Scenario {
             return Ok(h);
         };
         for (key, val) in t {
-            // the one key that is a share, not a time
-            if key == "wakeup_slip_ppm" {
-                h.wakeup_slip_ppm = val
-                    .as_integer()
+            // the keys that are not times: shares and a count, integers up to `max`
+            let count = |max: u32, accepted: &str| {
+                val.as_integer()
                     .and_then(|v| u32::try_from(v).ok())
-                    .filter(|v| *v <= 1_000_000)
+                    .filter(|v| *v <= max)
                     .ok_or_else(|| {
                         self.err_at(
                             &["host"],
                             key,
-                            format!(
-                                "`host.wakeup_slip_ppm` = {val}: an integer from 0 to 1000000 \
-                                 (parts per million of the sleeps) is accepted"
-                            ),
+                            format!("`host.{key}` = {val}: {accepted} is accepted"),
                         )
-                    })?;
-                continue;
+                    })
+            };
+            const PPM: &str = "an integer from 0 to 1000000 (parts per million of the wake-ups)";
+            match key.as_str() {
+                "cpus" => {
+                    h.cpus = count(
+                        1,
+                        "0 (every woken task runs at once) or 1 (one CPU, as the qemu guest's vCPU)",
+                    )?;
+                    continue;
+                }
+                "wakeup_slip_ppm" => {
+                    h.wakeup_slip_ppm = count(1_000_000, PPM)?;
+                    continue;
+                }
+                "tag_wakeup_slip_ppm" => {
+                    h.tag_wakeup_slip_ppm = count(1_000_000, PPM)?;
+                    continue;
+                }
+                _ => {}
             }
             let ns = parse_duration(val, BareNumber::Nanoseconds)
                 .map_err(|m| self.err_at(&["host"], key, format!("`host.{key}`: {m}")))?;
@@ -499,13 +513,15 @@ impl Scenario {
                 "timer_slack_ns" => h.timer_slack_ns = ns,
                 "wakeup_jitter_ns" => h.wakeup_jitter_ns = ns,
                 "wakeup_slip_ns" => h.wakeup_slip_ns = ns,
+                "tag_wakeup_ns" => h.tag_wakeup_ns = ns,
+                "tag_wakeup_slip_ns" => h.tag_wakeup_slip_ns = ns,
                 "fio_restart_ns" => h.fio_restart_ns = ns,
                 _ => {
                     return Err(self.err_at(
                         &["host"],
                         key,
                         format!(
-                            "unknown `host.{key}`; accepted: submit_ns, submit_page_ns, complete_ns, complete_page_ns, fio_loop_ns, workqueue_ns, timer_slack_ns, wakeup_jitter_ns, wakeup_slip_ppm, wakeup_slip_ns, fio_restart_ns"
+                            "unknown `host.{key}`; accepted: submit_ns, submit_page_ns, complete_ns, complete_page_ns, fio_loop_ns, workqueue_ns, timer_slack_ns, wakeup_jitter_ns, wakeup_slip_ppm, wakeup_slip_ns, tag_wakeup_ns, tag_wakeup_slip_ppm, tag_wakeup_slip_ns, cpus, fio_restart_ns"
                         ),
                     ));
                 }

@@ -8,7 +8,8 @@
 //! sleepers or not — and only then wakes sleepers, in batches: a sleeper that wakes
 //! retries like any submitter and, if the bits are gone again, sleeps again. So a
 //! submitter that is running when a tag frees can take it before the sleeper the free
-//! woke, and the sleeper's wake-up takes time (the engine retries it a wake-up later).
+//! woke, and the sleeper's wake-up takes time (the engine retries it `[host]
+//! tag_wakeup_ns` later; on one CPU after the tasks the completion woke first).
 //!
 //! *Moving parts.* [`TagSet`] holds the free bits (which bit a submitter gets does not
 //! matter to the simulation, so a stack), `SBQ_WAIT_QUEUES` = 8 wait queues of

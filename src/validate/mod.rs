@@ -76,7 +76,7 @@ pub enum HostProfile {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GuestHost {
     pub series: (u32, u32),
-    pub host: [(&'static str, i64); 8],
+    pub host: [(&'static str, i64); 12],
     pub dispatch_ns: i64,
 }
 
@@ -104,6 +104,17 @@ pub struct GuestHost {
 /// - 6.1.192: 58.2k IOPS at 10 µs (7.2 µs more per request), 17.66k at 50 µs (6.6 µs):
 ///   6.9 µs;
 /// - 6.12.117: 63.8k at 10 µs, 17.97k at 50 µs: 5.7 µs both.
+///
+/// The tag sleeper's wake-up (`tag_wakeup_ns`, `tag_wakeup_slip_*`, `cpus`): the same
+/// scenario at 50 µs traced (`--trace-event sched:sched_switch`, `timer:*`,
+/// `block:*`, docs/validation.md §15): from the hrtimer's expiry to the woken
+/// submitter's `block_getrq` (it has the tag), less ~0.7 µs per tracepoint on the
+/// way (the tracing's own cost under icount: 0.72 on 6.1, 0.71 on 6.12, so that the
+/// traced expiry-to-issue is the untraced `dispatch_ns`): 6.4 µs on 6.1, 5.4 µs on
+/// 6.12. Of its wake-ups 12 in 15,726 (6.1) and 7 in
+/// 14,533 (6.12) ran more than 20 µs late, 68 and 231 µs on average (uniform up to
+/// twice that). One vCPU: the tasks a completion wakes run one after another,
+/// the reaping fio first (§13's traces).
 pub const GUEST_HOSTS: [GuestHost; 2] = [
     GuestHost {
         series: (6, 1),
@@ -116,6 +127,10 @@ pub const GUEST_HOSTS: [GuestHost; 2] = [
             ("wakeup_jitter_ns", 0),
             ("wakeup_slip_ppm", 0),
             ("wakeup_slip_ns", 0),
+            ("tag_wakeup_ns", 6_400),
+            ("tag_wakeup_slip_ppm", 763),
+            ("tag_wakeup_slip_ns", 135_000),
+            ("cpus", 1),
         ],
         dispatch_ns: 6_900,
     },
@@ -130,6 +145,10 @@ pub const GUEST_HOSTS: [GuestHost; 2] = [
             ("wakeup_jitter_ns", 0),
             ("wakeup_slip_ppm", 25_862),
             ("wakeup_slip_ns", 165_000),
+            ("tag_wakeup_ns", 5_400),
+            ("tag_wakeup_slip_ppm", 482),
+            ("tag_wakeup_slip_ns", 461_000),
+            ("cpus", 1),
         ],
         dispatch_ns: 5_700,
     },
@@ -237,8 +256,64 @@ fn parse_json(text: &str, what: &str) -> Result<serde_json::Value, String> {
     serde_json::from_str(text).map_err(|e| format!("{what} is not valid JSON ({e})"))
 }
 
-fn write_file(path: &Path, text: &str) -> Result<(), String> {
-    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+/// The names validate may write under `--output` for `kernels` kernels, `runs` boots
+/// each and `fio` fio runs per boot: per kernel (its column and `-` before each name
+/// with several) `sim-fio.json`, `console-R.txt`, `trace-R.txt`,
+/// `real-fio-N-runR.json`; then `report.html`.
+fn output_names(kernels: usize, runs: u32, fio: usize) -> Vec<String> {
+    let mut names = Vec::new();
+    for k in 0..kernels {
+        let prefix = kernel_prefix(k, kernels);
+        names.push(format!("{prefix}sim-fio.json"));
+        for run in 1..=runs {
+            names.push(format!("{prefix}console-{run}.txt"));
+            names.push(format!("{prefix}trace-{run}.txt"));
+            names.extend((0..fio).map(|n| format!("{prefix}real-fio-{n}-run{run}.json")));
+        }
+    }
+    names.push("report.html".into());
+    names
+}
+
+/// What starts the names of kernel `n`'s files: its column and `-` with several.
+fn kernel_prefix(n: usize, kernels: usize) -> String {
+    if kernels > 1 {
+        format!("{}-", column(n))
+    } else {
+        String::new()
+    }
+}
+
+/// validate's folder under `--output`, through [`OutDir`] as `run --output` writes:
+/// every name of [`output_names`] an earlier run left is removed first (a symlink as
+/// a link, never followed), then each file is created with `O_NOFOLLOW | O_EXCL`.
+/// Remembers what it wrote, for `report.html`'s links.
+struct Files {
+    dir: OutDir,
+    written: Vec<String>,
+}
+
+impl Files {
+    fn open(dir: &Path, names: &[String]) -> Result<Files, String> {
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        Ok(Files {
+            dir: OutDir::top_owning(dir, &names)?,
+            written: Vec::new(),
+        })
+    }
+
+    fn write(&mut self, name: &str, text: &str) -> Result<(), String> {
+        self.dir.write(name, text)?;
+        self.written.push(name.to_string());
+        Ok(())
+    }
+
+    /// The files written since the last call, sorted.
+    fn take_written(&mut self) -> Vec<String> {
+        let mut v = std::mem::take(&mut self.written);
+        v.sort();
+        v
+    }
 }
 
 /// `--trace-event` values, checked: `SYSTEM:EVENT` as tracefs names them.
@@ -390,6 +465,7 @@ fn boot_runs(
     o: &ValidateOptions,
     initrd: &Path,
     seconds: u64,
+    files: &mut Option<Files>,
     prefix: &str,
 ) -> Result<RealSide, String> {
     let budget = Duration::from_secs(90 + 4 * seconds);
@@ -410,9 +486,9 @@ fn boot_runs(
             eprintln!("  guest: {m}")
         })?;
         let g = GuestOutput::parse(&b.console);
-        if let Some(dir) = &o.output {
-            write_file(&dir.join(format!("{prefix}console-{run}.txt")), &b.console)?;
-            write_file(&dir.join(format!("{prefix}trace-{run}.txt")), &g.trace)?;
+        if let Some(f) = files.as_mut() {
+            f.write(&format!("{prefix}console-{run}.txt"), &b.console)?;
+            f.write(&format!("{prefix}trace-{run}.txt"), &g.trace)?;
         }
         if !g.errors.is_empty() || !g.done {
             return Err(format!(
@@ -437,11 +513,8 @@ fn boot_runs(
                         .trim()
                 ));
             };
-            if let Some(dir) = &o.output {
-                write_file(
-                    &dir.join(format!("{prefix}real-fio-{n}-run{run}.json")),
-                    text,
-                )?;
+            if let Some(f) = files.as_mut() {
+                f.write(&format!("{prefix}real-fio-{n}-run{run}.json"), text)?;
             }
             figs.extend(compare::job_figures(
                 &parse_json(text, "real fio's JSON")?,
@@ -703,6 +776,13 @@ pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String
         check_tools(t.spec.as_deref())?;
     }
     let several = targets.len() > 1;
+    let mut files = match &o.output {
+        Some(dir) => Some(Files::open(
+            dir,
+            &output_names(targets.len(), o.runs.max(1), plan.fio.len()),
+        )?),
+        None => None,
+    };
     let mut before_after = Vec::new();
     let description = sc.table.get("description").and_then(|d| d.as_str());
     let mut page = Page::new(
@@ -711,19 +791,14 @@ pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String
     );
     for (n, t) in targets.iter().enumerate() {
         // with several kernels each one's files under --output start with its column
-        let prefix = if several {
-            format!("{}-", column(n))
-        } else {
-            String::new()
-        };
+        let prefix = kernel_prefix(n, targets.len());
         let kernel = kernel::obtain(t.spec.as_deref(), &mut |m| eprintln!("validate: {m}"))?;
         check_config(&plan, &kernel)?;
         let modules = kernel.modules_for(&boot::MODULES)?;
         // the simulation first: it is quick, and its run length sizes the guest's deadline
         let sim = simulate(sc, o, &kernel, &t.behaviours(), resolved.seed)?;
-        if let Some(dir) = &o.output {
-            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-            write_file(&dir.join(format!("{prefix}sim-fio.json")), &sim.json)?;
+        if let Some(f) = files.as_mut() {
+            f.write(&format!("{prefix}sim-fio.json"), &sim.json)?;
         }
         eprintln!(
             "validate: building the initramfs (busybox, fio{}) for {}",
@@ -734,7 +809,7 @@ pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String
         let scratch = boot::ScratchDir::new()?;
         let initrd =
             boot::build_initramfs(&boot::initramfs(&plan, Some(&modules))?, scratch.path())?;
-        let real = boot_runs(&plan, &kernel, o, &initrd, sim.seconds, &prefix)?;
+        let real = boot_runs(&plan, &kernel, o, &initrd, sim.seconds, &mut files, &prefix)?;
         let text = render(&plan, o, t, &kernel, resolved.seed, &real, &sim);
         if several {
             println!("== {}: Linux {} ==", column(n), kernel.release);
@@ -744,14 +819,14 @@ pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String
             Some(b) => format!("built:{} ({})", b.key, b.summary()),
             None => format!("Linux {}", kernel.release),
         };
-        if let Some(dir) = &o.output {
+        if let Some(f) = files.as_mut() {
             page.heading(
                 &format!("kernel-{}", column(n)),
                 &format!("{}: {name}", column(n)),
             );
             page.markup(&compare::table_html(&real.runs, &sim.figures));
             page.pre(&text);
-            page.files(&written_files(dir, &prefix)?);
+            page.files(&f.take_written());
         }
         before_after.push((name, compare::mean(&real.runs), compare::mean(&sim.figures)));
     }
@@ -770,31 +845,67 @@ pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String
         page.heading("before-after", "before/after");
         page.pre(&ab);
     }
-    if let Some(dir) = &o.output {
-        OutDir::top_owning(dir, &["report.html"])?.write("report.html", &page.finish())?;
+    if let Some(f) = files.as_mut() {
+        f.write("report.html", &page.finish())?;
     }
     Ok(0)
-}
-
-/// The files this run wrote into `dir` for the kernel whose names start with `prefix`,
-/// sorted, for `report.html`'s links.
-fn written_files(dir: &Path, prefix: &str) -> Result<Vec<String>, String> {
-    const OURS: [&str; 4] = ["console-", "trace-", "real-fio-", "sim-fio.json"];
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| {
-            n.strip_prefix(prefix)
-                .is_some_and(|rest| OURS.iter().any(|o| rest.starts_with(o)))
-        })
-        .collect();
-    names.sort();
-    Ok(names)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn output_names_are_every_file_a_run_writes() {
+        let one = output_names(1, 2, 1);
+        assert_eq!(
+            one,
+            [
+                "sim-fio.json",
+                "console-1.txt",
+                "trace-1.txt",
+                "real-fio-0-run1.json",
+                "console-2.txt",
+                "trace-2.txt",
+                "real-fio-0-run2.json",
+                "report.html"
+            ]
+        );
+        let two = output_names(2, 1, 2);
+        assert!(two.contains(&"A-sim-fio.json".to_string()));
+        assert!(two.contains(&"B-real-fio-1-run1.json".to_string()));
+        assert_eq!(two.len(), 2 * 5 + 1);
+    }
+
+    #[test]
+    fn output_files_never_go_through_a_symlink() {
+        let d = std::env::temp_dir().join(format!("blkcg-sim-validate-out-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("out")).unwrap();
+        let outside = d.join("outside.txt");
+        std::fs::write(&outside, "precious").unwrap();
+        let out = d.join("out");
+        // a symlink named like one of our files, left there: removed as a link
+        std::os::unix::fs::symlink(&outside, out.join("sim-fio.json")).unwrap();
+        std::fs::write(out.join("notes.md"), "the user's").unwrap();
+        let mut files = Files::open(&out, &output_names(1, 1, 1)).unwrap();
+        files.write("sim-fio.json", "{}").unwrap();
+        let meta = std::fs::symlink_metadata(out.join("sim-fio.json")).unwrap();
+        assert!(meta.file_type().is_file());
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious");
+        // one planted after the folder was opened: the write fails, nothing lands outside
+        std::os::unix::fs::symlink(&outside, out.join("console-1.txt")).unwrap();
+        assert!(files.write("console-1.txt", "boot").is_err());
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious");
+        files.write("trace-1.txt", "").unwrap();
+        // report.html links what was written, nothing else of the folder's
+        assert_eq!(files.take_written(), ["sim-fio.json", "trace-1.txt"]);
+        assert_eq!(
+            std::fs::read_to_string(out.join("notes.md")).unwrap(),
+            "the user's"
+        );
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 
     #[test]
     fn the_install_line_installs_every_tool_a_run_needs() {
@@ -822,7 +933,8 @@ mod tests {
     }
 
     /// Every key of every profile is one `[host]` accepts, with its value in range;
-    /// and 6.12's measured slips (12 of 464 sleeps, up to 165 µs) land in the costs.
+    /// and 6.12's measured slips (12 of 464 sleeps, up to 165 µs) and tag sleeper
+    /// wake-ups land in the costs.
     #[test]
     fn the_guest_profiles_parse_as_host_tables() {
         for GuestHost { series, host, .. } in &GUEST_HOSTS {
@@ -839,8 +951,14 @@ mod tests {
                 assert_eq!(r.host.wakeup_slip_ppm, 12 * 1_000_000 / 464);
                 assert_eq!(r.host.wakeup_slip_ns, 165_000);
                 assert_eq!(r.host.wakeup_jitter_ns, 0);
-                assert!(r.host.to_string().ends_with("wakeup_slip_ns=165000"));
+                assert!(r.host.to_string().contains(
+                    "wakeup_slip_ns=165000 tag_wakeup_ns=5400 cpus=1 \
+                     tag_wakeup_slip_ppm=482 tag_wakeup_slip_ns=461000"
+                ));
             }
+            // every guest has one vCPU, and a measured tag sleeper's wake-up
+            assert_eq!(r.host.cpus, 1, "{series:?}");
+            assert!(r.host.tag_wakeup_ns > 0 && r.host.tag_wakeup_slip_ppm > 0);
         }
         // a share beyond every sleep, or not an integer: refused, naming what is accepted
         for bad in ["1000001", "-1", "0.5", "\"5%\""] {

@@ -12,8 +12,9 @@
 //!   minimum) or `bssplit` percentages;
 //! - [`OffsetGen`]         — sequential wrap-around, or random with fio's random map
 //!   (every block once per pass; we walk a full-period LCG permutation instead of a
-//!   bitmap, so memory stays O(1)), `norandommap` uniform, and the zipf/pareto/normal
-//!   distributions;
+//!   bitmap, so memory stays O(1); a time_based job's next pass is a new permutation,
+//!   a `loops` pass the same one: [`RandomMap`]), `norandommap` uniform, and the
+//!   zipf/pareto/normal distributions;
 //! - [`JobPrio`]          — the job's I/O priorities: `ioprio_set()` from `prio` /
 //!   `prioclass` (backend.c) and `fio_cmdprio_set_ioprio()` (engines/cmdprio.c) for
 //!   `cmdprio_percentage` / `cmdprio_class` / `cmdprio`;
@@ -57,7 +58,7 @@ pub struct JobParams {
     pub thinktime_blocks: u32,
     /// thinktime_blocks_type=issue (count issued, not completed).
     pub thinktime_count_issue: bool,
-    pub randommap: bool,
+    pub randommap: RandomMap,
     pub distribution: Distribution,
     /// blkcg-sim extension: the job's bios are REQ_META.
     pub meta: bool,
@@ -203,6 +204,35 @@ impl BsGen {
     }
 }
 
+/// fio's random map, and the order of a pass over the region once the last one has
+/// issued every block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RandomMap {
+    /// `norandommap`: uniform offsets, a block may come twice in a pass.
+    Off,
+    /// Each pass in the same order: a new loop (`loops`, `io_size` past `size`) with
+    /// `randrepeat` (the default) re-seeds the offset generator (`clear_io_state()` →
+    /// `td_fill_rand_seeds()`).
+    SameOrder,
+    /// Each pass in a new order: a time_based job whose map is full clears it and
+    /// draws on (`get_next_rand_block()` → `fio_file_reset()` resets the axmap, not
+    /// `td->offset_state`); likewise a new loop with `randrepeat=0`.
+    NewOrder,
+}
+
+impl RandomMap {
+    /// The map of a job: `norandommap`, else how its passes follow each other.
+    pub fn of(spec: &JobSpec) -> Self {
+        if spec.norandommap {
+            RandomMap::Off
+        } else if spec.time_based || !spec.randrepeat {
+            RandomMap::NewOrder
+        } else {
+            RandomMap::SameOrder
+        }
+    }
+}
+
 /// `random_distribution=`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Distribution {
@@ -219,7 +249,7 @@ pub struct OffsetGen {
     blocks: u64,
     align: u64,
     random: bool,
-    randommap: bool,
+    randommap: RandomMap,
     dist: Distribution,
     /// Sequential cursor or permutation position.
     pos: u64,
@@ -227,6 +257,8 @@ pub struct OffsetGen {
     lcg_mul: u64,
     lcg_add: u64,
     lcg_mod: u64,
+    /// Steps of the permutation left in this pass (a pass is `lcg_mod` steps).
+    left: u64,
     zipf: Option<ZipfSampler>,
 }
 
@@ -236,34 +268,44 @@ impl OffsetGen {
         len: u64,
         align: u64,
         random: bool,
-        randommap: bool,
+        randommap: RandomMap,
         dist: Distribution,
         rng: &mut SimRng,
     ) -> Self {
         let align = align.max(512);
         let blocks = (len / align).max(1);
-        // Full-period LCG over [0, 2^k) with 2^k >= blocks (Hull–Dobell: add odd,
-        // mul ≡ 1 mod 4); values >= blocks are skipped.
-        let lcg_mod = blocks.next_power_of_two().max(4);
-        let lcg_mul = (rng.below(lcg_mod / 4) * 4 + 1) % lcg_mod;
-        let lcg_add = (rng.below(lcg_mod / 2) * 2 + 1) % lcg_mod;
         let zipf = match dist {
             Distribution::Zipf(theta) => Some(ZipfSampler::new(blocks, theta)),
             _ => None,
         };
-        OffsetGen {
+        let mut g = OffsetGen {
             start,
             blocks,
             align,
             random,
             randommap,
             dist,
-            pos: rng.below(lcg_mod),
-            lcg_mul,
-            lcg_add,
-            lcg_mod,
+            pos: 0,
+            lcg_mul: 1,
+            lcg_add: 1,
+            // a power of two >= blocks
+            lcg_mod: blocks.next_power_of_two().max(4),
+            left: 0,
             zipf,
-        }
+        };
+        g.draw_permutation(rng);
+        g
+    }
+
+    /// A new permutation of the pass: a full-period LCG over [0, 2^k) with
+    /// 2^k >= blocks (Hull–Dobell: add odd, mul ≡ 1 mod 4) and a random start; values
+    /// >= blocks are skipped.
+    fn draw_permutation(&mut self, rng: &mut SimRng) {
+        let m = self.lcg_mod;
+        self.lcg_mul = (rng.below(m / 4) * 4 + 1) % m;
+        self.lcg_add = (rng.below(m / 2) * 2 + 1) % m;
+        self.pos = rng.below(m);
+        self.left = m;
     }
 
     /// Byte offset of the next I/O of `len` bytes.
@@ -284,7 +326,16 @@ impl OffsetGen {
             b
         } else {
             match self.dist {
-                Distribution::Random if self.randommap => loop {
+                Distribution::Random if self.randommap != RandomMap::Off => loop {
+                    if self.left == 0 {
+                        // every block of the region was issued once: a new pass
+                        if self.randommap == RandomMap::NewOrder {
+                            self.draw_permutation(rng);
+                        } else {
+                            self.left = self.lcg_mod;
+                        }
+                    }
+                    self.left -= 1;
                     self.pos = (self
                         .pos
                         .wrapping_mul(self.lcg_mul)
@@ -530,7 +581,7 @@ impl JobParams {
                 thinktime: spec.thinktime,
                 thinktime_blocks: spec.thinktime_blocks,
                 thinktime_count_issue: spec.thinktime_blocks_type == ThinkBlocksType::Issue,
-                randommap: !spec.norandommap,
+                randommap: RandomMap::of(spec),
                 distribution,
                 meta: spec.blkcg_meta,
                 prio: JobPrio::from_spec(spec)?,
@@ -798,24 +849,59 @@ mod tests {
         assert!((69_000..71_000).contains(&reads), "reads={reads}");
     }
 
-    #[test]
-    fn random_map_hits_every_block_once_per_pass() {
+    /// The blocks of `passes` passes over 1000 blocks, pass by pass.
+    fn passes(map: RandomMap, passes: usize) -> Vec<Vec<u64>> {
         let mut rng = SimRng::new(9, "off");
         let mut g = OffsetGen::new(
             0,
             1000 * 4096,
             4096,
             true,
-            true,
+            map,
             Distribution::Random,
             &mut rng,
         );
-        let mut seen = vec![false; 1000];
-        for _ in 0..1000 {
-            let o = g.next(4096, &mut rng) / 4096;
-            assert!(!seen[o as usize], "block {o} twice");
-            seen[o as usize] = true;
+        (0..passes)
+            .map(|_| (0..1000).map(|_| g.next(4096, &mut rng) / 4096).collect())
+            .collect()
+    }
+
+    #[test]
+    fn random_map_hits_every_block_once_per_pass() {
+        for map in [RandomMap::SameOrder, RandomMap::NewOrder] {
+            for pass in passes(map, 3) {
+                let mut seen = vec![false; 1000];
+                for o in pass {
+                    assert!(!seen[o as usize], "{map:?}: block {o} twice in a pass");
+                    seen[o as usize] = true;
+                }
+            }
         }
+    }
+
+    #[test]
+    fn a_time_based_pass_is_a_new_order_a_loop_the_same() {
+        // fio, time_based: the full map is cleared (fio_file_reset()) and the offset
+        // generator draws on, so the next pass is in another order; a new loop with
+        // randrepeat re-seeds it (td_fill_rand_seeds()): the same order again
+        let p = passes(RandomMap::NewOrder, 3);
+        assert_ne!(p[0], p[1]);
+        assert_ne!(p[1], p[2]);
+        let p = passes(RandomMap::SameOrder, 3);
+        assert_eq!(p[0], p[1]);
+        assert_eq!(p[1], p[2]);
+        let spec = |time_based, randrepeat, norandommap| {
+            RandomMap::of(&JobSpec {
+                time_based,
+                randrepeat,
+                norandommap,
+                ..JobSpec::default()
+            })
+        };
+        assert_eq!(spec(true, true, false), RandomMap::NewOrder);
+        assert_eq!(spec(false, false, false), RandomMap::NewOrder);
+        assert_eq!(spec(false, true, false), RandomMap::SameOrder);
+        assert_eq!(spec(true, true, true), RandomMap::Off);
     }
 
     #[test]
@@ -826,7 +912,7 @@ mod tests {
             3 * 4096,
             4096,
             false,
-            true,
+            RandomMap::SameOrder,
             Distribution::Random,
             &mut rng,
         );

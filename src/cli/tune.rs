@@ -1,0 +1,294 @@
+//! `blkcg-sim tune ...`: "what should I write?", as a clap subcommand group
+//! ([`TuneCmd`]): `model` (the kernel's iocost_coef_gen.py), `qos` (resctl-bench's
+//! iocost-qos / iocost-tune), `iomax` (the loosest io.max keeping a cgroup isolated).
+//! The work is `crate::tune`'s; here the options become its option structs.
+
+// The doc comments below are the commands' --help text, verbatim (`[device]`,
+// `IOCOST_MODEL_<SOL>` are meant for a terminal, not links or HTML).
+#![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
+
+use std::path::PathBuf;
+
+use clap::Subcommand;
+
+use crate::cli::{load, scenario_named};
+use crate::progress::Reporter;
+use crate::sweep;
+use crate::tune;
+
+/// `blkcg-sim tune`.
+#[derive(Subcommand)]
+pub enum TuneCmd {
+    /// io.cost.model for a device, as the kernel's tools/cgroup/iocost_coef_gen.py finds it.
+    ///
+    /// Runs the script's six fio jobs against the simulated device (each
+    /// `fio --direct=1 --ioengine=libaio --name=coef --readwrite=RW --iodepth=QD
+    /// --blocksize=BS --time_based --runtime=DURATION --numjobs=N` on a 16 GiB test file):
+    /// rbps = read QD1 in 128 MiB blocks, rseqiops = read QD64 4 KiB, rrandiops = randread
+    /// QD64 4 KiB, and the same three writing; each figure is the sum of fio's
+    /// read.bw_bytes + write.bw_bytes over the jobs (IOPS: / 4096, rounded as Python
+    /// does). Prints the script's line, ready for /sys/fs/cgroup/io.cost.model:
+    ///   MAJ:MIN rbps=... rseqiops=... rrandiops=... wbps=... wseqiops=... wrandiops=...
+    ///
+    /// --qos adds resctl-demo rd-agent's QoS heuristic as a second line (an io.cost.qos
+    /// line enabling blk-iocost): rpct = wpct = 95 on a non-rotational device, else 50;
+    /// rlat / wlat = 1.5 x the clat percentile nearest pct of a random 4 KiB job at 90%
+    /// of the measured random IOPS; min=60 max=100.
+    ///
+    /// The six jobs run in parallel. The script's default of 120 s per job is kept: a
+    /// very fast device model (millions of IOPS) takes a while to simulate for that long,
+    /// so try --duration 10 first.
+    ///
+    /// Examples:
+    ///   blkcg-sim tune model --device cloud:preset=azure-p20 --qos
+    ///   blkcg-sim tune model --device nullb:irqmode=2,completion_nsec=100000 --duration 10
+    ///   blkcg-sim tune model --device my.toml     (its [device], [kernel] and [host])
+    #[command(verbatim_doc_comment)]
+    Model {
+        /// A device SPEC (MODEL[:key=value,...], as `blkcg-sim fio --device`) or a
+        /// scenario (file or built-in name) whose [device], [kernel] and [host] to use.
+        #[arg(long, value_name = "SPEC|SCENARIO")]
+        device: String,
+        /// Also print rd-agent's QoS heuristic as an io.cost.qos line.
+        #[arg(long)]
+        qos: bool,
+        /// Seconds per fio job (the script's --duration).
+        #[arg(long, default_value_t = 120)]
+        duration: u64,
+        /// Block size of the rbps/wbps jobs in MiB (the script's --seqio-block-mb).
+        #[arg(long, default_value_t = 128)]
+        seqio_block_mb: u64,
+        /// Queue depth of the sequential 4 KiB jobs (--seq-depth).
+        #[arg(long, default_value_t = 64)]
+        seq_depth: u32,
+        /// Queue depth of the random 4 KiB jobs (--rand-depth).
+        #[arg(long, default_value_t = 64)]
+        rand_depth: u32,
+        /// fio jobs per run (--numjobs).
+        #[arg(long, default_value_t = 1)]
+        numjobs: u32,
+        /// Size of the test file in GiB (--testfile-size-gb).
+        #[arg(long, default_value_t = 16.0)]
+        testfile_size_gb: f64,
+        /// Worker threads (default: the machine's cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+    },
+    /// io.cost.qos (and a scaled io.cost.model) protecting one cgroup, as resctl-bench's
+    /// iocost-qos and iocost-tune find them, with a picture of the trade-off.
+    ///
+    /// The --protect cgroup's fio jobs are the workload to protect (a latency-sensitive
+    /// service: give it a rate, e.g. rate_iops, or think time); the scenario's other cgroups
+    /// are the antagonists. vrate is fixed (min = max) at each point of resctl-bench's axis
+    /// (iocost-tune's iocost-qos run: vrate-max=125, vrate-intvs=25: 125, 120, ..., 5), each
+    /// with --seeds seeds, beside two references per seed: iocost off, and the protected
+    /// cgroup alone (iocost off) as its target. The base io.cost.model and QoS latencies
+    /// are the scenario's root lines (else `tune model --qos` measures them).
+    ///
+    /// Per vrate (mean ±sd over seeds): the work done (MiB/s of all jobs) and its loss
+    /// against iocost off, the protected cgroup's clat p99 and p99.9, isolation (resctl's
+    /// isol-05: the 5th percentile over 1 s windows of the protected jobs' completions /
+    /// their alone IOPS, capped at 1; >= 90% is isolated), device read/write p99 (each
+    /// request's time on the device); the vrates on the Pareto front of isolation against
+    /// work are starred. Isolation holds over a range: below it the fixed vrate starves
+    /// the protected cgroup itself, above it the others' IO gets to the device first.
+    ///
+    /// Then resctl-bench's named solutions, solved on piecewise-linear fits of those
+    /// figures: naive (vrate 75-100 on p99 read/write latency), bandwidth (the highest
+    /// vrate keeping isolation), isolated-bandwidth (the most isolated work, between
+    /// isolation and bandwidth), isolation (the highest vrate at the protected cgroup's
+    /// lowest p99) -- each as io.cost.model and io.cost.qos lines scaled so that
+    /// min = max = 100, ready to write, and as systemd hwdb lines (IOCOST_SOLUTIONS=...,
+    /// IOCOST_MODEL_<SOL>=..., IOCOST_QOS_<SOL>=...).
+    ///
+    /// --output DIR writes tune-qos.txt (what is printed), tune-qos.csv (every run),
+    /// tune-qos.hwdb, tune-qos.png/svg (each figure against vrate with the fits and the
+    /// solutions) and tune-qos-pareto.png/svg (protection against throughput).
+    ///
+    /// Example (the iocost seed's cloud disk and workloads):
+    ///   blkcg-sim tune qos iocost-no-completion --variant after --protect cgB --output out/
+    #[command(verbatim_doc_comment)]
+    Qos {
+        scenario: String,
+        /// The cgroup to protect (its path, as in [cgroup."PATH"]).
+        #[arg(long)]
+        protect: String,
+        /// The variant to tune (needed when the scenario has variants).
+        #[arg(long)]
+        variant: Option<String>,
+        /// Lowest vrate (%); 0: one click above 0, as resctl-bench's iocost-qos.
+        #[arg(long, default_value_t = 0.0)]
+        vrate_min: f64,
+        /// Highest vrate (%).
+        #[arg(long, default_value_t = 125.0)]
+        vrate_max: f64,
+        /// Points on the vrate axis.
+        #[arg(long, default_value_t = 25)]
+        vrate_intvs: u32,
+        /// Isolation percentile over 1 s windows (resctl-bench isol-pct).
+        #[arg(long, default_value_t = 5.0)]
+        isol_pct: f64,
+        /// Isolation threshold, a fraction (resctl-bench isol-thr).
+        #[arg(long, default_value_t = 0.9)]
+        isol_thr: f64,
+        /// Seeds per point (device jitter, random offsets): error bars.
+        #[arg(long, default_value_t = 3)]
+        seeds: u32,
+        /// Seconds per fio job when the model must be measured (tune model --duration).
+        #[arg(long, default_value_t = 120)]
+        model_duration: u64,
+        /// Worker threads (default: the machine's cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Write the report, every run's figures, hwdb lines and pictures here.
+        #[arg(long)]
+        output: Option<PathBuf>,
+    },
+    /// The least restrictive io.max limit on another cgroup that keeps one cgroup protected.
+    ///
+    /// --limit is one sweep axis (see `blkcg-sim sweep --help`) on the io.max line of a
+    /// cgroup other than --protect, or a token of it, e.g.
+    /// --limit cgroup.batch.io.max:wbps=10485760,20971520,41943040,max. Per seed it runs
+    /// the protected cgroup alone (its target), the scenario as written, and each value.
+    /// A value meets the goal when the protected cgroup stays isolated (resctl-bench's
+    /// isol-05 >= 90%: the 5th percentile over 1 s windows of its completions / its
+    /// alone IOPS) and, with --p99-ms X, its clat p99 is at most X ms (means over seeds).
+    /// Values are ordered from the most to the least restrictive (by number, `max` last,
+    /// when all are numbers or max; else as given).
+    ///
+    /// Prints each value's work (all jobs, and the others alone), loss against the
+    /// scenario as written, the protected p99/p99.9 and isolation, then the answer: the
+    /// least restrictive value meeting the goal, the io.max line to write, whether every
+    /// more restrictive value meets it too, and what it costs the others. --output DIR
+    /// writes tune-iomax.txt, tune-iomax.csv and tune-iomax.png/svg.
+    ///
+    /// Example:
+    ///   blkcg-sim tune iomax my.toml --protect web --limit cgroup.batch.io.max:wiops=250,500,1000,2000,max
+    #[command(verbatim_doc_comment)]
+    Iomax {
+        scenario: String,
+        /// The cgroup to protect (its path).
+        #[arg(long)]
+        protect: String,
+        /// KEY=V1,V2,...: another cgroup's io.max line or token and the values to try.
+        #[arg(long, value_name = "KEY=V1,V2,...")]
+        limit: String,
+        /// The variant to tune (needed when the scenario has variants).
+        #[arg(long)]
+        variant: Option<String>,
+        /// Also keep the protected cgroup's clat p99 at most this many ms.
+        #[arg(long)]
+        p99_ms: Option<f64>,
+        /// Isolation percentile over 1 s windows (resctl-bench isol-pct).
+        #[arg(long, default_value_t = 5.0)]
+        isol_pct: f64,
+        /// Isolation threshold, a fraction (resctl-bench isol-thr).
+        #[arg(long, default_value_t = 0.9)]
+        isol_thr: f64,
+        /// Seeds per value (device jitter, random offsets): error bars.
+        #[arg(long, default_value_t = 3)]
+        seeds: u32,
+        /// Worker threads (default: the machine's cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Write the report, every run's figures and a picture here.
+        #[arg(long)]
+        output: Option<PathBuf>,
+    },
+}
+
+/// `blkcg-sim tune`: run the chosen procedure.
+pub fn tune_command(what: TuneCmd, progress: Reporter) -> Result<u8, String> {
+    match what {
+        TuneCmd::Model {
+            device,
+            qos,
+            duration,
+            seqio_block_mb,
+            seq_depth,
+            rand_depth,
+            numjobs,
+            testfile_size_gb,
+            jobs,
+        } => {
+            let machine = match scenario_named(&device) {
+                Some(sc) => tune::Machine::from_scenario(&sc?)?,
+                None => tune::Machine::from_spec(&device)?,
+            };
+            let coef = tune::model::CoefGen {
+                duration_s: duration,
+                seqio_block_mb,
+                seq_depth,
+                rand_depth,
+                numjobs,
+                testfile_size_gb,
+            };
+            let opts = tune::model::ModelOptions {
+                coef,
+                qos,
+                jobs: jobs.unwrap_or_else(sweep::pool::cores),
+                progress,
+            };
+            tune::model::model_command(&machine, &opts)
+        }
+        TuneCmd::Qos {
+            scenario,
+            protect,
+            variant,
+            vrate_min,
+            vrate_max,
+            vrate_intvs,
+            isol_pct,
+            isol_thr,
+            seeds,
+            model_duration,
+            jobs,
+            output,
+        } => load(&scenario).and_then(|sc| {
+            let opts = tune::qos::QosOptions {
+                variant,
+                protect,
+                vrate_min,
+                vrate_max,
+                vrate_intvs,
+                isol_pct,
+                isol_thr,
+                seeds,
+                jobs: jobs.unwrap_or_else(sweep::pool::cores),
+                coef: tune::model::CoefGen {
+                    duration_s: model_duration,
+                    ..Default::default()
+                },
+                output,
+                progress,
+            };
+            tune::qos::qos_command(&sc, &opts)
+        }),
+        TuneCmd::Iomax {
+            scenario,
+            protect,
+            limit,
+            variant,
+            p99_ms,
+            isol_pct,
+            isol_thr,
+            seeds,
+            jobs,
+            output,
+        } => load(&scenario).and_then(|sc| {
+            let opts = tune::iomax::IomaxOptions {
+                variant,
+                protect,
+                limit,
+                p99_ms,
+                isol_pct,
+                isol_thr,
+                seeds,
+                jobs: jobs.unwrap_or_else(sweep::pool::cores),
+                output,
+                progress,
+            };
+            tune::iomax::iomax_command(&sc, &opts)
+        }),
+    }
+}
