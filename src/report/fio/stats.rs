@@ -4,12 +4,15 @@
 //!   values below 128 ns are exact, above that each power of two is cut into 64
 //!   buckets, so the relative error is below 1/128 (`plat_val_to_idx()`,
 //!   `plat_idx_to_val()`); its groups of 64 buckets are allocated on first use,
-//!   packed in one slice that a presence mask beside it indexes.
+//!   packed in one slice that a presence mask beside it indexes, and a run of samples
+//!   in one bucket is counted beside the mask before it reaches the bucket.
 //! - [`percentiles`]: `calc_clat_percentiles()`, including the x86 `long double`
 //!   threshold `(long double)p / 100.0 * N`, emulated exactly with integer arithmetic
 //!   (64-bit mantissa, round-half-even) so percentiles are byte-identical to x86 fio.
 //! - [`LatStat`]: min/max/mean/stddev by Welford's running sums (`add_stat_sample()`,
-//!   `calc_lat()`), plus the histogram.
+//!   `calc_lat()`), plus the histogram: 64 bytes, one cache line where [`DdirStats`]
+//!   and the pipeline's job record place it (with thousands of jobs, what a sample
+//!   costs is the lines it touches).
 //! - [`SampleStat`]: the bw/iops log statistics (`__add_samples()`), one sample per
 //!   `bwavgtime`/`iopsavgtime` window.
 //! - [`JobStats`]: a job's per-direction counters, the I/O depth maps
