@@ -34,8 +34,6 @@
 //! its delay through `blkcg_set_delay()`, whose negative `use_delay` exempts the blkg
 //! from that decay and from the 250 ms clamp.
 
-use std::collections::VecDeque;
-
 use super::debt::{Forgiveness, MIN_DELAY, decayed_delay, delay_for_overage, halve};
 use super::hweight::{Donor, Hier, WEIGHT_ONE};
 use super::period::{
@@ -44,6 +42,7 @@ use super::period::{
 use super::{Iocost, TimerMode, TraceVrate};
 use crate::sim::Ns;
 use crate::sim::bio::{Bio, BioId, BioSlab, Dir};
+use crate::sim::inline_deque::InlineDeque;
 use crate::sim::queue::{Event, EventQueue};
 use crate::stack::PolicyId;
 
@@ -73,7 +72,9 @@ pub struct Iocg {
     /// in-period inuse bump waits until the margin has deteriorated below it.
     saved_margin: i64,
     // --- per I/O, the second line
-    waiters: VecDeque<(BioId, u64)>,
+    /// The waiting bios and their absolute cost; nearly always one at most, held in
+    /// the iocg's own line.
+    waiters: InlineDeque<(BioId, u64), 1>,
     // --- the rest
     activated_at_us: i64,
     timer_seq: u64,
@@ -164,6 +165,8 @@ pub struct Runtime {
     missed: [u64; 2],
     rq_wait_ns: u64,
     last: ([u64; 2], [u64; 2], u64),
+    /// iocgs whose `throttle_pending` is set.
+    nr_throttle_pending: u32,
     /// Earlier waiters committed by a kick on the submit path, with their cost; handed
     /// out (and their cost stored) at the next `on_event`.
     pending_woken: Vec<(BioId, u64)>,
@@ -191,6 +194,7 @@ impl Runtime {
             missed: [0; 2],
             rq_wait_ns: 0,
             last: ([0; 2], [0; 2], 0),
+            nr_throttle_pending: 0,
             pending_woken: Vec::new(),
             dfgv: Forgiveness::default(),
             rows: Vec::new(),
@@ -360,7 +364,10 @@ impl Iocost {
         if bio.meta {
             self.incur_debt(now, cg, abs);
             if self.kick_delay(now, cg) {
-                self.rt.iocgs[cg as usize].throttle_pending = true;
+                let g = &mut self.rt.iocgs[cg as usize];
+                if !std::mem::replace(&mut g.throttle_pending, true) {
+                    self.rt.nr_throttle_pending += 1;
+                }
             }
             return true;
         }
@@ -631,12 +638,17 @@ impl Iocost {
     /// so no 250 ms clamp; `blkcg_scale_delay()`'s own decay is not modelled).
     #[inline]
     pub fn user_delay(&mut self, _now: Ns, cg: u32) -> Ns {
+        // nearly always none anywhere: no need to read the issuer's iocg
+        if self.rt.nr_throttle_pending == 0 {
+            return 0;
+        }
         let Some(g) = self.rt.iocgs.get_mut(cg as usize) else {
             return 0;
         };
         if !std::mem::take(&mut g.throttle_pending) {
             return 0;
         }
+        self.rt.nr_throttle_pending -= 1;
         let mut delay = 0;
         let mut c = Some(cg);
         while let Some(x) = c.filter(|&x| x != 0) {

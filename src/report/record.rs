@@ -305,9 +305,12 @@ impl Recorder for RunRecorder {
                 .get_or_insert_with(IocostSeries::default)
                 .add(row);
         }
-        self.line.clear();
-        iocost_csv_rows(&mut self.line, row, &self.tree);
-        self.emit(|r| &mut r.timeline);
+        // a line per cgroup each period: formatted only when there is a file to write
+        if self.opts.out.is_some() {
+            self.line.clear();
+            iocost_csv_rows(&mut self.line, row, &self.tree);
+            self.emit(|r| &mut r.timeline);
+        }
         if self.opts.keep {
             self.rec.iocost_rows.push(row.clone());
         }

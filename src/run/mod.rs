@@ -20,7 +20,7 @@
 //! the library's users — `sweep`, `tune`, `validate`, the tests, the benches — all
 //! start runs here.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use rayon::prelude::*;
 
@@ -523,11 +523,16 @@ pub fn simulate(
     let mut summaries: Vec<JobSummary> = fio.jobs.iter().map(job_summary).collect();
     // the priority each job's bios carry, with its cgroup's io.prio.class at the end
     let ioprio = out.stack.policy::<BlkIoprio>();
+    // the first job of each (name, cgroup), found in O(1) per summary
+    let mut first_job = HashMap::with_capacity(out.jobs.len());
+    for (i, (p, ..)) in out.jobs.iter().enumerate() {
+        let cgroup = tree.nodes[p.cgroup as usize].path.as_str();
+        first_job.entry((p.name.as_str(), cgroup)).or_insert(i);
+    }
     for s in &mut summaries {
-        s.prio = out
-            .jobs
-            .iter()
-            .find(|(p, ..)| p.name == s.job && tree.nodes[p.cgroup as usize].path == s.cgroup)
+        s.prio = first_job
+            .get(&(s.job.as_str(), s.cgroup.as_str()))
+            .map(|&i| &out.jobs[i])
             .and_then(|(p, ..)| {
                 let policy = ioprio.map(|i| i.policy(p.cgroup)).unwrap_or_default();
                 prio_label(&p.prio, policy)

@@ -66,14 +66,14 @@
 //! `start_request()` / `run_hw_queue()` / `on_device_done()`; fio jobs in
 //! `job_step()`; sampling in `on_sample()`.
 
-use std::collections::VecDeque;
-
 use crate::blkcg::ioprio::{Ioprio, IoprioClass, task_ioprio};
 use crate::device::fault::BadblocksWrite;
 use crate::device::{BlockDevice, DevRq, QueueLimits};
 use crate::report::fio::JobStats;
 use crate::report::fio::stats::ErrorStats;
 use crate::report::fio::stats::LatHist;
+use crate::sim::inline_deque::InlineDeque;
+use crate::sim::prefetch::prefetch;
 use crate::sim::sbitmap::TagSet;
 use crate::sim::timebins::TimeBins;
 use crate::sim::{
@@ -254,11 +254,13 @@ struct IoU {
 }
 
 /// Where a bio is on its way down; declared in pipeline order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
 enum Stage {
     /// At the k-th bio-level policy (`submit_bio()`).
     Bio(u8),
-    /// Past them: issue time, `bio_queue_enter()`, split.
+    /// Past them: issue time, `bio_queue_enter()`, split. (The default: what an
+    /// empty slot of a context's inline queue holds.)
+    #[default]
     Split,
     /// At the k-th entry of the rq-qos chain (`rq_qos_throttle()`).
     RqQos(u8),
@@ -274,16 +276,24 @@ struct RqSlot {
     start: Ns,
 }
 
+/// A submission context. With thousands of jobs each I/O finds its context cold, so
+/// everything the stack walk reads, the first bios still to push included, shares
+/// one cache line (`align(64)`).
 #[derive(Debug, Default)]
+#[repr(C, align(64))]
 struct Ctx {
-    pending: VecDeque<(BioId, Stage)>,
     blocked: bool,
+    wake_scheduled: bool,
     /// The fio job this context belongs to (None: the policies' dispatch worker).
     job: Option<u32>,
-    wake_scheduled: bool,
     /// When the bio at the front started to wait for a tag (its `alloc_time`).
     tag_wait_since: Ns,
+    /// The bios still to push (`current->bio_list`): one, or two after a split.
+    pending: InlineDeque<(BioId, Stage), 2>,
 }
+
+// the context's flags and its inline bios share the first cache line
+const _: () = assert!(std::mem::size_of::<Ctx>() == 64);
 
 /// What a job does next; mirrors the positions in fio's do_io() loop.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -337,21 +347,24 @@ struct JobRt {
     on_cpu: bool,
     blocks_counter: u64,
     last_think_blocks: u64,
+    /// Completed at the device, not yet reaped (what a completion adds to).
+    completed: InlineDeque<u32, 2>,
+    // --- per I/O, the second line: the top of fio's loop
     end: Option<Ns>,
-    // --- per I/O, the second line
-    /// Completed at the device, not yet reaped.
-    completed: VecDeque<u32>,
     issued_bytes: u64,
     /// Statistics start (after ramp_time).
     stats_start: Ns,
     next_sample: Ns,
-    // --- the rest
+    /// fio's epoch: when the job started (after startdelay).
+    epoch: Ns,
     rng: SimRng,
+    // --- fio's statistics, from the third line on (each latency statistic a line)
+    stats: JobStats,
+    // --- the rest
     offsets: OffsetGen,
     mix: RwMix,
     rate: RateState,
     p: JobParams,
-    stats: JobStats,
     /// Completions over time (IOPS and mean latency pictures).
     timeline: TimeBins,
     /// Host noise (sleep overshoot), a stream of its own so it never shifts offsets.
@@ -359,13 +372,16 @@ struct JobRt {
     /// fio's `prio_state`: the cmdprio draws (a stream of its own, drawn only with
     /// `cmdprio_percentage`).
     prio_rng: SimRng,
-    /// fio's epoch: when the job started (after startdelay).
-    epoch: Ns,
     finished_at: Ns,
 }
 
-// what every I/O touches stays in the first cache line
-const _: () = assert!(std::mem::offset_of!(JobRt, completed) <= 64);
+// what a completion touches stays in the first cache line, the loop's in the second
+const _: () = assert!(
+    std::mem::offset_of!(JobRt, completed) + std::mem::size_of::<InlineDeque<u32, 2>>() <= 64
+);
+const _: () = assert!(std::mem::offset_of!(JobRt, stats_start) + 8 <= 128);
+// each latency statistic a cache line of its own (`LatStat`, `DdirStats`)
+const _: () = assert!(std::mem::offset_of!(JobRt, stats).is_multiple_of(64));
 
 /// Where fio meets a failed I/O, which decides its message and `td->verror`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -390,6 +406,20 @@ impl ErrSite {
 }
 
 impl JobRt {
+    /// Hints the lines of this job that reaping a completion of direction `dir` and
+    /// setting up the next I/O will read: the statistics and timeline the reap
+    /// updates, the loop's line, the generators and the parameters fio's loop reads.
+    #[inline]
+    fn prefetch_reap_and_loop(&self, dir: Dir) {
+        self.stats.prefetch_reap(dir);
+        prefetch(&self.timeline);
+        prefetch(&self.end);
+        prefetch(&self.offsets);
+        prefetch(&self.rate);
+        prefetch(&self.p.bs[dir.idx()]);
+        prefetch(&self.p.prio);
+    }
+
     /// fio's handling of one failed I/O (`__io_u_log_error()`, `td_verror()`,
     /// `td_non_fatal_error()`, `break_on_this_error()`, `update_error_count()`):
     /// true when it stops the job. `continue_on_error` lets EIO pass (fio's default
@@ -665,7 +695,7 @@ impl Pipeline {
                     end: None,
                     issued_bytes: 0,
                     inflight: 0,
-                    completed: VecDeque::new(),
+                    completed: InlineDeque::default(),
                     blocks_counter: 0,
                     last_think_blocks: 0,
                     wake_scheduled: false,
@@ -1018,7 +1048,9 @@ impl Pipeline {
             if let Some(k) = self.rq_qos_throttle(b, from, now) {
                 self.set_bio_ctx(b, c);
                 let ctx = &mut self.ctxs[c as usize];
-                ctx.pending[0].1 = Stage::RqQos(k as u8);
+                if let Some(front) = ctx.pending.front_mut() {
+                    front.1 = Stage::RqQos(k as u8);
+                }
                 ctx.blocked = true;
                 return;
             }
@@ -1038,7 +1070,9 @@ impl Pipeline {
             } else {
                 self.tags.prepare_to_wait(c);
                 let ctx = &mut self.ctxs[c as usize];
-                ctx.pending[0].1 = Stage::Alloc;
+                if let Some(front) = ctx.pending.front_mut() {
+                    front.1 = Stage::Alloc;
+                }
                 ctx.tag_wait_since = since;
                 ctx.blocked = true;
                 return;
@@ -1365,6 +1399,9 @@ impl Pipeline {
                     job.on_cpu = true;
                     self.reapers_on_cpu += 1;
                 }
+                let dir = if iou.dir_write { Dir::Write } else { Dir::Read };
+                job.prefetch_reap_and_loop(dir);
+                prefetch(&self.ctxs[(j + 1) as usize]);
                 let cost = self.host.complete_cost(iou.bytes);
                 self.wake_job(j, cost);
             }
@@ -1857,6 +1894,7 @@ mod tests {
     use crate::device::{BlockDevice, DevRq, QueueLimits};
     use crate::report::record::{Recorded, RunRecorder};
     use crate::workload::job::{Distribution, RandomMap, RwKind};
+    use std::collections::VecDeque;
 
     /// A device that completes every request `lat` after it arrives.
     struct FixedLat {

@@ -21,11 +21,15 @@
 //! - `rng.rs`    — the seeded PRNG (PCG) and the per-component seed derivation;
 //! - `bio.rs`    — `Bio` (what the controllers see), `Dir`, and `IoErr` (how an I/O failed);
 //! - `timebins.rs` — each job's completions per time bin, in bounded memory (pictures);
+//! - `inline_deque.rs` — small FIFOs held inline in their owner's record (per-I/O queues);
+//! - `prefetch.rs` — a cache hint for records the next step of an I/O reads;
 //! - `sbitmap.rs` — the tags and who gets a freed one (`sbitmap_queue`);
 //! - `engine.rs` — the request pipeline of docs/design.md §2 wiring all layers together.
 
 pub mod bio;
 pub mod engine;
+pub mod inline_deque;
+pub mod prefetch;
 pub mod queue;
 pub mod rng;
 pub mod sbitmap;

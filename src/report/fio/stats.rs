@@ -4,12 +4,15 @@
 //!   values below 128 ns are exact, above that each power of two is cut into 64
 //!   buckets, so the relative error is below 1/128 (`plat_val_to_idx()`,
 //!   `plat_idx_to_val()`); its groups of 64 buckets are allocated on first use,
-//!   packed in one slice that a presence mask beside it indexes.
+//!   packed in one slice that a presence mask beside it indexes, and a run of samples
+//!   in one bucket is counted beside the mask before it reaches the bucket.
 //! - [`percentiles`]: `calc_clat_percentiles()`, including the x86 `long double`
 //!   threshold `(long double)p / 100.0 * N`, emulated exactly with integer arithmetic
 //!   (64-bit mantissa, round-half-even) so percentiles are byte-identical to x86 fio.
 //! - [`LatStat`]: min/max/mean/stddev by Welford's running sums (`add_stat_sample()`,
-//!   `calc_lat()`), plus the histogram.
+//!   `calc_lat()`), plus the histogram: 64 bytes, one cache line where [`DdirStats`]
+//!   and the pipeline's job record place it (with thousands of jobs, what a sample
+//!   costs is the lines it touches).
 //! - [`SampleStat`]: the bw/iops log statistics (`__add_samples()`), one sample per
 //!   `bwavgtime`/`iopsavgtime` window.
 //! - [`JobStats`]: a job's per-direction counters, the I/O depth maps
@@ -17,6 +20,7 @@
 //!   (`io_u_mark_lat_nsec/usec/msec()`), fed by the pipeline in O(1) per I/O.
 
 use crate::sim::Dir;
+use crate::sim::prefetch::prefetch;
 
 pub const PLAT_BITS: u32 = 6;
 pub const PLAT_VAL: u64 = 1 << PLAT_BITS;
@@ -57,13 +61,31 @@ pub fn idx_to_val(idx: usize) -> u64 {
 /// histogram costs 24 bytes instead of 14.8 KB; adding a sample reads the mask next to
 /// the statistic's min/max and touches only its bucket's cache line, with no table in
 /// between; the counts — hence every percentile — are fio's.
-#[derive(Clone, Default, PartialEq, Eq)]
+///
+/// Successive samples in the same bucket (a job whose clat is the device's fixed
+/// latency puts every sample in one) are counted in the statistic's own line first
+/// (`run_idx`, `run_n`, in what was padding) and reach their bucket when a sample
+/// falls elsewhere: with thousands of jobs the bucket's line is cold, the run's is not.
+/// Every reader sees the run added to its bucket.
+#[derive(Clone, Default)]
 pub struct LatHist {
     /// Bit `g` set: group `g` (buckets `g * 64 ..`) is in `groups`.
     present: u32,
+    /// The bucket of the latest samples, and how many of them are not yet in it
+    /// (its group is present whenever `run_n > 0`).
+    run_idx: u16,
+    run_n: u16,
     /// The present groups' buckets, lowest group first.
     groups: Box<[u64]>,
 }
+
+impl PartialEq for LatHist {
+    fn eq(&self, o: &LatHist) -> bool {
+        self.counts().eq(o.counts())
+    }
+}
+
+impl Eq for LatHist {}
 
 impl std::fmt::Debug for LatHist {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -74,7 +96,25 @@ impl std::fmt::Debug for LatHist {
 impl LatHist {
     #[inline]
     pub fn add(&mut self, ns: u64) {
-        self.add_count(val_to_idx(ns), 1);
+        // val_to_idx() < PLAT_NR (1,856) fits in u16
+        let idx = val_to_idx(ns) as u16;
+        if idx == self.run_idx && self.run_n > 0 && self.run_n < u16::MAX {
+            self.run_n += 1;
+            return;
+        }
+        self.settle();
+        let bit = 1u32 << (idx >> PLAT_BITS);
+        if self.present & bit == 0 {
+            self.insert_group(bit);
+        }
+        self.run_idx = idx;
+        self.run_n = 1;
+    }
+    /// The run's samples into their bucket.
+    #[inline]
+    fn settle(&mut self) {
+        let n = std::mem::take(&mut self.run_n);
+        self.add_count(self.run_idx as usize, u64::from(n));
     }
     #[inline]
     pub fn add_count(&mut self, idx: usize, n: u64) {
@@ -110,15 +150,16 @@ impl LatHist {
     }
     /// Non-empty buckets as (index, count), ascending.
     pub fn counts(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        let (run_idx, run_n) = (self.run_idx as usize, u64::from(self.run_n));
         (0..PLAT_GROUP_NR)
             .filter(|g| self.present >> g & 1 == 1)
             .zip(self.groups.chunks_exact(PLAT_VAL as usize))
-            .flat_map(|(g, group)| {
-                group
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, c)| **c > 0)
-                    .map(move |(k, c)| ((g << PLAT_BITS) + k, *c))
+            .flat_map(move |(g, group)| {
+                group.iter().enumerate().filter_map(move |(k, c)| {
+                    let idx = (g << PLAT_BITS) + k;
+                    let c = *c + if idx == run_idx { run_n } else { 0 };
+                    (c > 0).then_some((idx, c))
+                })
             })
     }
     /// Non-empty buckets as (representative ns, count), ascending (json+ "bins").
@@ -232,8 +273,12 @@ fn sample_stddev(n: u64, s: f64) -> f64 {
     }
 }
 
-/// A latency statistic: min, max, Welford mean/variance and the histogram.
+/// A latency statistic: min, max, Welford mean/variance and the histogram. 64 bytes
+/// exactly, so that one placed on a cache line boundary (as [`DdirStats`] places
+/// them) is one line: a sample reads and writes this line and its bucket's. (Not
+/// `align(64)`: vectors of reports holding it would then grow by copying.)
 #[derive(Debug, Clone, Default, PartialEq)]
+#[repr(C)]
 pub struct LatStat {
     pub min: u64,
     pub max: u64,
@@ -243,6 +288,8 @@ pub struct LatStat {
     pub s: f64,
     pub hist: LatHist,
 }
+
+const _: () = assert!(std::mem::size_of::<LatStat>() == 64);
 
 impl LatStat {
     /// mirrors add_stat_sample()
@@ -317,24 +364,31 @@ impl SampleStat {
     }
 }
 
-/// One direction's counters.
+/// One direction's counters: the three latency statistics a line each, then the
+/// counters each completion adds to, on one more line; five lines in all, so that in
+/// a [`JobStats`] that starts on a line every direction's statistics do too.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[repr(C)]
 pub struct DdirStats {
+    pub slat: LatStat,
+    pub clat: LatStat,
+    pub lat: LatStat,
     pub io_bytes: u64,
     /// I/Os that completed without error (fio's `io_blocks`).
     pub total_ios: u64,
     /// I/Os that ended in an error: fio counts them as issued (`total_io_u`) but
     /// records no bytes and no latency for them.
     pub errors: u64,
-    pub slat: LatStat,
-    pub clat: LatStat,
-    pub lat: LatStat,
     pub bw: SampleStat,
     pub iops: SampleStat,
     /// Bytes/ios at the last sample, for the window rate.
     last_bytes: u64,
     last_ios: u64,
+    /// To five cache lines.
+    _pad: u64,
 }
+
+const _: () = assert!(std::mem::size_of::<DdirStats>() == 5 * 64);
 
 impl DdirStats {
     /// fio's `total_io_u`: every I/O issued, failed ones included (IOPS, `total_ios`,
@@ -428,16 +482,20 @@ fn batch_idx(n: u32) -> usize {
     }
 }
 
-/// Everything fio reports about one job.
+/// Everything fio reports about one job. Laid out for the pipeline, which updates
+/// some of it on every I/O (`repr(C)`): each direction's statistics (a line per
+/// latency statistic, one for the counters), then the submit/complete totals next to
+/// the depth maps, then the latency distribution.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[repr(C)]
 pub struct JobStats {
     /// read, write, trim
     pub dd: [DdirStats; 3],
+    pub total_submit: u64,
+    pub total_complete: u64,
     pub io_u_map: [u64; 7],
     pub io_u_submit: [u64; 7],
     pub io_u_complete: [u64; 7],
-    pub total_submit: u64,
-    pub total_complete: u64,
     pub lat_n: [u64; 10],
     pub lat_u: [u64; 10],
     pub lat_m: [u64; 12],
@@ -501,6 +559,19 @@ impl JobStats {
     pub fn mark_complete(&mut self, n: u32) {
         self.io_u_complete[batch_idx(n)] += 1;
         self.total_complete += 1;
+    }
+
+    /// Hints the cache lines that reaping one I/O of direction `d` updates (clat,
+    /// lat, the counters, the completion map, the latency distribution), for a reap
+    /// that is about to come.
+    #[inline]
+    pub fn prefetch_reap(&self, d: Dir) {
+        let s = &self.dd[d.idx()];
+        prefetch(&s.clat);
+        prefetch(&s.lat);
+        prefetch(&s.io_bytes);
+        prefetch(&self.io_u_complete);
+        prefetch(&self.lat_u);
     }
 
     /// A bw/iops log window ended after `window_ms` ms (__add_samples()).
@@ -623,6 +694,46 @@ mod tests {
             proptest::prop_assert_eq!(h.counts().collect::<Vec<_>>(), want);
             proptest::prop_assert_eq!(h.total(), vals.len() as u64);
         }
+    }
+
+    proptest::proptest! {
+        /// Runs of samples in one bucket (kept in the statistic's line until a sample
+        /// falls elsewhere) count as a dense array does, read at any point.
+        #[test]
+        fn runs_of_one_bucket_count_exactly(
+            runs in proptest::collection::vec((0u64..4, 1usize..200), 0..40)
+        ) {
+            let mut dense = vec![0u64; PLAT_NR];
+            let mut h = LatHist::default();
+            for &(v, n) in &runs {
+                let ns = 20_000 + v * 5_000;
+                for _ in 0..n {
+                    h.add(ns);
+                    dense[val_to_idx(ns)] += 1;
+                }
+                let want: Vec<(usize, u64)> =
+                    dense.iter().enumerate().filter(|(_, c)| **c > 0).map(|(i, c)| (i, *c)).collect();
+                proptest::prop_assert_eq!(h.counts().collect::<Vec<_>>(), want);
+            }
+        }
+    }
+
+    /// A run longer than its counter holds spills into the bucket; equality is by
+    /// counts, however they are held.
+    #[test]
+    fn a_long_run_and_equality_by_counts() {
+        let (mut a, mut b) = (LatHist::default(), LatHist::default());
+        for _ in 0..70_000 {
+            a.add(21_000);
+        }
+        a.add(5);
+        a.add(21_000);
+        b.add_count(val_to_idx(21_000), 70_001);
+        b.add_count(5, 1);
+        assert_eq!(a.total(), 70_002);
+        assert_eq!(a, b);
+        b.add(5);
+        assert_ne!(a, b);
     }
 
     #[test]
