@@ -202,7 +202,10 @@ pub struct Iocost {
 impl Iocost {
     /// `blk_iocost_init()` deferred: preset from the queue, weights for every cgroup.
     pub fn new(cfg: IocostConfig, tree: &CgroupTree, limits: &QueueLimits) -> Iocost {
-        let autop = Autop::select(limits.rotational, limits.hw_queue_depth);
+        // ioc_autop_idx() asks blk_queue_depth(): q->queue_depth, which only SCSI sets
+        // (none of the non-rotational models is SCSI), else q->nr_requests, the
+        // scheduler's depth under an elevator
+        let autop = Autop::select(limits.rotational, limits.nr_requests);
         let model = ModelParams::auto(&AUTOP[autop].inputs);
         let qos = QosParams::auto(AUTOP[autop].lat_us);
         let mut ioc = Iocost {
@@ -514,6 +517,21 @@ mod tests {
             ioc.write_qos(0, "8:16 enable=1", &devs).unwrap_err().errno,
             Errno::ENODEV
         );
+    }
+
+    #[test]
+    fn qd1_preset_follows_nr_requests_not_the_driver_tags() {
+        // one driver tag: SSD_QD1 under `none`, but mq-deadline makes nr_requests
+        // 2·min(1, 128) = 2 and blk_queue_depth() reads that
+        let at = |nr_requests| {
+            let l = QueueLimits {
+                nr_requests,
+                ..limits(false, 1)
+            };
+            Iocost::new(cfg(), &tree(), &l).autop
+        };
+        assert_eq!(at(1), model::AUTOP_SSD_QD1);
+        assert_eq!(at(2), model::AUTOP_SSD_DFL);
     }
 
     #[test]
