@@ -56,6 +56,14 @@ pub struct RecordOptions {
     pub trace_stderr: Option<String>,
 }
 
+impl RecordOptions {
+    /// Whether trace lines go anywhere (a file, memory, stderr); when not, the
+    /// policies need not format them.
+    pub fn takes_trace(&self) -> bool {
+        self.out.is_some() || self.keep || self.trace_stderr.is_some()
+    }
+}
+
 /// Everything kept of a run's timelines once it has ended.
 #[derive(Debug, Clone, Default)]
 pub struct Recorded {

@@ -479,13 +479,17 @@ pub fn simulate(
     record: RecordOptions,
 ) -> Result<VariantRun, String> {
     let (r, later, devs, mut warnings) = (p.resolved, p.later, p.devs, p.warnings);
+    let mut pipe = p.pipe;
+    if let Some(iocost) = pipe.stack_mut().policy_mut::<Iocost>() {
+        iocost.set_tracing(record.takes_trace());
+    }
     let tree = &r.tree;
     let mut recorder = RunRecorder::new(tree, record);
     recorder.set_nr_requests(p.queue_nr_requests);
     let mut shown = progress.start(&p.label, p.horizon);
     let mut late_errors = Vec::new();
     let dev_name = &p.limits.name;
-    let out = p.pipe.run(
+    let out = pipe.run(
         |p, i| match &later[i as usize] {
             Later::Iface(w) => {
                 if let Err(e) = p.write_iface(w.file.name(), w.cgroup, &w.line, &devs) {
