@@ -450,6 +450,7 @@ pub fn run_variant(
     let reporter = Reporter::for_stderr(!progress);
     let keep = RecordOptions {
         keep: true,
+        keep_trace: true,
         ..RecordOptions::default()
     };
     run_variant_traced(sc, variant, kernel_version, seed, &reporter, false, keep)
@@ -847,4 +848,34 @@ pub(crate) fn reproduce_with(name: &str, progress: &Reporter) -> Result<Reproduc
         .collect();
     let results = repro::evaluate(&spec, &metrics);
     Ok((spec, results, runs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// blk-iocost formats its trace lines only for a recorder that takes them, and
+    /// whether it does changes nothing else of the run.
+    #[test]
+    fn untaken_trace_lines_are_not_made_and_change_nothing() {
+        let text = embedded::get("example-iocost-debt").unwrap();
+        let sc = Scenario::parse(text, "example-iocost-debt.toml").unwrap();
+        let go = |keep_trace| {
+            let record = RecordOptions {
+                keep: true,
+                keep_trace,
+                ..RecordOptions::default()
+            };
+            run_variant_traced(&sc, None, None, None, &Reporter::Quiet, false, record).unwrap()
+        };
+        let (traced, quiet) = (go(true), go(false));
+        assert!(!traced.record.trace.is_empty());
+        assert!(quiet.record.trace.is_empty());
+        assert_eq!(traced.io_stat, quiet.io_stat);
+        assert_eq!(traced.monitor_json, quiet.monitor_json);
+        assert_eq!(
+            traced.record.iocost_rows.len(),
+            quiet.record.iocost_rows.len()
+        );
+    }
 }
