@@ -66,7 +66,8 @@ pub struct VariantRun {
     /// always the pictures' decimated series) and the folder they streamed to.
     pub record: Recorded,
     /// blk-iocost as `iocost_monitor.py` shows it at the end of the run, as text and
-    /// as its `--json` lines.
+    /// as its `--json` lines; empty unless the run kept its rows or wrote an output
+    /// folder (`RecordOptions`).
     pub monitor: String,
     pub monitor_json: String,
 }
@@ -484,6 +485,9 @@ pub fn simulate(
     if let Some(iocost) = pipe.stack_mut().policy_mut::<Iocost>() {
         iocost.set_tracing(record.takes_trace());
     }
+    // the monitor's view is printed with the kept rows (`run --timeline`) and written
+    // into the output folder; a line per cgroup, so not made for nothing
+    let wants_monitor = record.keep || record.out.is_some();
     let tree = &r.tree;
     let mut recorder = RunRecorder::new(tree, record);
     recorder.set_nr_requests(p.queue_nr_requests);
@@ -559,6 +563,7 @@ pub fn simulate(
     let (monitor, monitor_json) = out
         .stack
         .policy_mut::<Iocost>()
+        .filter(|_| wants_monitor)
         .map(|ioc| (ioc.monitor_text(end), ioc.monitor_json(end)))
         .unwrap_or_default();
     Ok(VariantRun {
