@@ -66,8 +66,8 @@ pub struct VariantRun {
     /// always the pictures' decimated series) and the folder they streamed to.
     pub record: Recorded,
     /// blk-iocost as `iocost_monitor.py` shows it at the end of the run, as text and
-    /// as its `--json` lines; empty unless the run kept its rows or wrote an output
-    /// folder (`RecordOptions`).
+    /// as its `--json` lines: the text when the run kept its rows or wrote an output
+    /// folder (`RecordOptions`), the JSON only with an output folder; else empty.
     pub monitor: String,
     pub monitor_json: String,
 }
@@ -486,8 +486,9 @@ pub fn simulate(
         iocost.set_tracing(record.takes_trace());
     }
     // the monitor's view is printed with the kept rows (`run --timeline`) and written
-    // into the output folder; a line per cgroup, so not made for nothing
+    // into the output folder (text and JSON); a line per cgroup, so not made for nothing
     let wants_monitor = record.keep || record.out.is_some();
+    let wants_monitor_json = record.out.is_some();
     let tree = &r.tree;
     let mut recorder = RunRecorder::new(tree, record);
     recorder.set_nr_requests(p.queue_nr_requests);
@@ -564,7 +565,15 @@ pub fn simulate(
         .stack
         .policy_mut::<Iocost>()
         .filter(|_| wants_monitor)
-        .map(|ioc| (ioc.monitor_text(end), ioc.monitor_json(end)))
+        .map(|ioc| {
+            let text = ioc.monitor_text(end);
+            let json = if wants_monitor_json {
+                ioc.monitor_json(end)
+            } else {
+                String::new()
+            };
+            (text, json)
+        })
         .unwrap_or_default();
     Ok(VariantRun {
         label: p.label,
@@ -877,7 +886,7 @@ mod tests {
         assert!(!traced.record.trace.is_empty());
         assert!(quiet.record.trace.is_empty());
         assert_eq!(traced.io_stat, quiet.io_stat);
-        assert_eq!(traced.monitor_json, quiet.monitor_json);
+        assert_eq!(traced.monitor, quiet.monitor);
         assert_eq!(
             traced.record.iocost_rows.len(),
             quiet.record.iocost_rows.len()
