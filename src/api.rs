@@ -188,6 +188,7 @@ pub fn run(sc: &Scenario, req: &RunRequest) -> Result<RunResult, String> {
     let prepared = prepare(sc, variant, req.kernel.as_deref(), req.seed, req.trace)?;
     let keep = RecordOptions {
         keep: true,
+        keep_trace: true,
         ..RecordOptions::default()
     };
     let run = simulate(sc, prepared, &Reporter::Quiet, keep)?;

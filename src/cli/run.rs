@@ -118,6 +118,7 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
                 .map(|dir| OutDir::open(dir, &label))
                 .transpose()?,
             keep: o.timeline,
+            keep_trace: false,
             trace_stderr: (o.trace && o.output.is_none()).then(|| match plan.len() {
                 1 => String::new(),
                 _ => format!("[{label}] "),

@@ -5,7 +5,8 @@
 //! - [`Iocg`]: one cgroup's state (vtime, done_vtime, cursor, FIFO waiters, usage).
 //! - [`Runtime`]: the device clock (`period_at`, `period_at_vtime`, effective rate,
 //!   `vtime_err`), busy_level, completion counters, the active list, the hierarchy
-//!   cache and the observability buffers (rows, trace).
+//!   cache and the observability buffers (rows, trace). Trace lines are formatted
+//!   only while [`Iocost::set_tracing`] says something reads them.
 //! - The period timer walks only the active list (`ioc->active_iocgs`: an activation
 //!   appends, `ioc_check_iocgs()` removes the idle), in cgroup order; stat flushing
 //!   and donation visit the ancestors of active leaves only, so a period costs
@@ -173,6 +174,9 @@ pub struct Runtime {
     dfgv: Forgiveness,
     rows: Vec<PeriodRow>,
     trace: Vec<String>,
+    /// Whether anything reads the trace lines (`Iocost::set_tracing`): when not, they
+    /// are not formatted at all.
+    tracing: bool,
 }
 
 impl Runtime {
@@ -199,6 +203,7 @@ impl Runtime {
             dfgv: Forgiveness::default(),
             rows: Vec::new(),
             trace: Vec::new(),
+            tracing: true,
         }
     }
 }
@@ -307,6 +312,9 @@ impl Iocost {
 
     /// The `iocost_iocg_state` tracepoints (activate, idle), as their TP_printk.
     fn trace_state(&mut self, ev: &str, cg: u32, now: Ns, vnow: i64, last: u64, vtime: i64) {
+        if !self.rt.tracing {
+            return;
+        }
         let (hwa, hwi) = self.rt.hier.hweight(cg);
         let line = format!(
             "{ev}: {} now={}:{vnow} vrate={} period={last}->{} vtime={vtime} weight={}/{} hweight={hwi}/{hwa}",
@@ -322,6 +330,9 @@ impl Iocost {
 
     /// The `iocg_inuse_update` tracepoints (shortage, transfer, adjust).
     fn trace_inuse(&mut self, ev: &str, cg: u32, now: Ns, inuse: (u64, u64), hwi: (u64, u64)) {
+        if !self.rt.tracing {
+            return;
+        }
         let line = format!(
             "{ev}: {} now={} inuse={}->{} hw_inuse={}->{}",
             self.tp_head(cg),
@@ -772,7 +783,7 @@ impl Iocost {
         let bounds = (self.derived.vrate_min, self.derived.vrate_max);
         let (nv, emit) =
             adjust_base_vrate(self.vrate, self.rt.busy_level, prev, nr_lagging, bounds);
-        if emit {
+        if emit && self.rt.tracing {
             // before 6.2 the tracepoint's OLD is atomic64_read(&ioc->vtime_rate), the rate
             // in force (loss compensation included), and so is NEW on the early return
             let in_force = self.rt.vtime_rate.max(0) as u64;
@@ -893,6 +904,9 @@ impl Iocost {
             g.abs_vdebt = halve(g.abs_vdebt, n);
             g.delay = halve(g.delay, n);
             self.kick(now, cg, q, set, woken);
+            if !self.rt.tracing {
+                continue;
+            }
             let g = &self.rt.iocgs[cg as usize];
             let line = format!(
                 "iocost_iocg_forgive_debt: {} now={}:{} usage={usage_pct} debt={old_debt}->{} delay={old_delay}->{}",
@@ -1029,6 +1043,12 @@ impl Iocost {
     /// Drains the per-period rows.
     pub fn take_rows(&mut self) -> Vec<PeriodRow> {
         std::mem::take(&mut self.rt.rows)
+    }
+
+    /// Whether to format the trace lines: off when nothing will read them (no output
+    /// folder, nothing kept, no `--trace`), which changes nothing else.
+    pub fn set_tracing(&mut self, on: bool) {
+        self.rt.tracing = on;
     }
 
     /// Drains the trace lines (activate / idle / vrate_adj).

@@ -15,9 +15,10 @@
 //!   dispatch rate) go into [`Decimated`] series of bounded size, per-cgroup ones
 //!   for the first [`crate::report::decimate::MAX_LINES`] cgroups only (`Lines`);
 //!   without one they are not kept at all;
-//! - with `keep`, every row and line is also kept in memory (the library API, tests,
-//!   `validate` and `repro`, whose runs are short); the command line keeps only what
-//!   it prints (`run --timeline` prints the device timeline);
+//! - with `keep`, every row is also kept in memory (the library API, tests,
+//!   `validate` and `repro`, whose runs are short), with `keep_trace` every trace line;
+//!   the command line keeps only what it prints (`run --timeline` prints the device
+//!   timeline, no trace line);
 //! - trace lines go to stderr as they come when the user asked for `--trace` without
 //!   an output folder;
 //! - figures a band needs from the whole run (blk-iocost's busy_level resets) are
@@ -50,16 +51,27 @@ use crate::throttle::ThrotlRow;
 pub struct RecordOptions {
     /// Stream the files into this folder.
     pub out: Option<OutDir>,
-    /// Keep every row and trace line in memory too.
+    /// Keep every row in memory too.
     pub keep: bool,
+    /// Keep every trace line in memory too.
+    pub keep_trace: bool,
     /// Print trace lines to stderr as they come, after this prefix.
     pub trace_stderr: Option<String>,
+}
+
+impl RecordOptions {
+    /// Whether trace lines go anywhere (a file, memory, stderr); when not, the
+    /// policies need not format them.
+    pub fn takes_trace(&self) -> bool {
+        self.out.is_some() || self.keep_trace || self.trace_stderr.is_some()
+    }
 }
 
 /// Everything kept of a run's timelines once it has ended.
 #[derive(Debug, Clone, Default)]
 pub struct Recorded {
-    /// With `keep`: every second of the device, every period, every trace line.
+    /// With `keep`: every second of the device, every period; with `keep_trace`, every
+    /// trace line.
     pub iostat: Vec<IostatRow>,
     pub iocost_rows: Vec<PeriodRow>,
     pub throttle_rows: Vec<(Ns, ThrotlRow)>,
@@ -205,6 +217,7 @@ impl RunRecorder {
             tree,
             RecordOptions {
                 keep: true,
+                keep_trace: true,
                 ..RecordOptions::default()
             },
         )
@@ -354,7 +367,7 @@ impl Recorder for RunRecorder {
         self.line.push_str(&line);
         self.line.push('\n');
         self.emit(|r| &mut r.trace);
-        if self.opts.keep {
+        if self.opts.keep_trace {
             self.rec.trace.push(line);
         }
     }

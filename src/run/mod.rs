@@ -66,7 +66,8 @@ pub struct VariantRun {
     /// always the pictures' decimated series) and the folder they streamed to.
     pub record: Recorded,
     /// blk-iocost as `iocost_monitor.py` shows it at the end of the run, as text and
-    /// as its `--json` lines.
+    /// as its `--json` lines: the text when the run kept its rows or wrote an output
+    /// folder (`RecordOptions`), the JSON only with an output folder; else empty.
     pub monitor: String,
     pub monitor_json: String,
 }
@@ -450,6 +451,7 @@ pub fn run_variant(
     let reporter = Reporter::for_stderr(!progress);
     let keep = RecordOptions {
         keep: true,
+        keep_trace: true,
         ..RecordOptions::default()
     };
     run_variant_traced(sc, variant, kernel_version, seed, &reporter, false, keep)
@@ -479,13 +481,21 @@ pub fn simulate(
     record: RecordOptions,
 ) -> Result<VariantRun, String> {
     let (r, later, devs, mut warnings) = (p.resolved, p.later, p.devs, p.warnings);
+    let mut pipe = p.pipe;
+    if let Some(iocost) = pipe.stack_mut().policy_mut::<Iocost>() {
+        iocost.set_tracing(record.takes_trace());
+    }
+    // the monitor's view is printed with the kept rows (`run --timeline`) and written
+    // into the output folder (text and JSON); a line per cgroup, so not made for nothing
+    let wants_monitor = record.keep || record.out.is_some();
+    let wants_monitor_json = record.out.is_some();
     let tree = &r.tree;
     let mut recorder = RunRecorder::new(tree, record);
     recorder.set_nr_requests(p.queue_nr_requests);
     let mut shown = progress.start(&p.label, p.horizon);
     let mut late_errors = Vec::new();
     let dev_name = &p.limits.name;
-    let out = p.pipe.run(
+    let out = pipe.run(
         |p, i| match &later[i as usize] {
             Later::Iface(w) => {
                 if let Err(e) = p.write_iface(w.file.name(), w.cgroup, &w.line, &devs) {
@@ -554,7 +564,16 @@ pub fn simulate(
     let (monitor, monitor_json) = out
         .stack
         .policy_mut::<Iocost>()
-        .map(|ioc| (ioc.monitor_text(end), ioc.monitor_json(end)))
+        .filter(|_| wants_monitor)
+        .map(|ioc| {
+            let text = ioc.monitor_text(end);
+            let json = if wants_monitor_json {
+                ioc.monitor_json(end)
+            } else {
+                String::new()
+            };
+            (text, json)
+        })
         .unwrap_or_default();
     Ok(VariantRun {
         label: p.label,
@@ -843,4 +862,34 @@ pub(crate) fn reproduce_with(name: &str, progress: &Reporter) -> Result<Reproduc
         .collect();
     let results = repro::evaluate(&spec, &metrics);
     Ok((spec, results, runs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// blk-iocost formats its trace lines only for a recorder that takes them, and
+    /// whether it does changes nothing else of the run.
+    #[test]
+    fn untaken_trace_lines_are_not_made_and_change_nothing() {
+        let text = embedded::get("example-iocost-debt").unwrap();
+        let sc = Scenario::parse(text, "example-iocost-debt.toml").unwrap();
+        let go = |keep_trace| {
+            let record = RecordOptions {
+                keep: true,
+                keep_trace,
+                ..RecordOptions::default()
+            };
+            run_variant_traced(&sc, None, None, None, &Reporter::Quiet, false, record).unwrap()
+        };
+        let (traced, quiet) = (go(true), go(false));
+        assert!(!traced.record.trace.is_empty());
+        assert!(quiet.record.trace.is_empty());
+        assert_eq!(traced.io_stat, quiet.io_stat);
+        assert_eq!(traced.monitor, quiet.monitor);
+        assert_eq!(
+            traced.record.iocost_rows.len(),
+            quiet.record.iocost_rows.len()
+        );
+    }
 }

@@ -794,6 +794,11 @@ impl Pipeline {
         }
     }
 
+    /// The policies of the run, to adjust before it starts.
+    pub fn stack_mut(&mut self) -> &mut Stack {
+        &mut self.stack
+    }
+
     /// The policies of the run (the pipeline starts with none and `none`).
     pub fn set_stack(&mut self, stack: Stack) {
         self.stack = stack;

@@ -66,16 +66,19 @@ fn parse_i64(num: &str, whole: &str) -> Result<i64, String> {
 fn size_mult(suffix: &str, kb_base: u64) -> Result<Option<u64>, String> {
     let c = suffix.to_ascii_lowercase();
     let opposite: u64 = if kb_base == 1000 { 1024 } else { 1000 };
-    let table: [(&str, u32); 5] = [("p", 5), ("t", 4), ("g", 3), ("m", 2), ("k", 1)];
-    for (p, pow) in table {
-        if c == format!("{p}ib") {
-            return Ok(Some(opposite.pow(pow)));
-        }
+    // k = 1 .. p = 5; compared without formatting (a scenario parses this per job)
+    let pow = |prefix: &str| {
+        ["k", "m", "g", "t", "p"]
+            .iter()
+            .position(|&p| p == prefix)
+            .map(|i| i as u32 + 1)
+    };
+    if let Some(n) = c.strip_suffix("ib").and_then(pow) {
+        return Ok(Some(opposite.pow(n)));
     }
-    for (p, pow) in table {
-        if c == p || c == format!("{p}b") || c == format!("{p}i") {
-            return Ok(Some(kb_base.pow(pow)));
-        }
+    let stem = c.strip_suffix(['b', 'i']).unwrap_or(&c);
+    if let Some(n) = pow(stem) {
+        return Ok(Some(kb_base.pow(n)));
     }
     match c.as_str() {
         "" | "b" => Ok(Some(1)),
@@ -407,6 +410,35 @@ impl Expr<'_> {
                     .ok_or_else(|| "bad number in arithmetic expression".to_string())
             }
             _ => Err("expected a number or `(` in arithmetic expression".into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every suffix fio's `__get_mult_bytes()` knows, in both bases, and a few it
+    /// refuses.
+    #[test]
+    fn size_suffixes() {
+        for (kb_base, opposite) in [(1024u64, 1000u64), (1000, 1024)] {
+            for (i, p) in ["k", "m", "g", "t", "p"].iter().enumerate() {
+                let n = i as u32 + 1;
+                for s in [p.to_string(), format!("{p}b"), format!("{p}i")] {
+                    assert_eq!(size_mult(&s, kb_base), Ok(Some(kb_base.pow(n))), "{s}");
+                    let upper = s.to_ascii_uppercase();
+                    assert_eq!(size_mult(&upper, kb_base), Ok(Some(kb_base.pow(n))));
+                }
+                let s = format!("{p}iB");
+                assert_eq!(size_mult(&s, kb_base), Ok(Some(opposite.pow(n))), "{s}");
+            }
+            assert_eq!(size_mult("", kb_base), Ok(Some(1)));
+            assert_eq!(size_mult("B", kb_base), Ok(Some(1)));
+            assert_eq!(size_mult("%", kb_base), Ok(None));
+            for bad in ["i", "ib", "bb", "kbb", "x", "kibb", "e"] {
+                assert!(size_mult(bad, kb_base).is_err(), "{bad}");
+            }
         }
     }
 }
