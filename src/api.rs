@@ -186,9 +186,11 @@ pub fn run(sc: &Scenario, req: &RunRequest) -> Result<RunResult, String> {
         None => (sc, req.variant.as_deref()),
     };
     let prepared = prepare(sc, variant, req.kernel.as_deref(), req.seed, req.trace)?;
+    // every table in memory: the rows, the trace, and each job's timeline (jobs.csv)
     let keep = RecordOptions {
         keep: true,
         keep_trace: true,
+        keep_job_timelines: true,
         ..RecordOptions::default()
     };
     let run = simulate(sc, prepared, &Reporter::Quiet, keep)?;

@@ -171,3 +171,41 @@ fn normal_text_lines_match_fio_3_33() {
         "keys: (g=0): rw=randrw, bs=(R) 4096B-4096B, (W) 4096B-4096B, (T) 4096B-4096B, ioengine=null, iodepth=1\n"
     ));
 }
+
+/// fio keeps the slat and lat histograms only for `slat_percentiles` and
+/// `lat_percentiles`: with them each prints percentiles over every sample (json+ bins
+/// adding up to N), and lat ≥ clat at every percentile since lat = slat + clat per I/O;
+/// without them only clat has percentiles.
+#[test]
+fn slat_and_lat_percentiles_only_when_asked_for() {
+    let cmd = "fio --name=p --ioengine=libaio --iodepth=4 --rw=randread --bs=4k --size=64m \
+               --runtime=1 --time_based";
+    let with: serde_json::Value = serde_json::from_str(&sim_json(
+        &format!("{cmd} --slat_percentiles=1 --lat_percentiles=1"),
+        true,
+    ))
+    .unwrap();
+    let r = &with["jobs"][0]["read"];
+    for k in ["slat_ns", "clat_ns", "lat_ns"] {
+        let n = r[k]["N"].as_u64().unwrap();
+        assert!(n > 1000, "{k}: N = {n}");
+        let binned: u64 = r[k]["bins"]
+            .as_object()
+            .unwrap_or_else(|| panic!("{k} has no bins"))
+            .values()
+            .map(|c| c.as_u64().unwrap())
+            .sum();
+        assert_eq!(binned, n, "{k}");
+    }
+    for (p, clat) in r["clat_ns"]["percentile"].as_object().unwrap() {
+        let lat = r["lat_ns"]["percentile"][p].as_u64().unwrap();
+        assert!(lat >= clat.as_u64().unwrap(), "p{p}: lat {lat} < clat {clat}");
+    }
+    let without: serde_json::Value = serde_json::from_str(&sim_json(cmd, true)).unwrap();
+    let r = &without["jobs"][0]["read"];
+    assert!(r["clat_ns"]["percentile"].is_object());
+    for k in ["slat_ns", "lat_ns"] {
+        assert!(r[k]["N"].as_u64().unwrap() > 1000, "{k}");
+        assert!(r[k].get("percentile").is_none() && r[k].get("bins").is_none(), "{k}");
+    }
+}

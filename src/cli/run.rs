@@ -119,6 +119,7 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
                 .transpose()?,
             keep: o.timeline,
             keep_trace: false,
+            keep_job_timelines: false,
             trace_stderr: (o.trace && o.output.is_none()).then(|| match plan.len() {
                 1 => String::new(),
                 _ => format!("[{label}] "),

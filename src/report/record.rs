@@ -57,6 +57,9 @@ pub struct RecordOptions {
     pub keep_trace: bool,
     /// Print trace lines to stderr as they come, after this prefix.
     pub trace_stderr: Option<String>,
+    /// Keep each job's completions over time (`RunOutput::job_timelines`) even
+    /// without an output folder to draw them into: for a reader such as `tune protect`.
+    pub keep_job_timelines: bool,
 }
 
 impl RecordOptions {
@@ -64,6 +67,13 @@ impl RecordOptions {
     /// policies need not format them.
     pub fn takes_trace(&self) -> bool {
         self.out.is_some() || self.keep_trace || self.trace_stderr.is_some()
+    }
+
+    /// Whether anything reads each job's completions over time (the pictures and
+    /// `jobs.csv` of an output folder, or the caller); when not, the pipeline need not
+    /// keep them.
+    pub fn takes_job_timelines(&self) -> bool {
+        self.out.is_some() || self.keep_job_timelines
     }
 }
 

@@ -440,7 +440,8 @@ pub fn prepare(
 }
 
 /// Build and run one variant (None: the scenario without variants), with progress
-/// on stderr if `progress`.
+/// on stderr if `progress`, keeping everything it records in memory (rows, trace,
+/// each job's timeline).
 pub fn run_variant(
     sc: &Scenario,
     variant: Option<&str>,
@@ -452,6 +453,7 @@ pub fn run_variant(
     let keep = RecordOptions {
         keep: true,
         keep_trace: true,
+        keep_job_timelines: true,
         ..RecordOptions::default()
     };
     run_variant_traced(sc, variant, kernel_version, seed, &reporter, false, keep)
@@ -484,6 +486,9 @@ pub fn simulate(
     let mut pipe = p.pipe;
     if let Some(iocost) = pipe.stack_mut().policy_mut::<Iocost>() {
         iocost.set_tracing(record.takes_trace());
+    }
+    if record.takes_job_timelines() {
+        pipe.record_job_timelines();
     }
     // the monitor's view is printed with the kept rows (`run --timeline`) and written
     // into the output folder (text and JSON); a line per cgroup, so not made for nothing

@@ -407,12 +407,15 @@ impl ErrSite {
 
 impl JobRt {
     /// Hints the lines of this job that reaping a completion of direction `dir` and
-    /// setting up the next I/O will read: the statistics and timeline the reap
-    /// updates, the loop's line, the generators and the parameters fio's loop reads.
+    /// setting up the next I/O will read: the statistics (and the timeline, when kept)
+    /// the reap updates, the loop's line, the generators and the parameters fio's loop
+    /// reads.
     #[inline]
-    fn prefetch_reap_and_loop(&self, dir: Dir) {
+    fn prefetch_reap_and_loop(&self, dir: Dir, timeline: bool) {
         self.stats.prefetch_reap(dir);
-        prefetch(&self.timeline);
+        if timeline {
+            prefetch(&self.timeline);
+        }
         prefetch(&self.end);
         prefetch(&self.offsets);
         prefetch(&self.rate);
@@ -558,7 +561,8 @@ pub struct CgIoStat {
 /// went to the [`Recorder`]).
 pub struct RunOutput {
     pub jobs: Vec<(JobParams, JobStats, JobTimes)>,
-    /// Each job's completions over time, in the order of `jobs`.
+    /// With [`Pipeline::record_job_timelines`]: each job's completions over time, in
+    /// the order of `jobs` (else empty ones).
     pub job_timelines: Vec<TimeBins>,
     pub cg_stat: Vec<CgIoStat>,
     pub end: Ns,
@@ -621,6 +625,9 @@ pub struct Pipeline {
     /// The device can fail requests: ask it how each one ended.
     dev_may_fail: bool,
     device_lat: Option<Box<[LatHist; 2]>>,
+    /// [`Pipeline::record_job_timelines`]: each job's completions go into its
+    /// `JobRt::timeline`.
+    job_timelines: bool,
 }
 
 const WORKER: u32 = 0;
@@ -678,7 +685,7 @@ impl Pipeline {
                     matches!(p.bs[0], BsGen::Split(_)),
                     matches!(p.bs[1], BsGen::Split(_)),
                 ];
-                let mut stats = JobStats::default();
+                let mut stats = JobStats::new(p.slat_percentiles, p.lat_percentiles);
                 stats.err.coe = p.continue_on_error != 0;
                 JobRt {
                     host_rng: SimRng::new(seed, &format!("{}/host", p.seed_name)),
@@ -738,6 +745,7 @@ impl Pipeline {
             q_usage: 0,
             dev_may_fail,
             device_lat: None,
+            job_timelines: false,
             limits,
         }
     }
@@ -745,6 +753,13 @@ impl Pipeline {
     /// Stop the run at this time even if jobs are still running.
     pub fn set_duration(&mut self, d: Option<Ns>) {
         self.duration = d;
+    }
+
+    /// Keep each job's completions over time (`RunOutput::job_timelines`), for the
+    /// pictures and `jobs.csv` of an output folder or a reader such as `tune protect`;
+    /// a run that draws nothing of them does not pay a line per completion.
+    pub fn record_job_timelines(&mut self) {
+        self.job_timelines = true;
     }
 
     /// Record every request's time on the device, per direction, as resctl-demo's
@@ -1405,7 +1420,7 @@ impl Pipeline {
                     self.reapers_on_cpu += 1;
                 }
                 let dir = if iou.dir_write { Dir::Write } else { Dir::Read };
-                job.prefetch_reap_and_loop(dir);
+                job.prefetch_reap_and_loop(dir, self.job_timelines);
                 prefetch(&self.ctxs[(j + 1) as usize]);
                 let cost = self.host.complete_cost(iou.bytes);
                 self.wake_job(j, cost);
@@ -1819,7 +1834,9 @@ impl Pipeline {
                 job.stats.add_clat(dir, now - iou.issued);
                 job.stats.add_lat(dir, now - iou.start);
                 job.stats.add_io(dir, bytes);
-                job.timeline.add(now, now - iou.start);
+                if self.job_timelines {
+                    job.timeline.add(now, now - iou.start);
+                }
             }
             self.free_ios.push(io);
         }
@@ -1971,6 +1988,8 @@ mod tests {
             meta: false,
             prio: Default::default(),
             continue_on_error: 0,
+            slat_percentiles: false,
+            lat_percentiles: false,
             filename: "/dev/test".into(),
             after: Vec::new(),
             seed_name: name.into(),

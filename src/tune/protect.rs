@@ -171,7 +171,12 @@ impl Protection {
                 let (seed, s) = scenario_of(r)?;
                 let mut p = prepare(&s, None, None, None, false)?;
                 p.record_device_latency();
-                let run = simulate(&s, p, &Reporter::Quiet, RecordOptions::default())?;
+                // the protected jobs' completions over time: their IOPS by window
+                let record = RecordOptions {
+                    keep_job_timelines: true,
+                    ..RecordOptions::default()
+                };
+                let run = simulate(&s, p, &Reporter::Quiet, record)?;
                 Ok::<Sample, String>(Sample::of(seed, &run, &self.protect))
             },
             |_, s| {

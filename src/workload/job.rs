@@ -66,6 +66,10 @@ pub struct JobParams {
     pub prio: JobPrio,
     /// `continue_on_error` as fio's `error_type` bits (read 1, write 2).
     pub continue_on_error: u32,
+    /// `slat_percentiles` and `lat_percentiles`: whether the job keeps those
+    /// histograms.
+    pub slat_percentiles: bool,
+    pub lat_percentiles: bool,
     /// The file fio names in its error lines (`filename`, else the device node).
     pub filename: String,
     /// Jobs (indices into the job list) that must end before this one starts
@@ -586,6 +590,8 @@ impl JobParams {
                 meta: spec.blkcg_meta,
                 prio: JobPrio::from_spec(spec)?,
                 continue_on_error: spec.continue_on_error,
+                slat_percentiles: spec.slat_percentiles,
+                lat_percentiles: spec.lat_percentiles,
                 // the first of fio's `:`-separated files; run::prepare fills in the device
                 filename: spec
                     .filename

@@ -67,9 +67,14 @@ pub fn idx_to_val(idx: usize) -> u64 {
 /// (`run_idx`, `run_n`, in what was padding) and reach their bucket when a sample
 /// falls elsewhere: with thousands of jobs the bucket's line is cold, the run's is not.
 /// Every reader sees the run added to its bucket.
+///
+/// fio fills the slat and lat histograms only for `slat_percentiles` and
+/// `lat_percentiles` (`add_slat_sample()`, `add_lat_sample()`); a histogram made with
+/// [`LatHist::not_kept`] likewise takes no samples, and a sample costs no line of it.
 #[derive(Clone, Default)]
 pub struct LatHist {
-    /// Bit `g` set: group `g` (buckets `g * 64 ..`) is in `groups`.
+    /// Bit `g` set: group `g` (buckets `g * 64 ..`) is in `groups`; [`NOT_KEPT`]: no
+    /// sample is added.
     present: u32,
     /// The bucket of the latest samples, and how many of them are not yet in it
     /// (its group is present whenever `run_n > 0`).
@@ -93,9 +98,24 @@ impl std::fmt::Debug for LatHist {
     }
 }
 
+/// The presence mask's bit of a histogram that takes no samples (above the groups').
+const NOT_KEPT: u32 = 1 << 31;
+const _: () = assert!(PLAT_GROUP_NR < 31);
+
 impl LatHist {
+    /// A histogram that takes no samples: fio's slat or lat histogram without its
+    /// `*_percentiles` option.
+    pub fn not_kept() -> LatHist {
+        LatHist {
+            present: NOT_KEPT,
+            ..LatHist::default()
+        }
+    }
     #[inline]
     pub fn add(&mut self, ns: u64) {
+        if self.present & NOT_KEPT != 0 {
+            return;
+        }
         // val_to_idx() < PLAT_NR (1,856) fits in u16
         let idx = val_to_idx(ns) as u16;
         if idx == self.run_idx && self.run_n > 0 && self.run_n < u16::MAX {
@@ -505,6 +525,22 @@ pub struct JobStats {
 }
 
 impl JobStats {
+    /// A job's statistics before its first I/O: the slat and lat histograms are kept
+    /// only when the job prints their percentiles, as fio keeps them (the clat one
+    /// always: the summary's percentiles are read from it).
+    pub fn new(slat_percentiles: bool, lat_percentiles: bool) -> JobStats {
+        let mut s = JobStats::default();
+        for d in &mut s.dd {
+            if !slat_percentiles {
+                d.slat.hist = LatHist::not_kept();
+            }
+            if !lat_percentiles {
+                d.lat.hist = LatHist::not_kept();
+            }
+        }
+        s
+    }
+
     #[inline]
     pub fn add_slat(&mut self, d: Dir, ns: u64) {
         self.dd[d.idx()].slat.add(ns);
@@ -662,6 +698,26 @@ mod tests {
             );
             assert_eq!(val_to_idx(r), val_to_idx(v));
         }
+    }
+
+    /// A histogram fio does not keep takes no sample (and allocates nothing), while
+    /// its statistic's min/max/mean still do; a job keeps clat's always.
+    #[test]
+    fn histograms_not_kept_take_no_samples() {
+        let mut s = JobStats::new(false, true);
+        for ns in [50, 5_000, 70_000] {
+            s.add_slat(Dir::Read, ns);
+            s.add_clat(Dir::Read, ns);
+            s.add_lat(Dir::Read, ns);
+        }
+        let d = &s.dd[Dir::Read.idx()];
+        assert_eq!((d.slat.n, d.slat.min, d.slat.max), (3, 50, 70_000));
+        assert_eq!(d.slat.hist.total(), 0);
+        assert!(d.slat.hist.groups.is_empty());
+        assert_eq!((d.clat.hist.total(), d.lat.hist.total()), (3, 3));
+        let s = JobStats::new(true, false);
+        assert!(s.dd.iter().all(|d| d.slat.hist.present == 0));
+        assert!(s.dd.iter().all(|d| d.lat.hist.present == NOT_KEPT));
     }
 
     #[test]
