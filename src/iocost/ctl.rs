@@ -44,6 +44,7 @@ use super::{Iocost, TimerMode, TraceVrate};
 use crate::sim::Ns;
 use crate::sim::bio::{Bio, BioId, BioSlab, Dir};
 use crate::sim::inline_deque::InlineDeque;
+use crate::sim::prefetch::prefetch;
 use crate::sim::queue::{Event, EventQueue};
 use crate::stack::PolicyId;
 
@@ -343,6 +344,16 @@ impl Iocost {
             hwi.1
         );
         self.rt.trace.push(line);
+    }
+
+    /// Hints the lines `throttle()` reads for a bio of `cg`: its iocg's first line and
+    /// its node of the weight tree.
+    #[inline]
+    pub fn prefetch(&self, cg: u32) {
+        if let Some(g) = self.rt.iocgs.get(cg as usize) {
+            prefetch(g);
+            self.rt.hier.prefetch(cg);
+        }
     }
 
     /// `ioc_rqos_throttle()`: true = issue now.

@@ -14,6 +14,7 @@
 //! order is a valid pre-order walk and descending order a bottom-up one.
 
 use crate::blkcg::CgroupTree;
+use crate::sim::prefetch::prefetch;
 
 /// Fixed-point 1.0 of weights and hweights.
 pub const WEIGHT_ONE: u64 = 1 << 16;
@@ -138,6 +139,14 @@ impl Hier {
                 0
             };
             idx = p;
+        }
+    }
+
+    /// Hints the line of `cg`'s node that `hweight()` reads.
+    #[inline]
+    pub fn prefetch(&self, cg: u32) {
+        if let Some(n) = self.nodes.get(cg as usize) {
+            prefetch(n);
         }
     }
 

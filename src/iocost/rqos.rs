@@ -181,4 +181,8 @@ impl RqQos for Iocost {
     fn user_delay(&mut self, now: Ns, cg: u32) -> Ns {
         Iocost::user_delay(self, now, cg)
     }
+    #[inline]
+    fn prefetch(&self, cg: u32) {
+        Iocost::prefetch(self, cg)
+    }
 }

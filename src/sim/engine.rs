@@ -238,6 +238,8 @@ enum IoRes {
 #[derive(Debug, Clone, Default)]
 struct IoU {
     job: u32,
+    /// The job's cgroup (what the hints of its next I/O need, without its params).
+    cgroup: u32,
     dir_write: bool,
     bytes: u64,
     /// Byte offset in the file (fio's error lines name it).
@@ -1421,7 +1423,13 @@ impl Pipeline {
                 }
                 let dir = if iou.dir_write { Dir::Write } else { Dir::Read };
                 job.prefetch_reap_and_loop(dir, self.job_timelines);
+                // and what its next I/O's submission reads: the context, the cgroup's
+                // io.stat counters and the rq-qos entries' per-cgroup records
                 prefetch(&self.ctxs[(j + 1) as usize]);
+                prefetch(&self.cg_stat[iou.cgroup as usize]);
+                for p in &self.stack.rq_qos {
+                    p.prefetch(iou.cgroup);
+                }
                 let cost = self.host.complete_cost(iou.bytes);
                 self.wake_job(j, cost);
             }
@@ -1586,8 +1594,10 @@ impl Pipeline {
                     let p = &job.p;
                     let bytes = p.bs[dir.idx()].next(&mut job.rng);
                     let offset = job.offsets.next(bytes, &mut job.rng);
+                    let cgroup = p.cgroup;
                     let io = self.alloc_io(IoU {
                         job: j,
+                        cgroup,
                         dir_write: dir == Dir::Write,
                         bytes,
                         offset,

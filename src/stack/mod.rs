@@ -210,6 +210,9 @@ pub trait RqQos: BlkcgPolicy {
     fn user_delay(&mut self, _now: Ns, _cg: u32) -> Ns {
         0
     }
+    /// A bio of cgroup `cg` will come to `throttle` soon: hint the cache lines it will
+    /// read for that cgroup (`sim::prefetch`). A hint only, never a change of state.
+    fn prefetch(&self, _cg: u32) {}
 }
 
 /// A built policy, by where it sits.
@@ -315,6 +318,12 @@ impl RqQosEntry {
     #[inline(always)]
     pub fn user_delay(&mut self, now: Ns, cg: u32) -> Ns {
         on_entry!(self, p => RqQos::user_delay(&mut **p, now, cg))
+    }
+
+    /// [`RqQos::prefetch`].
+    #[inline(always)]
+    pub fn prefetch(&self, cg: u32) {
+        on_entry!(self, p => RqQos::prefetch(&**p, cg))
     }
 }
 

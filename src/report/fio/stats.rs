@@ -598,11 +598,12 @@ impl JobStats {
     }
 
     /// Hints the cache lines that reaping one I/O of direction `d` updates (clat,
-    /// lat, the counters, the completion map, the latency distribution), for a reap
-    /// that is about to come.
+    /// lat, the counters, the completion map, the latency distribution) and the next
+    /// submission's slat, for a reap that is about to come.
     #[inline]
     pub fn prefetch_reap(&self, d: Dir) {
         let s = &self.dd[d.idx()];
+        prefetch(&s.slat);
         prefetch(&s.clat);
         prefetch(&s.lat);
         prefetch(&s.io_bytes);
