@@ -1378,6 +1378,7 @@ impl Pipeline {
         self.tags.put(tag, &mut woken);
         for &c in &woken {
             self.ctxs[c as usize].blocked = false;
+            self.prefetch_tag_retry(c);
             if one_cpu {
                 self.tag_sleepers_runnable.push(c);
             } else {
@@ -1398,6 +1399,22 @@ impl Pipeline {
             }
         }
         self.check_drained();
+    }
+
+    /// Hints what context `c`, woken for a tag, reads when it runs a little later and
+    /// gets one: the bio it retries with, its job's first line and the job's submit
+    /// counters.
+    #[inline]
+    fn prefetch_tag_retry(&self, c: u32) {
+        let ctx = &self.ctxs[c as usize];
+        if let Some(&(b, _)) = ctx.pending.front() {
+            prefetch(self.bios.get(b));
+        }
+        if let Some(j) = ctx.job {
+            let job = &self.jobs[j as usize];
+            prefetch(job);
+            job.stats.prefetch_submit();
+        }
     }
 
     /// bio_endio() of one piece of fio I/O `io`: the I/O completes with its last

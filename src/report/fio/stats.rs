@@ -583,6 +583,13 @@ impl JobStats {
         self.io_u_map[depth_idx(depth)] += 1;
     }
 
+    /// Hints the lines a submission's counters update (`mark_submit`, `mark_depth`).
+    #[inline]
+    pub fn prefetch_submit(&self) {
+        prefetch(&self.total_submit);
+        prefetch(&self.io_u_submit);
+    }
+
     /// io_u_mark_submit(): one submit call of `n` I/Os.
     #[inline]
     pub fn mark_submit(&mut self, n: u32) {
