@@ -73,7 +73,7 @@ use crate::report::fio::JobStats;
 use crate::report::fio::stats::ErrorStats;
 use crate::report::fio::stats::LatHist;
 use crate::sim::inline_deque::InlineDeque;
-use crate::sim::prefetch::prefetch;
+use crate::sim::prefetch::{prefetch, prefetch_all};
 use crate::sim::sbitmap::TagSet;
 use crate::sim::timebins::TimeBins;
 use crate::sim::{
@@ -419,8 +419,9 @@ impl JobRt {
             prefetch(&self.timeline);
         }
         prefetch(&self.end);
-        prefetch(&self.offsets);
-        prefetch(&self.rate);
+        prefetch_all(&self.offsets);
+        prefetch_all(&self.mix);
+        prefetch_all(&self.rate);
         prefetch(&self.p.bs[dir.idx()]);
         prefetch(&self.p.prio);
     }
