@@ -199,13 +199,19 @@ fn slat_and_lat_percentiles_only_when_asked_for() {
     }
     for (p, clat) in r["clat_ns"]["percentile"].as_object().unwrap() {
         let lat = r["lat_ns"]["percentile"][p].as_u64().unwrap();
-        assert!(lat >= clat.as_u64().unwrap(), "p{p}: lat {lat} < clat {clat}");
+        assert!(
+            lat >= clat.as_u64().unwrap(),
+            "p{p}: lat {lat} < clat {clat}"
+        );
     }
     let without: serde_json::Value = serde_json::from_str(&sim_json(cmd, true)).unwrap();
     let r = &without["jobs"][0]["read"];
     assert!(r["clat_ns"]["percentile"].is_object());
     for k in ["slat_ns", "lat_ns"] {
         assert!(r[k]["N"].as_u64().unwrap() > 1000, "{k}");
-        assert!(r[k].get("percentile").is_none() && r[k].get("bins").is_none(), "{k}");
+        assert!(
+            r[k].get("percentile").is_none() && r[k].get("bins").is_none(),
+            "{k}"
+        );
     }
 }
