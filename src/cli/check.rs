@@ -1,99 +1,122 @@
 //! `blkcg-sim check`: build every variant as `run` would — so it refuses exactly what
 //! `run` refuses — and print what it resolves to.
 
+use std::io::{BufWriter, Write};
+
 use crate::cli::run::plan;
 use crate::report::summary::{self};
-use crate::run::{device_echo, key_err, prepare};
+use crate::run::{Prepared, device_echo, key_err, prepare};
 use crate::scenario::Scenario;
 
 /// `blkcg-sim check`: build every variant as `run` would — so it refuses exactly what
 /// `run` refuses — and print what it resolves to.
 pub fn check_command(sc: &Scenario, variants: &[String]) -> Result<u8, String> {
     let plan = plan(sc, variants, &[])?;
+    // one buffered writer: a listing of 100,000 jobs is as many lines, not syscalls
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    let stdout_err = |e: std::io::Error| format!("writing the listing to stdout: {e}");
     for (v, _) in plan {
         let p = prepare(sc, v.as_deref(), None, None, false)?;
         let r = &p.resolved;
         let (dev, keys, _) = crate::device::config::resolve(&r.device, r.seed)
             .map_err(|e| key_err(sc, v.as_deref(), &["device"], &e).to_string())?;
-        let l = &p.limits;
-        println!("variant {}:", v.as_deref().unwrap_or("(base)"));
-        let keys: Vec<String> = keys.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        row("keys", &keys.join(" "));
-        row(
-            "device",
-            &format!(
-                "{} {}:{} ({}) rotational={} hw_queue_depth={} nr_requests={} max_sectors_kb={} capacity={}",
-                dev.model(),
-                l.major,
-                l.minor,
-                l.name,
-                u8::from(l.rotational),
-                l.hw_queue_depth,
-                l.nr_requests,
-                l.max_sectors_kb,
-                l.capacity
-            ),
-        );
-        row(
-            "kernel",
-            &format!(
-                "version={} hz={} throttling_low={}",
-                r.kernel.version, r.kernel.hz, r.kernel.throttling_low
-            ),
-        );
-        for s in &p.setups {
-            row(s.label(), &s.describe());
-        }
-        row("sched", &p.scheduler);
-        row("host", &r.host.to_string());
-        if let Some(pct) = r.state.iocost_vrate_pct {
-            row(
-                "state",
-                &format!("iocost base vrate {pct:.2}% (left by earlier runs)"),
-            );
-        }
-        for w in &r.writes {
-            let cg = &r.tree.nodes[w.cgroup as usize].path;
-            println!(
-                "  at {:>12} ns  echo \"{}\" > {}{}",
-                w.at,
-                w.line,
-                if cg.is_empty() {
-                    String::new()
-                } else {
-                    format!("{cg}/")
-                },
-                w.file.name()
-            );
-        }
-        for w in &r.device_writes {
-            println!("  at {:>12} ns  {}", w.at, device_echo(w, &l.name));
-        }
-        for (spec, &src) in p.specs.iter().zip(&p.sources) {
-            let f = &r.fio[src];
-            println!(
-                "  job {:<12} cgroup={} rw={:?} bs={:?} iodepth={} engine={:?} runtime={}ns",
-                summary::job_label("", &spec.name, f.round),
-                spec.cgroup
-                    .as_deref()
-                    .unwrap_or(&r.tree.nodes[f.cgroup as usize].path),
-                spec.rw,
-                spec.bs_min,
-                spec.iodepth,
-                spec.ioengine,
-                spec.runtime
-            );
-        }
-        for w in &p.warnings {
-            println!("  warning: {w}");
-        }
+        listing(&mut out, v.as_deref(), &p, dev.model(), &keys).map_err(stdout_err)?;
     }
-    println!("ok");
+    writeln!(out, "ok").map_err(stdout_err)?;
+    out.flush().map_err(stdout_err)?;
     Ok(0)
+}
+
+/// What variant `v` resolves to: its device, kernel, policies, writes and jobs.
+fn listing(
+    out: &mut impl Write,
+    v: Option<&str>,
+    p: &Prepared,
+    model: &str,
+    keys: &[(String, String)],
+) -> std::io::Result<()> {
+    let r = &p.resolved;
+    let l = &p.limits;
+    writeln!(out, "variant {}:", v.unwrap_or("(base)"))?;
+    let keys: Vec<String> = keys.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    row(out, "keys", &keys.join(" "))?;
+    row(
+        out,
+        "device",
+        &format!(
+            "{model} {}:{} ({}) rotational={} hw_queue_depth={} nr_requests={} max_sectors_kb={} capacity={}",
+            l.major,
+            l.minor,
+            l.name,
+            u8::from(l.rotational),
+            l.hw_queue_depth,
+            l.nr_requests,
+            l.max_sectors_kb,
+            l.capacity
+        ),
+    )?;
+    row(
+        out,
+        "kernel",
+        &format!(
+            "version={} hz={} throttling_low={}",
+            r.kernel.version, r.kernel.hz, r.kernel.throttling_low
+        ),
+    )?;
+    for s in &p.setups {
+        row(out, s.label(), &s.describe())?;
+    }
+    row(out, "sched", &p.scheduler)?;
+    row(out, "host", &r.host.to_string())?;
+    if let Some(pct) = r.state.iocost_vrate_pct {
+        row(
+            out,
+            "state",
+            &format!("iocost base vrate {pct:.2}% (left by earlier runs)"),
+        )?;
+    }
+    for w in &r.writes {
+        let cg = &r.tree.nodes[w.cgroup as usize].path;
+        writeln!(
+            out,
+            "  at {:>12} ns  echo \"{}\" > {}{}",
+            w.at,
+            w.line,
+            if cg.is_empty() {
+                String::new()
+            } else {
+                format!("{cg}/")
+            },
+            w.file.name()
+        )?;
+    }
+    for w in &r.device_writes {
+        writeln!(out, "  at {:>12} ns  {}", w.at, device_echo(w, &l.name))?;
+    }
+    for (spec, &src) in p.specs.iter().zip(&p.sources) {
+        let f = &r.fio[src];
+        writeln!(
+            out,
+            "  job {:<12} cgroup={} rw={:?} bs={:?} iodepth={} engine={:?} runtime={}ns",
+            summary::job_label("", &spec.name, f.round),
+            spec.cgroup
+                .as_deref()
+                .unwrap_or(&r.tree.nodes[f.cgroup as usize].path),
+            spec.rw,
+            spec.bs_min,
+            spec.iodepth,
+            spec.ioengine,
+            spec.runtime
+        )?;
+    }
+    for w in &p.warnings {
+        writeln!(out, "  warning: {w}")?;
+    }
+    Ok(())
 }
 
 /// One line of a variant's listing: its label in one column wide enough for every
 /// policy's (`iolatency`), then the text.
-fn row(label: &str, text: &str) {
-    println!("  {label:<9} {text}");
+fn row(out: &mut impl Write, label: &str, text: &str) -> std::io::Result<()> {
+    writeln!(out, "  {label:<9} {text}")
 }

@@ -291,10 +291,7 @@ impl Builder {
     /// stonewall or new_group opens a new group if the current one has jobs.
     fn add_job(&mut self, spec: JobSpec) {
         let n = spec.numjobs;
-        let mut clones = Vec::with_capacity(n as usize);
-        let mut first = spec.clone();
-        first.clone_index = 0;
-        clones.push(first);
+        let mut clones = Vec::with_capacity(n.saturating_sub(1) as usize);
         for sub in (1..n).rev() {
             let mut c = spec.clone();
             c.numjobs = 1;
@@ -303,7 +300,9 @@ impl Builder {
             c.clone_index = sub;
             clones.push(c);
         }
-        for mut j in clones {
+        let mut first = spec;
+        first.clone_index = 0;
+        for mut j in std::iter::once(first).chain(clones) {
             if (j.stonewall || j.new_group) && self.prev_group_jobs > 0 {
                 self.prev_group_jobs = 0;
                 self.groupid += 1;
