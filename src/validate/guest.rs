@@ -306,6 +306,7 @@ impl GuestPlan {
                 let mut args = Vec::new();
                 let words = split_shell_words(text.strip_prefix("fio").unwrap_or(text))?;
                 for (_, a) in getopt_words(&words) {
+                    let a = a.into_owned();
                     if a.starts_with('-') {
                         if !dropped_arg(&a) {
                             args.push(a);

@@ -79,15 +79,16 @@ pub(crate) fn shell_words_at(s: &str) -> Result<Vec<(usize, String)>, String> {
     // where the word being read starts, if one is
     let mut start: Option<usize> = None;
     let mut quote: Option<char> = None;
-    let mut chars = s.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
+    // the character at byte `i`, and where the one after it starts
+    let mut i = 0;
+    while let Some(c) = s[i..].chars().next() {
+        let next = i + c.len_utf8();
+        let after = s[next..].chars().next();
         if c == '$'
             && quote != Some('\'')
-            && chars
-                .peek()
-                .is_some_and(|&(_, n)| n == '{' || n == '_' || n.is_ascii_alphabetic())
+            && after.is_some_and(|n| n == '{' || n == '_' || n.is_ascii_alphabetic())
         {
-            let var = s[i + 1..]
+            let var = s[next..]
                 .split(|c: char| !(c.is_ascii_alphanumeric() || "{}_".contains(c)))
                 .next()
                 .unwrap_or_default();
@@ -97,24 +98,27 @@ pub(crate) fn shell_words_at(s: &str) -> Result<Vec<(usize, String)>, String> {
                  machine); write the value"
             ));
         }
+        i = next;
         match (quote, c) {
             (Some(q), c) if c == q => quote = None,
             (Some('"'), '\\') => {
-                if let Some((_, n)) = chars.next() {
+                if let Some(n) = after {
                     cur.push(n);
+                    i += n.len_utf8();
                 }
             }
             (Some(_), c) => cur.push(c),
             (None, '\'' | '"') => {
                 quote = Some(c);
-                start.get_or_insert(i);
+                start.get_or_insert(next - 1);
             }
             (None, '\\') => {
-                if let Some((_, n)) = chars.next()
-                    && n != '\n'
-                {
-                    cur.push(n);
-                    start.get_or_insert(i);
+                if let Some(n) = after {
+                    if n != '\n' {
+                        cur.push(n);
+                        start.get_or_insert(next - 1);
+                    }
+                    i += n.len_utf8();
                 }
             }
             (None, c) if c.is_whitespace() => {
@@ -123,8 +127,13 @@ pub(crate) fn shell_words_at(s: &str) -> Result<Vec<(usize, String)>, String> {
                 }
             }
             (None, c) => {
-                cur.push(c);
-                start.get_or_insert(i);
+                // the character and the plain ones after it, in one go
+                let run = s[next..]
+                    .find(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '\\' | '$'))
+                    .map_or(s.len(), |n| next + n);
+                start.get_or_insert(next - c.len_utf8());
+                cur.push_str(&s[next - c.len_utf8()..run]);
+                i = run;
             }
         }
     }
@@ -146,5 +155,36 @@ pub fn shell_quote(s: &str) -> String {
         s.to_string()
     } else {
         format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<(usize, String)> {
+        shell_words_at(s).unwrap()
+    }
+
+    /// Words as a POSIX shell splits them, each at the byte where it starts: quotes,
+    /// backslashes (a line continuation joins), a `$` that starts no variable, UTF-8.
+    #[test]
+    fn shell_words_split_as_a_shell_does() {
+        let w = |v: &[(usize, &str)]| -> Vec<(usize, String)> {
+            v.iter().map(|&(i, s)| (i, s.to_string())).collect()
+        };
+        assert_eq!(words("a  b"), w(&[(0, "a"), (3, "b")]));
+        assert_eq!(
+            words("--name=x  --bs='4 k'"),
+            w(&[(0, "--name=x"), (10, "--bs=4 k")])
+        );
+        assert_eq!(words(r#""a\"b" c\ d"#), w(&[(0, "a\"b"), (7, "c d")]));
+        assert_eq!(words("a$ b$"), w(&[(0, "a$"), (3, "b$")]));
+        assert_eq!(words("a\\\nb 'x$y'"), w(&[(0, "ab"), (5, "x$y")]));
+        assert_eq!(words("ü-ö x \"é\""), w(&[(0, "ü-ö"), (6, "x"), (8, "é")]));
+        assert_eq!(words("  "), w(&[]));
+        assert!(shell_words_at("--bs=$BS").is_err());
+        assert!(shell_words_at("--bs=\"${BS}\"").is_err());
+        assert!(shell_words_at("--bs='4k").is_err());
     }
 }

@@ -15,6 +15,8 @@
 //! quote; an [`Origin`] maps the text's lines to its file's (fio text inside a
 //! scenario).
 
+use std::borrow::Cow;
+
 use super::apply::{self, Outcome};
 use super::units;
 use super::{FioError, FioJobs, JobSpec, SIM_MB_MEMORY, SIM_NCPUS, SIM_PAGESIZE};
@@ -582,7 +584,7 @@ fn takes_next_word(key: &str) -> bool {
 /// requires a value and has no `=` takes the next word (`--bs 4k` is `--bs=4k`). Each
 /// with the index of its first word. An option missing its value at the end stays as
 /// written.
-pub fn getopt_words(args: &[String]) -> Vec<(usize, String)> {
+pub fn getopt_words(args: &[String]) -> Vec<(usize, Cow<'_, str>)> {
     let mut out = Vec::with_capacity(args.len());
     let mut words = args.iter().enumerate();
     while let Some((i, a)) = words.next() {
@@ -590,13 +592,15 @@ pub fn getopt_words(args: &[String]) -> Vec<(usize, String)> {
             a.strip_prefix('-')
                 .filter(|o| long_option(o.split_once('=').map_or(o, |(k, _)| k)))
         });
+        // a word already written `--key[=value]` is taken as it is
         let word = match long {
             Some(opt) if !opt.contains('=') && takes_next_word(opt) => match words.next() {
-                Some((_, v)) => format!("--{opt}={v}"),
-                None => format!("--{opt}"),
+                Some((_, v)) => Cow::Owned(format!("--{opt}={v}")),
+                None => Cow::Owned(format!("--{opt}")),
             },
-            Some(opt) => format!("--{opt}"),
-            None => a.clone(),
+            Some(_) if a.starts_with("--") => Cow::Borrowed(a.as_str()),
+            Some(opt) => Cow::Owned(format!("--{opt}")),
+            None => Cow::Borrowed(a.as_str()),
         };
         out.push((i, word));
     }
@@ -635,7 +639,7 @@ pub fn parse_cmdline_with(args: &[String], at: &Origin, rd: &Reader) -> Result<F
                     ),
                 ));
             }
-            files.push((line, a));
+            files.push((line, a.into_owned()));
             continue;
         };
         if !opt.contains('=') && takes_next_word(opt) {
