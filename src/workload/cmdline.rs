@@ -79,10 +79,11 @@ pub(crate) fn shell_words_at(s: &str) -> Result<Vec<(usize, String)>, String> {
     // where the word being read starts, if one is
     let mut start: Option<usize> = None;
     let mut quote: Option<char> = None;
-    // the character at byte `i`, and where the one after it starts
+    // the next character to read starts at byte `i`
     let mut i = 0;
     while let Some(c) = s[i..].chars().next() {
-        let next = i + c.len_utf8();
+        // this character starts at `at`, the one after it (`after`) at `next`
+        let (at, next) = (i, i + c.len_utf8());
         let after = s[next..].chars().next();
         if c == '$'
             && quote != Some('\'')
@@ -110,13 +111,13 @@ pub(crate) fn shell_words_at(s: &str) -> Result<Vec<(usize, String)>, String> {
             (Some(_), c) => cur.push(c),
             (None, '\'' | '"') => {
                 quote = Some(c);
-                start.get_or_insert(next - 1);
+                start.get_or_insert(at);
             }
             (None, '\\') => {
                 if let Some(n) = after {
                     if n != '\n' {
                         cur.push(n);
-                        start.get_or_insert(next - 1);
+                        start.get_or_insert(at);
                     }
                     i += n.len_utf8();
                 }
@@ -126,13 +127,13 @@ pub(crate) fn shell_words_at(s: &str) -> Result<Vec<(usize, String)>, String> {
                     out.push((at, std::mem::take(&mut cur)));
                 }
             }
-            (None, c) => {
+            (None, _) => {
                 // the character and the plain ones after it, in one go
                 let run = s[next..]
                     .find(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '\\' | '$'))
                     .map_or(s.len(), |n| next + n);
-                start.get_or_insert(next - c.len_utf8());
-                cur.push_str(&s[next - c.len_utf8()..run]);
+                start.get_or_insert(at);
+                cur.push_str(&s[at..run]);
                 i = run;
             }
         }
