@@ -26,7 +26,9 @@ pub mod resolve;
 pub mod source;
 pub mod spec;
 
+use serde::Deserialize;
 use source::KeyLines;
+use toml::de::DeTable;
 use toml::{Table, Value};
 
 /// A scenario problem: file, line (when known), what is wrong and what is accepted.
@@ -90,7 +92,7 @@ pub struct Scenario {
 impl Scenario {
     /// Parse a scenario from its text; `file` is used in error messages.
     pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
-        let table: Table = text.parse().map_err(|e: toml::de::Error| {
+        let not_toml = |e: toml::de::Error| {
             let line = e.span().map(|s| line_of_offset(text, s.start));
             ScenarioError {
                 file: file.to_string(),
@@ -98,12 +100,17 @@ impl Scenario {
                 msg: format!("not valid TOML: {}", e.message()),
                 key: Vec::new(),
             }
-        })?;
+        };
+        // one parse with spans: the key lines are read off the document, which then
+        // becomes the table (what `text.parse::<Table>()` does, without parsing twice)
+        let doc = DeTable::parse(text).map_err(not_toml)?;
+        let lines = KeyLines::index(doc.get_ref(), text);
+        let table = Table::deserialize(toml::de::Deserializer::from(doc)).map_err(not_toml)?;
         let sc = Scenario {
             file: file.to_string(),
             text: text.to_string(),
             table,
-            lines: KeyLines::index(text),
+            lines,
             acting_as_fio: false,
         };
         for k in sc.table.keys() {

@@ -3,8 +3,9 @@
 //!
 //! Design
 //! ------
-//! The TOML text is parsed once more with spans (`toml::de::DeTable`), and every key
-//! at every depth is recorded under its path — table names, keys, and the index of an
+//! The TOML text is parsed once, with spans (`toml::de::DeTable`); before that document
+//! becomes the scenario's table (`Scenario::parse`) every key at every depth is
+//! recorded under its path — table names, keys, and the index of an
 //! element of an array (`["variant", "1", "kernel", "version"]`,
 //! `["cgroup", "a", "fio", "0"]`) — with the 1-based line where the key (or the array
 //! element) starts. One linear pass over the document, one hash look-up per question,
@@ -45,13 +46,12 @@ impl LineStarts {
 }
 
 impl KeyLines {
-    /// Index `text`; a text that is not valid TOML indexes what could be parsed.
-    pub fn index(text: &str) -> KeyLines {
-        let (doc, _errors) = DeTable::parse_recoverable(text);
+    /// Index `doc`, the document parsed from `text`.
+    pub fn index(doc: &DeTable<'_>, text: &str) -> KeyLines {
         let starts = LineStarts::new(text);
         let mut k = KeyLines::default();
         let mut path = Vec::new();
-        k.table(doc.get_ref(), &Source { text, starts }, &mut path);
+        k.table(doc, &Source { text, starts }, &mut path);
         k
     }
 
@@ -186,9 +186,15 @@ name = "y"
 model = "ssd"
 "#;
 
+    fn index(text: &str) -> KeyLines {
+        // a text that is not valid TOML indexes what could be parsed
+        let (doc, _errors) = DeTable::parse_recoverable(text);
+        KeyLines::index(doc.get_ref(), text)
+    }
+
     #[test]
     fn keys_at_every_depth_have_their_lines() {
-        let k = KeyLines::index(TEXT);
+        let k = index(TEXT);
         assert_eq!(k.exact(&["name"]), Some(1));
         assert_eq!(k.exact(&["device", "model"]), Some(3));
         assert_eq!(k.exact(&["kernel", "config", "throttling_low"]), Some(7));
@@ -212,7 +218,7 @@ model = "ssd"
                     fio = [\"fio --name=x\", '''[b]\n\
                     bs=4k''', \"\"\"[c]\\nrw=write\\\n   \n\
                     \x20 bs=8k\"\"\"]\n";
-        let k = KeyLines::index(text);
+        let k = index(text);
         // the newline right after `"""` is not part of the value
         assert_eq!(k.text_lines(&["cgroup", "a", "fio"]), Some(&[3, 4, 5][..]));
         assert_eq!(k.text_lines(&["cgroup", "b", "fio", "0"]), None);
@@ -232,7 +238,7 @@ model = "ssd"
 
     #[test]
     fn broken_text_indexes_what_parses() {
-        let k = KeyLines::index("a = 1\nb = \n");
+        let k = index("a = 1\nb = \n");
         assert_eq!(k.exact(&["a"]), Some(1));
     }
 }
