@@ -16,6 +16,7 @@
 //! scenario).
 
 use std::borrow::Cow;
+use std::rc::Rc;
 
 use super::apply::{self, Outcome};
 use super::units;
@@ -155,7 +156,8 @@ impl Origin<'_> {
 struct Entry {
     key: String,
     val: Option<String>,
-    file: String,
+    /// The file it was written in, shared by every entry of the file.
+    file: Rc<str>,
     line: usize,
     /// Whether an error may quote the line (see [`Reader::quote_job_files`]).
     quote: bool,
@@ -253,14 +255,15 @@ impl Builder {
         Ok(())
     }
 
-    fn record(e: &Entry) -> (String, String) {
-        (e.key.clone(), e.val.clone().unwrap_or_default())
+    /// An applied entry as fio's JSON lists it ("job options").
+    fn record(e: Entry) -> (String, String) {
+        (e.key, e.val.unwrap_or_default())
     }
 
-    fn global_entries(&mut self, entries: &[Entry], sorted: bool) -> Result<(), FioError> {
+    fn global_entries(&mut self, entries: Vec<Entry>, sorted: bool) -> Result<(), FioError> {
         let mut g = std::mem::take(&mut self.global);
         let r = if sorted {
-            self.apply_sorted(&mut g, entries)
+            self.apply_sorted(&mut g, &entries)
         } else {
             entries.iter().try_for_each(|e| self.apply_entry(&mut g, e))
         };
@@ -268,21 +271,21 @@ impl Builder {
         r?;
         self.out
             .global_options
-            .extend(entries.iter().map(Self::record));
+            .extend(entries.into_iter().map(Self::record));
         Ok(())
     }
 
-    fn job(&mut self, name: &str, entries: &[Entry], sorted: bool) -> Result<(), FioError> {
+    fn job(&mut self, name: String, entries: Vec<Entry>, sorted: bool) -> Result<(), FioError> {
         let mut spec = self.global.clone();
-        spec.name = name.to_string();
+        spec.name = name;
         if sorted {
-            self.apply_sorted(&mut spec, entries)?;
+            self.apply_sorted(&mut spec, &entries)?;
         } else {
-            for e in entries {
+            for e in &entries {
                 self.apply_entry(&mut spec, e)?;
             }
         }
-        spec.options = entries.iter().map(Self::record).collect();
+        spec.options = entries.into_iter().map(Self::record).collect();
         apply::fixup(&mut spec);
         self.add_job(spec);
         Ok(())
@@ -293,6 +296,8 @@ impl Builder {
     /// stonewall or new_group opens a new group if the current one has jobs.
     fn add_job(&mut self, spec: JobSpec) {
         let n = spec.numjobs;
+        // exactly as many as there are: a Vec's first push would make room for four
+        self.out.jobs.reserve_exact(n as usize);
         let mut clones = Vec::with_capacity(n.saturating_sub(1) as usize);
         for sub in (1..n).rev() {
             let mut c = spec.clone();
@@ -318,9 +323,9 @@ impl Builder {
     fn sections(&mut self, secs: Vec<Section>) -> Result<(), FioError> {
         for s in secs {
             if s.name == "global" {
-                self.global_entries(&s.entries, true)?;
+                self.global_entries(s.entries, true)?;
             } else {
-                self.job(&s.name, &s.entries, true)?;
+                self.job(s.name, s.entries, true)?;
             }
         }
         Ok(())
@@ -401,7 +406,13 @@ fn strip_comment(s: &str) -> &str {
 }
 
 /// A job-file line (comment cut, substitutions done) as an entry.
-fn job_line(text: &str, file: &str, line: usize, quote: bool, env: Env) -> Result<Entry, FioError> {
+fn job_line(
+    text: &str,
+    file: &Rc<str>,
+    line: usize,
+    quote: bool,
+    env: Env,
+) -> Result<Entry, FioError> {
     let mut notes = Vec::new();
     let text = substitute(strip_comment(text), env, &mut notes).map_err(|m| {
         let msg = quoting(
@@ -415,7 +426,13 @@ fn job_line(text: &str, file: &str, line: usize, quote: bool, env: Env) -> Resul
 }
 
 /// `key[=value]` as an entry.
-fn split_entry(text: &str, file: &str, line: usize, quote: bool, mut notes: Vec<String>) -> Entry {
+fn split_entry(
+    text: &str,
+    file: &Rc<str>,
+    line: usize,
+    quote: bool,
+    mut notes: Vec<String>,
+) -> Entry {
     let (key, val) = match text.split_once('=') {
         Some((k, v)) => (k.trim().to_string(), Some(v)),
         None => (text.trim().to_string(), None),
@@ -433,7 +450,7 @@ fn split_entry(text: &str, file: &str, line: usize, quote: bool, mut notes: Vec<
     Entry {
         key,
         val: val.map(|v| v.trim().to_string()),
-        file: file.to_string(),
+        file: Rc::clone(file),
         line,
         quote,
         notes,
@@ -465,6 +482,7 @@ fn read_ini(
     secs: &mut Vec<Section>,
 ) -> Result<(), FioError> {
     let path = at.file;
+    let file: Rc<str> = Rc::from(path);
     for (idx, raw) in text.lines().enumerate() {
         let line = at.line(idx + 1);
         let l = raw.trim();
@@ -538,7 +556,7 @@ fn read_ini(
             );
             return Err(err(path, line, msg));
         };
-        sec.entries.push(job_line(l, path, line, quote, rd.env)?);
+        sec.entries.push(job_line(l, &file, line, quote, rd.env)?);
     }
     Ok(())
 }
@@ -616,6 +634,7 @@ pub fn getopt_words(args: &[String]) -> Vec<(usize, Cow<'_, str>)> {
 /// arguments the shell already did it.
 pub fn parse_cmdline_with(args: &[String], at: &Origin, rd: &Reader) -> Result<FioJobs, FioError> {
     let file = at.file;
+    let file_rc: Rc<str> = Rc::from(file);
     let mut b = Builder::new();
     let mut files = Vec::new();
     // (name, entries) of the section being collected; None = global.
@@ -623,8 +642,8 @@ pub fn parse_cmdline_with(args: &[String], at: &Origin, rd: &Reader) -> Result<F
     let flush = |b: &mut Builder, cur: &mut (Option<String>, Vec<Entry>)| {
         let (name, entries) = std::mem::take(cur);
         match name {
-            Some(n) if n != "global" => b.job(&n, &entries, false),
-            _ => b.global_entries(&entries, false),
+            Some(n) if n != "global" => b.job(n, entries, false),
+            _ => b.global_entries(entries, false),
         }
     };
     for (i, a) in getopt_words(args) {
@@ -651,7 +670,7 @@ pub fn parse_cmdline_with(args: &[String], at: &Origin, rd: &Reader) -> Result<F
                 ),
             ));
         }
-        let e = split_entry(opt, file, line, true, Vec::new());
+        let e = split_entry(opt, &file_rc, line, true, Vec::new());
         if PROGRAM_OPTIONS.contains(&e.key.as_str()) {
             b.out.warnings.push(format!(
                 "{file}:{line}: `--{}` is an fio program option, not a job option; ignored",
