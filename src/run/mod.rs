@@ -11,8 +11,10 @@
 //! `device.power`/`device.badblocks`) are applied the same way, at their time. A
 //! cgroup's `fio` array is successive runs, as a script's loop with a `wait`: every job
 //! of run k waits (its `after` list) for every job of run k-1, then `[host]
-//! fio_restart_ns` more. [`simulate`] runs the pipeline and gathers fio's report,
-//! summaries, io.stat (`crate::report::io_stat`) and the policies' views.
+//! fio_restart_ns` more. [`simulate`] puts the pipeline together from those layers
+//! (so `check`, which stops after `prepare`, allocates none of a run's state), runs
+//! it and gathers fio's report, summaries, io.stat (`crate::report::io_stat`) and the
+//! policies' views.
 //! [`reproduce`] runs a built-in seed's variants and evaluates its bands.
 //!
 //! It lives apart from `crate::scenario` (the scenario file: parse, resolve, variants)
@@ -25,7 +27,7 @@ use std::collections::{BTreeMap, HashMap};
 use rayon::prelude::*;
 
 use crate::blkcg::{CgroupTree, DeviceTable};
-use crate::device::QueueLimits;
+use crate::device::{BlockDevice, QueueLimits};
 use crate::error::KeyError;
 use crate::iocost::Iocost;
 use crate::ioprio::{BlkIoprio, prio_label};
@@ -42,8 +44,8 @@ use crate::scenario::{Scenario, ScenarioError, embedded};
 use crate::sim::engine::{JobParams, Pipeline, RunOutput};
 use crate::sim::queue::EventQueue;
 use crate::sim::{NSEC_PER_SEC, Ns};
-use crate::stack::Stack;
 use crate::stack::registry::{POLICIES, PolicySetup};
+use crate::stack::{Elevator, Stack};
 use crate::workload::cmdline::{is_cmdline, parse_fio};
 use crate::workload::fio as fiojob;
 use crate::workload::job::start_dependencies;
@@ -128,8 +130,9 @@ pub(crate) fn key_err(
 
 /// A variant built and checked, ready to simulate: every layer constructed, every job
 /// parsed, every interface write of the run (at t = 0 and scheduled) accepted by the
-/// kernel's rules. `check` stops here; `run` goes on to [`simulate`]. So both refuse
-/// exactly the same scenarios.
+/// kernel's rules on scratch policies. `check` stops here; `run` goes on to
+/// [`simulate`], which puts the pipeline together. So both refuse exactly the same
+/// scenarios.
 pub struct Prepared {
     label: String,
     pub(crate) resolved: Resolved,
@@ -137,13 +140,12 @@ pub struct Prepared {
     /// The queue's `q->nr_requests` (the scheduler's tags with one, else `limits`').
     queue_nr_requests: u32,
     devs: DeviceTable,
-    pipe: Pipeline,
+    /// What `simulate` builds the pipeline from.
+    parts: PipelineParts,
     pub(crate) specs: Vec<fiojob::JobSpec>,
     /// Which `fio` entry (index into `resolved.fio`) each job came from.
     pub(crate) sources: Vec<usize>,
     global_options: Vec<(String, String)>,
-    /// Interface writes after t = 0, in the order the pipeline's events name them.
-    later: Vec<Later>,
     /// What progress is measured against: the cap, or the longest job's planned
     /// time, or with no job bounded by time the bytes the jobs plan to move.
     horizon: Horizon,
@@ -194,8 +196,71 @@ fn policy_of(w: &IfaceWrite) -> Option<usize> {
 impl Prepared {
     /// Also record each request's time on the device (`RunOutput::device_lat`).
     pub fn record_device_latency(&mut self) {
-        self.pipe.record_device_latency();
+        self.parts.device_latency = true;
     }
+}
+
+/// The layers a prepared variant's pipeline is made of. Only `simulate` puts them
+/// together ([`build_pipeline`]), so `check` allocates none of a run's state (for
+/// 100,000 jobs, hundreds of MB).
+struct PipelineParts {
+    dev: Box<dyn BlockDevice>,
+    params: Vec<JobParams>,
+    elevator: Option<Box<dyn Elevator>>,
+    trace_on: bool,
+    device_latency: bool,
+}
+
+/// The run's pipeline: the jobs on the device under the policies the variant's
+/// writes set up, its writes at t = 0 applied and the later ones scheduled (returned
+/// in the order the pipeline's `Event::Config` numbers them). `prepare` has applied
+/// every write on scratch policies in the same order, so none is refused here.
+fn build_pipeline(
+    sc: &Scenario,
+    r: &Resolved,
+    setups: &[Box<dyn PolicySetup>],
+    limits: &QueueLimits,
+    queue_nr_requests: u32,
+    devs: &DeviceTable,
+    parts: PipelineParts,
+) -> Result<(Pipeline, Vec<Later>), String> {
+    // the policies see the queue's q->nr_requests, the driver its tags
+    let q_limits = QueueLimits {
+        nr_requests: queue_nr_requests,
+        ..limits.clone()
+    };
+    let mut pipe = Pipeline::new(parts.dev, parts.params, r.tree.len(), r.host, r.seed);
+    pipe.set_duration(r.duration);
+    let mut stack = build_stack(r, setups, &r.tree, &q_limits, parts.trace_on);
+    stack.elevator = parts.elevator;
+    pipe.set_stack(stack);
+    if pipe.limits().nr_requests != limits.nr_requests {
+        pipe.resize_driver_tags(limits.nr_requests);
+    }
+    if parts.device_latency {
+        pipe.record_device_latency();
+    }
+    // interface writes and device actions at t = 0 now, later ones from the event loop
+    let variant = r.variant.as_deref();
+    let mut later = Vec::new();
+    for w in &r.writes {
+        if w.at == 0 {
+            pipe.write_iface(w.file.name(), w.cgroup, &w.line, devs)
+                .map_err(|e| write_error(sc, variant, w, &r.tree, e))?;
+        } else {
+            pipe.schedule_config(w.at, later.len() as u32);
+            later.push(Later::Iface(w.clone()));
+        }
+    }
+    for w in &r.device_writes {
+        if w.at == 0 {
+            apply_device(&mut pipe, w).map_err(|e| device_error(sc, w, &limits.name, e))?;
+        } else {
+            pipe.schedule_config(w.at, later.len() as u32);
+            later.push(Later::Device(w.clone()));
+        }
+    }
+    Ok((pipe, later))
 }
 
 /// Build and check variant `variant` (None: the scenario without variants), with
@@ -283,6 +348,12 @@ pub fn prepare(
     // before has ended (`r.fio` is ordered by round)
     let (mut prev_round, mut this_round): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
     let mut round = 0;
+    // every cgroup's fio text parsed on every core, used (its error raised) in order
+    let mut parsed: Vec<Option<Result<fiojob::FioJobs, String>>> = r
+        .fio
+        .par_iter()
+        .map(|src| (!src.text.trim().is_empty()).then(|| parse_fio(sc, src)))
+        .collect();
     for (src_idx, src) in r.fio.iter().enumerate() {
         if src.round != round {
             round = src.round;
@@ -290,9 +361,9 @@ pub fn prepare(
                 prev_round = std::mem::take(&mut this_round);
             }
         }
-        if src.text.trim().is_empty() {
+        let Some(jobs) = parsed[src_idx].take() else {
             continue;
-        }
+        };
         let cg_path = tree.nodes[src.cgroup as usize].path.clone();
         let where_ = format!(
             "{}{} (fio of cgroup {cg_path})",
@@ -300,7 +371,7 @@ pub fn prepare(
             src.src_line.map(|l| format!(":{l}")).unwrap_or_default()
         );
         // parse errors and warnings name their own lines
-        let jobs = parse_fio(sc, src)?;
+        let jobs = jobs?;
         warnings.extend(jobs.warnings.iter().cloned());
         global_options.extend(jobs.global_options.iter().cloned());
         let base = params.len() as u32;
@@ -394,44 +465,22 @@ pub fn prepare(
             .write(now, w.file.name(), w.cgroup, &w.line, &devs, &mut scratch)
             .map_err(|e| write_error(sc, variant, w, &tree, e))?;
     }
-    let mut pipe = Pipeline::new(dev, params, tree.len(), r.host, r.seed);
-    pipe.set_duration(r.duration);
-    let mut stack = build_stack(&r, &setups, &tree, &q_limits, trace_on);
-    stack.elevator = elevator;
-    pipe.set_stack(stack);
-    if pipe.limits().nr_requests != limits.nr_requests {
-        pipe.resize_driver_tags(limits.nr_requests);
-    }
-    // interface writes and device actions at t = 0 now, later ones from the event loop
-    let mut later = Vec::new();
-    for w in &r.writes {
-        if w.at == 0 {
-            pipe.write_iface(w.file.name(), w.cgroup, &w.line, &devs)
-                .map_err(|e| write_error(sc, variant, w, &tree, e))?;
-        } else {
-            pipe.schedule_config(w.at, later.len() as u32);
-            later.push(Later::Iface(w.clone()));
-        }
-    }
-    for w in &r.device_writes {
-        if w.at == 0 {
-            apply_device(&mut pipe, w).map_err(|e| device_error(sc, w, &limits.name, e))?;
-        } else {
-            pipe.schedule_config(w.at, later.len() as u32);
-            later.push(Later::Device(w.clone()));
-        }
-    }
     Ok(Prepared {
         label: variant.unwrap_or("default").to_string(),
         resolved: Resolved { tree, ..r },
         queue_nr_requests: q_limits.nr_requests,
         limits,
         devs,
-        pipe,
+        parts: PipelineParts {
+            dev,
+            params,
+            elevator,
+            trace_on,
+            device_latency: false,
+        },
         specs,
         sources,
         global_options,
-        later,
         horizon,
         warnings,
         setups,
@@ -482,8 +531,16 @@ pub fn simulate(
     progress: &Reporter,
     record: RecordOptions,
 ) -> Result<VariantRun, String> {
-    let (r, later, devs, mut warnings) = (p.resolved, p.later, p.devs, p.warnings);
-    let mut pipe = p.pipe;
+    let (r, devs, mut warnings) = (p.resolved, p.devs, p.warnings);
+    let (mut pipe, later) = build_pipeline(
+        sc,
+        &r,
+        &p.setups,
+        &p.limits,
+        p.queue_nr_requests,
+        &devs,
+        p.parts,
+    )?;
     if let Some(iocost) = pipe.stack_mut().policy_mut::<Iocost>() {
         iocost.set_tracing(record.takes_trace());
     }
