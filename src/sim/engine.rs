@@ -1106,7 +1106,8 @@ impl Pipeline {
         {
             // blkcg_maybe_throttle_current(): the delay on return to user space is
             // part of the syscall, so it lands in this I/O's slat
-            let cg = self.jobs[j as usize].p.cgroup;
+            // the I/O's own copy: the job's parameters are a cold line by now
+            let cg = self.ios[io as usize].cgroup;
             let mut delay = 0;
             if self.stack.rq_qos_ops.user_delay {
                 for p in &mut self.stack.rq_qos {
