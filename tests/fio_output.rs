@@ -215,3 +215,70 @@ fn slat_and_lat_percentiles_only_when_asked_for() {
         );
     }
 }
+
+/// Jobs of several cgroups' fio processes share group ids (each process numbers its
+/// own stonewall stages from 0): the normal output prints each "Run status group" once,
+/// in id order, with the group's bandwidth over every cgroup's jobs in it; and
+/// group_reporting folds jobs only within their own process.
+#[test]
+fn run_status_groups_once_each_across_cgroups() {
+    let job = |n: &str| {
+        format!(
+            "fio --name={n}1 --rw=read --bs=64k --rate=10m --runtime=200ms --time_based \
+             --name={n}2 --stonewall --rw=read --bs=64k --rate=20m --runtime=200ms --time_based"
+        )
+    };
+    let text = format!(
+        "[device]\nmodel = \"nullb\"\n[cgroup.a]\nfio = \"{}\"\n[cgroup.b]\nfio = \"{}\"\n\
+         [cgroup.c]\nfio = \"fio --group_reporting --name=g --numjobs=3 --rw=read --bs=64k \
+         --rate=1m --runtime=200ms --time_based\"\n",
+        job("a"),
+        job("b")
+    );
+    let sc = Scenario::parse(&text, "t.toml").unwrap();
+    let run = run_variant(&sc, None, None, None, false).unwrap();
+    let ours = blkcg_sim::report::fio::text::to_normal(&run.fio);
+    let groups: Vec<&str> = ours
+        .lines()
+        .filter(|l| l.starts_with("Run status group"))
+        .collect();
+    assert_eq!(
+        groups,
+        [
+            "Run status group 0 (all jobs):",
+            "Run status group 1 (all jobs):"
+        ],
+        "{ours}"
+    );
+    // c's three jobs fold into one report of 3 jobs; a's and b's stay apart
+    let names: Vec<(&str, u32)> = run
+        .fio
+        .jobs
+        .iter()
+        .map(|j| (j.name.as_str(), j.jobs))
+        .collect();
+    assert_eq!(
+        names,
+        [("a1", 1), ("a2", 1), ("b1", 1), ("b2", 1), ("g", 3)]
+    );
+    // group 0 = a1 + b1 + c's 3 x 1 MiB/s = 23 MiB/s; group 1 = a2 + b2 = 40 MiB/s
+    // (a little over: rate-limited jobs start with a burst, and these run 200 ms)
+    let bw = |g: &str| -> f64 {
+        let line = ours
+            .lines()
+            .skip_while(|l| !l.starts_with(g))
+            .nth(1)
+            .unwrap();
+        let mib = line
+            .split("bw=")
+            .nth(1)
+            .unwrap()
+            .split("MiB/s")
+            .next()
+            .unwrap();
+        mib.parse().unwrap()
+    };
+    let (g0, g1) = (bw("Run status group 0"), bw("Run status group 1"));
+    assert!((23.0..26.0).contains(&g0), "group 0 at {g0} MiB/s\n{ours}");
+    assert!((40.0..43.0).contains(&g1), "group 1 at {g1} MiB/s\n{ours}");
+}

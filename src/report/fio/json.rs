@@ -4,7 +4,7 @@
 //! floats `%f`.
 
 use super::stats::{DdirStats, LAT_M_KEYS, LAT_N_KEYS, LatStat, percentiles};
-use super::{JobReport, RunReport};
+use super::{GroupBw, JobReport, RunReport};
 use crate::workload::fio::UnifiedRw;
 
 /// A JSON value in fio's printing style (order-preserving objects).
@@ -181,14 +181,7 @@ fn dist(counts: &[u64], keys: &[&str], total: u64) -> J {
 }
 
 /// The group's aggregate bandwidth per direction in bytes/s (run-status group `agg`).
-pub fn group_bw(jobs: &[JobReport], groupid: u32, d: usize) -> u64 {
-    let g: Vec<&JobReport> = jobs.iter().filter(|j| j.groupid == groupid).collect();
-    let bytes: u64 = g.iter().map(|j| j.stats.dd[d].io_bytes).sum();
-    let max_run = g.iter().map(|j| j.ddir_runtime(d)).max().unwrap_or(0);
-    (bytes * 1000).checked_div(max_run).unwrap_or(0)
-}
-
-fn job_obj(r: &JobReport, all: &[JobReport], plus: bool) -> J {
+fn job_obj(r: &JobReport, group_bw: &GroupBw, plus: bool) -> J {
     let st = &r.stats;
     let mut kv: Vec<(&str, J)> = vec![
         ("jobname", J::Str(r.name.clone())),
@@ -215,7 +208,7 @@ fn job_obj(r: &JobReport, all: &[JobReport], plus: bool) -> J {
                     r,
                     &st.dd[d],
                     r.ddir_runtime(d),
-                    group_bw(all, r.groupid, d),
+                    group_bw.get(r.groupid, d),
                     plus,
                 ),
             ));
@@ -224,7 +217,7 @@ fn job_obj(r: &JobReport, all: &[JobReport], plus: bool) -> J {
     if r.unified != UnifiedRw::None {
         let m = st.mixed();
         let runtime = (0..3).map(|d| r.ddir_runtime(d)).max().unwrap_or(0);
-        let gbw = group_bw(all, r.groupid, 0) + group_bw(all, r.groupid, 1);
+        let gbw = group_bw.get(r.groupid, 0) + group_bw.get(r.groupid, 1);
         kv.push(("mixed", ddir_obj(r, &m, runtime, gbw, plus)));
     }
     kv.push((
@@ -304,12 +297,13 @@ pub fn to_json(run: &RunReport, plus: bool) -> String {
             ),
         ));
     }
+    let group_bw = GroupBw::of(&run.jobs);
     kv.push((
         "jobs",
         J::Arr(
             run.jobs
                 .iter()
-                .map(|j| job_obj(j, &run.jobs, plus))
+                .map(|j| job_obj(j, &group_bw, plus))
                 .collect(),
         ),
     ));

@@ -19,6 +19,9 @@ pub mod text;
 
 pub use stats::JobStats;
 
+use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
+
 use crate::workload::fio::UnifiedRw;
 
 /// One job (or one reporting group, with group_reporting) as fio reports it.
@@ -67,6 +70,38 @@ impl JobReport {
         } else {
             0
         }
+    }
+}
+
+/// Each reporting group's aggregate bandwidth per direction, as show_run_stats()
+/// sums it (`rs->agg[ddir]`): the group's bytes over its longest runtime, in bytes
+/// per second. Built once per report, so printing N jobs stays linear in N.
+pub struct GroupBw(BTreeMap<u32, [(u64, u64); 3]>);
+
+impl GroupBw {
+    pub fn of(jobs: &[JobReport]) -> Self {
+        let mut groups: BTreeMap<u32, [(u64, u64); 3]> = BTreeMap::new();
+        for j in jobs {
+            let g = groups.entry(j.groupid).or_default();
+            for (d, (bytes, max_run)) in g.iter_mut().enumerate() {
+                *bytes += j.stats.dd[d].io_bytes;
+                *max_run = (*max_run).max(j.ddir_runtime(d));
+            }
+        }
+        GroupBw(groups)
+    }
+
+    /// Group `groupid`'s bandwidth in direction `d` (0 for a group with no runtime).
+    pub fn get(&self, groupid: u32, d: usize) -> u64 {
+        self.0
+            .get(&groupid)
+            .and_then(|g| (g[d].0 * 1000).checked_div(g[d].1))
+            .unwrap_or(0)
+    }
+
+    /// The group ids in the order fio prints their "Run status group" blocks.
+    pub fn groupids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.0.keys().copied()
     }
 }
 
@@ -135,25 +170,32 @@ pub fn ctime(secs: u64) -> String {
 /// group_reporting: fold jobs of the same group of the same fio process (`source`)
 /// that ask for it into one report. Entries are `(report, group_reporting, source)`.
 pub fn group(jobs: Vec<(JobReport, bool, usize)>) -> Vec<JobReport> {
-    let mut out: Vec<(JobReport, bool, usize)> = Vec::new();
+    let mut out: Vec<JobReport> = Vec::with_capacity(jobs.len());
+    // (source, groupid) -> the report its group_reporting jobs fold into
+    let mut folds: BTreeMap<(usize, u32), usize> = BTreeMap::new();
     for (j, grouped, src) in jobs {
-        if grouped
-            && let Some((first, _, _)) = out
-                .iter_mut()
-                .find(|(f, g, s)| *g && *s == src && f.groupid == j.groupid)
-        {
-            first.stats.merge(&j.stats);
-            first.jobs += 1;
-            first.runtime_ms = first.runtime_ms.max(j.runtime_ms);
-            first.elapsed_s = first.elapsed_s.max(j.elapsed_s);
-            for d in 0..3 {
-                first.dirs[d] |= j.dirs[d];
-            }
+        if !grouped {
+            out.push(j);
             continue;
         }
-        out.push((j, grouped, src));
+        match folds.entry((src, j.groupid)) {
+            Entry::Occupied(at) => {
+                let first = &mut out[*at.get()];
+                first.stats.merge(&j.stats);
+                first.jobs += 1;
+                first.runtime_ms = first.runtime_ms.max(j.runtime_ms);
+                first.elapsed_s = first.elapsed_s.max(j.elapsed_s);
+                for d in 0..3 {
+                    first.dirs[d] |= j.dirs[d];
+                }
+            }
+            Entry::Vacant(slot) => {
+                slot.insert(out.len());
+                out.push(j);
+            }
+        }
     }
-    out.into_iter().map(|(j, _, _)| j).collect()
+    out
 }
 
 #[cfg(test)]

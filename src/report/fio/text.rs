@@ -3,9 +3,8 @@
 //! `show_latencies()`), the run-status group lines (`show_group_stats()`), and
 //! `num2str()` (lib/num2str.c) which decides every unit and rounding.
 
-use super::json::group_bw;
 use super::stats::{DdirStats, LatStat, percentiles};
-use super::{JobReport, RunReport};
+use super::{GroupBw, JobReport, RunReport};
 use crate::sim::IoErr;
 use crate::workload::fio::UnifiedRw;
 
@@ -237,7 +236,7 @@ fn pcts(counts: &[u64]) -> Vec<f64> {
         .collect()
 }
 
-fn job_block(r: &JobReport, all: &[JobReport]) -> String {
+fn job_block(r: &JobReport, group_bw: &GroupBw) -> String {
     let st = &r.stats;
     let pow2 = r.kb_base == 1024;
     // `err=%2d`, with `(verror)` once there is an error
@@ -260,7 +259,7 @@ fn job_block(r: &JobReport, all: &[JobReport]) -> String {
                     name,
                     &st.dd[d],
                     r.ddir_runtime(d),
-                    group_bw(all, r.groupid, d),
+                    group_bw.get(r.groupid, d),
                     pow2,
                 ));
             }
@@ -269,7 +268,7 @@ fn job_block(r: &JobReport, all: &[JobReport]) -> String {
     if r.unified != UnifiedRw::None {
         let m = st.mixed();
         let runtime = (0..3).map(|d| r.ddir_runtime(d)).max().unwrap_or(0);
-        let gbw = group_bw(all, r.groupid, 0) + group_bw(all, r.groupid, 1);
+        let gbw = group_bw.get(r.groupid, 0) + group_bw.get(r.groupid, 1);
         out.push_str(&ddir_block(r, "mixed", &m, runtime, gbw, pow2));
     }
     let total: u64 = st.dd.iter().map(|d| d.issued()).sum();
@@ -320,7 +319,7 @@ fn job_block(r: &JobReport, all: &[JobReport]) -> String {
 }
 
 /// mirrors show_group_stats(): one line per direction of each reporting group.
-fn group_block(gid: u32, jobs: &[&JobReport], all: &[JobReport]) -> String {
+fn group_block(gid: u32, jobs: &[&JobReport], group_bw: &GroupBw) -> String {
     let mut out = format!("\nRun status group {gid} (all jobs):\n");
     let pow2 = jobs.first().is_none_or(|j| j.kb_base == 1024);
     let sig = jobs.first().map(|j| j.sig_figs as usize).unwrap_or(4);
@@ -329,7 +328,7 @@ fn group_block(gid: u32, jobs: &[&JobReport], all: &[JobReport]) -> String {
         if bytes == 0 {
             continue;
         }
-        let agg = group_bw(all, gid, d);
+        let agg = group_bw.get(gid, d);
         let bws: Vec<u64> = jobs
             .iter()
             .filter(|j| j.ddir_runtime(d) > 0)
@@ -387,14 +386,15 @@ pub fn to_normal(run: &RunReport) -> String {
         out.push('\n');
     }
     out.push('\n');
+    let group_bw = GroupBw::of(&run.jobs);
     for j in &run.jobs {
-        out.push_str(&job_block(j, &run.jobs));
+        out.push_str(&job_block(j, &group_bw));
     }
-    let mut gids: Vec<u32> = run.jobs.iter().map(|j| j.groupid).collect();
-    gids.dedup();
-    for g in gids {
+    // each group once, in groupid order, though the jobs of several cgroups' fio
+    // processes interleave their groups (a, b with stonewall: 0, 1, 0, 1)
+    for g in group_bw.groupids() {
         let jobs: Vec<&JobReport> = run.jobs.iter().filter(|j| j.groupid == g).collect();
-        out.push_str(&group_block(g, &jobs, &run.jobs));
+        out.push_str(&group_block(g, &jobs, &group_bw));
     }
     out
 }
