@@ -348,20 +348,24 @@ pub fn prepare(
     // before has ended (`r.fio` is ordered by round)
     let (mut prev_round, mut this_round): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
     let mut round = 0;
-    // every cgroup's fio text parsed on every core, used (its error raised) in order
-    let mut parsed: Vec<Option<Result<fiojob::FioJobs, String>>> = r
-        .fio
-        .par_iter()
-        .map(|src| (!src.text.trim().is_empty()).then(|| parse_fio(sc, src)))
-        .collect();
+    // the cgroups' fio texts parsed on every core, FIO_PARSE_BATCH at a time (what is
+    // parsed but not yet turned into jobs stays small), used (an error raised) in order
+    let mut parsed: Vec<Option<Result<fiojob::FioJobs, String>>> = Vec::new();
     for (src_idx, src) in r.fio.iter().enumerate() {
+        if src_idx % FIO_PARSE_BATCH == 0 {
+            let batch = &r.fio[src_idx..r.fio.len().min(src_idx + FIO_PARSE_BATCH)];
+            parsed = batch
+                .par_iter()
+                .map(|src| (!src.text.trim().is_empty()).then(|| parse_fio(sc, src)))
+                .collect();
+        }
         if src.round != round {
             round = src.round;
             if !this_round.is_empty() {
                 prev_round = std::mem::take(&mut this_round);
             }
         }
-        let Some(jobs) = parsed[src_idx].take() else {
+        let Some(jobs) = parsed[src_idx % FIO_PARSE_BATCH].take() else {
             continue;
         };
         let cg_path = tree.nodes[src.cgroup as usize].path.clone();
@@ -688,6 +692,11 @@ fn check_request_sizes(
     }
     Ok(())
 }
+
+/// How many cgroups' fio texts `prepare` parses at once (in parallel) before turning
+/// them into jobs: enough to keep every core busy, few enough that the parsed texts
+/// waiting their turn stay a few MB at 100,000 cgroups.
+const FIO_PARSE_BATCH: usize = 1024;
 
 /// The memory this machine has available (`MemAvailable` in /proc/meminfo), if known.
 fn available_memory() -> Option<u64> {
