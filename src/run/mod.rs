@@ -427,6 +427,10 @@ pub fn prepare(
             sources.push(src_idx);
         }
     }
+    // they live for the whole run: no room left over from their growth
+    params.shrink_to_fit();
+    specs.shrink_to_fit();
+    sources.shrink_to_fit();
     check_request_sizes(sc, variant, dev.as_ref(), &params, &tree)?;
     if params.is_empty() {
         return Err(format!(
@@ -767,7 +771,8 @@ fn fio_report(
     tree: &CgroupTree,
     global: &[(String, String)],
 ) -> RunReport {
-    let mut reports = Vec::new();
+    let mut reports = Vec::with_capacity(out.jobs.len());
+    let mut keys = Vec::with_capacity(out.jobs.len());
     let mut messages = Vec::new();
     for (i, ((p, st, t), spec)) in out.jobs.iter().zip(specs).enumerate() {
         let runtime_ms = t.finished.saturating_sub(t.stats_start).div_ceil(1_000_000);
@@ -825,8 +830,10 @@ fn fio_report(
                 ),
             });
         }
-        reports.push((report, spec.group_reporting, sources[i]));
+        reports.push(report);
+        keys.push((spec.group_reporting, sources[i]));
     }
+    fioreport::group(&mut reports, &keys);
     messages.sort_by_key(|m| m.at);
     let end = out.end;
     RunReport {
@@ -835,7 +842,7 @@ fn fio_report(
         timestamp_ms: fioreport::SIM_EPOCH * 1000 + end / 1_000_000,
         time: fioreport::ctime(fioreport::SIM_EPOCH + end / NSEC_PER_SEC),
         global_options: global.to_vec(),
-        jobs: fioreport::group(reports),
+        jobs: reports,
         messages,
         device: out.device_counters.clone(),
     }

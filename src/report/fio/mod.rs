@@ -167,20 +167,22 @@ pub fn ctime(secs: u64) -> String {
     )
 }
 
-/// group_reporting: fold jobs of the same group of the same fio process (`source`)
-/// that ask for it into one report. Entries are `(report, group_reporting, source)`.
-pub fn group(jobs: Vec<(JobReport, bool, usize)>) -> Vec<JobReport> {
-    let mut out: Vec<JobReport> = Vec::with_capacity(jobs.len());
+/// group_reporting: fold jobs of the same group of the same fio process that ask for
+/// it into the group's first report, in place (no second copy of every report).
+/// `keys[i]` is report i's `(group_reporting, source)`, its fio process.
+pub fn group(reports: &mut Vec<JobReport>, keys: &[(bool, usize)]) {
     // (source, groupid) -> the report its group_reporting jobs fold into
     let mut folds: BTreeMap<(usize, u32), usize> = BTreeMap::new();
-    for (j, grouped, src) in jobs {
+    let mut kept = vec![true; reports.len()];
+    for (i, &(grouped, src)) in keys.iter().enumerate() {
         if !grouped {
-            out.push(j);
             continue;
         }
-        match folds.entry((src, j.groupid)) {
+        match folds.entry((src, reports[i].groupid)) {
             Entry::Occupied(at) => {
-                let first = &mut out[*at.get()];
+                // the group's first report lies before this one
+                let (before, rest) = reports.split_at_mut(i);
+                let (first, j) = (&mut before[*at.get()], &rest[0]);
                 first.stats.merge(&j.stats);
                 first.jobs += 1;
                 first.runtime_ms = first.runtime_ms.max(j.runtime_ms);
@@ -188,14 +190,15 @@ pub fn group(jobs: Vec<(JobReport, bool, usize)>) -> Vec<JobReport> {
                 for d in 0..3 {
                     first.dirs[d] |= j.dirs[d];
                 }
+                kept[i] = false;
             }
             Entry::Vacant(slot) => {
-                slot.insert(out.len());
-                out.push(j);
+                slot.insert(i);
             }
         }
     }
-    out
+    let mut kept = kept.into_iter();
+    reports.retain(|_| kept.next().unwrap_or(true));
 }
 
 #[cfg(test)]
