@@ -80,6 +80,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/validate-iocost-donation.toml"),
     ),
     (
+        "validate-iocost-tag-bound",
+        include_str!("../../scenarios/validate-iocost-tag-bound.toml"),
+    ),
+    (
         "validate-ioprio-deadline",
         include_str!("../../scenarios/validate-ioprio-deadline.toml"),
     ),

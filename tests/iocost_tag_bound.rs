@@ -1,0 +1,94 @@
+//! `validate-iocost-tag-bound` (docs/validation.md §17): sixteen QD1 readers on a
+//! null_blk with 4 tags under blk-iocost, simulated as `validate` simulates Debian's
+//! 6.1.192 in its qemu guest (the guest's host costs and `dispatch_ns`), with bands next
+//! to the real kernel's figures.
+//!
+//! Each request's wait for a tag is blk-iocost's `rq_wait`, so `rq_wait_pct` starts far
+//! above the 5% that marks the device busy and vrate falls period after period; real
+//! and simulated trajectories agree to 0.01% for the first 3 s. Then the real kernel
+//! goes on falling to a level that changes from boot to boot (42.6%, 28.1% with more
+//! tracepoints on, 16.1%) while the simulation stops at 68.2%: where it stops is where
+//! the bios the wait timers release together still queue for tags enough to hold
+//! `rq_wait_pct` near 5%, and the real kernel's wait timers fire in batches (hrtimer
+//! slack) that the simulation does not form.
+
+use blkcg_sim::iocost::ctl::PeriodRow;
+use blkcg_sim::run::run_variant;
+use blkcg_sim::scenario::Scenario;
+use blkcg_sim::scenario::embedded::SCENARIOS;
+use blkcg_sim::sim::NSEC_PER_SEC;
+use blkcg_sim::validate::guest_host;
+use toml::Value;
+
+const NAME: &str = "validate-iocost-tag-bound";
+
+/// The period rows of the scenario as `validate` simulates it on 6.1.192.
+fn rows() -> Vec<PeriodRow> {
+    let text = SCENARIOS.iter().find(|(n, _)| *n == NAME).unwrap().1;
+    let sc = Scenario::parse(text, NAME).unwrap();
+    let (_, guest) = guest_host("6.1.192");
+    let mut pins: Vec<(&[&str], &str, Value)> = guest
+        .host
+        .iter()
+        .map(|(k, v)| (&["host"][..], *k, Value::Integer(*v)))
+        .collect();
+    pins.push((
+        &["device"],
+        "dispatch_ns",
+        Value::Integer(guest.dispatch_ns),
+    ));
+    let run = run_variant(&sc.pinned(&pins), None, Some("6.1.192"), None, false).unwrap();
+    run.record.iocost_rows
+}
+
+/// The base vrate in force at `t_ms` (the last period ended by then).
+fn vrate_at(rows: &[PeriodRow], t_ms: u64) -> f64 {
+    rows.iter()
+        .rfind(|r| r.t <= t_ms * 1_000_000)
+        .map_or(100.0, |r| r.vrate_base_pct)
+}
+
+/// Agree: the real 6.1.192's `iocost_ioc_vrate_adj` gave 94.15, 85.15 and 71.00% at 1, 2
+/// and 3 s (the same in three boots) with `rq_wait_pct` ~1,245 while every request
+/// waited for a tag; ours must stay within 0.1 of each, and start as busy.
+#[test]
+fn tag_waits_drive_vrate_down_as_on_the_real_kernel() {
+    let rows = rows();
+    for (t_ms, real) in [(1000, 94.15), (2000, 85.15), (3000, 71.00)] {
+        let sim = vrate_at(&rows, t_ms);
+        assert!(
+            (sim - real).abs() < 0.1,
+            "at {t_ms} ms: sim {sim:.2}%, real {real:.2}%"
+        );
+    }
+    let first = rows
+        .iter()
+        .take_while(|r| r.t <= NSEC_PER_SEC)
+        .map(|r| r.rq_wait_pct)
+        .min()
+        .unwrap();
+    assert!(first > 500, "rq_wait_pct in the first second: {first}");
+}
+
+/// Open (§17): the real kernel settled at 16.1–42.6% over three boots; the simulation
+/// stops at 68.2%, with `rq_wait_pct` at the 5% edge (busy_level back to 0). A model
+/// change that moves this (the wait timers' hrtimer slack) shows up here: then update
+/// §17 and this band.
+#[test]
+fn the_simulation_settles_above_the_real_kernel() {
+    let rows = rows();
+    let settled = vrate_at(&rows, 9_000);
+    assert!(
+        (60.0..75.0).contains(&settled),
+        "settled at {settled:.2}% (real 16.1–42.6%, sim until now 68.18%)"
+    );
+    let late: Vec<u32> = rows
+        .iter()
+        .filter(|r| r.t > 5 * NSEC_PER_SEC)
+        .map(|r| r.rq_wait_pct)
+        .collect();
+    assert!(
+        late.iter().all(|&p| p <= 10),
+        "rq_wait_pct after 5 s: {late:?}"
+    );
+}
