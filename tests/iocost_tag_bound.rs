@@ -6,11 +6,12 @@
 //! Each request's wait for a tag is blk-iocost's `rq_wait`, so `rq_wait_pct` starts far
 //! above the 5% that marks the device busy and vrate falls period after period; real
 //! and simulated trajectories agree to 0.01% for the first 3 s. Then the real kernel
-//! goes on falling to a level that changes from boot to boot (42.6%, 28.1% with more
-//! tracepoints on, 16.1%) while the simulation stops at 68.2%: where it stops is where
+//! goes on falling to a level that changes from boot to boot (42.6, 37.6, 16.1%; 28.1%
+//! with more tracepoints on) while the simulation stops at 59.8%: where it stops is where
 //! the bios the wait timers release together still queue for tags enough to hold
-//! `rq_wait_pct` near 5%, and the real kernel's wait timers fire in batches (hrtimer
-//! slack) that the simulation does not form.
+//! `rq_wait_pct` near 5%. The wait timers' hrtimer slack (batches at the first interrupt
+//! after their soft expiry) took ours from 68.2% to 59.8%; the real guest has more
+//! interrupts to run them (its sixteen fio parents' 10 ms polls), not modelled.
 
 use blkcg_sim::iocost::ctl::PeriodRow;
 use blkcg_sim::run::run_variant;
@@ -70,17 +71,17 @@ fn tag_waits_drive_vrate_down_as_on_the_real_kernel() {
     assert!(first > 500, "rq_wait_pct in the first second: {first}");
 }
 
-/// Open (§17): the real kernel settled at 16.1–42.6% over three boots; the simulation
-/// stops at 68.2%, with `rq_wait_pct` at the 5% edge (busy_level back to 0). A model
-/// change that moves this (the wait timers' hrtimer slack) shows up here: then update
-/// §17 and this band.
+/// Open (§17): the real kernel settled at 16.1–42.6% over four boots; the simulation
+/// stops at 59.8% (68.2% before the wait timers' slack was modelled), with
+/// `rq_wait_pct` about the 5% edge (busy_level back to 0 or 1–3, which move nothing).
+/// A model change that moves this shows up here: then update §17 and this band.
 #[test]
 fn the_simulation_settles_above_the_real_kernel() {
     let rows = rows();
     let settled = vrate_at(&rows, 9_000);
     assert!(
-        (60.0..75.0).contains(&settled),
-        "settled at {settled:.2}% (real 16.1–42.6%, sim until now 68.18%)"
+        (55.0..65.0).contains(&settled),
+        "settled at {settled:.2}% (real 16.1–42.6%, sim until now 59.83%)"
     );
     let late: Vec<u32> = rows
         .iter()
@@ -88,7 +89,7 @@ fn the_simulation_settles_above_the_real_kernel() {
         .map(|r| r.rq_wait_pct)
         .collect();
     assert!(
-        late.iter().all(|&p| p <= 10),
+        late.iter().all(|&p| p <= 25),
         "rq_wait_pct after 5 s: {late:?}"
     );
 }

@@ -12,7 +12,15 @@
 //!   and donation visit the ancestors of active leaves only, so a period costs
 //!   O(active × depth) however many cgroups exist.
 //! - Events: the period timer uses token `PERIOD_BIT | seq`; an iocg's wait-queue timer
-//!   uses `(cg << 32) | seq`. Stale tokens (older seq) are ignored.
+//!   uses `(cg << 32) | seq`; the tick `TICK_BIT`. Stale tokens (older seq) are ignored.
+//! - Wait-queue timers are hrtimers with a range (`hrtimer_start_range_ns()`, slack 1%
+//!   of the period): in `iocost.timer = "jiffies"` mode (the default) each is queued at
+//!   its hard expiry and listed in [`Runtime::armed`] by its soft one, and whichever
+//!   hrtimer interrupt comes first after a soft expiry runs it — another wait timer's
+//!   hard expiry or the tick at a jiffy boundary — with every other one whose soft
+//!   expiry has passed (`__hrtimer_run_queues()`), so timers fire late and in batches
+//!   as on a real kernel (docs/validation.md §17). `"exact"`: each at its soft expiry,
+//!   alone.
 //!
 //! Donation: the period timer classifies donors against `current_hweight_max()` and
 //! hands them to `Hier::transfer_surpluses` (general hierarchical form); an in-period
@@ -40,6 +48,9 @@ use super::hweight::{Donor, Hier, WEIGHT_ONE};
 use super::period::{
     LatStats, adjust_base_vrate, keeps_base_vrate, next_busy_level, vrate_adj_line,
 };
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use super::{Iocost, TimerMode, TraceVrate};
 use crate::sim::Ns;
 use crate::sim::bio::{Bio, BioId, BioSlab, Dir};
@@ -49,7 +60,50 @@ use crate::sim::queue::{Event, EventQueue};
 use crate::stack::PolicyId;
 
 const PERIOD_BIT: u64 = 1 << 63;
+const TICK_BIT: u64 = 1 << 62;
 const MAX_LAGGING_PERIODS: i64 = 10;
+
+/// Queues iocg `cg`'s wait timer for soft expiry `at` (`hrtimer_start_range_ns()` in
+/// `iocg_kick_waitq()`, re-queueing it if it was queued): in `"jiffies"` mode at its hard
+/// expiry `at + slack`, listed by its soft one for the interrupts before that, with the
+/// tick running while any is queued; in `"exact"` mode at `at`.
+fn arm_wait_timer(
+    rt: &mut Runtime,
+    timer: TimerMode,
+    cg: u32,
+    at: Ns,
+    slack: Ns,
+    q: &mut EventQueue,
+) {
+    let g = &mut rt.iocgs[cg as usize];
+    g.timer_seq += 1;
+    let ev = Event::Policy(
+        PolicyId::Cost,
+        (u64::from(cg) << 32) | (g.timer_seq & 0xffff_ffff),
+    );
+    let TimerMode::Jiffies { hz } = timer else {
+        g.timer_at = Some(at);
+        q.push_timer(at, ev);
+        return;
+    };
+    g.timer_at = Some(at);
+    rt.arm_seq += 1;
+    g.timer_armed_seq = rt.arm_seq;
+    rt.armed.push(Reverse((at, rt.arm_seq, cg)));
+    q.push_timer(at + slack, ev);
+    if rt.tick_at.is_none() {
+        arm_tick(rt, hz, q);
+    }
+}
+
+/// The next tick (`tick_sched_timer`, an hrtimer at every jiffy boundary).
+fn arm_tick(rt: &mut Runtime, hz: u32, q: &mut EventQueue) {
+    let hz = u64::from(hz.max(1));
+    let j = q.now() * hz / 1_000_000_000 + 1;
+    let at = (j * 1_000_000_000).div_ceil(hz);
+    rt.tick_at = Some(at);
+    q.push_timer(at, Event::Policy(PolicyId::Cost, TICK_BIT));
+}
 
 /// One cgroup on the device (`struct ioc_gq`). Laid out by hand: with thousands of
 /// cgroups each I/O finds its iocg cold, so what the issue and completion paths read
@@ -80,7 +134,11 @@ pub struct Iocg {
     // --- the rest
     activated_at_us: i64,
     timer_seq: u64,
+    /// The wait timer's soft expiry while it is queued (`hrtimer_get_softexpires()`).
     timer_at: Option<Ns>,
+    /// Its place among equal soft expiries in [`Runtime::armed`] (FIFO, as the
+    /// kernel's timerqueue keeps equal keys).
+    timer_armed_seq: u64,
     last_abs_vusage: u64,
     usage_delta_us: u64,
     /// `delay` (us) and `delay_at` (us): the issuer delay and when it was set.
@@ -172,6 +230,14 @@ pub struct Runtime {
     /// Earlier waiters committed by a kick on the submit path, with their cost; handed
     /// out (and their cost stored) at the next `on_event`.
     pending_woken: Vec<(BioId, u64)>,
+    /// Queued wait timers by soft expiry, then arming order (`"jiffies"` timer mode):
+    /// what an hrtimer interrupt runs (`__hrtimer_run_queues()`). A re-armed timer's
+    /// old entry stays until it comes up, then is skipped (its iocg's `timer_at` and
+    /// `timer_armed_seq` no longer match it).
+    armed: BinaryHeap<Reverse<(Ns, u64, u32)>>,
+    arm_seq: u64,
+    /// The next tick, while a wait timer is queued.
+    tick_at: Option<Ns>,
     dfgv: Forgiveness,
     rows: Vec<PeriodRow>,
     trace: Vec<String>,
@@ -201,6 +267,9 @@ impl Runtime {
             last: ([0; 2], [0; 2], 0),
             nr_throttle_pending: 0,
             pending_woken: Vec::new(),
+            armed: BinaryHeap::new(),
+            arm_seq: 0,
+            tick_at: None,
             dfgv: Forgiveness::default(),
             rows: Vec::new(),
             trace: Vec::new(),
@@ -551,15 +620,7 @@ impl Iocost {
                 if g.timer_at.is_some_and(|t| t.abs_diff(at) <= slack) {
                     return;
                 }
-                g.timer_seq += 1;
-                g.timer_at = Some(at);
-                q.push_timer(
-                    at,
-                    Event::Policy(
-                        PolicyId::Cost,
-                        (u64::from(cg) << 32) | (g.timer_seq & 0xffff_ffff),
-                    ),
-                );
+                arm_wait_timer(&mut self.rt, self.cfg.timer, cg, at, slack, q);
                 return;
             }
             vbudget -= cost;
@@ -588,7 +649,22 @@ impl Iocost {
         let mut set = |bid: BioId, c: u64| bios.get_mut(bid).iocost_cost = c;
         if token & PERIOD_BIT != 0 {
             if token == PERIOD_BIT | self.rt.period_seq && self.rt.running {
+                // the tick's hard interrupt runs the expired hrtimers before the timer
+                // wheel's softirq runs ioc_timer_fn()
+                self.run_expired_wait_timers(now, q, &mut set, woken);
                 self.timer_fn(now, q, &mut set, woken);
+            }
+            return;
+        }
+        if token & TICK_BIT != 0 {
+            if self.rt.tick_at == Some(now) {
+                self.rt.tick_at = None;
+                self.run_expired_wait_timers(now, q, &mut set, woken);
+                if let (false, TimerMode::Jiffies { hz }) =
+                    (self.rt.armed.is_empty(), self.cfg.timer)
+                {
+                    arm_tick(&mut self.rt, hz, q);
+                }
             }
             return;
         }
@@ -599,8 +675,37 @@ impl Iocost {
         if token & 0xffff_ffff != g.timer_seq & 0xffff_ffff || g.timer_at.is_none() {
             return;
         }
-        g.timer_at = None;
-        self.kick(now, cg as u32, q, &mut set, woken);
+        match self.cfg.timer {
+            TimerMode::Exact => {
+                g.timer_at = None;
+                self.kick(now, cg as u32, q, &mut set, woken);
+            }
+            // its hard expiry: an hrtimer interrupt, for it and every other timer due
+            TimerMode::Jiffies { .. } => self.run_expired_wait_timers(now, q, &mut set, woken),
+        }
+    }
+
+    /// `__hrtimer_run_queues()` at an hrtimer interrupt at `now`: every wait timer whose
+    /// soft expiry has passed runs (`iocg_waitq_timer_fn()`), in expiry order.
+    fn run_expired_wait_timers(
+        &mut self,
+        now: Ns,
+        q: &mut EventQueue,
+        set_cost: &mut dyn FnMut(BioId, u64),
+        woken: &mut Vec<BioId>,
+    ) {
+        while let Some(&Reverse((soft, seq, cg))) = self.rt.armed.peek() {
+            if soft > now {
+                break;
+            }
+            self.rt.armed.pop();
+            let g = &mut self.rt.iocgs[cg as usize];
+            if g.timer_at != Some(soft) || g.timer_armed_seq != seq {
+                continue;
+            }
+            g.timer_at = None;
+            self.kick(now, cg, q, set_cost, woken);
+        }
     }
 
     /// `ioc_rqos_exit()` (rq_qos_exit() in del_gendisk(), the queue drained): the
@@ -609,6 +714,8 @@ impl Iocost {
     pub fn exit(&mut self) {
         self.rt.running = false;
         self.rt.period_seq += 1;
+        self.rt.armed.clear();
+        self.rt.tick_at = None;
     }
 
     /// Hand out earlier waiters that a kick on the submit path committed (their
@@ -1178,5 +1285,78 @@ impl Iocost {
             }));
         }
         out.iter().map(|v| v.to_string() + "\n").collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::blkcg::CgroupTree;
+    use crate::device::QueueLimits;
+    use crate::iocost::{IocostConfig, behaviour_for};
+
+    /// When three wait timers run (time, cgroup), armed at t = 0 with soft expiries
+    /// 2.0, 2.6 and 3.2 ms and 1 ms of slack, and nothing else in the queue.
+    fn fired(timer: TimerMode) -> Vec<(Ns, u32)> {
+        let mut tree = CgroupTree::default();
+        for name in ["a", "b", "c"] {
+            tree.ensure(name);
+        }
+        let limits = QueueLimits {
+            major: 252,
+            minor: 0,
+            name: "nullb0".into(),
+            rotational: false,
+            hw_queue_depth: 4,
+            nr_requests: 4,
+            max_sectors_kb: 128,
+            logical_block_size: 512,
+            capacity: 1 << 30,
+        };
+        let cfg = IocostConfig {
+            timer,
+            behaviour: behaviour_for("newest", &[]).unwrap(),
+            debug_stats: false,
+        };
+        let mut ioc = Iocost::new(cfg, &tree, &limits);
+        let mut q = EventQueue::new();
+        for (cg, soft) in [(1, 2_000_000), (2, 2_600_000), (3, 3_200_000)] {
+            arm_wait_timer(&mut ioc.rt, timer, cg, soft, 1_000_000, &mut q);
+        }
+        let (mut bios, mut woken, mut out) = (BioSlab::default(), Vec::new(), Vec::new());
+        while let Some((now, ev)) = q.pop() {
+            let Event::Policy(PolicyId::Cost, token) = ev else {
+                panic!("{ev:?}");
+            };
+            let armed: Vec<bool> = (1..4).map(|c| ioc.rt.iocgs[c].timer_at.is_some()).collect();
+            ioc.on_event(now, token, &mut q, &mut bios, &mut woken);
+            for c in 1..4 {
+                if armed[c - 1] && ioc.rt.iocgs[c].timer_at.is_none() {
+                    out.push((now, c as u32));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn wait_timers_run_at_the_first_interrupt_after_their_soft_expiry() {
+        // `exact`: each alone at its soft expiry
+        assert_eq!(
+            fired(TimerMode::Exact),
+            [(2_000_000, 1), (2_600_000, 2), (3_200_000, 3)]
+        );
+        // HZ=100 (no tick before 10 ms): the first timer's hard expiry (3.0 ms) runs it
+        // and the second, whose soft expiry has passed; the third waits for its own
+        // hard expiry
+        assert_eq!(
+            fired(TimerMode::Jiffies { hz: 100 }),
+            [(3_000_000, 1), (3_000_000, 2), (4_200_000, 3)]
+        );
+        // HZ=1000: the tick at each millisecond runs what is due
+        assert_eq!(
+            fired(TimerMode::Jiffies { hz: 1000 }),
+            [(2_000_000, 1), (3_000_000, 2), (4_000_000, 3)]
+        );
     }
 }
