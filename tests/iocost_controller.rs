@@ -84,7 +84,10 @@ fn run_meta(qos: &str, weights: &[u32], meta: &[bool], qd: usize, secs: u64) -> 
         capacity: 1 << 40,
     };
     let cfg = IocostConfig {
-        timer: TimerMode::Jiffies { hz: 1000 },
+        timer: TimerMode::Jiffies {
+            hz: 1000,
+            one_cpu: false,
+        },
         behaviour: behaviour_for("newest", &[]).unwrap(),
         debug_stats: true,
     };

@@ -14,13 +14,14 @@
 //! - Events: the period timer uses token `PERIOD_BIT | seq`; an iocg's wait-queue timer
 //!   uses `(cg << 32) | seq`; the tick `TICK_BIT`. Stale tokens (older seq) are ignored.
 //! - Wait-queue timers are hrtimers with a range (`hrtimer_start_range_ns()`, slack 1%
-//!   of the period): in `iocost.timer = "jiffies"` mode (the default) each is queued at
-//!   its hard expiry and listed in [`Runtime::armed`] by its soft one, and whichever
-//!   hrtimer interrupt comes first after a soft expiry runs it — another wait timer's
-//!   hard expiry or the tick at a jiffy boundary — with every other one whose soft
-//!   expiry has passed (`__hrtimer_run_queues()`), so timers fire late and in batches
-//!   as on a real kernel (docs/validation.md §17). `"exact"`: each at its soft expiry,
-//!   alone.
+//!   of the period). In `iocost.timer = "jiffies"` mode (the default) each is queued at
+//!   its hard expiry: alone on an idle CPU of its own, that is when it runs. With one
+//!   CPU (`[host] cpus = 1`, a qemu guest) the timers share its hrtimer queue: each is
+//!   also listed in [`Runtime::armed`] by its soft expiry, and whichever interrupt
+//!   comes first after a soft expiry runs it — another wait timer's hard expiry or the
+//!   busy CPU's tick at a jiffy boundary — with every other one whose soft expiry has
+//!   passed (`__hrtimer_run_queues()`): late and in batches, as traced on a real
+//!   kernel (docs/validation.md §17). `"exact"`: each at its soft expiry.
 //!
 //! Donation: the period timer classifies donors against `current_hweight_max()` and
 //! hands them to `Hier::transfer_surpluses` (general hierarchical form); an in-period
@@ -81,16 +82,19 @@ fn arm_wait_timer(
         PolicyId::Cost,
         (u64::from(cg) << 32) | (g.timer_seq & 0xffff_ffff),
     );
-    let TimerMode::Jiffies { hz } = timer else {
-        g.timer_at = Some(at);
+    g.timer_at = Some(at);
+    let TimerMode::Jiffies { hz, one_cpu } = timer else {
         q.push_timer(at, ev);
         return;
     };
-    g.timer_at = Some(at);
+    // on an idle CPU of its own: the clock event is programmed for the hard expiry
+    q.push_timer(at + slack, ev);
+    if !one_cpu {
+        return;
+    }
     rt.arm_seq += 1;
     g.timer_armed_seq = rt.arm_seq;
     rt.armed.push(Reverse((at, rt.arm_seq, cg)));
-    q.push_timer(at + slack, ev);
     if rt.tick_at.is_none() {
         arm_tick(rt, hz, q);
     }
@@ -328,7 +332,7 @@ impl Iocost {
             // timer wheel then fires one jiffy after that (calc_index() rounds the
             // expiry up so that no timer fires early) — validated on 6.1 at HZ=250:
             // a 10 ms period runs every 16 ms
-            TimerMode::Jiffies { hz } => {
+            TimerMode::Jiffies { hz, .. } => {
                 let hz = u64::from(hz.max(1));
                 let j = now * hz / 1_000_000_000 + (p * hz).div_ceil(1_000_000) + 1;
                 (j * 1_000_000_000).div_ceil(hz)
@@ -660,7 +664,7 @@ impl Iocost {
             if self.rt.tick_at == Some(now) {
                 self.rt.tick_at = None;
                 self.run_expired_wait_timers(now, q, &mut set, woken);
-                if let (false, TimerMode::Jiffies { hz }) =
+                if let (false, TimerMode::Jiffies { hz, .. }) =
                     (self.rt.armed.is_empty(), self.cfg.timer)
                 {
                     arm_tick(&mut self.rt, hz, q);
@@ -675,13 +679,12 @@ impl Iocost {
         if token & 0xffff_ffff != g.timer_seq & 0xffff_ffff || g.timer_at.is_none() {
             return;
         }
-        match self.cfg.timer {
-            TimerMode::Exact => {
-                g.timer_at = None;
-                self.kick(now, cg as u32, q, &mut set, woken);
-            }
+        if let TimerMode::Jiffies { one_cpu: true, .. } = self.cfg.timer {
             // its hard expiry: an hrtimer interrupt, for it and every other timer due
-            TimerMode::Jiffies { .. } => self.run_expired_wait_timers(now, q, &mut set, woken),
+            self.run_expired_wait_timers(now, q, &mut set, woken);
+        } else {
+            g.timer_at = None;
+            self.kick(now, cg as u32, q, &mut set, woken);
         }
     }
 
@@ -1346,16 +1349,30 @@ mod tests {
             fired(TimerMode::Exact),
             [(2_000_000, 1), (2_600_000, 2), (3_200_000, 3)]
         );
-        // HZ=100 (no tick before 10 ms): the first timer's hard expiry (3.0 ms) runs it
+        // each on an idle CPU of its own: at its hard expiry, 1 ms after the soft one
+        assert_eq!(
+            fired(TimerMode::Jiffies {
+                hz: 1000,
+                one_cpu: false
+            }),
+            [(3_000_000, 1), (3_600_000, 2), (4_200_000, 3)]
+        );
+        // one CPU, HZ=100 (no tick before 10 ms): the first timer's hard expiry (3.0 ms) runs it
         // and the second, whose soft expiry has passed; the third waits for its own
         // hard expiry
         assert_eq!(
-            fired(TimerMode::Jiffies { hz: 100 }),
+            fired(TimerMode::Jiffies {
+                hz: 100,
+                one_cpu: true
+            }),
             [(3_000_000, 1), (3_000_000, 2), (4_200_000, 3)]
         );
-        // HZ=1000: the tick at each millisecond runs what is due
+        // one CPU, HZ=1000: the busy CPU's tick at each millisecond runs what is due
         assert_eq!(
-            fired(TimerMode::Jiffies { hz: 1000 }),
+            fired(TimerMode::Jiffies {
+                hz: 1000,
+                one_cpu: true
+            }),
             [(2_000_000, 1), (3_000_000, 2), (4_000_000, 3)]
         );
     }

@@ -95,8 +95,12 @@ pub struct IocostBehaviour {
 /// How the period timer is armed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TimerMode {
-    /// Re-armed at `jiffies + usecs_to_jiffies(period)` with the given HZ.
-    Jiffies { hz: u32 },
+    /// Re-armed at `jiffies + usecs_to_jiffies(period)` with the given HZ; the wait
+    /// timers are hrtimers with a range. With `one_cpu` (`[host] cpus = 1`, a qemu
+    /// guest) they share the CPU's hrtimer queue, the busy CPU's tick runs the due ones
+    /// and each hard expiry every other due one; otherwise each is alone on an idle
+    /// CPU and runs at its hard expiry.
+    Jiffies { hz: u32, one_cpu: bool },
     /// Exactly `period_us` after the handler.
     Exact,
 }
@@ -439,7 +443,10 @@ mod tests {
 
     fn cfg() -> IocostConfig {
         IocostConfig {
-            timer: TimerMode::Jiffies { hz: 1000 },
+            timer: TimerMode::Jiffies {
+                hz: 1000,
+                one_cpu: false,
+            },
             behaviour: behaviour_for("newest", &[]).unwrap(),
             debug_stats: false,
         }

@@ -42,7 +42,11 @@ struct Setup {
 /// The period timer (`iocost.timer`), the behaviours for the variant's kernel version
 /// and `iocost.*` switches, and the debug stats option.
 fn configure(r: &Resolved) -> Result<Box<dyn PolicySetup>, KeyError> {
-    let mut timer = TimerMode::Jiffies { hz: r.kernel.hz };
+    let jiffies = TimerMode::Jiffies {
+        hz: r.kernel.hz,
+        one_cpu: r.host.cpus == 1,
+    };
+    let mut timer = jiffies;
     let mut ov = Vec::new();
     for (k, v) in r
         .kernel
@@ -52,7 +56,7 @@ fn configure(r: &Resolved) -> Result<Box<dyn PolicySetup>, KeyError> {
     {
         if k == "iocost.timer" {
             timer = match v.as_str() {
-                "jiffies" => TimerMode::Jiffies { hz: r.kernel.hz },
+                "jiffies" => jiffies,
                 "exact" => TimerMode::Exact,
                 _ => {
                     return Err(KeyError::new(
