@@ -17,7 +17,7 @@
 //!   of the period). In `iocost.timer = "jiffies"` mode (the default) each is queued at
 //!   its hard expiry: alone on an idle CPU of its own, that is when it runs. With one
 //!   CPU (`[host] cpus = 1`, a qemu guest) the timers share its hrtimer queue: each is
-//!   also listed in [`Runtime::armed`] by its soft expiry, and whichever interrupt
+//!   also listed in `Runtime::armed` by its soft expiry, and whichever interrupt
 //!   comes first after a soft expiry runs it — another wait timer's hard expiry or the
 //!   busy CPU's tick at a jiffy boundary — with every other one whose soft expiry has
 //!   passed (`__hrtimer_run_queues()`): late and in batches, as traced on a real
