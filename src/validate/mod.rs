@@ -24,7 +24,8 @@
 //! error listing the missing ones), then downloads the kernel, reads its modules, and
 //! only then simulates and boots. `--dry-run` stops after the plan and prints the
 //! guest's files and `/init`, downloading nothing. Nothing is deleted but the scratch
-//! folder the run created; `--output DIR` gets our own named files only, and last
+//! folder the run created and, in `--output DIR`, files of validate's own naming an
+//! earlier run left (`is_output_name`); DIR gets our own named files only, and last
 //! `report.html`: each kernel's real-vs-simulated table with the ratios coloured (within
 //! 5%, 20%, beyond), the full text, the before/after table and links to the files.
 //!
@@ -284,10 +285,44 @@ fn kernel_prefix(n: usize, kernels: usize) -> String {
     }
 }
 
+/// Whether `name` is one of the names [`output_names`] gives for some count of
+/// kernels, boots and fio runs: what an earlier validate may have left in `--output`.
+fn is_output_name(name: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if name == "report.html" {
+        return true;
+    }
+    // with several kernels: the column (`A`..`Z`, then `K27`...) and `-`
+    let name = match name.split_once('-') {
+        Some((col, rest))
+            if (col.len() == 1 && col.bytes().all(|b| b.is_ascii_uppercase()))
+                || col.strip_prefix('K').is_some_and(digits) =>
+        {
+            rest
+        }
+        _ => name,
+    };
+    if name == "sim-fio.json" {
+        return true;
+    }
+    if let Some(n) = name
+        .strip_prefix("console-")
+        .or_else(|| name.strip_prefix("trace-"))
+        .and_then(|r| r.strip_suffix(".txt"))
+    {
+        return digits(n);
+    }
+    name.strip_prefix("real-fio-")
+        .and_then(|r| r.strip_suffix(".json"))
+        .and_then(|r| r.split_once("-run"))
+        .is_some_and(|(n, run)| digits(n) && digits(run))
+}
+
 /// validate's folder under `--output`, through [`OutDir`] as `run --output` writes:
-/// every name of [`output_names`] an earlier run left is removed first (a symlink as
-/// a link, never followed), then each file is created with `O_NOFOLLOW | O_EXCL`.
-/// Remembers what it wrote, for `report.html`'s links.
+/// every name of [`output_names`] and every other file of validate's naming an
+/// earlier run left (one with more boots, fio runs or kernels: [`is_output_name`]) is
+/// removed first (a symlink as a link, never followed), then each file is created
+/// with `O_NOFOLLOW | O_EXCL`. Remembers what it wrote, for `report.html`'s links.
 struct Files {
     dir: OutDir,
     written: Vec<String>,
@@ -295,7 +330,13 @@ struct Files {
 
 impl Files {
     fn open(dir: &Path, names: &[String]) -> Result<Files, String> {
-        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let earlier: Vec<String> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| is_output_name(n) && !names.contains(n))
+            .collect();
+        let names: Vec<&str> = names.iter().chain(&earlier).map(String::as_str).collect();
         Ok(Files {
             dir: OutDir::top_owning(dir, &names)?,
             written: Vec::new(),
@@ -875,6 +916,45 @@ mod tests {
         assert!(two.contains(&"A-sim-fio.json".to_string()));
         assert!(two.contains(&"B-real-fio-1-run1.json".to_string()));
         assert_eq!(two.len(), 2 * 5 + 1);
+        // every name validate writes is recognised as its own, and nothing else
+        for name in output_names(30, 3, 2).iter().chain(&two) {
+            assert!(is_output_name(name), "{name}");
+        }
+        for other in [
+            "notes.md",
+            "console-.txt",
+            "console-1.txt.bak",
+            "real-fio-1.json",
+            "real-fio-x-run1.json",
+            "ab-sim-fio.json",
+            "K0x-trace-1.txt",
+            "sim-fio.json.orig",
+            "report.htm",
+        ] {
+            assert!(!is_output_name(other), "{other}");
+        }
+    }
+
+    /// A run with fewer boots after one with more: the earlier run's extra files go
+    /// (they would read as this run's), the user's files stay.
+    #[test]
+    fn an_earlier_runs_extra_files_are_removed() {
+        let d =
+            std::env::temp_dir().join(format!("blkcg-sim-validate-stale-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        for name in output_names(2, 3, 2) {
+            std::fs::write(d.join(&name), "earlier").unwrap();
+        }
+        std::fs::write(d.join("notes.md"), "the user's").unwrap();
+        Files::open(&d, &output_names(1, 1, 1)).unwrap();
+        let mut left: Vec<String> = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["notes.md"]);
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]
