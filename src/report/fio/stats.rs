@@ -203,9 +203,11 @@ pub fn x87_threshold(p: f64, n: u64) -> u64 {
     } else {
         (frac | (1u64 << 52), exp_bits - 1075)
     };
-    // q = RN64(m * 2^e / 100): scale so the quotient has 64 significant bits
-    let mut s: i32 = 0;
-    while ((m as u128) << s) / 100 < (1u128 << 63) {
+    // q = RN64(m * 2^e / 100): scale so the quotient has 64 significant bits, the
+    // smallest s with (m << s) / 100 >= 2^63, i.e. m << s >= 100 * 2^63 (a 70-bit
+    // number): one or two steps from 69 - bits(m)
+    let mut s = (69 - (64 - m.leading_zeros()) as i32).max(0);
+    while ((m as u128) << s) < (100u128 << 63) {
         s += 1;
     }
     let num = (m as u128) << s;
