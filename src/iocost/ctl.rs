@@ -44,14 +44,14 @@
 //! its delay through `blkcg_set_delay()`, whose negative `use_delay` exempts the blkg
 //! from that decay and from the 250 ms clamp.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use super::debt::{Forgiveness, MIN_DELAY, decayed_delay, delay_for_overage, halve};
 use super::hweight::{Donor, Hier, WEIGHT_ONE};
 use super::period::{
     LatStats, adjust_base_vrate, keeps_base_vrate, next_busy_level, vrate_adj_line,
 };
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
 use super::{Iocost, TimerMode, TraceVrate};
 use crate::sim::Ns;
 use crate::sim::bio::{Bio, BioId, BioSlab, Dir};
@@ -100,11 +100,15 @@ fn arm_wait_timer(
     }
 }
 
+/// When jiffy `j` begins at `hz` (the first nanosecond not before `j / hz` s).
+fn jiffy_start(j: u64, hz: u64) -> Ns {
+    (j * 1_000_000_000).div_ceil(hz)
+}
+
 /// The next tick (`tick_sched_timer`, an hrtimer at every jiffy boundary).
 fn arm_tick(rt: &mut Runtime, hz: u32, q: &mut EventQueue) {
     let hz = u64::from(hz.max(1));
-    let j = q.now() * hz / 1_000_000_000 + 1;
-    let at = (j * 1_000_000_000).div_ceil(hz);
+    let at = jiffy_start(q.now() * hz / 1_000_000_000 + 1, hz);
     rt.tick_at = Some(at);
     q.push_timer(at, Event::Policy(PolicyId::Cost, TICK_BIT));
 }
@@ -335,7 +339,7 @@ impl Iocost {
             TimerMode::Jiffies { hz, .. } => {
                 let hz = u64::from(hz.max(1));
                 let j = now * hz / 1_000_000_000 + (p * hz).div_ceil(1_000_000) + 1;
-                (j * 1_000_000_000).div_ceil(hz)
+                jiffy_start(j, hz)
             }
         };
         self.rt.period_seq += 1;
@@ -664,8 +668,8 @@ impl Iocost {
             if self.rt.tick_at == Some(now) {
                 self.rt.tick_at = None;
                 self.run_expired_wait_timers(now, q, &mut set, woken);
-                if let (false, TimerMode::Jiffies { hz, .. }) =
-                    (self.rt.armed.is_empty(), self.cfg.timer)
+                if let TimerMode::Jiffies { hz, .. } = self.cfg.timer
+                    && !self.rt.armed.is_empty()
                 {
                     arm_tick(&mut self.rt, hz, q);
                 }
@@ -1344,36 +1348,32 @@ mod tests {
 
     #[test]
     fn wait_timers_run_at_the_first_interrupt_after_their_soft_expiry() {
-        // `exact`: each alone at its soft expiry
-        assert_eq!(
-            fired(TimerMode::Exact),
-            [(2_000_000, 1), (2_600_000, 2), (3_200_000, 3)]
-        );
-        // each on an idle CPU of its own: at its hard expiry, 1 ms after the soft one
-        assert_eq!(
-            fired(TimerMode::Jiffies {
-                hz: 1000,
-                one_cpu: false
-            }),
-            [(3_000_000, 1), (3_600_000, 2), (4_200_000, 3)]
-        );
-        // one CPU, HZ=100 (no tick before 10 ms): the first timer's hard expiry (3.0 ms) runs it
-        // and the second, whose soft expiry has passed; the third waits for its own
-        // hard expiry
-        assert_eq!(
-            fired(TimerMode::Jiffies {
-                hz: 100,
-                one_cpu: true
-            }),
-            [(3_000_000, 1), (3_000_000, 2), (4_200_000, 3)]
-        );
-        // one CPU, HZ=1000: the busy CPU's tick at each millisecond runs what is due
-        assert_eq!(
-            fired(TimerMode::Jiffies {
-                hz: 1000,
-                one_cpu: true
-            }),
-            [(2_000_000, 1), (3_000_000, 2), (4_000_000, 3)]
-        );
+        let jiffies = |hz, one_cpu| TimerMode::Jiffies { hz, one_cpu };
+        for (timer, expected) in [
+            // `exact`: each alone at its soft expiry
+            (
+                TimerMode::Exact,
+                [(2_000_000, 1), (2_600_000, 2), (3_200_000, 3)],
+            ),
+            // each on an idle CPU of its own: at its hard expiry, 1 ms after the soft one
+            (
+                jiffies(1000, false),
+                [(3_000_000, 1), (3_600_000, 2), (4_200_000, 3)],
+            ),
+            // one CPU, HZ=100 (no tick before 10 ms): the first timer's hard expiry
+            // (3.0 ms) runs it and the second, whose soft expiry has passed; the third
+            // waits for its own hard expiry
+            (
+                jiffies(100, true),
+                [(3_000_000, 1), (3_000_000, 2), (4_200_000, 3)],
+            ),
+            // one CPU, HZ=1000: the busy CPU's tick at each millisecond runs what is due
+            (
+                jiffies(1000, true),
+                [(2_000_000, 1), (3_000_000, 2), (4_000_000, 3)],
+            ),
+        ] {
+            assert_eq!(fired(timer), expected, "{timer:?}");
+        }
     }
 }
