@@ -73,7 +73,7 @@ use crate::report::fio::JobStats;
 use crate::report::fio::stats::ErrorStats;
 use crate::report::fio::stats::LatHist;
 use crate::sim::inline_deque::InlineDeque;
-use crate::sim::prefetch::{prefetch, prefetch_all};
+use crate::sim::prefetch::{prefetch, prefetch_span};
 use crate::sim::sbitmap::TagSet;
 use crate::sim::timebins::TimeBins;
 use crate::sim::{
@@ -335,7 +335,9 @@ enum Resume {
 /// One fio job's state. Laid out by hand, what every I/O touches first: with
 /// thousands of jobs each I/O finds its job's lines cold, so the counters and the
 /// phase the loop checks per I/O share the first cache line (`align(64)` starts
-/// every job on one) and the parameters, generators and statistics follow.
+/// every job on one), the top of fio's loop the second; the generators and the
+/// parameters fio's loop reads follow without a gap (the parameters last, their
+/// per-I/O part first: `JobParams`), then fio's statistics, from a line boundary on.
 #[repr(C, align(64))]
 struct JobRt {
     // --- per I/O: the first line
@@ -360,21 +362,40 @@ struct JobRt {
     /// fio's epoch: when the job started (after startdelay).
     epoch: Ns,
     rng: SimRng,
-    // --- fio's statistics, from the third line on (each latency statistic a line)
-    stats: JobStats,
-    // --- the rest
-    offsets: OffsetGen,
+    // --- per I/O, from the third line: the generators, the rate engine's and the
+    // timeline's heads, the parameters' per-I/O part
     mix: RwMix,
-    rate: RateState,
-    p: JobParams,
     /// Completions over time (IOPS and mean latency pictures).
     timeline: TimeBins,
+    rate: RateState,
+    offsets: OffsetGen,
+    p: JobParams,
+    // --- the rest
     /// Host noise (sleep overshoot), a stream of its own so it never shifts offsets.
     host_rng: SimRng,
     /// fio's `prio_state`: the cmdprio draws (a stream of its own, drawn only with
     /// `cmdprio_percentage`).
     prio_rng: SimRng,
     finished_at: Ns,
+    // --- fio's statistics, on a line boundary (each latency statistic a line)
+    stats: LineAligned<JobStats>,
+}
+
+/// A record that starts on a cache line boundary wherever it is placed.
+#[repr(C, align(64))]
+struct LineAligned<T>(T);
+
+impl<T> std::ops::Deref for LineAligned<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T> std::ops::DerefMut for LineAligned<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.0
+    }
 }
 
 // what a completion touches stays in the first cache line, the loop's in the second
@@ -382,8 +403,7 @@ const _: () = assert!(
     std::mem::offset_of!(JobRt, completed) + std::mem::size_of::<InlineDeque<u32, 2>>() <= 64
 );
 const _: () = assert!(std::mem::offset_of!(JobRt, stats_start) + 8 <= 128);
-// each latency statistic a cache line of its own (`LatStat`, `DdirStats`)
-const _: () = assert!(std::mem::offset_of!(JobRt, stats).is_multiple_of(64));
+const _: () = assert!(std::mem::offset_of!(JobRt, mix) == 128);
 
 /// Where fio meets a failed I/O, which decides its message and `td->verror`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -418,12 +438,9 @@ impl JobRt {
         if timeline {
             prefetch(&self.timeline);
         }
-        prefetch(&self.end);
-        prefetch_all(&self.offsets);
-        prefetch_all(&self.mix);
-        prefetch_all(&self.rate);
-        prefetch(&self.p.bs[dir.idx()]);
-        prefetch(&self.p.prio);
+        // the loop's line, the generators and the parameters' per-I/O part: one run of
+        // lines
+        prefetch_span(&self.end, &self.p.lat_percentiles);
     }
 
     /// fio's handling of one failed I/O (`__io_u_log_error()`, `td_verror()`,
@@ -694,7 +711,7 @@ impl Pipeline {
                     host_rng: SimRng::new(seed, &format!("{}/host", p.seed_name)),
                     prio_rng: SimRng::new(seed, &format!("{}/prio", p.seed_name)),
                     mix: RwMix::new(p.kind, p.rwmix_read),
-                    stats,
+                    stats: LineAligned(stats),
                     timeline: TimeBins::default(),
                     rng,
                     offsets,
@@ -945,7 +962,7 @@ impl Pipeline {
                     stats_start: j.stats_start,
                     finished: j.finished_at,
                 };
-                (j.p, j.stats, times)
+                (j.p, j.stats.0, times)
             })
             .collect();
         RunOutput {
@@ -1312,6 +1329,13 @@ impl Pipeline {
             sector: bio.sector,
             bytes: bio.bytes,
         };
+        // what the completion reads, a device service time from now: the I/O's record
+        // and the rq-qos entries' per-cgroup ones (a request that waited for a tag
+        // finds them cold: thousands of other I/Os ran since its submitter touched them)
+        prefetch(&self.ios[bio.io as usize]);
+        for p in &self.stack.rq_qos {
+            p.prefetch(bio.cgroup);
+        }
         self.dev.submit(now, d, &mut self.q);
     }
 

@@ -15,19 +15,21 @@ pub fn prefetch<T>(r: &T) {
     prefetch_line((r as *const T).cast());
 }
 
-/// Hints the CPU to bring every cache line `r` spans into cache (a record read all
-/// over, such as fio's offset generator and rate state).
+/// Hints the CPU to bring every cache line from `first`'s to `last`'s into cache: a run
+/// of fields of one record laid out next to each other (`last` after `first`).
 #[inline(always)]
-pub fn prefetch_all<T>(r: &T) {
-    let first = (r as *const T).cast::<u8>();
-    let size = std::mem::size_of::<T>();
-    for at in (0..size).step_by(64) {
-        prefetch_line(first.wrapping_add(at));
+pub fn prefetch_span<A, B>(first: &A, last: &B) {
+    let from = (first as *const A).cast::<u8>();
+    let to = (last as *const B)
+        .cast::<u8>()
+        .wrapping_add(std::mem::size_of::<B>());
+    let mut at = from;
+    while at < to {
+        prefetch_line(at);
+        at = at.wrapping_add(64);
     }
-    // the line of its last byte, when the record starts inside a line
-    if size > 0 {
-        prefetch_line(first.wrapping_add(size - 1));
-    }
+    // the line of the last byte, when the run does not start on a line
+    prefetch_line(to.wrapping_sub(1));
 }
 
 /// `PREFETCHT0` of the line holding `p` (an address inside a live record).

@@ -28,48 +28,58 @@ use crate::workload::fio::{
     DDIR_READ, DDIR_WRITE, IoEngine, JobSpec, RandomDist, RateProcess, SizeOrPct, ThinkBlocksType,
 };
 
-/// Everything the runtime needs to know about one fio job.
+/// Everything the runtime needs to know about one fio job. Laid out by hand
+/// (`repr(C)`): what fio's loop reads on every I/O comes first, in two cache lines
+/// when the job's state places it on a line boundary (`JobRt` in sim/engine.rs);
+/// what only setup and the report read follows.
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub struct JobParams {
-    pub name: String,
+    // --- read per I/O
+    pub bs: [BsGen; 2],
+    /// Bytes to issue before the job ends (when not time based).
+    pub io_limit: u64,
+    pub thinktime: Ns,
+    /// I/O priorities of the job's thread and commands.
+    pub prio: JobPrio,
     /// Cgroup index the job runs in.
     pub cgroup: u32,
-    pub kind: RwKind,
-    pub rwmix_read: u32,
-    pub bs: [BsGen; 2],
-    /// Offsets are aligned to this (fio's blockalign, default min bs).
-    pub align: u64,
     pub iodepth: u32,
+    pub thinktime_blocks: u32,
+    /// At most this many completions are reaped when the queue is full
+    /// (`iodepth_batch_complete_max`, which fio lifts to the min, 1, when unset).
+    pub reap_batch_max: u32,
+    pub rwmix_read: u32,
+    /// `continue_on_error` as fio's `error_type` bits (read 1, write 2).
+    pub continue_on_error: u32,
+    pub kind: RwKind,
     /// psync/sync/pvsync: depth 1, the whole call is clat, no slat.
     pub sync_engine: bool,
+    pub time_based: bool,
+    /// thinktime_blocks_type=issue (count issued, not completed).
+    pub thinktime_count_issue: bool,
+    /// blkcg-sim extension: the job's bios are REQ_META.
+    pub meta: bool,
+    /// `slat_percentiles` and `lat_percentiles`: whether the job keeps those
+    /// histograms.
+    pub slat_percentiles: bool,
+    /// The last field of the per-I/O part: the pipeline hints the lines up to here.
+    pub lat_percentiles: bool,
+    // --- setup and the report
+    pub name: String,
+    /// Offsets are aligned to this (fio's blockalign, default min bs).
+    pub align: u64,
     /// File region: [offset, offset + size).
     pub offset: u64,
     pub size: u64,
-    /// Bytes to issue before the job ends (when not time based).
-    pub io_limit: u64,
-    pub time_based: bool,
     pub runtime: Option<Ns>,
     pub ramp: Ns,
     pub startdelay: Ns,
     pub rate_bps: [u64; 2],
     pub rate_iops: [u64; 2],
     pub rate_poisson: bool,
-    pub thinktime: Ns,
-    pub thinktime_blocks: u32,
-    /// thinktime_blocks_type=issue (count issued, not completed).
-    pub thinktime_count_issue: bool,
     pub randommap: RandomMap,
     pub distribution: Distribution,
-    /// blkcg-sim extension: the job's bios are REQ_META.
-    pub meta: bool,
-    /// I/O priorities of the job's thread and commands.
-    pub prio: JobPrio,
-    /// `continue_on_error` as fio's `error_type` bits (read 1, write 2).
-    pub continue_on_error: u32,
-    /// `slat_percentiles` and `lat_percentiles`: whether the job keeps those
-    /// histograms.
-    pub slat_percentiles: bool,
-    pub lat_percentiles: bool,
     /// The file fio names in its error lines (`filename`, else the device node).
     pub filename: String,
     /// Jobs (indices into the job list) that must end before this one starts
@@ -77,9 +87,6 @@ pub struct JobParams {
     pub after: Vec<u32>,
     /// Seed stream name (fio seeds each job from its name and number).
     pub seed_name: String,
-    /// At most this many completions are reaped when the queue is full
-    /// (`iodepth_batch_complete_max`, which fio lifts to the min, 1, when unset).
-    pub reap_batch_max: u32,
 }
 
 /// The I/O priorities a job gives its bios.
