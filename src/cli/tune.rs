@@ -9,10 +9,11 @@
 
 use std::path::PathBuf;
 
-use clap::Subcommand;
+use clap::{Args, Subcommand};
 
 use crate::cli::{load, scenario_named};
 use crate::progress::Reporter;
+use crate::scenario::Scenario;
 use crate::sweep;
 use crate::tune;
 
@@ -109,13 +110,8 @@ pub enum TuneCmd {
     ///   blkcg-sim tune qos iocost-no-completion --variant after --protect cgB --output out/
     #[command(verbatim_doc_comment)]
     Qos {
-        scenario: String,
-        /// The cgroup to protect (its path, as in [cgroup."PATH"]).
-        #[arg(long)]
-        protect: String,
-        /// The variant to tune (needed when the scenario has variants).
-        #[arg(long)]
-        variant: Option<String>,
+        #[command(flatten)]
+        target: ProtectTarget,
         /// Lowest vrate (%); 0: one click above 0, as resctl-bench's iocost-qos.
         #[arg(long, default_value_t = 0.0)]
         vrate_min: f64,
@@ -125,21 +121,11 @@ pub enum TuneCmd {
         /// Points on the vrate axis.
         #[arg(long, default_value_t = 25)]
         vrate_intvs: u32,
-        /// Isolation percentile over 1 s windows (resctl-bench isol-pct).
-        #[arg(long, default_value_t = 5.0)]
-        isol_pct: f64,
-        /// Isolation threshold, a fraction (resctl-bench isol-thr).
-        #[arg(long, default_value_t = 0.9)]
-        isol_thr: f64,
-        /// Seeds per point (device jitter, random offsets): error bars.
-        #[arg(long, default_value_t = 3)]
-        seeds: u32,
         /// Seconds per fio job when the model must be measured (tune model --duration).
         #[arg(long, default_value_t = 120)]
         model_duration: u64,
-        /// Worker threads (default: the machine's cores).
-        #[arg(long)]
-        jobs: Option<usize>,
+        #[command(flatten)]
+        run: ProtectRun,
         /// Write the report, every run's figures, hwdb lines and pictures here.
         #[arg(long)]
         output: Option<PathBuf>,
@@ -166,35 +152,73 @@ pub enum TuneCmd {
     ///   blkcg-sim tune iomax my.toml --protect web --limit cgroup.batch.io.max:wiops=250,500,1000,2000,max
     #[command(verbatim_doc_comment)]
     Iomax {
-        scenario: String,
-        /// The cgroup to protect (its path).
-        #[arg(long)]
-        protect: String,
+        #[command(flatten)]
+        target: ProtectTarget,
         /// KEY=V1,V2,...: another cgroup's io.max line or token and the values to try.
         #[arg(long, value_name = "KEY=V1,V2,...")]
         limit: String,
-        /// The variant to tune (needed when the scenario has variants).
-        #[arg(long)]
-        variant: Option<String>,
         /// Also keep the protected cgroup's clat p99 at most this many ms.
         #[arg(long)]
         p99_ms: Option<f64>,
-        /// Isolation percentile over 1 s windows (resctl-bench isol-pct).
-        #[arg(long, default_value_t = 5.0)]
-        isol_pct: f64,
-        /// Isolation threshold, a fraction (resctl-bench isol-thr).
-        #[arg(long, default_value_t = 0.9)]
-        isol_thr: f64,
-        /// Seeds per value (device jitter, random offsets): error bars.
-        #[arg(long, default_value_t = 3)]
-        seeds: u32,
-        /// Worker threads (default: the machine's cores).
-        #[arg(long)]
-        jobs: Option<usize>,
+        #[command(flatten)]
+        run: ProtectRun,
         /// Write the report, every run's figures and a picture here.
         #[arg(long)]
         output: Option<PathBuf>,
     },
+}
+
+/// What a protecting tuner (`tune qos`, `tune iomax`) protects, and in which scenario.
+#[derive(Args)]
+pub struct ProtectTarget {
+    /// The scenario: a file or a built-in name.
+    scenario: String,
+    /// The cgroup to protect (its path, as in [cgroup."PATH"]).
+    #[arg(long)]
+    protect: String,
+    /// The variant to tune (needed when the scenario has variants).
+    #[arg(long)]
+    variant: Option<String>,
+}
+
+/// How a protecting tuner judges isolation, and how much it runs.
+#[derive(Args)]
+pub struct ProtectRun {
+    /// Isolation percentile over 1 s windows (resctl-bench isol-pct).
+    #[arg(long, default_value_t = 5.0)]
+    isol_pct: f64,
+    /// Isolation threshold, a fraction (resctl-bench isol-thr).
+    #[arg(long, default_value_t = 0.9)]
+    isol_thr: f64,
+    /// Seeds per setting tried (device jitter, random offsets): error bars.
+    #[arg(long, default_value_t = 3)]
+    seeds: u32,
+    /// Worker threads (default: the machine's cores).
+    #[arg(long)]
+    jobs: Option<usize>,
+}
+
+impl ProtectTarget {
+    /// The scenario, and the options `crate::tune::protect` takes.
+    fn options(
+        self,
+        run: ProtectRun,
+        output: Option<PathBuf>,
+        progress: Reporter,
+    ) -> Result<(Scenario, tune::protect::ProtectOptions), String> {
+        let sc = load(&self.scenario)?;
+        let o = tune::protect::ProtectOptions {
+            variant: self.variant,
+            protect: self.protect,
+            isol_pct: run.isol_pct,
+            isol_thr: run.isol_thr,
+            seeds: run.seeds,
+            jobs: run.jobs.unwrap_or_else(sweep::pool::cores),
+            output,
+            progress,
+        };
+        Ok((sc, o))
+    }
 }
 
 /// `blkcg-sim tune`: run the chosen procedure.
@@ -232,63 +256,41 @@ pub fn tune_command(what: TuneCmd, progress: Reporter) -> Result<u8, String> {
             tune::model::model_command(&machine, &opts)
         }
         TuneCmd::Qos {
-            scenario,
-            protect,
-            variant,
+            target,
             vrate_min,
             vrate_max,
             vrate_intvs,
-            isol_pct,
-            isol_thr,
-            seeds,
             model_duration,
-            jobs,
+            run,
             output,
-        } => load(&scenario).and_then(|sc| {
+        } => {
+            let (sc, common) = target.options(run, output, progress)?;
             let opts = tune::qos::QosOptions {
-                variant,
-                protect,
+                common,
                 vrate_min,
                 vrate_max,
                 vrate_intvs,
-                isol_pct,
-                isol_thr,
-                seeds,
-                jobs: jobs.unwrap_or_else(sweep::pool::cores),
                 coef: tune::model::CoefGen {
                     duration_s: model_duration,
                     ..Default::default()
                 },
-                output,
-                progress,
             };
             tune::qos::qos_command(&sc, &opts)
-        }),
+        }
         TuneCmd::Iomax {
-            scenario,
-            protect,
+            target,
             limit,
-            variant,
             p99_ms,
-            isol_pct,
-            isol_thr,
-            seeds,
-            jobs,
+            run,
             output,
-        } => load(&scenario).and_then(|sc| {
+        } => {
+            let (sc, common) = target.options(run, output, progress)?;
             let opts = tune::iomax::IomaxOptions {
-                variant,
-                protect,
+                common,
                 limit,
                 p99_ms,
-                isol_pct,
-                isol_thr,
-                seeds,
-                jobs: jobs.unwrap_or_else(sweep::pool::cores),
-                output,
-                progress,
             };
             tune::iomax::iomax_command(&sc, &opts)
-        }),
+        }
     }
 }

@@ -18,10 +18,8 @@
 //! job's, against the scenario as written.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 
-use super::protect::{Protection, Row, mean_sd, mean_sd_text};
-use crate::progress::Reporter;
+use super::protect::{ProtectOptions, Protection, Row, mean_sd, mean_sd_text};
 use crate::report::outdir::OutDir;
 use crate::report::plot::{Panel, Series, plot_panels};
 use crate::report::summary::fmt_figure;
@@ -31,18 +29,11 @@ use crate::sweep::keys::{Axis, Target};
 
 /// Options of `tune iomax`.
 pub struct IomaxOptions {
-    pub variant: Option<String>,
-    pub protect: String,
+    pub common: ProtectOptions,
     /// `KEY=V1,V2,...` on another cgroup's io.max.
     pub limit: String,
     /// Also keep the protected cgroup's clat p99 at most this (ms).
     pub p99_ms: Option<f64>,
-    pub isol_pct: f64,
-    pub isol_thr: f64,
-    pub seeds: u32,
-    pub jobs: usize,
-    pub output: Option<PathBuf>,
-    pub progress: Reporter,
 }
 
 /// How restrictive value `v` is (higher: less): a number, `max` above every number.
@@ -56,14 +47,7 @@ fn looseness(v: &str) -> Option<f64> {
 
 /// `tune iomax`: plan, run and report (see the module's design).
 pub fn iomax_command(sc: &Scenario, o: &IomaxOptions) -> Result<u8, String> {
-    let pr = Protection::new(
-        sc,
-        o.variant.as_deref(),
-        &o.protect,
-        o.seeds,
-        o.isol_pct,
-        o.isol_thr,
-    )?;
+    let pr = Protection::new(sc, &o.common)?;
     let axis = Axis::parse(&o.limit).map_err(|e| e.replacen("--set", "--limit", 1))?;
     let limited = match &axis.target {
         Target::Line {
@@ -98,20 +82,28 @@ pub fn iomax_command(sc: &Scenario, o: &IomaxOptions) -> Result<u8, String> {
     }
     // alone, as written, then each value
     let values = axis.values.len();
-    let samples = pr.run(sc, 2 + values, o.jobs, &o.progress, "tune iomax", |k, _| {
-        let mut t = pr.base.clone();
-        match k {
-            0 => pr.alone(&mut t),
-            1 => {}
-            k => axis.apply(&mut t, &axis.values[k - 2])?,
-        }
-        Ok(t)
-    })?;
+    let samples = pr.run(
+        sc,
+        2 + values,
+        o.common.jobs,
+        &o.common.progress,
+        "tune iomax",
+        |k, _| {
+            let mut t = pr.base.clone();
+            match k {
+                0 => pr.alone(&mut t),
+                1 => {}
+                k => axis.apply(&mut t, &axis.values[k - 2])?,
+            }
+            Ok(t)
+        },
+    )?;
     let rows = pr.rows(&samples, 1);
     let mean =
         |rows: &[Row], get: fn(&Row) -> f64| mean_sd(&rows.iter().map(get).collect::<Vec<_>>()).0;
     let meets = |rows: &[Row]| {
-        mean(rows, |r| r.isol) >= o.isol_thr && o.p99_ms.is_none_or(|x| mean(rows, |r| r.p99) <= x)
+        mean(rows, |r| r.isol) >= o.common.isol_thr
+            && o.p99_ms.is_none_or(|x| mean(rows, |r| r.p99) <= x)
     };
     // most restrictive first
     let mut order: Vec<usize> = (0..values).collect();
@@ -127,7 +119,8 @@ pub fn iomax_command(sc: &Scenario, o: &IomaxOptions) -> Result<u8, String> {
         s,
         "tune iomax: {}{}: protecting `{}` from {} with {}",
         sc.name(),
-        o.variant
+        o.common
+            .variant
             .as_deref()
             .map(|v| format!(" (variant {v})"))
             .unwrap_or_default(),
@@ -138,13 +131,13 @@ pub fn iomax_command(sc: &Scenario, o: &IomaxOptions) -> Result<u8, String> {
     let _ = writeln!(
         s,
         "goal: isol-{:02} >= {}% of `{}` alone (per-second completions / its alone IOPS){}; {} seed(s); values {}\n",
-        o.isol_pct,
-        o.isol_thr * 100.0,
+        o.common.isol_pct,
+        o.common.isol_thr * 100.0,
         pr.protect,
         o.p99_ms
             .map(|x| format!(" and its clat p99 <= {x} ms"))
             .unwrap_or_default(),
-        o.seeds,
+        o.common.seeds,
         if keys.is_some() {
             "from the most to the least restrictive"
         } else {
@@ -160,7 +153,7 @@ pub fn iomax_command(sc: &Scenario, o: &IomaxOptions) -> Result<u8, String> {
         "LOSS%",
         "PROT p99 ms",
         "PROT p99.9 ms",
-        format!("ISOL-{:02}%", o.isol_pct),
+        format!("ISOL-{:02}%", o.common.isol_pct),
         "GOAL"
     );
     let col =
@@ -271,7 +264,7 @@ pub fn iomax_command(sc: &Scenario, o: &IomaxOptions) -> Result<u8, String> {
         }
     }
     print!("{s}");
-    if let Some(dir) = &o.output {
+    if let Some(dir) = &o.common.output {
         let out = OutDir::top_owning(
             dir,
             &[
@@ -339,7 +332,7 @@ pub fn iomax_command(sc: &Scenario, o: &IomaxOptions) -> Result<u8, String> {
                 panel("others MiB/s", |r| r.others_work, false),
                 panel(&format!("{} clat p99 ms", pr.protect), |r| r.p99, true),
                 panel(
-                    &format!("isol-{:02} %", o.isol_pct),
+                    &format!("isol-{:02} %", o.common.isol_pct),
                     |r| r.isol * 100.0,
                     false,
                 ),

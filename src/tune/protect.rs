@@ -17,6 +17,8 @@
 //! "cgroup" is its whole subtree; its alone run keeps the subtree's fio and empties
 //! every other cgroup's.
 
+use std::path::PathBuf;
+
 use toml::{Table, Value};
 
 use crate::progress::{Horizon, Reporter};
@@ -27,6 +29,21 @@ use crate::run::{VariantRun, prepare, simulate};
 use crate::scenario::Scenario;
 use crate::sweep::pool;
 use crate::sweep::record::Totals;
+
+/// What every protecting tuner is asked: `--variant`, `--protect`, how isolation is
+/// judged (`--isol-pct`, `--isol-thr`), `--seeds`, `--jobs`, `--output`.
+pub struct ProtectOptions {
+    pub variant: Option<String>,
+    /// The cgroup to protect (its path).
+    pub protect: String,
+    /// Isolation percentile (resctl's `isol-pct`, "05") and threshold (`isol-thr`).
+    pub isol_pct: f64,
+    pub isol_thr: f64,
+    pub seeds: u32,
+    pub jobs: usize,
+    pub output: Option<PathBuf>,
+    pub progress: Reporter,
+}
 
 /// A tuner's protected cgroup, the others, and how it judges isolation.
 pub struct Protection {
@@ -55,14 +72,9 @@ fn runs_fio(c: &Value) -> bool {
 
 impl Protection {
     /// Check `--variant`, `--protect`, `--seeds`, `--isol-pct`/`--isol-thr` against `sc`.
-    pub fn new(
-        sc: &Scenario,
-        variant: Option<&str>,
-        protect: &str,
-        seeds: u32,
-        isol_pct: f64,
-        isol_thr: f64,
-    ) -> Result<Protection, String> {
+    pub fn new(sc: &Scenario, o: &ProtectOptions) -> Result<Protection, String> {
+        let (variant, seeds, isol_pct, isol_thr) =
+            (o.variant.as_deref(), o.seeds, o.isol_pct, o.isol_thr);
         if variant.is_none() && !sc.variants().is_empty() {
             return Err(format!(
                 "{}: the scenario has variants ({}); pick the one to tune with --variant",
@@ -79,7 +91,7 @@ impl Protection {
                 "--isol-pct {isol_pct} --isol-thr {isol_thr}: a percentile in (0, 100] and a fraction in (0, 1]"
             ));
         }
-        let protect = protect.trim_matches('/').to_string();
+        let protect = o.protect.trim_matches('/').to_string();
         let cgs = base.get("cgroup").and_then(Value::as_table);
         let list = |keep: &dyn Fn(&str) -> bool| -> Vec<String> {
             cgs.map(|c| {

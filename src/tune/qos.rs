@@ -60,15 +60,13 @@
 //! one standard deviation.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 
 use toml::{Table, Value};
 
 use super::fit::{self, End, Fit, Pt, Shape};
 use super::model::{CoefGen, ModelParams, measure};
-use super::protect::{Protection, Row, mean_sd, mean_sd_text};
+use super::protect::{ProtectOptions, Protection, Row, mean_sd, mean_sd_text};
 use super::{Machine, py_round};
-use crate::progress::Reporter;
 use crate::report::outdir::OutDir;
 use crate::report::plot::{Marks, Panel, Series, plot_marks, plot_panels};
 use crate::report::summary::fmt_figure;
@@ -77,21 +75,12 @@ use crate::sweep::keys::set_token;
 
 /// Options of `tune qos`.
 pub struct QosOptions {
-    pub variant: Option<String>,
-    /// The cgroup to protect (its path).
-    pub protect: String,
+    pub common: ProtectOptions,
     pub vrate_min: f64,
     pub vrate_max: f64,
     pub vrate_intvs: u32,
-    /// Isolation percentile (resctl's `isol-pct`, "05") and threshold (`isol-thr`).
-    pub isol_pct: f64,
-    pub isol_thr: f64,
-    pub seeds: u32,
-    pub jobs: usize,
     /// For a scenario without io.cost lines: how `tune model` measures them.
     pub coef: CoefGen,
-    pub output: Option<PathBuf>,
-    pub progress: Reporter,
 }
 
 /// resctl-bench's `scale-min` and `scale-max` (`iocost-tune`, in vrate %).
@@ -199,14 +188,7 @@ struct Analysis {
 
 /// `tune qos`: plan, run and report (see the module's design).
 pub fn qos_command(sc: &Scenario, o: &QosOptions) -> Result<u8, String> {
-    let pr = Protection::new(
-        sc,
-        o.variant.as_deref(),
-        &o.protect,
-        o.seeds,
-        o.isol_pct,
-        o.isol_thr,
-    )?;
+    let pr = Protection::new(sc, &o.common)?;
     let vrates = vrate_axis(o.vrate_min, o.vrate_max, o.vrate_intvs)
         .map_err(|m| format!("--vrate-min/--vrate-max/--vrate-intvs: {m}"))?;
     let base = &pr.base;
@@ -224,7 +206,7 @@ pub fn qos_command(sc: &Scenario, o: &QosOptions) -> Result<u8, String> {
     let (model_line, qos_line, measured) = match (line("io.cost.model"), line("io.cost.qos")) {
         (Some(m), Some(q)) => (m, q, None),
         (m, q) => {
-            let me = measure(&machine, &o.coef, true, o.jobs, &o.progress)?;
+            let me = measure(&machine, &o.coef, true, o.common.jobs, &o.common.progress)?;
             let m = m.unwrap_or_else(|| {
                 format!("{} ctrl=user model=linear {}", me.devno, me.model.params())
             });
@@ -246,17 +228,24 @@ pub fn qos_command(sc: &Scenario, o: &QosOptions) -> Result<u8, String> {
         .into_iter()
         .chain(vrates.iter().rev().map(|&v| Kind::Vrate(v)))
         .collect();
-    let samples = pr.run(sc, kinds.len(), o.jobs, &o.progress, "tune qos", |k, _| {
-        Ok(match kinds[k] {
-            Kind::Alone => {
-                let mut t = with_iocost(base, &model_line, &qos_with("0", None));
-                pr.alone(&mut t);
-                t
-            }
-            Kind::Off => with_iocost(base, &model_line, &qos_with("0", None)),
-            Kind::Vrate(v) => with_iocost(base, &model_line, &qos_with("1", Some(v))),
-        })
-    })?;
+    let samples = pr.run(
+        sc,
+        kinds.len(),
+        o.common.jobs,
+        &o.common.progress,
+        "tune qos",
+        |k, _| {
+            Ok(match kinds[k] {
+                Kind::Alone => {
+                    let mut t = with_iocost(base, &model_line, &qos_with("0", None));
+                    pr.alone(&mut t);
+                    t
+                }
+                Kind::Off => with_iocost(base, &model_line, &qos_with("0", None)),
+                Kind::Vrate(v) => with_iocost(base, &model_line, &qos_with("1", Some(v))),
+            })
+        },
+    )?;
     let rows: Vec<(Kind, Vec<Row>)> = kinds.into_iter().zip(pr.rows(&samples, 1)).collect();
     let a = analyse(rows, &vrates, model, o)?;
     let dev = model_line
@@ -276,7 +265,7 @@ pub fn qos_command(sc: &Scenario, o: &QosOptions) -> Result<u8, String> {
     };
     let report = report_text(&a, &ctx);
     print!("{report}");
-    if let Some(dir) = &o.output {
+    if let Some(dir) = &o.common.output {
         write_outputs(dir, &a, &ctx, &report)?;
     }
     Ok(0)
@@ -328,16 +317,16 @@ fn analyse(
     let best = isol_means.iter().map(|m| m.1).fold(f64::MIN, f64::max);
     let peak_at = isol_means.iter().rposition(|m| m.1 == best).unwrap_or(0);
     let peak = isol_means.get(peak_at).map_or(0.0, |m| m.0);
-    let floor = (best >= o.isol_thr).then(|| {
+    let floor = (best >= o.common.isol_thr).then(|| {
         let mut j = peak_at;
-        while j > 0 && isol_means[j - 1].1 >= o.isol_thr {
+        while j > 0 && isol_means[j - 1].1 >= o.common.isol_thr {
             j -= 1;
         }
         if j == 0 {
             isol_means[0].0
         } else {
             let (a, b) = (isol_means[j - 1], isol_means[j]);
-            a.0 + (b.0 - a.0) * (o.isol_thr - a.1) / (b.1 - a.1)
+            a.0 + (b.0 - a.0) * (o.common.isol_thr - a.1) / (b.1 - a.1)
         }
     });
     let falling: Vec<Pt> = series(&|r| Some(r.isol))
@@ -355,8 +344,8 @@ fn analyse(
         if let (Some(lx), Some(rx)) = (left, right) {
             let (ly, ry) = (isol.lines.eval(lx), isol.lines.eval(rx));
             let slope = if lx < rx { (ry - ly) / (rx - lx) } else { 0.0 };
-            if slope != 0.0 && ry < o.isol_thr {
-                upto = Some((rx - (ry - o.isol_thr) / slope).clamp(range.0, range.1));
+            if slope != 0.0 && ry < o.common.isol_thr {
+                upto = Some((rx - (ry - o.common.isol_thr) / slope).clamp(range.0, range.1));
             }
         }
     }
@@ -499,7 +488,8 @@ fn report_text(a: &Analysis, c: &Context) -> String {
         s,
         "tune qos: {}{}: protecting `{}` from {}",
         c.scenario,
-        o.variant
+        o.common
+            .variant
             .as_deref()
             .map(|v| format!(" (variant {v})"))
             .unwrap_or_default(),
@@ -533,13 +523,13 @@ fn report_text(a: &Analysis, c: &Context) -> String {
         o.vrate_min,
         o.vrate_max,
         o.vrate_intvs,
-        o.seeds
+        o.common.seeds
     );
     let _ = writeln!(
         s,
         "isolation: isol-{:02} >= {}% of `{}` alone with iocost off (per-second completions / its alone IOPS)\n",
-        o.isol_pct,
-        o.isol_thr * 100.0,
+        o.common.isol_pct,
+        o.common.isol_thr * 100.0,
         c.protect
     );
     let _ = writeln!(
@@ -550,7 +540,7 @@ fn report_text(a: &Analysis, c: &Context) -> String {
         "LOSS%",
         "PROT p99 ms",
         "PROT p99.9 ms",
-        format!("ISOL-{:02}%", o.isol_pct),
+        format!("ISOL-{:02}%", o.common.isol_pct),
         "RLAT p99 us",
         "WLAT p99 us",
         "FRONT"
@@ -611,8 +601,8 @@ fn report_text(a: &Analysis, c: &Context) -> String {
             let _ = writeln!(
                 s,
                 "isolated range: none: isol-{:02} stays below {}% at every vrate; bandwidth and isolated-bandwidth have no solution\n",
-                o.isol_pct,
-                o.isol_thr * 100.0
+                o.common.isol_pct,
+                o.common.isol_thr * 100.0
             );
         }
     }
@@ -630,7 +620,7 @@ fn report_text(a: &Analysis, c: &Context) -> String {
             sol.vrate,
             at(|r| r.work),
             at(|r| r.p99),
-            o.isol_pct,
+            o.common.isol_pct,
             at(|r| r.isol * 100.0)
         );
         let _ = writeln!(
@@ -697,7 +687,8 @@ fn hwdb(sols: &[Solution], c: &Context) -> String {
     let mut s = format!(
         "# systemd hwdb (/etc/udev/hwdb.d/*.hwdb), from blkcg-sim tune qos {}{} --protect {}: put the disk's model (ID_MODEL) for NAME\nblock:*:name:NAME:fwrev:*:\n  IOCOST_SOLUTIONS={}\n",
         c.scenario,
-        c.o.variant
+        c.o.common
+            .variant
             .as_deref()
             .map(|v| format!(" --variant {v}"))
             .unwrap_or_default(),
@@ -834,7 +825,7 @@ fn write_outputs(
             true,
         ),
         panel(
-            &format!("isol-{:02} %", c.o.isol_pct),
+            &format!("isol-{:02} %", c.o.common.isol_pct),
             &|r| Some(r.isol),
             vec![("fit", &a.isol)],
             100.0,
@@ -926,7 +917,7 @@ fn write_outputs(
             "tune qos: {}: protection of {} against throughput",
             c.scenario, c.protect
         ),
-        &format!("{} isol-{:02} (%)", c.protect, c.o.isol_pct),
+        &format!("{} isol-{:02} (%)", c.protect, c.o.common.isol_pct),
         "work (MiB/s, all jobs)",
         false,
         &marks,
