@@ -433,6 +433,14 @@ impl Iocost {
         }
     }
 
+    /// Hints the line a completion of `cg` updates: its iocg's first (`done_vtime`).
+    #[inline]
+    pub fn prefetch_done(&self, cg: u32) {
+        if let Some(g) = self.rt.iocgs.get(cg as usize) {
+            prefetch(g);
+        }
+    }
+
     /// `ioc_rqos_throttle()`: true = issue now.
     pub fn throttle(&mut self, now: Ns, id: BioId, bio: &mut Bio, q: &mut EventQueue) -> bool {
         bio.iocost_cost = 0;

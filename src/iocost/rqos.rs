@@ -189,4 +189,7 @@ impl RqQos for Iocost {
     fn prefetch(&self, cg: u32) {
         Iocost::prefetch(self, cg)
     }
+    fn prefetch_done(&self, cg: u32) {
+        Iocost::prefetch_done(self, cg)
+    }
 }

@@ -1334,7 +1334,7 @@ impl Pipeline {
         // finds them cold: thousands of other I/Os ran since its submitter touched them)
         prefetch(&self.ios[bio.io as usize]);
         for p in &self.stack.rq_qos {
-            p.prefetch(bio.cgroup);
+            p.prefetch_done(bio.cgroup);
         }
         self.dev.submit(now, d, &mut self.q);
     }

@@ -213,6 +213,9 @@ pub trait RqQos: BlkcgPolicy {
     /// A bio of cgroup `cg` will come to `throttle` soon: hint the cache lines it will
     /// read for that cgroup (`sim::prefetch`). A hint only, never a change of state.
     fn prefetch(&self, _cg: u32) {}
+    /// A request of cgroup `cg` went to the driver: hint the cache lines `done_bio`
+    /// and `done` will read for it when it completes. A hint only.
+    fn prefetch_done(&self, _cg: u32) {}
 }
 
 /// A built policy, by where it sits.
@@ -324,6 +327,12 @@ impl RqQosEntry {
     #[inline(always)]
     pub fn prefetch(&self, cg: u32) {
         on_entry!(self, p => RqQos::prefetch(&**p, cg))
+    }
+
+    /// [`RqQos::prefetch_done`].
+    #[inline(always)]
+    pub fn prefetch_done(&self, cg: u32) {
+        on_entry!(self, p => RqQos::prefetch_done(&**p, cg))
     }
 }
 
