@@ -56,8 +56,6 @@ pub struct VariantRun {
     pub resolved: Resolved,
     pub limits: QueueLimits,
     pub out: RunOutput,
-    pub specs: Vec<fiojob::JobSpec>,
-    pub global_options: Vec<(String, String)>,
     pub summaries: Vec<JobSummary>,
     /// What fio would print for this variant.
     pub fio: RunReport,
@@ -599,7 +597,7 @@ pub fn simulate(
         ));
     }
     let rounds: Vec<u32> = p.sources.iter().map(|&s| r.fio[s].round).collect();
-    let fio = fio_report(&out, &p.specs, &p.sources, &rounds, tree, &p.global_options);
+    let fio = fio_report(&out, p.specs, &p.sources, &rounds, tree, p.global_options);
     let mut summaries: Vec<JobSummary> = fio.jobs.iter().map(job_summary).collect();
     // the priority each job's bios carry, with its cgroup's io.prio.class at the end
     let ioprio = out.stack.policy::<BlkIoprio>();
@@ -650,8 +648,6 @@ pub fn simulate(
         resolved: r,
         limits: p.limits,
         out,
-        specs: p.specs,
-        global_options: p.global_options,
         summaries,
         fio,
         warnings,
@@ -762,24 +758,25 @@ fn device_error(sc: &Scenario, w: &DeviceWrite, dev: &str, e: String) -> String 
     format!("{}: {}: {e}", location(sc, w.src_line), device_echo(w, dev))
 }
 
-/// The fio report of a run: one entry per job, or per group with group_reporting.
+/// The fio report of a run: one entry per job, or per group with group_reporting. The
+/// jobs' options and names move into it (nothing reads the specs after the run).
 fn fio_report(
     out: &RunOutput,
-    specs: &[fiojob::JobSpec],
+    specs: Vec<fiojob::JobSpec>,
     sources: &[usize],
     rounds: &[u32],
     tree: &CgroupTree,
-    global: &[(String, String)],
+    global: Vec<(String, String)>,
 ) -> RunReport {
     let mut reports = Vec::with_capacity(out.jobs.len());
     let mut keys = Vec::with_capacity(out.jobs.len());
     let mut messages = Vec::new();
-    for (i, ((p, st, t), spec)) in out.jobs.iter().zip(specs).enumerate() {
+    for (i, ((p, st, t), mut spec)) in out.jobs.iter().zip(specs).enumerate() {
         let runtime_ms = t.finished.saturating_sub(t.stats_start).div_ceil(1_000_000);
         let engine = spec
             .options
             .iter()
-            .chain(global)
+            .chain(&global)
             .find(|(k, _)| k == "ioengine")
             .map(|(_, v)| v.clone())
             .unwrap_or_else(|| "psync".into());
@@ -793,18 +790,18 @@ fn fio_report(
             spec.iodepth
         );
         let report = JobReport {
-            name: spec.name.clone(),
+            name: std::mem::take(&mut spec.name),
             cgroup: tree.nodes[p.cgroup as usize].path.clone(),
             round: rounds[i],
             groupid: spec.groupid,
             jobs: 1,
-            options: spec.options.clone(),
+            options: std::mem::take(&mut spec.options),
             elapsed_s: t.finished.div_ceil(NSEC_PER_SEC),
             runtime_ms,
             dirs: [spec.rw.reads(), spec.rw.writes(), spec.rw.trims()],
             stats: st.clone(),
             unified: spec.unified_rw_reporting,
-            percentile_list: spec.percentile_list.clone(),
+            percentile_list: std::mem::take(&mut spec.percentile_list),
             clat_percentiles: spec.clat_percentiles,
             lat_percentiles: spec.lat_percentiles,
             slat_percentiles: spec.slat_percentiles,
@@ -841,7 +838,7 @@ fn fio_report(
         timestamp: fioreport::SIM_EPOCH + end / NSEC_PER_SEC,
         timestamp_ms: fioreport::SIM_EPOCH * 1000 + end / 1_000_000,
         time: fioreport::ctime(fioreport::SIM_EPOCH + end / NSEC_PER_SEC),
-        global_options: global.to_vec(),
+        global_options: global,
         jobs: reports,
         messages,
         device: out.device_counters.clone(),
