@@ -337,7 +337,8 @@ enum Resume {
 /// phase the loop checks per I/O share the first cache line (`align(64)` starts
 /// every job on one), the top of fio's loop the second; the generators and the
 /// parameters fio's loop reads follow without a gap (the parameters last, their
-/// per-I/O part first: `JobParams`), then fio's statistics, from a line boundary on.
+/// per-I/O part first: `JobParams`), then fio's statistics, from a line boundary on
+/// (which the records before them end on: no padding), then the rest.
 #[repr(C, align(64))]
 struct JobRt {
     // --- per I/O: the first line
@@ -370,6 +371,8 @@ struct JobRt {
     rate: RateState,
     offsets: OffsetGen,
     p: JobParams,
+    // --- fio's statistics, on a line boundary (each latency statistic a line)
+    stats: JobStats,
     // --- the rest
     /// Host noise (sleep overshoot), a stream of its own so it never shifts offsets.
     host_rng: SimRng,
@@ -377,25 +380,6 @@ struct JobRt {
     /// `cmdprio_percentage`).
     prio_rng: SimRng,
     finished_at: Ns,
-    // --- fio's statistics, on a line boundary (each latency statistic a line)
-    stats: LineAligned<JobStats>,
-}
-
-/// A record that starts on a cache line boundary wherever it is placed.
-#[repr(C, align(64))]
-struct LineAligned<T>(T);
-
-impl<T> std::ops::Deref for LineAligned<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.0
-    }
-}
-
-impl<T> std::ops::DerefMut for LineAligned<T> {
-    fn deref_mut(&mut self) -> &mut T {
-        &mut self.0
-    }
 }
 
 // what a completion touches stays in the first cache line, the loop's in the second
@@ -404,6 +388,8 @@ const _: () = assert!(
 );
 const _: () = assert!(std::mem::offset_of!(JobRt, stats_start) + 8 <= 128);
 const _: () = assert!(std::mem::offset_of!(JobRt, mix) == 128);
+// each latency statistic a cache line of its own (`LatStat`, `DdirStats`)
+const _: () = assert!(std::mem::offset_of!(JobRt, stats).is_multiple_of(64));
 
 /// Where fio meets a failed I/O, which decides its message and `td->verror`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -711,7 +697,7 @@ impl Pipeline {
                     host_rng: SimRng::new(seed, &format!("{}/host", p.seed_name)),
                     prio_rng: SimRng::new(seed, &format!("{}/prio", p.seed_name)),
                     mix: RwMix::new(p.kind, p.rwmix_read),
-                    stats: LineAligned(stats),
+                    stats,
                     timeline: TimeBins::default(),
                     rng,
                     offsets,
@@ -962,7 +948,7 @@ impl Pipeline {
                     stats_start: j.stats_start,
                     finished: j.finished_at,
                 };
-                (j.p, j.stats.0, times)
+                (j.p, j.stats, times)
             })
             .collect();
         RunOutput {

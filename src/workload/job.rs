@@ -65,7 +65,9 @@ pub struct JobParams {
     pub slat_percentiles: bool,
     /// The last field of the per-I/O part: the pipeline hints the lines up to here.
     pub lat_percentiles: bool,
-    // --- setup and the report
+    // --- setup and the report (these two fill the per-I/O part's last line)
+    pub rate_poisson: bool,
+    pub randommap: RandomMap,
     pub name: String,
     /// Offsets are aligned to this (fio's blockalign, default min bs).
     pub align: u64,
@@ -77,8 +79,6 @@ pub struct JobParams {
     pub startdelay: Ns,
     pub rate_bps: [u64; 2],
     pub rate_iops: [u64; 2],
-    pub rate_poisson: bool,
-    pub randommap: RandomMap,
     pub distribution: Distribution,
     /// The file fio names in its error lines (`filename`, else the device node).
     pub filename: String,
