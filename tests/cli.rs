@@ -3,9 +3,8 @@
 
 use std::process::Command;
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_blkcg-sim"))
-}
+mod common;
+use common::{bin, one_line_error};
 
 fn scenario_file(name: &str, text: &str) -> String {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
@@ -25,20 +24,6 @@ fn ok(mut cmd: Command) -> std::process::Output {
         String::from_utf8_lossy(&out.stderr)
     );
     out
-}
-
-fn run_err(args: &[&str]) -> String {
-    let out = bin().args(args).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let e = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!e.contains("panicked"), "{e}");
-    assert_eq!(e.trim_end().lines().count(), 1, "one line expected: {e}");
-    e
 }
 
 #[test]
@@ -158,11 +143,11 @@ fn bad_scenarios_get_one_line_errors_with_file_and_line() {
         ),
     ];
     for (file, text, needles) in cases {
-        let e = run_err(&["run", &scenario_file(file, text)]);
+        let e = one_line_error(&["run", &scenario_file(file, text)]);
         assert!(needles.iter().all(|n| e.contains(n)), "{file}: {e}");
     }
 
-    let e = run_err(&["run", "no-such-scenario"]);
+    let e = one_line_error(&["run", "no-such-scenario"]);
     assert!(e.contains("built in:"), "{e}");
 }
 
@@ -205,7 +190,7 @@ fn device_keys_without_effect_are_warnings_with_file_and_line() {
         "nullb-mbps-check.toml",
         "[device]\nmodel = \"nullb\"\nmbps = 1\n[cgroup.a]\nfio = \"fio --name=a --bs=64k --size=1m\"\n",
     );
-    let e = run_err(&["check", &f]);
+    let e = one_line_error(&["check", &f]);
     assert!(
         e.contains("nullb-mbps-check.toml:3:") && e.contains("mbps >= 4"),
         "{e}"

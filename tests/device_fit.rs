@@ -2,37 +2,11 @@
 //! recovering known device tables from our own fio JSON, and one-line errors.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use blkcg_sim::workload::cmdline::split_shell_words;
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_blkcg-sim"))
-}
-
-fn run(args: &[&str]) -> Output {
-    bin().args(args).output().unwrap()
-}
-
-fn stdout_ok(args: &[&str]) -> String {
-    let out = run(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// The one-line error of a failing command.
-fn one_line_err(args: &[&str]) -> String {
-    let out = run(args);
-    assert_eq!(out.status.code(), Some(2), "{args:?}");
-    let e = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!e.contains("panicked"), "{e}");
-    assert_eq!(e.trim_end().lines().count(), 1, "one line expected: {e}");
-    e
-}
+mod common;
+use common::{one_line_error, stdout_of};
 
 fn tmp_dir(name: &str) -> PathBuf {
     // under cargo's scratch folder for tests, never left in /tmp
@@ -82,7 +56,7 @@ fn fit(files: &[String], model: &str, out: &Path) -> (String, toml::Table) {
     let mut args: Vec<&str> = vec!["device", "fit", "--model", model, "--output"];
     args.push(out.to_str().unwrap());
     args.extend(files.iter().map(String::as_str));
-    let report = stdout_ok(&args);
+    let report = stdout_of(&args);
     let table: toml::Table = std::fs::read_to_string(out).unwrap().parse().unwrap();
     // what was written builds a device as it stands
     let dev = table["device"].as_table().unwrap();
@@ -163,7 +137,7 @@ fn this_vms_disk_fitted_as_a_cloud_volume_keeps_its_tail() {
 /// The fit's jobs, as `--print-jobs` prints them, run with `blkcg-sim fio` on `device`,
 /// their JSON in `dir`.
 fn measure_simulated(device: &str, dir: &Path, size: &str) -> Vec<String> {
-    let jobs = stdout_ok(&[
+    let jobs = stdout_of(&[
         "device",
         "fit",
         "--print-jobs",
@@ -192,7 +166,7 @@ fn measure_simulated(device: &str, dir: &Path, size: &str) -> Vec<String> {
         ];
         args.extend(words[1..].iter().map(String::as_str));
         let p = dir.join(name);
-        std::fs::write(&p, stdout_ok(&args)).unwrap();
+        std::fs::write(&p, stdout_of(&args)).unwrap();
         files.push(p.to_string_lossy().into_owned());
     }
     assert_eq!(files.len(), 8);
@@ -270,9 +244,9 @@ fn the_same_files_fit_the_same_whatever_the_threads() {
     let files = real_files();
     let mut a: Vec<&str> = vec!["device", "fit", "--model", "ssd", "--jobs", "1"];
     a.extend(files.iter().map(String::as_str));
-    let one = stdout_ok(&a);
+    let one = stdout_of(&a);
     a[5] = "2";
-    assert_eq!(one, stdout_ok(&a));
+    assert_eq!(one, stdout_of(&a));
 }
 
 #[test]
@@ -283,7 +257,7 @@ fn bad_input_is_one_line_naming_the_file_and_what_is_accepted() {
     for (name, text) in [("notes.json", "hello"), ("other.json", "{\"a\": 1}")] {
         let p = dir.join(name);
         std::fs::write(&p, text).unwrap();
-        let e = one_line_err(&["device", "fit", "--model", "ssd", p.to_str().unwrap()]);
+        let e = one_line_error(&["device", "fit", "--model", "ssd", p.to_str().unwrap()]);
         assert!(
             e.contains(name) && e.contains("not fio's JSON output"),
             "{e}"
@@ -298,7 +272,7 @@ fn bad_input_is_one_line_naming_the_file_and_what_is_accepted() {
         .collect();
     let mut args = vec!["device", "fit", "--model", "ssd"];
     args.extend(&reads);
-    let e = one_line_err(&args);
+    let e = one_line_error(&args);
     assert!(
         e.contains("lack randwrite-4k-qd1, randwrite-4k-qd32, read-1m-qd32, write-1m-qd32"),
         "{e}"
@@ -310,14 +284,14 @@ fn bad_input_is_one_line_naming_the_file_and_what_is_accepted() {
     // models
     let mut args = vec!["device", "fit", "--model", "nvme"];
     args.extend(files.iter().map(String::as_str));
-    let e = one_line_err(&args);
+    let e = one_line_error(&args);
     assert!(
         e.contains("`nvme` is not accepted: expected ssd, hdd or cloud"),
         "{e}"
     );
     // an SSD's measurements are no hard disk's
     args[3] = "hdd";
-    let e = one_line_err(&args);
+    let e = one_line_error(&args);
     assert!(e.contains("not a hard disk's measurements"), "{e}");
     // options fio's JSON names that do not parse
     let p = dir.join("bad-options.json");
@@ -326,6 +300,6 @@ fn bad_input_is_one_line_naming_the_file_and_what_is_accepted() {
         r#"{"jobs": [{"jobname": "x", "job options": {"name": "x", "rw": "sideways"}}]}"#,
     )
     .unwrap();
-    let e = one_line_err(&["device", "fit", "--model", "ssd", p.to_str().unwrap()]);
+    let e = one_line_error(&["device", "fit", "--model", "ssd", p.to_str().unwrap()]);
     assert!(e.contains("job `x`") && e.contains("sideways"), "{e}");
 }

@@ -5,9 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_blkcg-sim"))
-}
+mod common;
+use common::{bin, one_line_error};
 
 /// A fresh folder for one test under cargo's target tmpdir, removed when the test
 /// ends (pass or fail).
@@ -42,11 +41,7 @@ fn write(d: &Path, name: &str, text: &str) -> String {
 
 /// The one-line error of a command that must fail with status 2.
 fn fails(args: &[&str]) -> String {
-    let out = bin().args(args).output().unwrap();
-    let e = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {e}");
-    assert!(!e.contains("panicked"), "{e}");
-    assert_eq!(e.trim_end().lines().count(), 1, "one line expected: {e}");
+    let e = one_line_error(args);
     e.trim_end().trim_start_matches("blkcg-sim: ").to_string()
 }
 

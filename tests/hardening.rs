@@ -3,11 +3,10 @@
 //! scenario writes outside `--output`; a re-used output folder never mixes runs.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_blkcg-sim"))
-}
+mod common;
+use common::bin;
 
 /// A fresh folder of this test's own.
 fn tmp(tag: &str) -> PathBuf {

@@ -2,31 +2,18 @@
 //! values set by hand, output is the same whatever --jobs, and shards concatenate to
 //! the unsharded output.
 
-use std::process::Command;
-
 use blkcg_sim::report::fio::json::to_json;
 use blkcg_sim::scenario::Scenario;
 use blkcg_sim::sweep::Sweep;
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_blkcg-sim"))
-}
+mod common;
+use common::{bin, stdout_of};
 
 fn tmp(name: &str) -> std::path::PathBuf {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("blkcg-sim-sweep-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
-}
-
-fn stdout_of(args: &[&str]) -> String {
-    let out = bin().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 /// An SSD with seeded jitter (so seeds differ), blk-iocost, two cgroups, a variant.

@@ -1,21 +1,8 @@
 //! `blkcg-sim tune`: the kernel's iocost_coef_gen.py procedure finds a simulated
 //! device's analytic capacity, and `tune qos` gives resctl-bench's solutions.
 
-use std::process::Command;
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_blkcg-sim"))
-}
-
-fn stdout_of(args: &[&str]) -> String {
-    let out = bin().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
+mod common;
+use common::{bin, stdout_of};
 
 /// The coefficients of a `MAJ:MIN k=v ...` line.
 fn coef(line: &str, k: &str) -> f64 {
