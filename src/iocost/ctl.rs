@@ -427,10 +427,8 @@ impl Iocost {
     /// its node of the weight tree.
     #[inline]
     pub fn prefetch(&self, cg: u32) {
-        if let Some(g) = self.rt.iocgs.get(cg as usize) {
-            prefetch(g);
-            self.rt.hier.prefetch(cg);
-        }
+        self.prefetch_done(cg);
+        self.rt.hier.prefetch(cg);
     }
 
     /// Hints the line a completion of `cg` updates: its iocg's first (`done_vtime`).
