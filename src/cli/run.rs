@@ -1,6 +1,7 @@
 //! `blkcg-sim run`: every chosen variant and kernel on its own core, printed in plan
 //! order (fio's formats, the summary, the A/B table), files under `--output`.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use crate::kernel_version::KernelVersion;
@@ -140,30 +141,38 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
     for w in runs.iter().flat_map(|r| &r.warnings) {
         eprintln!("warning: {w}");
     }
-    let mut stdout = String::new();
+    // the reports go out as they are written, a job's block at a time: a run of
+    // 100,000 jobs never holds its report whole (nor a copy of it)
+    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut emit = |text: &str| {
+        stdout
+            .write_all(text.as_bytes())
+            .map_err(|e| format!("writing to stdout: {e}"))
+    };
     let single = runs.len() == 1;
     for run in &runs {
         // JSON: a stream of documents, one per variant (jq reads them in turn)
         if !single && o.format == OutputFormat::Normal {
-            stdout.push_str(&format!("=== variant {} ===\n", run.label));
+            emit(&format!("=== variant {} ===\n", run.label))?;
         }
         match o.format {
             OutputFormat::Summary => {}
-            OutputFormat::Normal => stdout.push_str(&fioreport::text::to_normal(&run.fio)),
+            OutputFormat::Normal => fioreport::text::write_normal(&run.fio, &mut emit)?,
             OutputFormat::Json | OutputFormat::JsonPlus => {
                 for m in &run.fio.messages {
                     eprintln!("{}", m.text);
                 }
-                stdout.push_str(&fioreport::json::to_json(
+                fioreport::json::write_json(
                     &run.fio,
                     o.format == OutputFormat::JsonPlus,
-                ))
+                    &mut emit,
+                )?;
             }
         }
         if o.timeline {
-            stdout.push_str(&summary::iostat_text(&run.limits.name, &run.record.iostat));
-            stdout.push_str(&run.io_stat);
-            stdout.push_str(&run.monitor);
+            emit(&summary::iostat_text(&run.limits.name, &run.record.iostat))?;
+            emit(&run.io_stat)?;
+            emit(&run.monitor)?;
         }
         if let Some(out) = &run.record.out {
             write_outputs(out, run)?;
@@ -201,14 +210,16 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
     }
     if o.format == OutputFormat::Summary || (!single && o.format == OutputFormat::Normal) {
         for run in &runs {
-            stdout.push_str(&format!("--- {} ---\n", run.label));
-            stdout.push_str(&summary_text(run));
+            emit(&format!("--- {} ---\n", run.label))?;
+            emit(&summary_text(run))?;
         }
         if let Some(ab) = &ab {
-            stdout.push('\n');
-            stdout.push_str(ab);
+            emit("\n")?;
+            emit(ab)?;
         }
     }
-    print!("{stdout}");
+    stdout
+        .flush()
+        .map_err(|e| format!("writing to stdout: {e}"))?;
     Ok(0)
 }

@@ -166,6 +166,19 @@ impl OutDir {
         self.open_file(name)?.write(text)
     }
 
+    /// Create file `name` (one of ours) as [`OutDir::create`] does and let `fill`
+    /// write it through a buffer: a report written piece by piece never exists whole.
+    pub fn write_with(
+        &self,
+        name: &str,
+        fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    ) -> Result<(), String> {
+        let mut w = std::io::BufWriter::new(self.create(name)?);
+        fill(&mut w)
+            .and_then(|()| w.flush())
+            .map_err(|e| io_err(&self.path.join(name), e))
+    }
+
     /// Create file `name` (one of ours) as [`OutDir::create`] does, to write it piece
     /// by piece (a sweep's results as they come).
     pub fn open_file(&self, name: &str) -> Result<OutFile, String> {

@@ -46,8 +46,12 @@ pub fn write_outputs(out: &OutDir, run: &VariantRun) -> Result<(), String> {
     let write = |name: &str, text: &str| out.write(name, text);
     let tree = &run.resolved.tree;
     write("summary.txt", &summary_text(run))?;
-    write("fio.json", &fioreport::json::to_json(&run.fio, false))?;
-    write("fio.txt", &fioreport::text::to_normal(&run.fio))?;
+    out.write_with("fio.json", |w| {
+        fioreport::json::write_json(&run.fio, false, &mut |p| w.write_all(p.as_bytes()))
+    })?;
+    out.write_with("fio.txt", |w| {
+        fioreport::text::write_normal(&run.fio, &mut |p| w.write_all(p.as_bytes()))
+    })?;
     write("io.stat", &run.io_stat)?;
     let jobs = job_lines(run);
     write("jobs.csv", &timeline::jobs_csv(&jobs))?;

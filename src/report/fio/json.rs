@@ -13,7 +13,6 @@ enum J {
     Float(f64),
     Str(String),
     Obj(Vec<(String, J)>),
-    Arr(Vec<J>),
 }
 
 fn esc(s: &str) -> String {
@@ -54,19 +53,6 @@ fn write(j: &J, level: usize, out: &mut String) {
             }
             out.push_str(&pad(level));
             out.push('}');
-        }
-        J::Arr(v) => {
-            out.push_str("[\n");
-            for (i, x) in v.iter().enumerate() {
-                out.push_str(&pad(level + 1));
-                write(x, level + 1, out);
-                if i + 1 < v.len() {
-                    out.push(',');
-                }
-                out.push('\n');
-            }
-            out.push_str(&pad(level));
-            out.push(']');
         }
     }
 }
@@ -280,14 +266,30 @@ fn job_obj(r: &JobReport, group_bw: &GroupBw, plus: bool) -> J {
 
 /// The whole JSON document, as `fio --output-format=json[+]` prints it.
 pub fn to_json(run: &RunReport, plus: bool) -> String {
-    let mut kv: Vec<(&str, J)> = vec![
+    let mut out = String::new();
+    let Ok(()) = write_json(run, plus, &mut |piece| {
+        out.push_str(piece);
+        Ok::<(), std::convert::Infallible>(())
+    });
+    out
+}
+
+/// [`to_json`], piece by piece to `emit` (a job's object at a time): a run of many
+/// jobs prints its document without holding it, or a tree of it, whole. The top-level
+/// object is written member by member as [`write`] writes an object.
+pub fn write_json<E>(
+    run: &RunReport,
+    plus: bool,
+    emit: &mut impl FnMut(&str) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut head: Vec<(&str, J)> = vec![
         ("fio version", J::Str(run.version.clone())),
         ("timestamp", J::Int(run.timestamp.into())),
         ("timestamp_ms", J::Int(run.timestamp_ms.into())),
         ("time", J::Str(run.time.clone())),
     ];
     if !run.global_options.is_empty() {
-        kv.push((
+        head.push((
             "global options",
             J::Obj(
                 run.global_options
@@ -297,16 +299,7 @@ pub fn to_json(run: &RunReport, plus: bool) -> String {
             ),
         ));
     }
-    let group_bw = GroupBw::of(&run.jobs);
-    kv.push((
-        "jobs",
-        J::Arr(
-            run.jobs
-                .iter()
-                .map(|j| job_obj(j, &group_bw, plus))
-                .collect(),
-        ),
-    ));
+    let mut tail: Vec<(&str, J)> = Vec::new();
     if plus && !run.device.is_empty() {
         let mut dev: Vec<(String, J)> = run
             .device
@@ -316,10 +309,30 @@ pub fn to_json(run: &RunReport, plus: bool) -> String {
         if let Some(wa) = crate::report::summary::write_amplification(&run.device) {
             dev.push(("write_amplification".into(), J::Float(wa)));
         }
-        kv.push(("device", J::Obj(dev)));
+        tail.push(("device", J::Obj(dev)));
     }
-    let mut out = String::new();
-    write(&obj(kv), 0, &mut out);
-    out.push('\n');
-    out
+    let member = |k: &str, v: &J, last: bool| {
+        let mut s = format!("  \"{}\" : ", esc(k));
+        write(v, 1, &mut s);
+        s.push_str(if last { "\n" } else { ",\n" });
+        s
+    };
+    emit("{\n")?;
+    for (k, v) in &head {
+        emit(&member(k, v, false))?;
+    }
+    // "jobs" : [ ... ], one element at a time
+    emit("  \"jobs\" : [\n")?;
+    let group_bw = GroupBw::of(&run.jobs);
+    for (i, j) in run.jobs.iter().enumerate() {
+        let mut s = "    ".to_string();
+        write(&job_obj(j, &group_bw, plus), 2, &mut s);
+        s.push_str(if i + 1 < run.jobs.len() { ",\n" } else { "\n" });
+        emit(&s)?;
+    }
+    emit(if tail.is_empty() { "  ]\n" } else { "  ],\n" })?;
+    for (i, (k, v)) in tail.iter().enumerate() {
+        emit(&member(k, v, i + 1 == tail.len()))?;
+    }
+    emit("}\n")
 }

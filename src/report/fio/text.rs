@@ -372,31 +372,44 @@ fn strerror(errno: i32) -> &'static str {
 /// jobs run (errors), per-job blocks, group lines.
 pub fn to_normal(run: &RunReport) -> String {
     let mut out = String::new();
+    let Ok(()) = write_normal(run, &mut |piece| {
+        out.push_str(piece);
+        Ok::<(), std::convert::Infallible>(())
+    });
+    out
+}
+
+/// [`to_normal`], piece by piece to `emit` (a job's block at a time): a run of many
+/// jobs prints its report without holding it whole.
+pub fn write_normal<E>(
+    run: &RunReport,
+    emit: &mut impl FnMut(&str) -> Result<(), E>,
+) -> Result<(), E> {
     for j in &run.jobs {
-        out.push_str(&format!("{}: (g={}): {}\n", j.name, j.groupid, j.header));
+        emit(&format!("{}: (g={}): {}\n", j.name, j.groupid, j.header))?;
     }
-    out.push_str(&format!("{}\n", run.version));
     let n = run.jobs.iter().map(|j| j.jobs).sum::<u32>();
-    out.push_str(&format!(
-        "Starting {n} process{}\n",
+    emit(&format!(
+        "{}\nStarting {n} process{}\n",
+        run.version,
         if n == 1 { "" } else { "es" }
-    ));
+    ))?;
     for m in &run.messages {
-        out.push_str(&m.text);
-        out.push('\n');
+        emit(&m.text)?;
+        emit("\n")?;
     }
-    out.push('\n');
+    emit("\n")?;
     let group_bw = GroupBw::of(&run.jobs);
     for j in &run.jobs {
-        out.push_str(&job_block(j, &group_bw));
+        emit(&job_block(j, &group_bw))?;
     }
     // each group once, in groupid order, though the jobs of several cgroups' fio
     // processes interleave their groups (a, b with stonewall: 0, 1, 0, 1)
     for g in group_bw.groupids() {
         let jobs: Vec<&JobReport> = run.jobs.iter().filter(|j| j.groupid == g).collect();
-        out.push_str(&group_block(g, &jobs, &group_bw));
+        emit(&group_block(g, &jobs, &group_bw))?;
     }
-    out
+    Ok(())
 }
 
 #[cfg(test)]
