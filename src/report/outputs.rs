@@ -3,6 +3,8 @@
 //! timeline and the pictures, blk-iocost's monitor views. All writes go through
 //! `crate::report::outdir::OutDir`.
 
+use std::collections::HashMap;
+
 use crate::report::fio::{self as fioreport};
 use crate::report::outdir::OutDir;
 use crate::report::plot::{Panel, Series, plot_panels};
@@ -26,9 +28,13 @@ pub fn job_lines(run: &VariantRun) -> Vec<JobLine<'_>> {
             JobLine { label, bins, until }
         })
         .collect();
-    // a stable sort keeps time order
-    let first_seen: Vec<String> = jobs.iter().map(|j| j.label.clone()).collect();
-    jobs.sort_by_key(|j| first_seen.iter().position(|l| *l == j.label));
+    // each label's first place (one lookup per job: 100,000 jobs sort in
+    // milliseconds); a stable sort keeps time order
+    let mut first_seen: HashMap<String, usize> = HashMap::with_capacity(jobs.len());
+    for (i, j) in jobs.iter().enumerate() {
+        first_seen.entry(j.label.clone()).or_insert(i);
+    }
+    jobs.sort_by_key(|j| first_seen[&j.label]);
     jobs
 }
 
