@@ -3,6 +3,8 @@
 //! fio's json.c prints: two-space indentation, `"key" : value`, integers `%lld`,
 //! floats `%f`.
 
+use std::fmt::Write as _;
+
 use super::stats::{DdirStats, LAT_M_KEYS, LAT_N_KEYS, LatStat, percentiles};
 use super::{GroupBw, JobReport, RunReport};
 use crate::workload::fio::UnifiedRw;
@@ -15,43 +17,64 @@ enum J {
     Obj(Vec<(String, J)>),
 }
 
-fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
+/// `s` as a JSON string's contents, appended to `out` (json.c's escaping).
+fn push_esc(out: &mut String, s: &str) {
+    // most keys and values need nothing escaped
+    if !s
+        .chars()
+        .any(|c| c == '"' || c == '\\' || (c as u32) < 0x20)
+    {
+        out.push_str(s);
+        return;
+    }
     for c in s.chars() {
         match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            '\n' => o.push_str("\\n"),
-            '\t' => o.push_str("\\t"),
-            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
-            c => o.push(c),
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
         }
     }
-    o
+}
+
+/// Two spaces per level, as json.c indents.
+fn push_pad(out: &mut String, level: usize) {
+    for _ in 0..level {
+        out.push_str("  ");
+    }
 }
 
 fn write(j: &J, level: usize, out: &mut String) {
-    let pad = |n: usize| "  ".repeat(n);
     match j {
-        J::Int(i) => out.push_str(&i.to_string()),
-        J::Float(f) => out.push_str(&format!("{f:.6}")),
+        J::Int(i) => {
+            let _ = write!(out, "{i}");
+        }
+        J::Float(f) => {
+            let _ = write!(out, "{f:.6}");
+        }
         J::Str(s) => {
             out.push('"');
-            out.push_str(&esc(s));
+            push_esc(out, s);
             out.push('"');
         }
         J::Obj(kv) => {
             out.push_str("{\n");
             for (i, (k, v)) in kv.iter().enumerate() {
-                out.push_str(&pad(level + 1));
-                out.push_str(&format!("\"{}\" : ", esc(k)));
+                push_pad(out, level + 1);
+                out.push('"');
+                push_esc(out, k);
+                out.push_str("\" : ");
                 write(v, level + 1, out);
                 if i + 1 < kv.len() {
                     out.push(',');
                 }
                 out.push('\n');
             }
-            out.push_str(&pad(level));
+            push_pad(out, level);
             out.push('}');
         }
     }
@@ -312,7 +335,9 @@ pub fn write_json<E>(
         tail.push(("device", J::Obj(dev)));
     }
     let member = |k: &str, v: &J, last: bool| {
-        let mut s = format!("  \"{}\" : ", esc(k));
+        let mut s = "  \"".to_string();
+        push_esc(&mut s, k);
+        s.push_str("\" : ");
         write(v, 1, &mut s);
         s.push_str(if last { "\n" } else { ",\n" });
         s
@@ -335,4 +360,34 @@ pub fn write_json<E>(
         emit(&member(k, v, i + 1 == tail.len()))?;
     }
     emit("}\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_escape_as_json_c_does() {
+        let mut out = String::new();
+        push_esc(&mut out, "plain/name-1");
+        assert_eq!(out, "plain/name-1");
+        out.clear();
+        push_esc(&mut out, "a\"b\\c\nd\te\u{1}f");
+        assert_eq!(out, "a\\\"b\\\\c\\nd\\te\\u0001f");
+    }
+
+    #[test]
+    fn nested_objects_indent_two_spaces_a_level() {
+        let j = J::Obj(vec![
+            ("k".into(), J::Int(-3)),
+            ("o".into(), J::Obj(vec![("f".into(), J::Float(0.5))])),
+            ("s".into(), J::Str("x".into())),
+        ]);
+        let mut out = String::new();
+        write(&j, 0, &mut out);
+        assert_eq!(
+            out,
+            "{\n  \"k\" : -3,\n  \"o\" : {\n    \"f\" : 0.500000\n  },\n  \"s\" : \"x\"\n}"
+        );
+    }
 }
