@@ -221,5 +221,9 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
     stdout
         .flush()
         .map_err(|e| format!("writing to stdout: {e}"))?;
+    // The command ends the process, and everything the runs wrote is written and
+    // flushed: their memory goes back with it. Freed one allocation at a time, the
+    // reports of 100,000 jobs (millions of small strings) took 0.5 s of a 3.6 s run.
+    std::mem::forget(runs);
     Ok(0)
 }
