@@ -383,6 +383,10 @@ fn log_tick(v: &f64) -> String {
     }
 }
 
+/// The most entries a panel's legend lists: as many as its 260 pixels hold (a picture
+/// of 10,000 cgroups' lines would otherwise stack 10,000 names down the page).
+const LEGEND_MAX: usize = 13;
+
 /// Mesh, lines and legend of one panel, whatever its y axis.
 fn fill<'a, DB, Y>(
     chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>,
@@ -404,6 +408,12 @@ where
         mesh.x_desc(x);
     }
     mesh.draw().map_err(|e| e.to_string())?;
+    // a legend past a screenful names no one: the first lines, then how many more
+    let named = if panel.series.len() > LEGEND_MAX {
+        LEGEND_MAX - 1
+    } else {
+        LEGEND_MAX
+    };
     for (k, s) in panel.series.iter().enumerate() {
         let color = palette[k % palette.len()];
         let points = s
@@ -411,11 +421,21 @@ where
             .iter()
             .copied()
             .filter(|p| !panel.log_y || p.1 > 0.0);
-        chart
+        let drawn = chart
             .draw_series(LineSeries::new(points, &color))
+            .map_err(|e| e.to_string())?;
+        if k < named {
+            drawn
+                .label(s.name.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color));
+        }
+    }
+    if panel.series.len() > named {
+        chart
+            .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())
             .map_err(|e| e.to_string())?
-            .label(s.name.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color));
+            .label(format!("… and {} more", panel.series.len() - named))
+            .legend(|(x, y)| EmptyElement::at((x, y)));
     }
     if panel.series.len() > 1 || panel.series.iter().any(|s| !s.name.is_empty()) {
         chart
@@ -446,6 +466,42 @@ mod tests {
         for (v, want) in cases {
             assert_eq!(log_tick(&v), want, "{v}");
         }
+    }
+
+    /// A panel of many lines draws them all but names only the first in its legend,
+    /// then how many more there are.
+    #[test]
+    fn a_long_legend_names_the_first_lines_and_counts_the_rest() {
+        let dir = std::env::temp_dir().join(format!("blkcg-sim-legend-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let base = dir.join("jobs");
+        let series = (0..40)
+            .map(|k| Series {
+                name: format!("job{k:02}x"),
+                points: vec![(0.0, k as f64), (1.0, k as f64 + 1.0)],
+            })
+            .collect();
+        let panel = Panel {
+            y_label: "IOPS".into(),
+            series,
+            log_y: false,
+        };
+        let drawn = plot_panels(&base, "jobs", "time (s)", &[panel]);
+        let svg = std::fs::read_to_string(base.with_extension("svg")).unwrap_or_default();
+        std::fs::remove_dir_all(&dir).ok();
+        // a machine without fonts: the error must say so, not panic
+        if let Err(e) = drawn {
+            assert!(!e.is_empty());
+            return;
+        }
+        assert!(svg.matches("<polyline").count() >= 40, "every line drawn");
+        let named = LEGEND_MAX - 1;
+        assert!(svg.contains(&format!("job{:02}x", named - 1)));
+        assert!(
+            !svg.contains(&format!("job{named:02}x")),
+            "legend past its limit"
+        );
+        assert!(svg.contains(&format!("and {} more", 40 - named)));
     }
 
     #[test]
