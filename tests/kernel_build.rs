@@ -320,78 +320,44 @@ fn rejects_options_and_failures_are_named() {
         return;
     }
     let before = snapshot(&tree);
-    // a hunk that does not apply: named by file, number and header
-    let bad = patch_file(&dir, "bad.patch", true);
-    let out = blkcg_sim(
-        &[
-            "kernel",
-            "build",
-            "--source",
-            &src,
-            "--patch",
-            &bad.display().to_string(),
-        ],
-        &cache,
-    );
-    let (_, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("bad.patch does not apply to the tree")
-            && stderr.contains("block/blk-cgroup.c hunk #2 @@ -5,3 +5,3 @@ static void ioc_timer_fn(void): Hunk #2 FAILED at 5."),
-        "{stderr}"
-    );
-    // an option this version does not have
-    let out = blkcg_sim(
-        &[
-            "kernel",
-            "build",
-            "--source",
-            &src,
-            "--config",
-            "BLK_DEV_THROTTLING_LOW=y",
-        ],
-        &cache,
-    );
-    let (_, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("CONFIG_BLK_DEV_THROTTLING_LOW=y: Linux 6.9.7 has no such option"),
-        "{stderr}"
-    );
-    // a malformed option, before anything runs
-    let out = blkcg_sim(
-        &[
-            "kernel",
-            "build",
-            "--source",
-            &src,
-            "--config",
-            "HZ=$(reboot)",
-        ],
-        &cache,
-    );
-    let (_, stderr) = text(&out);
-    assert!(stderr.contains("--config `HZ=$(reboot)`"), "{stderr}");
-    // the build fails: the log's tail and where the log is
-    let out = blkcg_sim(
-        &[
-            "kernel",
-            "build",
-            "--source",
-            &src,
-            "--config",
-            "FAKE_FAIL=y",
-        ],
-        &cache,
-    );
-    let (_, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("make bzImage failed")
-            && stderr.contains("build.log:")
-            && stderr.contains("block/blk-cgroup.c:1: error: fake failure"),
-        "{stderr}"
-    );
+    let bad = patch_file(&dir, "bad.patch", true).display().to_string();
+    // each refused with exit 2 and a message naming what was wrong
+    let refusals: [(&[&str], &[&str]); 4] = [
+        // a hunk that does not apply: named by file, number and header
+        (
+            &["--patch", &bad],
+            &[
+                "bad.patch does not apply to the tree",
+                "block/blk-cgroup.c hunk #2 @@ -5,3 +5,3 @@ static void ioc_timer_fn(void): Hunk #2 FAILED at 5.",
+            ],
+        ),
+        // an option this version does not have
+        (
+            &["--config", "BLK_DEV_THROTTLING_LOW=y"],
+            &["CONFIG_BLK_DEV_THROTTLING_LOW=y: Linux 6.9.7 has no such option"],
+        ),
+        // a malformed option, before anything runs
+        (&["--config", "HZ=$(reboot)"], &["--config `HZ=$(reboot)`"]),
+        // the build fails: the log's tail and where the log is
+        (
+            &["--config", "FAKE_FAIL=y"],
+            &[
+                "make bzImage failed",
+                "build.log:",
+                "block/blk-cgroup.c:1: error: fake failure",
+            ],
+        ),
+    ];
+    for (extra, wanted) in refusals {
+        let mut args = vec!["kernel", "build", "--source", &src];
+        args.extend_from_slice(extra);
+        let out = blkcg_sim(&args, &cache);
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {stderr}");
+        for w in wanted {
+            assert!(stderr.contains(w), "{extra:?}: wanted {w:?} in: {stderr}");
+        }
+    }
     // no toolchain: one line naming what is missing and the packages that bring it
     let empty = dir.join("bin");
     std::fs::create_dir_all(&empty).expect("mkdir");
