@@ -115,8 +115,10 @@ fn arm_tick(rt: &mut Runtime, hz: u32, q: &mut EventQueue) {
 
 /// One cgroup on the device (`struct ioc_gq`). Laid out by hand: with thousands of
 /// cgroups each I/O finds its iocg cold, so what the issue and completion paths read
-/// per I/O fills its first cache line (`align(64)` starts every iocg on one) and the
-/// wait queue's header the second; the period timer's fields follow.
+/// per I/O fills its first cache line (`align(64)` starts every iocg on one), the wait
+/// queue's header and timer the second, and what the rest of `iocg_kick_waitq()` reads
+/// (the delay, the wait's start and the counters it adds to) the third; the period
+/// timer's fields follow.
 #[derive(Debug, Clone, Default)]
 #[repr(C, align(64))]
 pub struct Iocg {
@@ -139,32 +141,37 @@ pub struct Iocg {
     /// The waiting bios and their absolute cost; nearly always one at most, held in
     /// the iocg's own line.
     waiters: InlineDeque<(BioId, u64), 1>,
-    // --- the rest
     activated_at_us: i64,
     timer_seq: u64,
     /// The wait timer's soft expiry while it is queued (`hrtimer_get_softexpires()`).
     timer_at: Option<Ns>,
+    // --- each wait: the third line
     /// Its place among equal soft expiries in [`Runtime::armed`] (FIFO, as the
     /// kernel's timerqueue keeps equal keys).
     timer_armed_seq: u64,
+    /// `delay` (us): the issuer delay.
+    pub delay: u64,
+    /// `wait_since` (us).
+    wait_since: Option<i64>,
+    /// Cumulative counters (what io.stat shows at the last flush is `last_stat`).
+    stat: IocgStat,
+    // --- the rest
     last_abs_vusage: u64,
     usage_delta_us: u64,
-    /// `delay` (us) and `delay_at` (us): the issuer delay and when it was set.
-    pub delay: u64,
+    /// `delay_at` (us): when the delay was set.
     delay_at: i64,
     /// The blkg's `delay_nsec` while `use_delay` is set (`blkcg_set_delay()`), else 0.
     blkg_delay_ns: u64,
-    /// `wait_since`, `indebt_since`, `indelay_since` (us).
-    wait_since: Option<i64>,
+    /// `indebt_since`, `indelay_since` (us).
     indebt_since: Option<i64>,
     indelay_since: Option<i64>,
-    /// Cumulative counters, and their values at the last flush (what io.stat shows).
-    stat: IocgStat,
     last_stat: IocgStat,
 }
 
-// what every I/O touches stays in the first cache line
+// what every I/O touches stays in the first cache line, a wait's in the next two
 const _: () = assert!(std::mem::offset_of!(Iocg, waiters) <= 64);
+const _: () = assert!(std::mem::offset_of!(Iocg, timer_armed_seq) == 128);
+const _: () = assert!(std::mem::offset_of!(Iocg, last_abs_vusage) == 192);
 
 /// `struct iocg_stat`: cumulative `cost.usage`, `cost.wait`, `cost.indebt`,
 /// `cost.indelay`, all in us.
