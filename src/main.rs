@@ -106,7 +106,9 @@ enum Cmd {
         #[arg(long)]
         timeline: bool,
         /// Log the controllers' events: blk-throttle's blktrace-style `throtl` lines and
-        /// blk-iocost's tracepoints (to trace.txt with --output, else to stderr).
+        /// blk-iocost's tracepoints (to trace.txt with --output, else to stderr as they
+        /// come; with several variants each line is prefixed [variant] and the variants
+        /// run one after another, so each trace comes whole and the same every time).
         #[arg(long)]
         trace: bool,
     },

@@ -4,7 +4,7 @@
 use std::process::Command;
 
 mod common;
-use common::{bin, one_line_error};
+use common::{bin, one_line_error, run};
 
 fn scenario_file(name: &str, text: &str) -> String {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
@@ -74,6 +74,41 @@ fn same_seed_byte_identical_output() {
         .unwrap();
     assert!(a.status.success());
     assert_eq!(a.stdout, b.stdout);
+}
+
+/// `--trace` to stderr with several variants: each variant's trace whole, in plan
+/// order, and the same bytes every time (made at once, their lines would interleave
+/// differently from run to run).
+#[test]
+fn traces_of_several_variants_come_whole_and_in_order() {
+    let args = [
+        "-q",
+        "run",
+        "iocost-no-completion",
+        "--trace",
+        "--output-format",
+        "summary",
+    ];
+    let (a, b) = (run(&args), run(&args));
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    let stderr = String::from_utf8(a.stderr).unwrap();
+    // (not assert_eq!: a failure would print 18,000 lines twice)
+    assert!(
+        stderr.as_bytes() == b.stderr,
+        "the trace differs between two runs"
+    );
+    let labels: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix('[')?.split_once(']').map(|(v, _)| v))
+        .collect();
+    assert!(labels.len() > 100, "{stderr}");
+    let mut blocks = labels.clone();
+    blocks.dedup();
+    assert_eq!(
+        blocks,
+        ["before", "after"],
+        "one block per variant, in order"
+    );
 }
 
 #[test]

@@ -108,8 +108,9 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
             all.join(", ")
         );
     }
+    let trace_to_stderr = o.trace && o.output.is_none();
     // every run on its own core; output in plan order, byte-identical to a serial run
-    let runs = in_parallel(&plan, |(v, k)| {
+    let run_one = |(v, k): &(Option<String>, Option<String>)| {
         let label = run_label(v, k);
         // the timelines stream to their files; in memory only what is printed
         let record = RecordOptions {
@@ -121,7 +122,7 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
             keep: o.timeline,
             keep_trace: false,
             keep_job_timelines: false,
-            trace_stderr: (o.trace && o.output.is_none()).then(|| match plan.len() {
+            trace_stderr: trace_to_stderr.then(|| match plan.len() {
                 1 => String::new(),
                 _ => format!("[{label}] "),
             }),
@@ -137,7 +138,15 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
         )?;
         run.label = label;
         Ok(run)
-    })?;
+    };
+    // trace lines printed to stderr as they come would interleave across runs made at
+    // once, differently each time: then the runs go one after another, in plan order,
+    // each one's trace live and whole
+    let runs = if trace_to_stderr && plan.len() > 1 {
+        plan.iter().map(run_one).collect::<Result<Vec<_>, _>>()?
+    } else {
+        in_parallel(&plan, run_one)?
+    };
     for w in runs.iter().flat_map(|r| &r.warnings) {
         eprintln!("warning: {w}");
     }
