@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::stats::{DdirStats, LAT_M_KEYS, LAT_N_KEYS, LatStat, percentiles};
-use super::{GroupBw, JobReport, RunReport};
+use super::{GroupBw, JobReport, RunReport, gathered};
 use crate::workload::fio::UnifiedRw;
 
 /// A JSON value in fio's printing style (order-preserving objects).
@@ -64,20 +64,22 @@ fn write(j: &J, level: usize, out: &mut String) {
         J::Obj(kv) => {
             out.push_str("{\n");
             for (i, (k, v)) in kv.iter().enumerate() {
-                push_pad(out, level + 1);
-                out.push('"');
-                push_esc(out, k);
-                out.push_str("\" : ");
-                write(v, level + 1, out);
-                if i + 1 < kv.len() {
-                    out.push(',');
-                }
-                out.push('\n');
+                push_member(out, level, k, v, i + 1 == kv.len());
             }
             push_pad(out, level);
             out.push('}');
         }
     }
+}
+
+/// One `"key" : value` line of an object at `level`, its comma unless it is the last.
+fn push_member(out: &mut String, level: usize, k: &str, v: &J, last: bool) {
+    push_pad(out, level + 1);
+    out.push('"');
+    push_esc(out, k);
+    out.push_str("\" : ");
+    write(v, level + 1, out);
+    out.push_str(if last { "\n" } else { ",\n" });
 }
 
 fn obj(kv: Vec<(&str, J)>) -> J {
@@ -289,12 +291,7 @@ fn job_obj(r: &JobReport, group_bw: &GroupBw, plus: bool) -> J {
 
 /// The whole JSON document, as `fio --output-format=json[+]` prints it.
 pub fn to_json(run: &RunReport, plus: bool) -> String {
-    let mut out = String::new();
-    let Ok(()) = write_json(run, plus, &mut |piece| {
-        out.push_str(piece);
-        Ok::<(), std::convert::Infallible>(())
-    });
-    out
+    gathered(|mut emit| write_json(run, plus, &mut emit))
 }
 
 /// [`to_json`], piece by piece to `emit` (a job's object at a time): a run of many
@@ -335,11 +332,8 @@ pub fn write_json<E>(
         tail.push(("device", J::Obj(dev)));
     }
     let member = |k: &str, v: &J, last: bool| {
-        let mut s = "  \"".to_string();
-        push_esc(&mut s, k);
-        s.push_str("\" : ");
-        write(v, 1, &mut s);
-        s.push_str(if last { "\n" } else { ",\n" });
+        let mut s = String::new();
+        push_member(&mut s, 0, k, v, last);
         s
     };
     emit("{\n")?;

@@ -21,8 +21,22 @@ pub use stats::JobStats;
 
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
+use std::convert::Infallible;
 
 use crate::workload::fio::UnifiedRw;
+
+/// A report that a writer (`text::write_normal`, `json::write_json`) hands out piece
+/// by piece, gathered into one string.
+fn gathered(
+    write: impl FnOnce(&mut dyn FnMut(&str) -> Result<(), Infallible>) -> Result<(), Infallible>,
+) -> String {
+    let mut out = String::new();
+    let Ok(()) = write(&mut |piece| {
+        out.push_str(piece);
+        Ok(())
+    });
+    out
+}
 
 /// One job (or one reporting group, with group_reporting) as fio reports it.
 #[derive(Debug, Clone)]

@@ -4,7 +4,7 @@
 //! `num2str()` (lib/num2str.c) which decides every unit and rounding.
 
 use super::stats::{DdirStats, LatStat, percentiles};
-use super::{GroupBw, JobReport, RunReport};
+use super::{GroupBw, JobReport, RunReport, gathered};
 use crate::sim::IoErr;
 use crate::workload::fio::UnifiedRw;
 
@@ -371,12 +371,7 @@ fn strerror(errno: i32) -> &'static str {
 /// The whole normal output of one run: job headers, the lines fio prints while the
 /// jobs run (errors), per-job blocks, group lines.
 pub fn to_normal(run: &RunReport) -> String {
-    let mut out = String::new();
-    let Ok(()) = write_normal(run, &mut |piece| {
-        out.push_str(piece);
-        Ok::<(), std::convert::Infallible>(())
-    });
-    out
+    gathered(|mut emit| write_normal(run, &mut emit))
 }
 
 /// [`to_normal`], piece by piece to `emit` (a job's block at a time): a run of many
