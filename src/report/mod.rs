@@ -3,6 +3,7 @@
 pub mod decimate;
 pub mod device_plot;
 pub mod fio;
+pub mod glyphs;
 pub mod html;
 pub mod io_stat;
 pub mod outdir;

@@ -595,10 +595,7 @@ mod tests {
         let drawn = plot_deadline(&base, "t", &series, &jobs);
         let svg = std::fs::read_to_string(base.with_extension("svg"));
         std::fs::remove_dir_all(&dir).unwrap();
-        let Ok(()) = drawn else {
-            // a machine without fonts: an error, no picture to look at
-            return;
-        };
+        drawn.unwrap();
         let hex = |c: RGBColor| format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2);
         let stroked = |c: RGBColor| format!("stroke=\"{}\"", hex(c));
         let svg = svg.unwrap();
