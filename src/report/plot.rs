@@ -252,9 +252,7 @@ impl MarkChart<'_> {
     {
         let mut mesh = chart.configure_mesh();
         mesh.x_desc(self.x_label).y_desc(self.y_label);
-        if self.log_x {
-            mesh.x_label_formatter(&log_tick);
-        }
+        mesh.x_label_formatter(&tick).y_label_formatter(&tick);
         mesh.draw().map_err(|e| e.to_string())?;
         for (k, m) in self.marks.iter().enumerate() {
             let color = COLORS[k % COLORS.len()];
@@ -355,7 +353,8 @@ where
             .y_label_area_size(70);
         if panel.log_y {
             if y1 <= y0 {
-                y1 = y0 * 10.0;
+                // one value: a decade either side, the line across the middle
+                (y0, y1) = (y0 / 10.0, y1 * 10.0);
             }
             let range = (y0 / 1.2..y1 * 1.2).log_scale();
             let mut chart = builder
@@ -363,12 +362,8 @@ where
                 .map_err(|e| e.to_string())?;
             fill(&mut chart, panel, palette, last.then_some(x_label))?;
         } else {
-            if y1 <= y0 {
-                y1 = y0 + 1.0;
-            }
-            let pad = (y1 - y0) * 0.05;
             let mut chart = builder
-                .build_cartesian_2d(x0..x1, (y0 - pad)..(y1 + pad))
+                .build_cartesian_2d(x0..x1, linear_span(y0, y1))
                 .map_err(|e| e.to_string())?;
             fill(&mut chart, panel, palette, last.then_some(x_label))?;
         }
@@ -376,9 +371,28 @@ where
     Ok(())
 }
 
-/// A log axis's tick label: plotters places its ticks at values such as
-/// 0.30000000000000004, so print at most four significant digits, no trailing zeros.
-fn log_tick(v: &f64) -> String {
+/// A linear y axis for values from `y0` to `y1`, padded 5% each side. Values whose
+/// spread is under 5% of their size (a job held at 500,000 IOPS that rose from
+/// 499,960; vrate flat at 100%) are drawn from zero: zoomed in, the axis would turn
+/// a rounding-sized wobble into a climb across the whole panel.
+fn linear_span(y0: f64, y1: f64) -> std::ops::Range<f64> {
+    let size = y0.abs().max(y1.abs());
+    let (y0, y1) = if y1 - y0 < 0.05 * size {
+        (y0.min(0.0), y1.max(0.0))
+    } else {
+        (y0, y1)
+    };
+    let pad = if y1 > y0 { (y1 - y0) * 0.05 } else { 0.5 };
+    (y0 - pad)..(y1 + pad)
+}
+
+/// A tick label: plotters places its ticks at values such as 0.30000000000000004 and
+/// prints whole numbers as "500000.0", so print at most four significant digits, no
+/// trailing zeros.
+fn tick(v: &f64) -> String {
+    if *v == 0.0 || !v.is_finite() {
+        return format!("{}", v.abs());
+    }
     let digits = (3 - v.abs().log10().floor() as i32).clamp(0, 12) as usize;
     let s = format!("{v:.digits$}");
     match s.contains('.') {
@@ -405,9 +419,7 @@ where
 {
     let mut mesh = chart.configure_mesh();
     mesh.y_desc(panel.y_label.as_str());
-    if panel.log_y {
-        mesh.y_label_formatter(&log_tick);
-    }
+    mesh.x_label_formatter(&tick).y_label_formatter(&tick);
     if let Some(x) = x_label {
         mesh.x_desc(x);
     }
@@ -458,7 +470,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn log_ticks_print_short() {
+    fn ticks_print_short() {
         let cases = [
             (0.30000000000000004, "0.3"),
             (0.1, "0.1"),
@@ -466,10 +478,35 @@ mod tests {
             (800.0000000000001, "800"),
             (5.0, "5"),
             (123456.0, "123456"),
+            (500000.0, "500000"),
+            (0.0, "0"),
+            (-0.0, "0"),
+            (-2.5, "-2.5"),
         ];
         for (v, want) in cases {
-            assert_eq!(log_tick(&v), want, "{v}");
+            assert_eq!(tick(&v), want, "{v}");
         }
+    }
+
+    /// A linear axis zooms in on a real spread, and shows a flat line (or one whose
+    /// spread is rounding-sized) from zero, never as a climb across the panel.
+    #[test]
+    fn linear_axes_zoom_only_on_a_real_spread() {
+        let span = |y0: f64, y1: f64| {
+            let r = linear_span(y0, y1);
+            (r.start, r.end)
+        };
+        // vrate from 100% down to 60%: zoomed, 5% padding
+        assert_eq!(span(60.0, 100.0), (58.0, 102.0));
+        // 499,960 to 500,000 IOPS: from zero
+        let (lo, hi) = span(499_960.0, 500_000.0);
+        assert!(lo < 0.0 && lo > -30_000.0 && hi > 500_000.0, "{lo}..{hi}");
+        // flat at 100: from zero, the line inside the panel
+        let (lo, hi) = span(100.0, 100.0);
+        assert!(lo < 0.0 && hi > 100.0, "{lo}..{hi}");
+        // busy_level from -3 to 2, and all zeros
+        assert_eq!(span(-3.0, 2.0), (-3.25, 2.25));
+        assert_eq!(span(0.0, 0.0), (-0.5, 0.5));
     }
 
     /// A panel of many lines draws them all but names only the first in its legend,
