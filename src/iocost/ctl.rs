@@ -56,7 +56,7 @@ use super::{Iocost, TimerMode, TraceVrate};
 use crate::sim::Ns;
 use crate::sim::bio::{Bio, BioId, BioSlab, Dir};
 use crate::sim::inline_deque::InlineDeque;
-use crate::sim::prefetch::prefetch;
+use crate::sim::prefetch::{prefetch, prefetch_span};
 use crate::sim::queue::{Event, EventQueue};
 use crate::stack::PolicyId;
 
@@ -443,6 +443,20 @@ impl Iocost {
     pub fn prefetch_done(&self, cg: u32) {
         if let Some(g) = self.rt.iocgs.get(cg as usize) {
             prefetch(g);
+        }
+    }
+
+    /// Hints the lines a wait timer with `token` reads as it fires (`iocg_kick_waitq()`):
+    /// its iocg's first three lines and its node of the weight tree.
+    #[inline]
+    pub fn prefetch_timer(&self, token: u64) {
+        if token & (PERIOD_BIT | TICK_BIT) != 0 {
+            return;
+        }
+        let cg = (token >> 32) as u32;
+        if let Some(g) = self.rt.iocgs.get(cg as usize) {
+            prefetch_span(&g.active, &g.stat);
+            self.rt.hier.prefetch(cg);
         }
     }
 

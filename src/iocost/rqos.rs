@@ -192,4 +192,8 @@ impl RqQos for Iocost {
     fn prefetch_done(&self, cg: u32) {
         Iocost::prefetch_done(self, cg)
     }
+    #[inline]
+    fn prefetch_timer(&self, token: u64) {
+        Iocost::prefetch_timer(self, token)
+    }
 }

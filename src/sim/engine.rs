@@ -634,9 +634,16 @@ pub struct Pipeline {
     /// [`Pipeline::record_job_timelines`]: each job's completions go into its
     /// `JobRt::timeline`.
     job_timelines: bool,
+    /// Hint each next event's first line ([`Pipeline::prefetch_next`]).
+    lookahead: bool,
 }
 
 const WORKER: u32 = 0;
+/// From how many jobs on each event the pipeline hints the next event's first line.
+/// Measured here (simultaneous pairs, blk-iocost, one cgroup per job), hinting on
+/// every run: one job 1.17× the CPU time, 1,000 jobs 1.12×, 3,000 1.09×, 5,000 1.00×,
+/// 10,000 0.94×.
+const LOOKAHEAD_JOBS: usize = 8192;
 const SAMPLE_TICK: Ns = 100 * NSEC_PER_MSEC;
 const FIO_SAMPLE: Ns = 500 * NSEC_PER_MSEC;
 
@@ -752,6 +759,7 @@ impl Pipeline {
             dev_may_fail,
             device_lat: None,
             job_timelines: false,
+            lookahead: nr_jobs >= LOOKAHEAD_JOBS,
             limits,
         }
     }
@@ -879,6 +887,9 @@ impl Pipeline {
                 capped_at = Some(d);
                 break;
             }
+            if self.lookahead {
+                self.prefetch_next();
+            }
             match ev {
                 Event::Job(j) => {
                     self.jobs[j as usize].wake_scheduled = false;
@@ -972,6 +983,27 @@ impl Pipeline {
         }
         if let Some(e) = self.stack.elevator.as_mut() {
             e.drain(rec);
+        }
+    }
+
+    /// Hint the first line the next event reads, so that it loads while this one
+    /// runs: with thousands of cgroups each event starts with a miss on its job, its
+    /// context or (a blk-iocost wait timer) its iocg, and most events do not depend on
+    /// the one before. Only with [`LOOKAHEAD_JOBS`] jobs or more: the second look at
+    /// the queue costs more than the misses it hides while the records fit in cache.
+    #[inline]
+    fn prefetch_next(&mut self) {
+        match self.q.peek_event() {
+            Some(Event::Policy(id, token)) => {
+                for p in &self.stack.rq_qos {
+                    if p.get_ref().id() == id {
+                        p.prefetch_timer(token);
+                    }
+                }
+            }
+            Some(Event::Ctx(c)) => prefetch(&self.ctxs[c as usize]),
+            Some(Event::Job(j)) => prefetch(&self.jobs[j as usize]),
+            _ => {}
         }
     }
 

@@ -216,6 +216,9 @@ pub trait RqQos: BlkcgPolicy {
     /// A request of cgroup `cg` went to the driver: hint the cache lines `done_bio`
     /// and `done` will read for it when it completes. A hint only.
     fn prefetch_done(&self, _cg: u32) {}
+    /// Its timer event with `token` is the next to fire: hint the cache lines that
+    /// event will read first. A hint only.
+    fn prefetch_timer(&self, _token: u64) {}
 }
 
 /// A built policy, by where it sits.
@@ -333,6 +336,12 @@ impl RqQosEntry {
     #[inline(always)]
     pub fn prefetch_done(&self, cg: u32) {
         on_entry!(self, p => RqQos::prefetch_done(&**p, cg))
+    }
+
+    /// [`RqQos::prefetch_timer`].
+    #[inline(always)]
+    pub fn prefetch_timer(&self, token: u64) {
+        on_entry!(self, p => RqQos::prefetch_timer(&**p, token))
     }
 }
 
