@@ -447,17 +447,18 @@ impl Iocost {
     }
 
     /// Hints the lines a wait timer with `token` reads as it fires (`iocg_kick_waitq()`):
-    /// its iocg's first three lines and its node of the weight tree.
+    /// its iocg's first three lines and its node of the weight tree; its cgroup, whose
+    /// waiters it may wake.
     #[inline]
-    pub fn prefetch_timer(&self, token: u64) {
+    pub fn prefetch_timer(&self, token: u64) -> Option<u32> {
         if token & (PERIOD_BIT | TICK_BIT) != 0 {
-            return;
+            return None;
         }
         let cg = (token >> 32) as u32;
-        if let Some(g) = self.rt.iocgs.get(cg as usize) {
-            prefetch_span(&g.active, &g.stat);
-            self.rt.hier.prefetch(cg);
-        }
+        let g = self.rt.iocgs.get(cg as usize)?;
+        prefetch_span(&g.active, &g.stat);
+        self.rt.hier.prefetch(cg);
+        Some(cg)
     }
 
     /// `ioc_rqos_throttle()`: true = issue now.

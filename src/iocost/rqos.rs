@@ -193,7 +193,7 @@ impl RqQos for Iocost {
         Iocost::prefetch_done(self, cg)
     }
     #[inline]
-    fn prefetch_timer(&self, token: u64) {
+    fn prefetch_timer(&self, token: u64) -> Option<u32> {
         Iocost::prefetch_timer(self, token)
     }
 }

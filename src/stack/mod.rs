@@ -217,8 +217,11 @@ pub trait RqQos: BlkcgPolicy {
     /// and `done` will read for it when it completes. A hint only.
     fn prefetch_done(&self, _cg: u32) {}
     /// Its timer event with `token` is the next to fire: hint the cache lines that
-    /// event will read first. A hint only.
-    fn prefetch_timer(&self, _token: u64) {}
+    /// event will read first, and say which cgroup's sleepers it may wake (for the
+    /// pipeline to hint theirs). A hint only.
+    fn prefetch_timer(&self, _token: u64) -> Option<u32> {
+        None
+    }
 }
 
 /// A built policy, by where it sits.
@@ -340,7 +343,7 @@ impl RqQosEntry {
 
     /// [`RqQos::prefetch_timer`].
     #[inline(always)]
-    pub fn prefetch_timer(&self, token: u64) {
+    pub fn prefetch_timer(&self, token: u64) -> Option<u32> {
         on_entry!(self, p => RqQos::prefetch_timer(&**p, token))
     }
 }
