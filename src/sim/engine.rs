@@ -641,7 +641,8 @@ pub struct Pipeline {
     /// [`Pipeline::record_job_timelines`]: each job's completions go into its
     /// `JobRt::timeline`.
     job_timelines: bool,
-    /// Hint each next event's first line ([`Pipeline::prefetch_next`]).
+    /// Hint each next event's first lines ([`Pipeline::prefetch_next`]): set as the
+    /// run starts, with a number of jobs in [`LOOKAHEAD_JOBS`] and a policy or elevator.
     lookahead: bool,
     /// Each cgroup's first job's context (0: none), the one a wake-up in that cgroup
     /// most likely resumes: for hints only.
@@ -649,11 +650,14 @@ pub struct Pipeline {
 }
 
 const WORKER: u32 = 0;
-/// From how many jobs on each event the pipeline hints the next event's first line.
-/// Measured here (simultaneous pairs, blk-iocost, one cgroup per job), hinting on
-/// every run: one job 1.17× the CPU time, 1,000 jobs 1.12×, 3,000 1.09×, 5,000 1.00×,
-/// 10,000 0.94× (0.89× with the woken job's lines, `Pipeline::prefetch_ctx`).
-const LOOKAHEAD_JOBS: usize = 8192;
+/// With how many jobs each event hints the next event's first lines (when a policy or
+/// elevator is on the path): from where the jobs' records outgrow the second-level
+/// cache to where they are far past the last level, every line comes from memory and
+/// the hints' traffic costs more than the waits they hide. Measured here (simultaneous
+/// pairs, blk-iocost, one cgroup per job), hinting on every run: one job 1.17× the CPU
+/// time, 1,000 jobs 1.12×, 3,000 1.09×, 5,000 1.00×, 10,000 0.89×, 30,000 0.93×,
+/// 60,000 0.96× (setup included), 100,000 1.07×.
+const LOOKAHEAD_JOBS: std::ops::RangeInclusive<usize> = 8192..=65536;
 const SAMPLE_TICK: Ns = 100 * NSEC_PER_MSEC;
 const FIO_SAMPLE: Ns = 500 * NSEC_PER_MSEC;
 
@@ -775,7 +779,7 @@ impl Pipeline {
             dev_may_fail,
             device_lat: None,
             job_timelines: false,
-            lookahead: nr_jobs >= LOOKAHEAD_JOBS,
+            lookahead: false,
             cg_ctx,
             limits,
         }
@@ -895,6 +899,12 @@ impl Pipeline {
         mut progress: impl FnMut(Ns, u64),
         rec: &mut dyn Recorder,
     ) -> RunOutput {
+        // the hints pay where the records no longer fit in cache and something on the
+        // path reorders the jobs: without one the tag queue serves them round robin, in
+        // the order their records lie in memory, and the hardware prefetcher streams
+        // them (10,000 jobs: 1.04× the CPU time with hints, against 0.89× under
+        // blk-iocost)
+        self.lookahead = LOOKAHEAD_JOBS.contains(&self.jobs.len()) && !self.stack.is_bare();
         self.start_ready();
         self.q.push(SAMPLE_TICK, Event::Sample);
         let mut last_progress = 0;
@@ -1006,9 +1016,13 @@ impl Pipeline {
     /// Hint the first lines the next event reads, so that they load while this one
     /// runs: with thousands of cgroups each event starts with a miss on its job, its
     /// context or (a blk-iocost wait timer) its iocg, then on the job it resumes, and
-    /// most events do not depend on the one before. Only with [`LOOKAHEAD_JOBS`] jobs or more: the second look at
-    /// the queue costs more than the misses it hides while the records fit in cache.
-    #[inline]
+    /// most events do not depend on the one before. Only with a number of jobs in
+    /// [`LOOKAHEAD_JOBS`] (below it the second look at the queue costs more than the
+    /// misses it hides, above it the hints' traffic does) and something on the path that
+    /// reorders the jobs (`Pipeline::run`). Out of line: inlined, it cost every run's
+    /// loop instructions (plain 10,000 jobs, callgrind: +1.0% against +0.3%) for a call
+    /// only large runs make.
+    #[inline(never)]
     fn prefetch_next(&mut self) {
         match self.q.peek_event() {
             Some(Event::Policy(id, token)) => {

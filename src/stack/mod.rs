@@ -374,6 +374,11 @@ impl Default for Stack {
 }
 
 impl Stack {
+    /// No policy and no elevator: bios go from the submitter to the tags untouched.
+    pub fn is_bare(&self) -> bool {
+        self.bio.is_empty() && self.rq_qos.is_empty() && self.elevator.is_none()
+    }
+
     /// Add a policy: a bio-level one at its place in `submit_bio()` order, an rq-qos
     /// entry at the head of the chain.
     pub fn add(&mut self, h: Hooks) {
