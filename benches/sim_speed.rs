@@ -68,6 +68,9 @@ fn bare_loop(total: u64, depth: u32) -> u64 {
 }
 
 fn bench(c: &mut Criterion) {
+    // criterion draws its reports with plotters, which this crate builds without system
+    // fonts: its text comes from the face our pictures register
+    blkcg_sim::report::glyphs::register().expect("the built-in font");
     let mut g = c.benchmark_group("simulated_ios");
     g.sample_size(10);
     let cases = [

@@ -33,6 +33,9 @@ fn run_all(s: &Sweep, jobs: usize) -> usize {
 }
 
 fn bench(c: &mut Criterion) {
+    // criterion draws its reports with plotters, which this crate builds without system
+    // fonts: its text comes from the face our pictures register
+    blkcg_sim::report::glyphs::register().expect("the built-in font");
     let s = sweep();
     let mut g = c.benchmark_group("sweep_points");
     g.sample_size(10);

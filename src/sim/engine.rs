@@ -656,7 +656,7 @@ const WORKER: u32 = 0;
 /// the hints' traffic costs more than the waits they hide. Measured here (simultaneous
 /// pairs, blk-iocost, one cgroup per job), hinting on every run: one job 1.17× the CPU
 /// time, 1,000 jobs 1.12×, 3,000 1.09×, 5,000 1.00×, 10,000 0.89×, 30,000 0.93×,
-/// 60,000 0.96× (setup included), 100,000 1.07×.
+/// 60,000 0.96× (setup included), 100,000 1.04×.
 const LOOKAHEAD_JOBS: std::ops::RangeInclusive<usize> = 8192..=65536;
 const SAMPLE_TICK: Ns = 100 * NSEC_PER_MSEC;
 const FIO_SAMPLE: Ns = 500 * NSEC_PER_MSEC;
