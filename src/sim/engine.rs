@@ -652,8 +652,8 @@ pub struct Pipeline {
 const WORKER: u32 = 0;
 /// With how many jobs each event hints the next event's first lines (when a policy or
 /// elevator is on the path): from where the jobs' records outgrow the second-level
-/// cache to where they are far past the last level, every line comes from memory and
-/// the hints' traffic costs more than the waits they hide. Measured here (simultaneous
+/// cache up to where they are far past the last level, beyond which every line comes
+/// from memory and the hints' traffic costs more than the waits they hide. Measured here (simultaneous
 /// pairs, blk-iocost, one cgroup per job), hinting on every run: one job 1.17× the CPU
 /// time, 1,000 jobs 1.12×, 3,000 1.09×, 5,000 1.00×, 10,000 0.89×, 30,000 0.93×,
 /// 60,000 0.96× (setup included), 100,000 1.04×.
