@@ -645,7 +645,7 @@ pub struct Pipeline {
     /// run starts, with a number of jobs in [`LOOKAHEAD_JOBS`] and a policy or elevator.
     lookahead: bool,
     /// Each cgroup's first job's context (0: none), the one a wake-up in that cgroup
-    /// most likely resumes: for hints only.
+    /// most likely resumes: for hints only, so made only when `lookahead` is set.
     cg_ctx: Vec<u32>,
 }
 
@@ -742,12 +742,6 @@ impl Pipeline {
             })
             .collect();
         let nr_jobs = jobs.len();
-        let mut cg_ctx = vec![0; nr_cgroups.max(1)];
-        for (j, job) in jobs.iter().enumerate().rev() {
-            if let Some(c) = cg_ctx.get_mut(job.p.cgroup as usize) {
-                *c = j as u32 + 1;
-            }
-        }
         Pipeline {
             q: EventQueue::new(),
             bios: BioSlab::default(),
@@ -780,7 +774,7 @@ impl Pipeline {
             device_lat: None,
             job_timelines: false,
             lookahead: false,
-            cg_ctx,
+            cg_ctx: Vec::new(),
             limits,
         }
     }
@@ -905,6 +899,14 @@ impl Pipeline {
         // them (10,000 jobs: 1.04× the CPU time with hints, against 0.89× under
         // blk-iocost)
         self.lookahead = LOOKAHEAD_JOBS.contains(&self.jobs.len()) && !self.stack.is_bare();
+        if self.lookahead {
+            self.cg_ctx = vec![0; self.cg_stat.len()];
+            for (j, job) in self.jobs.iter().enumerate().rev() {
+                if let Some(c) = self.cg_ctx.get_mut(job.p.cgroup as usize) {
+                    *c = j as u32 + 1;
+                }
+            }
+        }
         self.start_ready();
         self.q.push(SAMPLE_TICK, Event::Sample);
         let mut last_progress = 0;
