@@ -25,7 +25,8 @@
 //!   the CSV rows `sweep --format csv` prints — the unit a distributed engine (Ray,
 //!   Dask, a Slurm array) hands to a worker; slices concatenated in order are the
 //!   whole sweep, whatever ran them.
-//! - [`scenarios`]: the built-in scenarios.
+//! - [`scenarios`]: the built-in scenarios; [`controllers`]: the controllers, as the
+//!   registry describes them (their files, switches, tables).
 //!
 //! Errors are the command line's messages, as `String`s.
 
@@ -37,11 +38,11 @@ use crate::report::fio::json::to_json;
 use crate::report::outputs::{job_lines, summary_text};
 use crate::report::record::RecordOptions;
 use crate::report::summary::{IOSTAT_CSV_HEADER, iostat_csv_row};
-use crate::report::timeline::{
-    IOCOST_CSV_HEADER, THROTTLE_CSV_HEADER, iocost_csv_rows, jobs_csv, throttle_csv_row,
-};
+use crate::report::timeline::jobs_csv;
 use crate::run::{prepare, simulate};
 use crate::scenario::{Scenario, embedded};
+use crate::stack::registry;
+use crate::stack::stream::StreamDef;
 use crate::sweep::Sweep;
 use crate::sweep::pool;
 use crate::sweep::record::csv_header;
@@ -104,6 +105,78 @@ pub fn scenarios() -> Vec<(&'static str, String)> {
         .collect()
 }
 
+/// One cgroup file of a controller.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ControllerFile {
+    /// As cgroupfs names it (`io.max`).
+    pub name: &'static str,
+    /// Whether the root cgroup has it, and whether its children do.
+    pub on_root: bool,
+    pub on_children: bool,
+    /// The `key=value` tokens its line takes (`sweep`'s `FILE:TOKEN`).
+    pub tokens: &'static [&'static str],
+    /// A line the kernel accepts, `MAJ:MIN` standing for the disk's numbers.
+    pub example: &'static str,
+}
+
+/// One controller the simulator has: a blk-cgroup policy, an rq-qos entry or an
+/// elevator, as the registry (`crate::stack::registry`) describes it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Controller {
+    /// As the kernel calls it (`blk-iocost`, `mq-deadline`).
+    pub name: &'static str,
+    /// `bio` (in `submit_bio()`), `rq-qos` (on the rq-qos chain) or `elevator`.
+    pub kind: &'static str,
+    /// Its cgroup files (none for an elevator without a cgroup side).
+    pub files: Vec<ControllerFile>,
+    /// The prefix of its `[kernel]` behaviour switches (`iocost.`), if any.
+    pub switches: Option<&'static str>,
+    /// An elevator's `queue/iosched/` files (`[device.iosched]` keys).
+    pub attributes: &'static [&'static str],
+    /// Its timelines: the names of its tables in [`RunResult::tables`].
+    pub tables: Vec<&'static str>,
+    /// The kernel config options a real kernel needs for it.
+    pub kconfig: Vec<&'static str>,
+}
+
+/// Every controller the simulator has, policies first, in registry order.
+pub fn controllers() -> Vec<Controller> {
+    let tables = |streams: &[&StreamDef]| streams.iter().map(|s| s.name).collect();
+    let kconfig = |opts: &[registry::Kconfig]| opts.iter().map(|o| o.name).collect();
+    let policies = registry::POLICIES.iter().map(|d| Controller {
+        name: d.name,
+        kind: match d.hooks {
+            registry::HookKind::Bio => "bio",
+            registry::HookKind::RqQos => "rq-qos",
+        },
+        files: d
+            .files
+            .iter()
+            .map(|f| ControllerFile {
+                name: f.name,
+                on_root: f.on_root(),
+                on_children: f.on_children(),
+                tokens: f.tokens,
+                example: f.example,
+            })
+            .collect(),
+        switches: d.switches,
+        attributes: &[],
+        tables: tables(d.streams),
+        kconfig: kconfig(d.kconfig),
+    });
+    let elevators = registry::ELEVATORS.iter().map(|e| Controller {
+        name: e.name,
+        kind: "elevator",
+        files: Vec::new(),
+        switches: e.switches,
+        attributes: e.attributes,
+        tables: tables(e.streams),
+        kconfig: kconfig(e.kconfig),
+    });
+    policies.chain(elevators).collect()
+}
+
 /// What to run of a scenario.
 #[derive(Debug, Clone, Default)]
 pub struct RunRequest {
@@ -119,6 +192,18 @@ pub struct RunRequest {
     pub trace: bool,
 }
 
+/// One CSV table of a run, as its file holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    /// Its name (`jobs`, `iostat`, then each stream's of the registry: `throttle`,
+    /// `timeline` (blk-iocost), `iolatency`, `deadline`, ...).
+    pub name: &'static str,
+    /// Its file in a run's folder (`jobs.csv`).
+    pub file: &'static str,
+    /// The CSV text, with its header even when it has no row.
+    pub csv: String,
+}
+
 /// Everything one run produced, as the files of `run --output` hold it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunResult {
@@ -126,17 +211,25 @@ pub struct RunResult {
     pub fio_json: String,
     /// The summary (`summary.txt`): the table, then the device line of an FTL drive.
     pub summary: String,
-    /// The CSV files' text, each with its header even when it has no row.
-    pub jobs_csv: String,
-    pub timeline_csv: String,
-    pub iostat_csv: String,
-    pub throttle_csv: String,
+    /// Every CSV table: `jobs`, `iostat`, then every policy's and elevator's stream
+    /// in registry order, whether or not the run has that policy.
+    pub tables: Vec<Table>,
     /// `io.stat` of every cgroup that did I/O.
     pub io_stat: String,
     /// The controllers' event log, one line each (empty unless asked for).
     pub trace: Vec<String>,
     /// What `run` prints as warnings.
     pub warnings: Vec<String>,
+}
+
+impl RunResult {
+    /// The CSV text of table `name` (`jobs`, `iostat`, `throttle`, ...).
+    pub fn table(&self, name: &str) -> Option<&str> {
+        self.tables
+            .iter()
+            .find(|t| t.name == name)
+            .map(|t| t.csv.as_str())
+    }
 }
 
 /// `--set KEY=V1,V2,...` with the values' commas and backslashes escaped.
@@ -194,26 +287,31 @@ pub fn run(sc: &Scenario, req: &RunRequest) -> Result<RunResult, String> {
         ..RecordOptions::default()
     };
     let run = simulate(sc, prepared, &Reporter::Quiet, keep)?;
-    let tree = &run.resolved.tree;
     let mut iostat_csv = IOSTAT_CSV_HEADER.to_string();
     for row in &run.record.iostat {
         iostat_csv_row(&mut iostat_csv, row);
     }
-    let mut timeline_csv = IOCOST_CSV_HEADER.to_string();
-    for row in &run.record.iocost_rows {
-        iocost_csv_rows(&mut timeline_csv, row, tree);
-    }
-    let mut throttle_csv = THROTTLE_CSV_HEADER.to_string();
-    for (t, row) in &run.record.throttle_rows {
-        throttle_csv_row(&mut throttle_csv, *t, row, tree);
-    }
+    let mut tables = vec![
+        Table {
+            name: "jobs",
+            file: "jobs.csv",
+            csv: jobs_csv(&job_lines(&run)),
+        },
+        Table {
+            name: "iostat",
+            file: "iostat.csv",
+            csv: iostat_csv,
+        },
+    ];
+    tables.extend(registry::streams().map(|def| Table {
+        name: def.name,
+        file: def.csv,
+        csv: run.record.csv(def, &run.resolved.tree),
+    }));
     Ok(RunResult {
         fio_json: to_json(&run.fio, false),
         summary: summary_text(&run),
-        jobs_csv: jobs_csv(&job_lines(&run)),
-        timeline_csv,
-        iostat_csv,
-        throttle_csv,
+        tables,
         io_stat: run.io_stat.clone(),
         trace: run.record.trace.clone(),
         warnings: run.warnings.clone(),
@@ -359,14 +457,15 @@ seed = 9
         );
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(throttle.lines().count() > 1 && timeline.lines().count() > 1);
-        assert_eq!(mem.iostat_csv, iostat);
-        assert_eq!(mem.timeline_csv, timeline);
-        assert_eq!(mem.throttle_csv, throttle);
+        assert_eq!(mem.table("iostat"), Some(iostat.as_str()));
+        assert_eq!(mem.table("timeline"), Some(timeline.as_str()));
+        assert_eq!(mem.table("throttle"), Some(throttle.as_str()));
         assert!(!mem.trace.is_empty());
         assert_eq!(mem.trace.join("\n") + "\n", trace);
         assert_eq!(mem.fio_json, to_json(&filed.fio, false));
-        assert!(mem.jobs_csv.starts_with("t_s,job,ios,iops,lat_mean_ms\n"));
-        assert!(mem.jobs_csv.contains(",a,") && mem.jobs_csv.contains(",b,"));
+        let jobs = mem.table("jobs").unwrap();
+        assert!(jobs.starts_with("t_s,job,ios,iops,lat_mean_ms\n"));
+        assert!(jobs.contains(",a,") && jobs.contains(",b,"));
     }
 
     #[test]

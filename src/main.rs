@@ -230,13 +230,22 @@ enum Cmd {
     ///   device.KEY                      e.g. device.iops, device.preset, device.completion_nsec
     ///   kernel.version | kernel.hz      e.g. kernel.version=6.10,6.16
     ///   kernel.config.NAME              throttling_low, blkcg_debug_stats
-    ///   kernel.throttle.* | kernel.iocost.*   a behaviour switch
+    ///   kernel.PREFIX.NAME              a behaviour switch: throttle.*, iocost.*,
+    ///                                   iolatency.*, deadline.* (kernel.deadline.prio)
+    ///   device.iosched.NAME             an elevator's queue/iosched/ file (fifo_batch)
     ///   host.KEY | state.KEY            e.g. host.submit_ns, state.iocost.vrate
-    ///   root.io.cost.qos[:TOKEN]        whole line, or e.g. root.io.cost.qos:max=50,100
-    ///   root.io.cost.model[:TOKEN]      e.g. root.io.cost.model:rrandiops=3000,3566
-    ///   cgroup.NAME.io.max[:TOKEN]      e.g. cgroup.batch.io.max:wbps=10485760,max
-    ///   cgroup.NAME.io.weight           the whole line, e.g. "default 100,default 300"
+    ///   root.FILE[:TOKEN]               a root file's whole line or one token:
+    ///                                   root.io.cost.qos:max=50,100,
+    ///                                   root.io.cost.model:rrandiops=3000,3566
+    ///   cgroup.NAME.FILE[:TOKEN]        a cgroup file's whole line or one token:
+    ///                                   cgroup.batch.io.max:wbps=10485760,max,
+    ///                                   cgroup.web.io.weight="default 100,default 300",
+    ///                                   cgroup.web.io.latency:target=2000,5000,
+    ///                                   cgroup.batch.io.prio.class=idle,restrict-to-be
     ///   cgroup.NAME.fio[:OPTION]        the fio text, or e.g. cgroup.web.fio:iodepth=1,8,32
+    ///
+    /// Every cgroup file, token, switch prefix and iosched file of every controller
+    /// (blk-throttle, blk-iocost, blk-iolatency, blk-ioprio, mq-deadline) is accepted.
     ///
     /// A token is replaced where the line has it, else appended; a fio option is replaced
     /// in every job that writes it (under any spelling), else added for all jobs. Values

@@ -8,7 +8,6 @@ use blkcg_sim::iocost::ctl::PeriodRow;
 use blkcg_sim::iocost::{Iocost, IocostConfig, TimerMode, behaviour_for};
 use blkcg_sim::sim::bio::{Bio, BioSlab, Dir};
 use blkcg_sim::sim::queue::{Event, EventQueue};
-use blkcg_sim::stack::PolicyId;
 
 const SERVICE_NS: u64 = 100_000;
 
@@ -127,7 +126,7 @@ fn run_meta(qos: &str, weights: &[u32], meta: &[bool], qd: usize, secs: u64) -> 
     let mut woken = Vec::new();
     while let Some((now, ev)) = rig.q.pop() {
         match ev {
-            Event::Policy(PolicyId::Cost, tok) => {
+            Event::Policy(blkcg_sim::iocost::rqos::ID, tok) => {
                 rig.ioc
                     .on_event(now, tok, &mut rig.q, &mut rig.bios, &mut woken);
                 for id in std::mem::take(&mut woken) {
@@ -339,7 +338,7 @@ fn debt_scenario_delay_lands_in_slat() {
     assert!(job("data").slat_mean_ms < 0.01);
     assert!(
         run.record
-            .iocost_rows
+            .rows::<PeriodRow>()
             .iter()
             .any(|r| r.cgroups.iter().any(|c| c.debt > 0))
     );

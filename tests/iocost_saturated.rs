@@ -72,7 +72,7 @@ fn run_seed(edit: impl Fn(&str) -> String, fix: bool, seed: Option<u64>) -> Out 
     let run = run_variant(&sc, None, Some("6.12.117"), seed, false).unwrap();
     Out {
         jobs: run.summaries,
-        rows: run.record.iocost_rows,
+        rows: run.record.rows::<PeriodRow>().to_vec(),
     }
 }
 

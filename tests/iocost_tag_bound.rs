@@ -39,7 +39,7 @@ fn rows() -> Vec<PeriodRow> {
         Value::Integer(guest.dispatch_ns),
     ));
     let run = run_variant(&sc.pinned(&pins), None, Some("6.1.192"), None, false).unwrap();
-    run.record.iocost_rows
+    run.record.rows::<PeriodRow>().to_vec()
 }
 
 /// The base vrate in force at `t_ms` (the last period ended by then).

@@ -308,7 +308,7 @@ fn example(variant: &str, version: Option<&str>) -> (f64, f64, String) {
     };
     let windows = run
         .record
-        .iolatency_rows
+        .rows::<IolatRow>()
         .iter()
         .filter(|r| matches!(r, IolatRow::Window(_)))
         .count();
@@ -316,7 +316,9 @@ fn example(variant: &str, version: Option<&str>) -> (f64, f64, String) {
     assert!(run.io_stat.contains("depth="), "{}", run.io_stat);
     let text = format!(
         "{:?}\n{}\n{:?}",
-        run.summaries, run.io_stat, run.record.iolatency_rows
+        run.summaries,
+        run.io_stat,
+        run.record.rows::<IolatRow>()
     );
     (job("web").clat_mean_ms * 1e3, job("batch").iops, text)
 }

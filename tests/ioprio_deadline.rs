@@ -3,6 +3,7 @@
 
 use blkcg_sim::run::run_variant;
 use blkcg_sim::scenario::Scenario;
+use blkcg_sim::sched::mq_deadline::elevator::DeadlineRow;
 
 fn iops(text: &str, variant: &str) -> Vec<(String, f64)> {
     let sc = Scenario::parse(text, "t.toml").unwrap();
@@ -218,7 +219,7 @@ fn deadline_rows_account_for_every_request() {
     let text = std::fs::read_to_string("scenarios/example-deadline-reads-vs-writes.toml").unwrap();
     let sc = Scenario::parse(&text, "t.toml").unwrap();
     let run = run_variant(&sc, Some("writes_starved-2"), None, None, false).unwrap();
-    let rows = &run.record.deadline_rows;
+    let rows = run.record.rows::<DeadlineRow>();
     // every request is BE here: one row per tick, 100 ms apart
     assert!(rows.len() >= 100, "{}", rows.len());
     assert!(rows.iter().all(|r| r.prio.name() == "be"));
@@ -241,5 +242,5 @@ fn deadline_rows_account_for_every_request() {
     }
     // under none there is no mq-deadline, so no row
     let none = run_variant(&sc, Some("none"), None, None, false).unwrap();
-    assert!(none.record.deadline_rows.is_empty() && none.record.deadline.is_none());
+    assert!(none.record.rows::<DeadlineRow>().is_empty() && none.record.streams.is_empty());
 }

@@ -3,7 +3,7 @@
 use blkcg_sim::blkcg::{CgroupTree, DeviceTable};
 use blkcg_sim::device::QueueLimits;
 use blkcg_sim::sim::{Bio, BioSlab, Dir, Event, EventQueue, NSEC_PER_MSEC, Ns};
-use blkcg_sim::stack::PolicyId;
+use blkcg_sim::throttle::policy::ID as THROTTLE;
 use blkcg_sim::throttle::{Throttle, ThrottleConfig, behaviour_for};
 use proptest::prelude::*;
 
@@ -57,7 +57,7 @@ fn run(version: &str, arrivals: &[(u64, u64, bool)]) -> Vec<(u32, Dir, u64, Ns)>
                     slab.release(id);
                 }
             }
-            Event::Policy(PolicyId::Throttle, tok) => {
+            Event::Policy(THROTTLE, tok) => {
                 out.clear();
                 t.on_event(now, tok, &mut q, &mut slab, &mut out);
                 for &id in &out {

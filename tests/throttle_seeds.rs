@@ -7,7 +7,7 @@
 use blkcg_sim::blkcg::{CgroupTree, DeviceTable};
 use blkcg_sim::device::QueueLimits;
 use blkcg_sim::sim::{Bio, BioSlab, Dir, Event, EventQueue, NSEC_PER_MSEC, NSEC_PER_SEC, Ns};
-use blkcg_sim::stack::PolicyId;
+use blkcg_sim::throttle::policy::ID as THROTTLE;
 use blkcg_sim::throttle::{Throttle, ThrottleConfig, behaviour_for};
 
 fn limits(rotational: bool) -> QueueLimits {
@@ -63,7 +63,7 @@ fn seed1(version: &str, hz: u32) -> Vec<Ns> {
                     q.push(now + think, Event::Job(0));
                 }
             }
-            Event::Policy(PolicyId::Throttle, tok) => {
+            Event::Policy(THROTTLE, tok) => {
                 out.clear();
                 t.on_event(now, tok, &mut q, &mut slab, &mut out);
                 for &id in &out {
@@ -161,7 +161,7 @@ fn seed2(version: &str, io_max: &str, win: Ns) -> Vec<u64> {
     }
     let mut out = Vec::new();
     while let Some((now, ev)) = q.pop() {
-        if let Event::Policy(PolicyId::Throttle, tok) = ev {
+        if let Event::Policy(THROTTLE, tok) = ev {
             out.clear();
             t.on_event(now, tok, &mut q, &mut slab, &mut out);
             for &id in &out {

@@ -32,7 +32,7 @@ import pandas as pd
 from . import _native
 from ._native import ScenarioError
 
-__all__ = ["Result", "ScenarioError", "check", "run", "scenarios", "sweep"]
+__all__ = ["Result", "ScenarioError", "check", "controllers", "run", "scenarios", "sweep"]
 
 #: What names a scenario: a path, a built-in scenario's name, TOML text, or a dict
 #: laid out as the TOML file would be.
@@ -96,42 +96,49 @@ class Result:
         io_stat: ``io.stat`` of every cgroup that did I/O.
         trace: the controllers' event log, one line each (``trace=True``).
         warnings: what ``blkcg-sim run`` prints as warnings.
-        jobs, timeline, iostat, throttle: the CSV files as DataFrames (below).
+        tables: every CSV table by name, as a DataFrame: ``jobs``, ``iostat``, then
+            each controller's timeline, whether or not the run used it (empty then):
+            ``throttle`` (blk-throttle), ``timeline`` (blk-iocost), ``iolatency``
+            (blk-iolatency), ``deadline`` (mq-deadline).
+        jobs, timeline, iostat, throttle: four of them, as properties (below).
     """
 
     def __init__(self, out: "_native.RunOutput") -> None:
-        self._out = out
         self.fio: Dict[str, Any] = json.loads(out.fio_json)
         self.summary: str = out.summary
         self.io_stat: str = out.io_stat
         self.trace: List[str] = list(out.trace)
         self.warnings: List[str] = list(out.warnings)
+        self._csv: Dict[str, str] = dict(out.tables)
+        self.tables: Dict[str, pd.DataFrame] = {
+            name: _frame(text) for name, text in self._csv.items()
+        }
 
     @property
     def jobs(self) -> pd.DataFrame:
         """``jobs.csv``: each job's I/Os, IOPS and mean latency per time bin."""
-        return _frame(self._out.jobs_csv)
+        return self.tables["jobs"]
 
     @property
     def timeline(self) -> pd.DataFrame:
         """``timeline.csv``: blk-iocost's periods, one row per cgroup (empty without it)."""
-        return _frame(self._out.timeline_csv)
+        return self.tables["timeline"]
 
     @property
     def iostat(self) -> pd.DataFrame:
         """``iostat.csv``: the device each second, as ``iostat -x 1`` shows it."""
-        return _frame(self._out.iostat_csv)
+        return self.tables["iostat"]
 
     @property
     def throttle(self) -> pd.DataFrame:
         """``throttle.csv``: blk-throttle's slices and queues (empty without it)."""
-        return _frame(self._out.throttle_csv)
+        return self.tables["throttle"]
 
     def csv(self, name: str) -> str:
-        """The text of CSV file ``name`` (``jobs``, ``timeline``, ``iostat``, ``throttle``)."""
-        if name not in ("jobs", "timeline", "iostat", "throttle"):
-            raise ValueError(f"{name}: one of jobs, timeline, iostat, throttle")
-        return getattr(self._out, f"{name}_csv")
+        """The text of CSV table ``name`` (one of :attr:`tables`)."""
+        if name not in self._csv:
+            raise ValueError(f"{name}: one of {', '.join(self._csv)}")
+        return self._csv[name]
 
     def __repr__(self) -> str:
         return f"<blkcg_sim.Result: {len(self.fio.get('jobs', []))} fio job(s)>"
@@ -183,6 +190,16 @@ def check(
 def scenarios() -> Dict[str, str]:
     """The built-in scenarios: name → the first line of its description (as `blkcg-sim scenarios`)."""
     return dict(_native.scenarios())
+
+
+def controllers() -> List[Dict[str, Any]]:
+    """Every controller the simulator has — blk-cgroup policies, rq-qos entries and
+    elevators — as its registry describes it: ``name``, ``kind`` (``bio``, ``rq-qos``,
+    ``elevator``), ``files`` (each with ``name``, ``on_root``, ``on_children``,
+    ``tokens`` and an accepted ``example`` line, ``MAJ:MIN`` for the disk), ``switches``
+    (the ``[kernel]`` switch prefix), ``attributes`` (an elevator's ``queue/iosched/``
+    files), ``tables`` (its names in :attr:`Result.tables`) and ``kconfig``."""
+    return json.loads(_native.controllers_json())
 
 
 def sweep(

@@ -58,10 +58,9 @@ fn load_json(json: &str, file: &str) -> PyResult<(String, String)> {
 struct RunOutput {
     fio_json: String,
     summary: String,
-    jobs_csv: String,
-    timeline_csv: String,
-    iostat_csv: String,
-    throttle_csv: String,
+    /// Every CSV table as `(name, text)`: `jobs`, `iostat`, then every controller's
+    /// stream in the registry's order (`throttle`, `timeline`, `iolatency`, ...).
+    tables: Vec<(String, String)>,
     io_stat: String,
     trace: Vec<String>,
     warnings: Vec<String>,
@@ -93,10 +92,11 @@ fn run(
     Ok(RunOutput {
         fio_json: r.fio_json,
         summary: r.summary,
-        jobs_csv: r.jobs_csv,
-        timeline_csv: r.timeline_csv,
-        iostat_csv: r.iostat_csv,
-        throttle_csv: r.throttle_csv,
+        tables: r
+            .tables
+            .into_iter()
+            .map(|t| (t.name.to_string(), t.csv))
+            .collect(),
         io_stat: r.io_stat,
         trace: r.trace,
         warnings: r.warnings,
@@ -159,6 +159,12 @@ fn scenarios() -> Vec<(&'static str, String)> {
     api::scenarios()
 }
 
+/// The controllers the simulator has, as JSON (`api::controllers`).
+#[pyfunction]
+fn controllers_json() -> String {
+    serde_json::to_string(&api::controllers()).unwrap_or_default()
+}
+
 /// The cores of this machine (the default number of sweep workers).
 #[pyfunction]
 fn cores() -> usize {
@@ -176,6 +182,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sweep_plan, m)?)?;
     m.add_function(wrap_pyfunction!(sweep_rows, m)?)?;
     m.add_function(wrap_pyfunction!(scenarios, m)?)?;
+    m.add_function(wrap_pyfunction!(controllers_json, m)?)?;
     m.add_function(wrap_pyfunction!(cores, m)?)?;
     Ok(())
 }

@@ -181,7 +181,11 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<u8, String> {
         if o.timeline {
             emit(&summary::iostat_text(&run.limits.name, &run.record.iostat))?;
             emit(&run.io_stat)?;
-            emit(&run.monitor)?;
+            for (name, text) in &run.reports {
+                if !name.ends_with(".json") {
+                    emit(text)?;
+                }
+            }
         }
         if let Some(out) = &run.record.out {
             write_outputs(out, run)?;

@@ -280,7 +280,11 @@ pub fn resolve(table: &toml::Table, seed: u64) -> Result<Resolved, KeyError> {
     } else {
         "none"
     };
-    let scheduler = k.choice("scheduler", default, crate::sched::NAMES)?;
+    let scheduler = k.choice(
+        "scheduler",
+        default,
+        &crate::stack::registry::scheduler_names(),
+    )?;
     // queue/nr_requests, written after the scheduler (which resets it)
     k.nr_requests(scheduler != "none", dev.limits().hw_queue_depth)?;
     // read by crate::sched::build

@@ -58,7 +58,6 @@ use crate::sim::bio::{Bio, BioId, BioSlab, Dir};
 use crate::sim::inline_deque::InlineDeque;
 use crate::sim::prefetch::{prefetch, prefetch_span};
 use crate::sim::queue::{Event, EventQueue};
-use crate::stack::PolicyId;
 
 const PERIOD_BIT: u64 = 1 << 63;
 const TICK_BIT: u64 = 1 << 62;
@@ -79,7 +78,7 @@ fn arm_wait_timer(
     let g = &mut rt.iocgs[cg as usize];
     g.timer_seq += 1;
     let ev = Event::Policy(
-        PolicyId::Cost,
+        super::rqos::ID,
         (u64::from(cg) << 32) | (g.timer_seq & 0xffff_ffff),
     );
     g.timer_at = Some(at);
@@ -110,7 +109,7 @@ fn arm_tick(rt: &mut Runtime, hz: u32, q: &mut EventQueue) {
     let hz = u64::from(hz.max(1));
     let at = jiffy_start(q.now() * hz / 1_000_000_000 + 1, hz);
     rt.tick_at = Some(at);
-    q.push_timer(at, Event::Policy(PolicyId::Cost, TICK_BIT));
+    q.push_timer(at, Event::Policy(super::rqos::ID, TICK_BIT));
 }
 
 /// One cgroup on the device (`struct ioc_gq`). Laid out by hand: with thousands of
@@ -352,7 +351,7 @@ impl Iocost {
         self.rt.period_seq += 1;
         q.push(
             at,
-            Event::Policy(PolicyId::Cost, PERIOD_BIT | self.rt.period_seq),
+            Event::Policy(super::rqos::ID, PERIOD_BIT | self.rt.period_seq),
         );
     }
 
@@ -1360,7 +1359,7 @@ mod tests {
         }
         let (mut bios, mut woken, mut out) = (BioSlab::default(), Vec::new(), Vec::new());
         while let Some((now, ev)) = q.pop() {
-            let Event::Policy(PolicyId::Cost, token) = ev else {
+            let Event::Policy(crate::iocost::rqos::ID, token) = ev else {
                 panic!("{ev:?}");
             };
             let armed: Vec<bool> = (1..4).map(|c| ioc.rt.iocgs[c].timer_at.is_some()).collect();

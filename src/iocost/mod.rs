@@ -38,6 +38,7 @@ pub mod hweight;
 pub mod model;
 pub mod period;
 pub mod rqos;
+pub mod timeline;
 
 use crate::blkcg::iocost_model::ModelParams;
 use crate::blkcg::iocost_qos::{QosParams, open_bdev};
@@ -201,6 +202,8 @@ pub struct Iocost {
     paths: Vec<String>,
     /// Disk name (`ioc_name()`), for trace lines.
     name: String,
+    /// The whole run's figures, counted as its periods are drained (`rqos.rs`).
+    pub(crate) run: rqos::RunFigures,
 }
 
 impl Iocost {
@@ -229,6 +232,7 @@ impl Iocost {
             ),
             paths: tree.nodes.iter().map(|n| n.path.clone()).collect(),
             name: limits.name.clone(),
+            run: rqos::RunFigures::default(),
         };
         ioc.refresh();
         ioc

@@ -15,18 +15,69 @@ use crate::error::KeyError;
 use crate::kernel_version::KernelVersion;
 use crate::scenario::resolve::Resolved;
 use crate::sim::{BioId, BioSlab, EventQueue, Ns};
-use crate::stack::registry::{PolicyDef, PolicySetup};
+use crate::stack::registry::{
+    CgroupFile, Creation, HookKind, Kconfig, Place, PolicyDef, PolicySetup,
+};
 use crate::stack::{BlkcgPolicy, Hooks, PolicyId, Recorder, Request, RqQos, RqQosEntry, RqQosOps};
 
-/// blk-iocost's interface files (`ioc_files`).
-const FILES: &[&str] = &["io.weight", "io.cost.qos", "io.cost.model"];
+/// blk-iocost's id: 16 + `RQ_QOS_COST`.
+pub const ID: PolicyId = PolicyId(18);
 
-/// blk-iocost's line in the registry.
+/// blk-iocost's registration (`blkcg_policy_iocost`, `ioc_files`, `ioc_rqos_ops`).
 pub const POLICY: PolicyDef = PolicyDef {
-    files: FILES,
+    name: "blk-iocost",
+    hooks: HookKind::RqQos,
+    id: ID,
+    files: &[
+        CgroupFile {
+            name: "io.weight",
+            place: Place::NotOnRoot,
+            tokens: &[],
+            example: "default 200",
+        },
+        CgroupFile {
+            name: "io.cost.qos",
+            place: Place::OnlyOnRoot,
+            tokens: &[
+                "enable", "ctrl", "rpct", "rlat", "wpct", "wlat", "min", "max",
+            ],
+            example: "MAJ:MIN enable=1 ctrl=user rpct=95 rlat=5000 wpct=95 wlat=5000 min=50 max=150",
+        },
+        CgroupFile {
+            name: "io.cost.model",
+            place: Place::OnlyOnRoot,
+            tokens: &[
+                "ctrl",
+                "model",
+                "rbps",
+                "rseqiops",
+                "rrandiops",
+                "wbps",
+                "wseqiops",
+                "wrandiops",
+            ],
+            example: "MAJ:MIN ctrl=user model=linear rbps=200000000 rseqiops=2000 rrandiops=2000 wbps=200000000 wseqiops=2000 wrandiops=2000",
+        },
+    ],
+    switches: Some("iocost."),
+    kconfig: &[Kconfig::needed("BLK_CGROUP_IOCOST")],
+    streams: &[&super::timeline::STREAM],
+    reports: &["iocost_monitor.txt", "iocost_monitor.json"],
     refuses,
     configure,
+    created: Creation::AtFirstWrite,
 };
+
+/// Figures of the whole run, counted from its periods as they are drained.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct RunFigures {
+    /// Periods where no I/O completed and lagging I/O reset a positive busy_level to
+    /// 0 (the bug of the iocost no-completion seed).
+    no_completion_resets: u64,
+    /// The periods, and the sum of their base vrates (%), for the mean.
+    periods: u64,
+    vrate_pct_sum: f64,
+}
 
 /// blk-iocost's files appear with it, in 5.4 (7caa47151ab2).
 fn refuses(v: &KernelVersion) -> Option<&'static str> {
@@ -98,10 +149,7 @@ impl PolicySetup for Setup {
 
 impl BlkcgPolicy for Iocost {
     fn id(&self) -> PolicyId {
-        PolicyId::Cost
-    }
-    fn files(&self) -> &'static [&'static str] {
-        FILES
+        ID
     }
     fn write(
         &mut self,
@@ -133,7 +181,14 @@ impl BlkcgPolicy for Iocost {
     }
     fn drain(&mut self, rec: &mut dyn Recorder) {
         for row in self.take_rows() {
-            rec.iocost(&row);
+            let f = &mut self.run;
+            if row.nr_done == 0 && row.nr_lagging > 0 && row.busy_before > 0 && row.busy_after == 0
+            {
+                f.no_completion_resets += 1;
+            }
+            f.periods += 1;
+            f.vrate_pct_sum += row.vrate_base_pct;
+            rec.row(&row);
         }
         for line in self.take_trace() {
             rec.trace(line);
@@ -141,6 +196,25 @@ impl BlkcgPolicy for Iocost {
     }
     fn exit(&mut self, _now: Ns, _q: &mut EventQueue) {
         Iocost::exit(self);
+    }
+    fn set_tracing(&mut self, on: bool) {
+        Iocost::set_tracing(self, on);
+    }
+    fn figures(&self) -> Vec<(&'static str, f64)> {
+        let f = &self.run;
+        let mut v = vec![("iocost.no_completion_resets", f.no_completion_resets as f64)];
+        if f.periods > 0 {
+            v.push(("iocost.vrate_mean_pct", f.vrate_pct_sum / f.periods as f64));
+        }
+        v
+    }
+    fn reports(&mut self, now: Ns, json: bool) -> Vec<(&'static str, String)> {
+        // iocost_monitor.py's view of the device at the end of the run
+        let mut v = vec![("iocost_monitor.txt", self.monitor_text(now))];
+        if json {
+            v.push(("iocost_monitor.json", self.monitor_json(now)));
+        }
+        v
     }
 }
 

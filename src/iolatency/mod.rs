@@ -40,6 +40,7 @@ pub mod ctl;
 pub mod delay;
 pub mod grp;
 pub mod rqos;
+pub mod timeline;
 
 pub use ctl::{
     BlkIolatency, Bypass, DoneBio, IolatRow, IolatencyConfig, Released, TickRow, WindowRow,

@@ -18,18 +18,34 @@ use crate::error::KeyError;
 use crate::kernel_version::KernelVersion;
 use crate::scenario::resolve::Resolved;
 use crate::sim::{BioId, BioSlab, Event, EventQueue, Ns};
-use crate::stack::registry::{PolicyDef, PolicySetup};
+use crate::stack::registry::{
+    CgroupFile, Creation, HookKind, Kconfig, Place, PolicyDef, PolicySetup,
+};
 use crate::stack::{BlkcgPolicy, Hooks, PolicyId, Recorder, RqQos, RqQosEntry, RqQosOps};
 use crate::throttle::ThrottleConfig;
 
-/// blk-iolatency's interface file (`iolatency_files`).
-const FILES: &[&str] = &["io.latency"];
+/// blk-iolatency's id: 16 + `RQ_QOS_LATENCY`.
+pub const ID: PolicyId = PolicyId(17);
 
-/// blk-iolatency's line in the registry.
+/// blk-iolatency's registration (`blkcg_policy_iolatency`, `iolatency_files`,
+/// `blkcg_iolatency_ops`).
 pub const POLICY: PolicyDef = PolicyDef {
-    files: FILES,
+    name: "blk-iolatency",
+    hooks: HookKind::RqQos,
+    id: ID,
+    files: &[CgroupFile {
+        name: "io.latency",
+        place: Place::NotOnRoot,
+        tokens: &["target"],
+        example: "MAJ:MIN target=2000",
+    }],
+    switches: Some("iolatency."),
+    kconfig: &[Kconfig::needed("BLK_CGROUP_IOLATENCY")],
+    streams: &[&super::timeline::STREAM],
+    reports: &[],
     refuses,
     configure,
+    created: Creation::AtFirstWrite,
 };
 
 /// `io.latency` appears with blk-iolatency, in 4.19.
@@ -108,7 +124,7 @@ impl LatencyEntry {
             && self.timer_pushed != Some(at)
         {
             self.timer_pushed = Some(at);
-            q.push(at.max(now), Event::Policy(PolicyId::Latency, at));
+            q.push(at.max(now), Event::Policy(ID, at));
         }
     }
 
@@ -125,10 +141,7 @@ impl LatencyEntry {
 
 impl BlkcgPolicy for LatencyEntry {
     fn id(&self) -> PolicyId {
-        PolicyId::Latency
-    }
-    fn files(&self) -> &'static [&'static str] {
-        FILES
+        ID
     }
     fn write(
         &mut self,
@@ -172,7 +185,7 @@ impl BlkcgPolicy for LatencyEntry {
     }
     fn drain(&mut self, rec: &mut dyn Recorder) {
         for row in self.lat.take_rows() {
-            rec.iolatency(&row);
+            rec.row(&row);
         }
     }
     fn exit(&mut self, _now: Ns, _q: &mut EventQueue) {

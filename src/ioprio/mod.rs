@@ -21,17 +21,38 @@ use crate::error::KeyError;
 use crate::kernel_version::KernelVersion;
 use crate::scenario::resolve::Resolved;
 use crate::sim::{Bio, BioId, BioSlab, EventQueue, Ns};
-use crate::stack::registry::{PolicyDef, PolicySetup};
+use crate::stack::registry::{
+    CgroupFile, Creation, HookKind, Kconfig, Place, PolicyDef, PolicySetup,
+};
 use crate::stack::{BioPolicy, BlkcgPolicy, Hooks, PolicyId, Recorder};
 use crate::workload::job::JobPrio;
 
-const FILES: &[&str] = &["io.prio.class"];
+/// blk-ioprio's id: the first bio-level policy in `submit_bio()`.
+pub const ID: PolicyId = PolicyId(0);
 
-/// blk-ioprio's line in the registry.
+/// blk-ioprio's registration (`ioprio_policy`, `ioprio_files`).
 pub const POLICY: PolicyDef = PolicyDef {
-    files: FILES,
+    name: "blk-ioprio",
+    hooks: HookKind::Bio,
+    id: ID,
+    files: &[CgroupFile {
+        name: "io.prio.class",
+        place: Place::Anywhere,
+        tokens: &[],
+        example: "restrict-to-be",
+    }],
+    switches: None,
+    kconfig: &[Kconfig {
+        name: "BLK_CGROUP_IOPRIO",
+        from: (5, 14),
+        until: None,
+        required: true,
+    }],
+    streams: &[],
+    reports: &[],
     refuses,
     configure,
+    created: Creation::AtFirstWrite,
 };
 
 fn refuses(v: &KernelVersion) -> Option<&'static str> {
@@ -102,10 +123,7 @@ pub fn prio_label(prio: &JobPrio, policy: PrioPolicy) -> Option<String> {
 
 impl BlkcgPolicy for BlkIoprio {
     fn id(&self) -> PolicyId {
-        PolicyId::Ioprio
-    }
-    fn files(&self) -> &'static [&'static str] {
-        FILES
+        ID
     }
     fn write(
         &mut self,

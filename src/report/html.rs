@@ -18,19 +18,15 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::report::outdir::{OWNED, OutDir};
+use crate::report::outdir::{OutDir, owned};
+use crate::stack::registry;
 
-/// The pictures a run may have, in the order shown, with what each one shows.
-const PICTURES: &[(&str, &str)] = &[
+/// The pictures every run may have, in the order shown, with what each one shows;
+/// each policy's and elevator's follow (their streams' `PictureDef`).
+const RUN_PICTURES: &[(&str, &str)] = &[
     ("jobs", "each job's IOPS and latency over time"),
     ("clat", "completion-latency percentiles per job"),
     ("iostat", "device throughput over time"),
-    ("iocost", "blk-iocost: vrate, busy_level and hweights"),
-    (
-        "iolatency",
-        "blk-iolatency: each group's window latency and queue depth",
-    ),
-    ("deadline", "mq-deadline: requests per priority class"),
 ];
 
 /// Prose from a scenario as HTML: escaped, and `code` in backticks as `<code>`, the way
@@ -175,7 +171,12 @@ pub fn report_page(
         let dir = top.join(r.label);
         page.heading(&format!("run-{}", r.label), r.label);
         page.pre(r.summary);
-        for (name, what) in PICTURES {
+        let streams = registry::streams().filter_map(|s| s.picture.as_ref());
+        let pictures = RUN_PICTURES
+            .iter()
+            .copied()
+            .chain(streams.map(|p| (p.stem, p.about)));
+        for (name, what) in pictures {
             if dir.join(format!("{name}.svg")).is_file() {
                 page.markup(&format!(
                     "<figure><img src=\"{0}/{1}.svg\" alt=\"{1}: {2}\" loading=\"lazy\">\
@@ -185,7 +186,7 @@ pub fn report_page(
                 ));
             }
         }
-        let files: Vec<String> = OWNED
+        let files: Vec<String> = owned()
             .iter()
             .filter(|f| !f.ends_with(".png") && !f.ends_with(".svg"))
             .filter(|f| dir.join(f).is_file())

@@ -9,8 +9,8 @@
 //! `. _ + - @`, not starting with a dot), which `Scenario::parse` also demands of
 //! variant names, so no name from a scenario can climb out of DIR. DIR itself is the
 //! user's and may be anything they name (even `/`): we only ever create our label
-//! folders in it and the files of [`OWNED`] in those. Opening a folder removes the
-//! files of [`OWNED`] an earlier run left there (a symlink of that name is removed as
+//! folders in it and the files of [`owned`] in those. Opening a folder removes the
+//! files of [`owned`] an earlier run left there (a symlink of that name is removed as
 //! a link, never followed), so re-using DIR never mixes runs; every file is then
 //! created anew with `O_NOFOLLOW | O_EXCL`, so a symlink planted meanwhile makes the
 //! write fail instead of landing elsewhere. Files of other names are left alone.
@@ -26,8 +26,9 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-/// Every file name a run may write into its folder (pictures as `.png` and `.svg`).
-pub const OWNED: &[&str] = &[
+/// The files every run may write into its folder (pictures as `.png` and `.svg`),
+/// before the policies' and elevators' own.
+const RUN_FILES: &[&str] = &[
     "summary.txt",
     "fio.json",
     "fio.txt",
@@ -40,20 +41,20 @@ pub const OWNED: &[&str] = &[
     "clat.svg",
     "iostat.png",
     "iostat.svg",
-    "iocost.png",
-    "iocost.svg",
-    "iocost_monitor.txt",
-    "iocost_monitor.json",
-    "timeline.csv",
-    "trace.txt",
-    "throttle.csv",
-    "iolatency.csv",
-    "iolatency.png",
-    "iolatency.svg",
-    "deadline.csv",
-    "deadline.png",
-    "deadline.svg",
 ];
+
+/// Every file name a run may write into its folder: [`RUN_FILES`], then each policy's
+/// and elevator's reports, streams and pictures (`crate::stack::registry`), then the
+/// trace.
+pub fn owned() -> &'static [&'static str] {
+    static OWNED: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
+        let mut v = RUN_FILES.to_vec();
+        v.extend(crate::stack::registry::output_files());
+        v.push("trace.txt");
+        v
+    });
+    &OWNED
+}
 
 /// Files written at the top of DIR, beside the label folders.
 pub const OWNED_TOP: &[&str] = &["ab.txt", "report.html"];
@@ -141,7 +142,7 @@ impl OutDir {
             Ok(_) => {}
             Err(_) => fs::create_dir(&path).map_err(|e| io_err(&path, e))?,
         }
-        remove_owned(&path, OWNED)?;
+        remove_owned(&path, owned())?;
         Ok(OutDir { path })
     }
 

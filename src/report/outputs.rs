@@ -1,7 +1,8 @@
 //! Every output file of one run under `--output DIR/<label>/` besides the timelines
 //! (which stream there during the run): fio's reports, the summary, io.stat, the jobs'
-//! timeline and the pictures, blk-iocost's monitor views. All writes go through
-//! `crate::report::outdir::OutDir`.
+//! timeline and the pictures (the device's, the jobs', and each policy's and elevator's
+//! from its stream's series), the policies' reports (blk-iocost's monitor views). All
+//! writes go through `crate::report::outdir::OutDir`.
 
 use std::collections::HashMap;
 
@@ -11,6 +12,7 @@ use crate::report::plot::{Panel, Series, plot_panels};
 use crate::report::summary::{self};
 use crate::report::timeline::{self, JobLine};
 use crate::run::VariantRun;
+use crate::stack::stream::PlotCtx;
 
 /// The run's jobs as `jobs.csv` and the jobs picture show them: one line per
 /// cgroup/job across successive fio runs (they never overlap), a job's later runs
@@ -77,41 +79,19 @@ pub fn write_outputs(out: &OutDir, run: &VariantRun) -> Result<(), String> {
     ) {
         eprintln!("warning: plot not drawn: {e}");
     }
-    if !run.monitor.is_empty() {
-        write("iocost_monitor.txt", &run.monitor)?;
-        write("iocost_monitor.json", &run.monitor_json)?;
+    for (name, text) in &run.reports {
+        write(name, text)?;
     }
-    if let Some(series) = &run.record.iocost
-        && let Err(e) = timeline::plot_iocost(
-            &dir.join("iocost"),
-            &format!("blk-iocost: {}", run.label),
-            series,
-            tree,
-            &jobs,
-        )
-    {
-        eprintln!("warning: plot not drawn: {e}");
-    }
-    if let Some(series) = &run.record.iolatency
-        && let Err(e) = timeline::plot_iolatency(
-            &dir.join("iolatency"),
-            &format!("blk-iolatency: {}", run.label),
-            series,
-            tree,
-            &jobs,
-        )
-    {
-        eprintln!("warning: plot not drawn: {e}");
-    }
-    if let Some(series) = &run.record.deadline
-        && let Err(e) = timeline::plot_deadline(
-            &dir.join("deadline"),
-            &format!("mq-deadline: {}", run.label),
-            series,
-            &jobs,
-        )
-    {
-        eprintln!("warning: plot not drawn: {e}");
+    // each policy's and elevator's picture, from its stream's series
+    let ctx = PlotCtx { tree, jobs: &jobs };
+    for s in &run.record.streams {
+        let (Some(series), Some(pic)) = (&s.series, &s.def.picture) else {
+            continue;
+        };
+        let title = format!("{}: {}", pic.title, run.label);
+        if let Err(e) = series.plot(&dir.join(pic.stem), &title, &ctx) {
+            eprintln!("warning: plot not drawn: {e}");
+        }
     }
     let iostat_panels = vec![Panel {
         y_label: "MiB/s".into(),

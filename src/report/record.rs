@@ -4,25 +4,26 @@
 //! Design
 //! ------
 //! The pipeline hands every row and trace line to a [`Recorder`] once per
-//! sample tick and keeps none itself. [`RunRecorder`] is the one implementation:
-//! - with an output folder, each CSV (`iostat.csv`, `timeline.csv`, `throttle.csv`,
-//!   `iolatency.csv`, `deadline.csv`) and
+//! sample tick and keeps none itself. [`RunRecorder`] is the one implementation. It
+//! knows the device's seconds (`iostat.csv`) and the trace (`trace.txt`); every other
+//! row is a policy's or elevator's [`TimelineRow`], handled by its
+//! [`StreamDef`] (`crate::stack::stream`) without the recorder knowing whose it is:
+//! - with an output folder, each stream's CSV (`iostat.csv`, and those of the registry:
+//!   `throttle.csv`, `timeline.csv`, `iolatency.csv`, `deadline.csv`, ...) and
 //!   `trace.txt` is created at its first row — so a file exists exactly when there is
-//!   something to put in it — and written through a buffer as the run goes;
+//!   something to put in it — and written through a buffer as the run goes; a row's
+//!   lines are formatted only then;
 //! - with an output folder (the pictures are drawn there, and only there), the
-//!   pictures' series (device throughput, blk-iocost's vrate, busy_level and
-//!   hweights, blk-iolatency's depths and windows, mq-deadline's per-level queue and
-//!   dispatch rate) go into [`Decimated`] series of bounded size, per-cgroup ones
-//!   for the first [`crate::report::decimate::MAX_LINES`] cgroups only (`Lines`);
-//!   without one they are not kept at all;
+//!   pictures' series (device throughput, and each stream's [`Series`]) are fed as rows
+//!   come, each of bounded size (`crate::report::decimate`); without one they are not
+//!   kept at all;
 //! - with `keep`, every row is also kept in memory (the library API, tests,
-//!   `validate` and `repro`, whose runs are short), with `keep_trace` every trace line;
-//!   the command line keeps only what it prints (`run --timeline` prints the device
-//!   timeline, no trace line);
+//!   `validate` and `repro`, whose runs are short): typed per stream
+//!   ([`Recorded::rows`]), or as CSV text ([`Recorded::csv`]); with `keep_trace` every
+//!   trace line; the command line keeps only what it prints (`run --timeline` prints
+//!   the device timeline, no trace line);
 //! - trace lines go to stderr as they come when the user asked for `--trace` without
-//!   an output folder;
-//! - figures a band needs from the whole run (blk-iocost's busy_level resets) are
-//!   counted on the way.
+//!   an output folder.
 //!
 //! So a run's memory does not grow with simulated time unless the caller keeps rows.
 //! A write error (disk full) is remembered and reported once the run ends.
@@ -31,20 +32,12 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 
 use crate::blkcg::CgroupTree;
-use crate::iocost::ctl::PeriodRow;
-use crate::iolatency::IolatRow;
 use crate::report::decimate::Decimated;
 use crate::report::outdir::OutDir;
 use crate::report::summary::{IOSTAT_CSV_HEADER, iostat_csv_row};
-use crate::report::timeline::{
-    DEADLINE_CSV_HEADER, DeadlineSeries, IOCOST_CSV_HEADER, IOLATENCY_CSV_HEADER, IocostSeries,
-    IolatencySeries, THROTTLE_CSV_HEADER, deadline_csv_row, iocost_csv_rows, iolatency_csv_row,
-    throttle_csv_row,
-};
-use crate::sched::mq_deadline::elevator::DeadlineRow;
+use crate::sim::NSEC_PER_SEC;
 use crate::sim::engine::{IostatRow, Recorder};
-use crate::sim::{NSEC_PER_SEC, Ns};
-use crate::throttle::ThrotlRow;
+use crate::stack::stream::{AnyRow, KeptRows, RowCtx, Series, StreamDef, TimelineRow};
 
 /// What a caller wants of a run's timelines.
 #[derive(Default)]
@@ -77,43 +70,62 @@ impl RecordOptions {
     }
 }
 
+/// What was kept of one policy's or elevator's timeline: the stream, the picture's
+/// series (with an output folder), every row (with `keep`).
+pub struct RecordedStream {
+    pub def: &'static StreamDef,
+    pub series: Option<Box<dyn Series>>,
+    pub rows: Option<Box<dyn KeptRows>>,
+}
+
+impl std::fmt::Debug for RecordedStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecordedStream")
+            .field("def", &self.def.name)
+            .field("rows", &self.rows.as_ref().map_or(0, |r| r.len()))
+            .finish()
+    }
+}
+
 /// Everything kept of a run's timelines once it has ended.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct Recorded {
-    /// With `keep`: every second of the device, every period; with `keep_trace`, every
-    /// trace line.
+    /// With `keep`: every second of the device; with `keep_trace`, every trace line.
     pub iostat: Vec<IostatRow>,
-    pub iocost_rows: Vec<PeriodRow>,
-    pub throttle_rows: Vec<(Ns, ThrotlRow)>,
     pub trace: Vec<String>,
     /// The folder the files streamed to, for the run's other outputs.
     pub out: Option<OutDir>,
     /// Device throughput in MiB/s, read and write, decimated (with an output folder).
     pub read_mib: Decimated,
     pub write_mib: Decimated,
-    /// blk-iocost's series, decimated; None when blk-iocost made no period or the run
-    /// has no output folder to draw them into (so for the three below).
-    pub iocost: Option<IocostSeries>,
-    /// blk-iolatency's series, decimated; None when it made no row.
-    pub iolatency: Option<IolatencySeries>,
-    /// With `keep`: every blk-iolatency row.
-    pub iolatency_rows: Vec<IolatRow>,
-    /// mq-deadline's series, decimated; None when the run has no mq-deadline.
-    pub deadline: Option<DeadlineSeries>,
-    /// With `keep`: every mq-deadline row.
-    pub deadline_rows: Vec<DeadlineRow>,
-    /// Periods where no I/O completed and lagging I/O reset a positive busy_level to
-    /// 0 (the bug of the iocost no-completion seed).
-    pub no_completion_resets: u64,
-    /// blk-iocost's periods and the sum of their base vrates (%), for the mean.
-    pub iocost_periods: u64,
-    pub vrate_pct_sum: f64,
+    /// Each stream that made a row, in the order of their first rows.
+    pub streams: Vec<RecordedStream>,
 }
 
 impl Recorded {
-    /// blk-iocost's mean base vrate over its periods (%), if it made any.
-    pub fn mean_vrate_pct(&self) -> Option<f64> {
-        (self.iocost_periods > 0).then(|| self.vrate_pct_sum / self.iocost_periods as f64)
+    /// With `keep`: every row of the stream of `T` (none if it made none).
+    pub fn rows<T: TimelineRow>(&self) -> &[T] {
+        self.streams
+            .iter()
+            .find(|s| s.def.csv == T::stream().csv)
+            .and_then(|s| s.rows.as_ref())
+            .and_then(|r| r.as_any().downcast_ref::<Vec<T>>())
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// With `keep`: stream `def`'s CSV text as its file holds it (the header alone if
+    /// it made no row).
+    pub fn csv(&self, def: &StreamDef, tree: &CgroupTree) -> String {
+        let mut out = def.header.to_string();
+        if let Some(rows) = self
+            .streams
+            .iter()
+            .find(|s| s.def.csv == def.csv)
+            .and_then(|s| s.rows.as_ref())
+        {
+            rows.csv(&mut out, tree);
+        }
+        out
     }
 }
 
@@ -125,7 +137,7 @@ struct Stream {
 }
 
 impl Stream {
-    fn new(name: &'static str, header: &'static str) -> Self {
+    fn new(name: &'static str, header: &str) -> Self {
         Stream {
             name,
             header: header.to_string(),
@@ -180,18 +192,22 @@ fn device_columns_values(line: &mut String, vals: &[f64]) {
     line.push('\n');
 }
 
+/// One stream of the run: its file, and what is kept of it.
+struct Live {
+    file: Stream,
+    kept: RecordedStream,
+}
+
 /// The recorder of one run (see the module comment).
 pub struct RunRecorder {
     tree: CgroupTree,
     opts: RecordOptions,
     iostat: Stream,
-    timeline: Stream,
-    throttle: Stream,
-    iolatency: Stream,
-    deadline: Stream,
     trace: Stream,
-    /// The depth blk-iolatency's picture draws for `max` (`nr_requests`).
-    unlimited_depth: u32,
+    /// The policies' and elevator's streams, at their first rows.
+    streams: Vec<Live>,
+    /// `q->nr_requests`, for rows drawn against it (blk-iolatency's unlimited depth).
+    nr_requests: u32,
     /// One line's text, reused.
     line: String,
     rec: Recorded,
@@ -205,12 +221,9 @@ impl RunRecorder {
             tree: tree.clone(),
             opts,
             iostat: Stream::new("iostat.csv", IOSTAT_CSV_HEADER),
-            timeline: Stream::new("timeline.csv", IOCOST_CSV_HEADER),
-            throttle: Stream::new("throttle.csv", THROTTLE_CSV_HEADER),
-            iolatency: Stream::new("iolatency.csv", IOLATENCY_CSV_HEADER),
-            deadline: Stream::new("deadline.csv", DEADLINE_CSV_HEADER),
             trace: Stream::new("trace.txt", ""),
-            unlimited_depth: u32::MAX,
+            streams: Vec::new(),
+            nr_requests: u32::MAX,
             line: String::new(),
             rec: Recorded {
                 read_mib: Decimated::new(NSEC_PER_SEC),
@@ -233,9 +246,9 @@ impl RunRecorder {
         )
     }
 
-    /// Draw blk-iolatency's unlimited depth as `nr_requests` in its picture.
+    /// The queue's `q->nr_requests`, which rows may be drawn against.
     pub fn set_nr_requests(&mut self, nr_requests: u32) {
-        self.unlimited_depth = nr_requests;
+        self.nr_requests = nr_requests;
     }
 
     /// Whether the pictures will be drawn (`report::outputs`, into the output folder),
@@ -245,16 +258,13 @@ impl RunRecorder {
     }
 
     /// `self.line` into `stream`, remembering the first error.
-    fn emit(&mut self, which: fn(&mut Self) -> &mut Stream) {
-        let Some(dir) = self.opts.out.take() else {
+    fn emit(out: &Option<OutDir>, stream: &mut Stream, line: &str, error: &mut Option<String>) {
+        let Some(dir) = out else {
             return;
         };
-        let line = std::mem::take(&mut self.line);
-        if let Err(e) = which(self).write(&dir, &line) {
-            self.error.get_or_insert(e);
+        if let Err(e) = stream.write(dir, line) {
+            error.get_or_insert(e);
         }
-        self.line = line;
-        self.opts.out = Some(dir);
     }
 
     /// The run has ended: flush the files; what was kept, or the first write error.
@@ -266,20 +276,18 @@ impl RunRecorder {
             {
                 self.error.get_or_insert(e);
             }
-            for s in [
-                &mut self.iostat,
-                &mut self.timeline,
-                &mut self.throttle,
-                &mut self.iolatency,
-                &mut self.deadline,
-                &mut self.trace,
-            ] {
+            let streams = self.streams.iter_mut().map(|s| &mut s.file);
+            for s in [&mut self.iostat, &mut self.trace]
+                .into_iter()
+                .chain(streams)
+            {
                 if let Err(e) = s.finish(&dir) {
                     self.error.get_or_insert(e);
                 }
             }
             self.rec.out = Some(dir);
         }
+        self.rec.streams = self.streams.into_iter().map(|s| s.kept).collect();
         match self.error {
             Some(e) => Err(e),
             None => Ok(self.rec),
@@ -301,71 +309,51 @@ impl Recorder for RunRecorder {
         self.line.clear();
         iostat_csv_row(&mut self.line, row);
         device_columns_values(&mut self.line, &row.dev_vals);
-        self.emit(|r| &mut r.iostat);
+        Self::emit(
+            &self.opts.out,
+            &mut self.iostat,
+            &self.line,
+            &mut self.error,
+        );
         if self.opts.keep {
             self.rec.iostat.push(row.clone());
         }
     }
 
-    fn throttle(&mut self, t: Ns, row: &ThrotlRow) {
-        self.line.clear();
-        throttle_csv_row(&mut self.line, t, row, &self.tree);
-        self.emit(|r| &mut r.throttle);
-        if self.opts.keep {
-            self.rec.throttle_rows.push((t, row.clone()));
+    fn row(&mut self, row: &dyn AnyRow) {
+        let def = row.stream();
+        let i = match self.streams.iter().position(|s| s.kept.def.csv == def.csv) {
+            Some(i) => i,
+            None => {
+                let series = def
+                    .picture
+                    .as_ref()
+                    .filter(|_| self.pictures())
+                    .map(|p| (p.series)());
+                let rows = self.opts.keep.then(|| row.new_store());
+                self.streams.push(Live {
+                    file: Stream::new(def.csv, def.header),
+                    kept: RecordedStream { def, series, rows },
+                });
+                self.streams.len() - 1
+            }
+        };
+        let ctx = RowCtx {
+            tree: &self.tree,
+            nr_requests: self.nr_requests,
+        };
+        let live = &mut self.streams[i];
+        if let Some(s) = &mut live.kept.series {
+            s.add(row.as_any(), &ctx);
         }
-    }
-
-    fn iocost(&mut self, row: &PeriodRow) {
-        if row.nr_done == 0 && row.nr_lagging > 0 && row.busy_before > 0 && row.busy_after == 0 {
-            self.rec.no_completion_resets += 1;
-        }
-        self.rec.iocost_periods += 1;
-        self.rec.vrate_pct_sum += row.vrate_base_pct;
-        if self.pictures() {
-            self.rec
-                .iocost
-                .get_or_insert_with(IocostSeries::default)
-                .add(row);
-        }
-        // a line per cgroup each period: formatted only when there is a file to write
+        // a row's lines are formatted only when there is a file to write them to
         if self.opts.out.is_some() {
             self.line.clear();
-            iocost_csv_rows(&mut self.line, row, &self.tree);
-            self.emit(|r| &mut r.timeline);
+            row.write_csv(&mut self.line, &self.tree);
+            Self::emit(&self.opts.out, &mut live.file, &self.line, &mut self.error);
         }
-        if self.opts.keep {
-            self.rec.iocost_rows.push(row.clone());
-        }
-    }
-
-    fn iolatency(&mut self, row: &IolatRow) {
-        if self.pictures() {
-            self.rec
-                .iolatency
-                .get_or_insert_with(IolatencySeries::default)
-                .add(row, self.unlimited_depth);
-        }
-        self.line.clear();
-        iolatency_csv_row(&mut self.line, row, &self.tree);
-        self.emit(|r| &mut r.iolatency);
-        if self.opts.keep {
-            self.rec.iolatency_rows.push(*row);
-        }
-    }
-
-    fn deadline(&mut self, row: &DeadlineRow) {
-        if self.pictures() {
-            self.rec
-                .deadline
-                .get_or_insert_with(DeadlineSeries::default)
-                .add(row);
-        }
-        self.line.clear();
-        deadline_csv_row(&mut self.line, row);
-        self.emit(|r| &mut r.deadline);
-        if self.opts.keep {
-            self.rec.deadline_rows.push(*row);
+        if let Some(kept) = &mut live.kept.rows {
+            kept.push(row.as_any());
         }
     }
 
@@ -376,7 +364,7 @@ impl Recorder for RunRecorder {
         self.line.clear();
         self.line.push_str(&line);
         self.line.push('\n');
-        self.emit(|r| &mut r.trace);
+        Self::emit(&self.opts.out, &mut self.trace, &self.line, &mut self.error);
         if self.opts.keep_trace {
             self.rec.trace.push(line);
         }

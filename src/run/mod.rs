@@ -29,7 +29,6 @@ use rayon::prelude::*;
 use crate::blkcg::{CgroupTree, DeviceTable};
 use crate::device::{BlockDevice, QueueLimits};
 use crate::error::KeyError;
-use crate::iocost::Iocost;
 use crate::ioprio::{BlkIoprio, prio_label};
 use crate::kernel_version::KernelVersion;
 use crate::progress::{Horizon, Reporter};
@@ -44,7 +43,7 @@ use crate::scenario::{Scenario, ScenarioError, embedded};
 use crate::sim::engine::{JobParams, Pipeline, RunOutput};
 use crate::sim::queue::EventQueue;
 use crate::sim::{NSEC_PER_SEC, Ns};
-use crate::stack::registry::{POLICIES, PolicySetup};
+use crate::stack::registry::{Creation, POLICIES, PolicyDef, PolicySetup};
 use crate::stack::{Elevator, Stack};
 use crate::workload::cmdline::{is_cmdline, parse_fio};
 use crate::workload::fio as fiojob;
@@ -65,11 +64,11 @@ pub struct VariantRun {
     /// The timelines kept of the run (all rows where the caller asked to keep them;
     /// always the pictures' decimated series) and the folder they streamed to.
     pub record: Recorded,
-    /// blk-iocost as `iocost_monitor.py` shows it at the end of the run, as text and
-    /// as its `--json` lines: the text when the run kept its rows or wrote an output
-    /// folder (`RecordOptions`), the JSON only with an output folder; else empty.
-    pub monitor: String,
-    pub monitor_json: String,
+    /// The policies' views of the run's end, as the files of a run's folder they are
+    /// written to (`BlkcgPolicy::reports`: blk-iocost's `iocost_monitor.txt`, as
+    /// `iocost_monitor.py` shows it): made when the run kept its rows or wrote an
+    /// output folder (`RecordOptions`), the JSON ones only with an output folder.
+    pub reports: Vec<(&'static str, String)>,
 }
 
 /// `file:line` of a scenario line, or the file alone.
@@ -150,24 +149,35 @@ pub struct Prepared {
     pub warnings: Vec<String>,
     /// Every policy of the registry, configured for the variant (used or not).
     pub setups: Vec<Box<dyn PolicySetup>>,
-    /// The elevator as `check` prints it (`crate::sched::describe`).
+    /// The elevator as `check` prints it (`crate::sched::build`).
     pub scheduler: String,
 }
 
-/// The policies the variant's interface lines set up, each where the kernel creates
-/// it: at the first write (in time order) to one of its files. An rq-qos policy made
-/// later goes to the head of the chain (`rq_qos_add()`).
+/// The policies of the variant, each where the kernel creates it (its registry
+/// entry's `created`): those made with the queue first, then the others at the first
+/// write (in time order) to one of their files. An rq-qos policy made later goes to the
+/// head of the chain (`rq_qos_add()`).
+/// `defs` are the registry's policies and `setups` their configurations, in its order.
 fn build_stack(
+    defs: &[PolicyDef],
     r: &Resolved,
     setups: &[Box<dyn PolicySetup>],
     tree: &CgroupTree,
     limits: &QueueLimits,
     trace: bool,
 ) -> Stack {
-    let mut made = vec![false; POLICIES.len()];
+    let mut made = vec![false; defs.len()];
     let mut stack = Stack::default();
+    for (i, d) in defs.iter().enumerate() {
+        if let Creation::WithQueue(on) = d.created
+            && on(r, limits)
+        {
+            made[i] = true;
+            stack.add(setups[i].build(tree, limits, trace));
+        }
+    }
     for w in in_time_order(r) {
-        if let Some(i) = policy_of(w)
+        if let Some(i) = policy_of(defs, w)
             && !std::mem::replace(&mut made[i], true)
         {
             stack.add(setups[i].build(tree, limits, trace));
@@ -184,11 +194,10 @@ fn in_time_order(r: &Resolved) -> Vec<&IfaceWrite> {
     v
 }
 
-/// The registry index of the policy that owns the file `w` writes.
-fn policy_of(w: &IfaceWrite) -> Option<usize> {
-    POLICIES
-        .iter()
-        .position(|d| d.files.contains(&w.file.name()))
+/// The index in `defs` of the policy that owns the file `w` writes.
+fn policy_of(defs: &[PolicyDef], w: &IfaceWrite) -> Option<usize> {
+    defs.iter()
+        .position(|d| d.files.iter().any(|f| f.name == w.file.name()))
 }
 
 impl Prepared {
@@ -229,7 +238,7 @@ fn build_pipeline(
     };
     let mut pipe = Pipeline::new(parts.dev, parts.params, r.tree.len(), r.host, r.seed);
     pipe.set_duration(r.duration);
-    let mut stack = build_stack(r, setups, &r.tree, &q_limits, parts.trace_on);
+    let mut stack = build_stack(POLICIES, r, setups, &r.tree, &q_limits, parts.trace_on);
     stack.elevator = parts.elevator;
     pipe.set_stack(stack);
     if pipe.limits().nr_requests != limits.nr_requests {
@@ -297,8 +306,8 @@ pub fn prepare(
         limits.nr_requests = nr_requests;
     }
     let iosched = r.device.get("iosched").and_then(toml::Value::as_table);
-    let elevator =
-        crate::sched::build(scheduler, iosched, &r.kernel, nr_requests).map_err(|e| {
+    let (elevator, scheduler) = crate::sched::build(scheduler, iosched, &r.kernel, nr_requests)
+        .map_err(|e| {
             let table = if e.key.starts_with("device.") {
                 "device"
             } else {
@@ -306,7 +315,6 @@ pub fn prepare(
             };
             located(&[table], &e)
         })?;
-    let scheduler = crate::sched::describe(elevator.as_deref(), &r.kernel);
     let devs = DeviceTable {
         disks: vec![(limits.major, limits.minor)],
     };
@@ -314,7 +322,7 @@ pub fn prepare(
     let version =
         KernelVersion::parse(&r.kernel.version).map_err(|m| format!("{}: {m}", sc.file))?;
     for w in &r.writes {
-        if let Some(why) = policy_of(w).and_then(|i| (POLICIES[i].refuses)(&version)) {
+        if let Some(why) = policy_of(POLICIES, w).and_then(|i| (POLICIES[i].refuses)(&version)) {
             return Err(write_error(
                 sc,
                 variant,
@@ -463,7 +471,7 @@ pub fn prepare(
     };
     // every write of the run, in time order, on policies of its own: a write the
     // kernel refuses is an error now, not a surprise at its time
-    let mut scratch_stack = build_stack(&r, &setups, &tree, &q_limits, false);
+    let mut scratch_stack = build_stack(POLICIES, &r, &setups, &tree, &q_limits, false);
     let mut scratch = EventQueue::new();
     for w in in_time_order(&r) {
         let now = scratch.now();
@@ -547,16 +555,17 @@ pub fn simulate(
         &devs,
         p.parts,
     )?;
-    if let Some(iocost) = pipe.stack_mut().policy_mut::<Iocost>() {
-        iocost.set_tracing(record.takes_trace());
+    for p in pipe.stack_mut().policies_mut() {
+        p.set_tracing(record.takes_trace());
     }
     if record.takes_job_timelines() {
         pipe.record_job_timelines();
     }
-    // the monitor's view is printed with the kept rows (`run --timeline`) and written
-    // into the output folder (text and JSON); a line per cgroup, so not made for nothing
-    let wants_monitor = record.keep || record.out.is_some();
-    let wants_monitor_json = record.out.is_some();
+    // the policies' reports are printed with the kept rows (`run --timeline`) and
+    // written into the output folder (text and JSON); a line per cgroup, so not made
+    // for nothing
+    let wants_reports = record.keep || record.out.is_some();
+    let wants_json = record.out.is_some();
     let tree = &r.tree;
     let mut recorder = RunRecorder::new(tree, record);
     recorder.set_nr_requests(p.queue_nr_requests);
@@ -618,31 +627,22 @@ pub fn simulate(
     }
     let mut out = out;
     let record = recorder.finish()?;
-    let mut extra = BTreeMap::new();
-    if out.stack.policy::<Iocost>().is_some() {
-        // the bug of the no-completion seed: a period with no completion and lagging
-        // IO that drops a positive busy_level to 0
-        extra.insert(
-            "iocost.no_completion_resets".to_string(),
-            record.no_completion_resets as f64,
-        );
-    }
-    let io_stat = io_stat_text(&mut out, tree, &p.limits);
-    // iocost_monitor.py's view of the device at the end of the run
-    let (monitor, monitor_json) = out
+    // each policy's figures of the whole run (a seed's bands, sweep's records)
+    let extra: BTreeMap<String, f64> = out
         .stack
-        .policy_mut::<Iocost>()
-        .filter(|_| wants_monitor)
-        .map(|ioc| {
-            let text = ioc.monitor_text(end);
-            let json = if wants_monitor_json {
-                ioc.monitor_json(end)
-            } else {
-                String::new()
-            };
-            (text, json)
-        })
-        .unwrap_or_default();
+        .policies()
+        .flat_map(|p| p.figures())
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    let io_stat = io_stat_text(&mut out, tree, &p.limits);
+    let reports = if wants_reports {
+        out.stack
+            .policies_mut()
+            .flat_map(|p| p.reports(end, wants_json))
+            .collect()
+    } else {
+        Vec::new()
+    };
     Ok(VariantRun {
         label: p.label,
         resolved: r,
@@ -654,8 +654,7 @@ pub fn simulate(
         io_stat,
         extra,
         record,
-        monitor,
-        monitor_json,
+        reports,
     })
 }
 
@@ -943,6 +942,39 @@ pub(crate) fn reproduce_with(name: &str, progress: &Reporter) -> Result<Reproduc
 mod tests {
     use super::*;
 
+    /// A policy made with the queue exists without any write to its files, and one
+    /// made later at its first write goes ahead of it on the rq-qos chain.
+    #[test]
+    fn a_policy_made_with_the_queue_needs_no_write() {
+        let with_queue = PolicyDef {
+            created: Creation::WithQueue(|_, limits| !limits.rotational),
+            ..crate::iolatency::rqos::POLICY
+        };
+        let defs = [crate::iocost::rqos::POLICY, with_queue];
+        let text = "[device]\nmodel = \"nullb\"\n[root]\n\"io.cost.qos\" = \"252:0 enable=1\"\n";
+        let sc = Scenario::parse(text, "t.toml").unwrap();
+        let r = sc.resolve(None).unwrap();
+        let limits = crate::device::config::resolve(&r.device, 1)
+            .unwrap()
+            .0
+            .limits()
+            .clone();
+        let setups: Vec<_> = defs.iter().map(|d| (d.configure)(&r).unwrap()).collect();
+        let ids = |s: &Stack| -> Vec<_> { s.rq_qos.iter().map(|e| e.get_ref().id()).collect() };
+        let stack = build_stack(&defs, &r, &setups, &r.tree, &limits, false);
+        let (cost, latency) = (crate::iocost::rqos::ID, crate::iolatency::rqos::ID);
+        assert_eq!(
+            ids(&stack),
+            [cost, latency],
+            "made with the queue: at the tail"
+        );
+        // without a write, only the one made with the queue
+        let bare = Scenario::parse("[device]\nmodel = \"nullb\"\n", "t.toml").unwrap();
+        let r = bare.resolve(None).unwrap();
+        let stack = build_stack(&defs, &r, &setups, &r.tree, &limits, false);
+        assert_eq!(ids(&stack), [latency]);
+    }
+
     /// blk-iocost formats its trace lines only for a recorder that takes them, and
     /// whether it does changes nothing else of the run.
     #[test]
@@ -961,10 +993,8 @@ mod tests {
         assert!(!traced.record.trace.is_empty());
         assert!(quiet.record.trace.is_empty());
         assert_eq!(traced.io_stat, quiet.io_stat);
-        assert_eq!(traced.monitor, quiet.monitor);
-        assert_eq!(
-            traced.record.iocost_rows.len(),
-            quiet.record.iocost_rows.len()
-        );
+        assert_eq!(traced.reports, quiet.reports);
+        let periods = |r: &VariantRun| r.record.rows::<crate::iocost::ctl::PeriodRow>().len();
+        assert_eq!(periods(&traced), periods(&quiet));
     }
 }

@@ -9,41 +9,39 @@ use crate::device::fault::BadblocksWrite;
 use crate::kernel_version::KernelVersion;
 use crate::sim::Ns;
 use crate::sim::engine::HostCosts;
+use crate::stack::registry::{self, CgroupFile};
 
-/// Which interface file a write goes to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IfaceFile {
-    IoMax,
-    IoWeight,
-    IoCostQos,
-    IoCostModel,
-    IoPrioClass,
-    IoLatency,
+/// Which interface file a write goes to: one of the registry's
+/// (`crate::stack::registry`), with where it may be written.
+#[derive(Debug, Clone, Copy)]
+pub struct IfaceFile(&'static CgroupFile);
+
+impl PartialEq for IfaceFile {
+    fn eq(&self, o: &Self) -> bool {
+        self.0.name == o.0.name
+    }
 }
 
+impl Eq for IfaceFile {}
+
 impl IfaceFile {
+    /// As cgroupfs names it (`io.max`).
     pub fn name(self) -> &'static str {
-        match self {
-            IfaceFile::IoMax => "io.max",
-            IfaceFile::IoWeight => "io.weight",
-            IfaceFile::IoCostQos => "io.cost.qos",
-            IfaceFile::IoCostModel => "io.cost.model",
-            IfaceFile::IoPrioClass => "io.prio.class",
-            IfaceFile::IoLatency => "io.latency",
-        }
+        self.0.name
     }
 
-    fn from_key(k: &str) -> Option<IfaceFile> {
-        Some(match k {
-            "io.max" => IfaceFile::IoMax,
-            "io.weight" => IfaceFile::IoWeight,
-            "io.cost.qos" => IfaceFile::IoCostQos,
-            "io.cost.model" => IfaceFile::IoCostModel,
-            "io.prio.class" => IfaceFile::IoPrioClass,
-            "io.latency" => IfaceFile::IoLatency,
-            _ => return None,
-        })
+    /// The file named `k`, if some policy has one.
+    pub fn from_key(k: &str) -> Option<IfaceFile> {
+        registry::cgroup_file(k).map(|(_, f)| IfaceFile(f))
     }
+}
+
+/// The registry's switch prefixes as an error lists them: `"throttle.*" / "iocost.*"`.
+pub fn switch_forms() -> String {
+    let forms: Vec<String> = registry::switch_prefixes()
+        .map(|p| format!("\"{p}*\""))
+        .collect();
+    forms.join(" / ")
 }
 
 /// One `echo LINE > cgroup/FILE`, at time `at`.
@@ -200,9 +198,7 @@ impl Scenario {
             };
             for (k, v) in root {
                 match IfaceFile::from_key(k) {
-                    Some(
-                        f @ (IfaceFile::IoCostQos | IfaceFile::IoCostModel | IfaceFile::IoPrioClass),
-                    ) => {
+                    Some(f) if f.0.on_root() => {
                         for line in self.lines_of(&["root"], k, v)? {
                             writes.push(IfaceWrite {
                                 at: 0,
@@ -223,13 +219,16 @@ impl Scenario {
                             ),
                         ));
                     }
-                    None => return Err(self.err_at(
-                        &["root"],
-                        k,
-                        format!(
-                            "unknown root key `{k}`; accepted: \"io.cost.qos\", \"io.cost.model\", \"io.prio.class\""
-                        ),
-                    )),
+                    None => {
+                        return Err(self.err_at(
+                            &["root"],
+                            k,
+                            format!(
+                                "unknown root key `{k}`; accepted: {}",
+                                registry::file_names(true)
+                            ),
+                        ));
+                    }
                 }
             }
         }
@@ -293,7 +292,7 @@ impl Scenario {
                         continue;
                     }
                     match IfaceFile::from_key(k) {
-                        Some(f @ (IfaceFile::IoMax | IfaceFile::IoWeight | IfaceFile::IoPrioClass | IfaceFile::IoLatency)) => {
+                        Some(f) if f.0.on_children() => {
                             for line in self.lines_of(&path, k, v)? {
                                 writes.push(IfaceWrite {
                                     at: 0,
@@ -314,13 +313,16 @@ impl Scenario {
                                 ),
                             ));
                         }
-                        None => return Err(self.err_at(
-                            &path,
-                            k,
-                            format!(
-                                "unknown cgroup key `{k}`; accepted: \"io.max\", \"io.weight\", \"io.prio.class\", \"io.latency\", fio"
-                            ),
-                        )),
+                        None => {
+                            return Err(self.err_at(
+                                &path,
+                                k,
+                                format!(
+                                    "unknown cgroup key `{k}`; accepted: {}, fio",
+                                    registry::file_names(false)
+                                ),
+                            ));
+                        }
                     }
                 }
             }
@@ -422,11 +424,7 @@ impl Scenario {
                         }
                     }
                 }
-                s if s.starts_with("throttle.")
-                    || s.starts_with("iocost.")
-                    || s.starts_with("deadline.")
-                    || s.starts_with("iolatency.") =>
-                {
+                s if registry::is_switch(s) => {
                     let sv = match val {
                         Value::String(s) => s.clone(),
                         Value::Boolean(b) => b.to_string(),
@@ -439,7 +437,7 @@ impl Scenario {
                     return Err(self.err_at(
                         &path,
                         key,
-                        format!("unknown `kernel.{key}`; accepted: version, hz, config, and behaviour switches \"throttle.*\" / \"iocost.*\" / \"deadline.*\" / \"iolatency.*\""),
+                        format!("unknown `kernel.{key}`; accepted: version, hz, config, and behaviour switches {}", switch_forms()),
                     ))
                 }
             }
@@ -641,7 +639,17 @@ impl Scenario {
                     continue;
                 }
                 let Some(f) = IfaceFile::from_key(k) else {
-                    return Err(self.err_at(&path, k, format!("[[schedule]]: unknown key `{k}`; accepted: at, cgroup, and one of \"io.max\", \"io.weight\", \"io.latency\", \"io.cost.qos\", \"io.cost.model\", \"io.prio.class\"")));
+                    let names: Vec<String> = registry::cgroup_files()
+                        .map(|f| format!("\"{}\"", f.name))
+                        .collect();
+                    return Err(self.err_at(
+                        &path,
+                        k,
+                        format!(
+                            "[[schedule]]: unknown key `{k}`; accepted: at, cgroup, and one of {}",
+                            names.join(", ")
+                        ),
+                    ));
                 };
                 for line in self.lines_of(&path, k, v)? {
                     n += 1;

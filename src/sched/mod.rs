@@ -11,7 +11,8 @@
 //!   the driver's), as `[device] nr_requests`.
 //!
 //! [`build`] makes the run's elevator from the device keys and `[kernel]` (HZ, the
-//! version preset and `deadline.*` switches); [`describe`] is what `check` prints.
+//! version preset and each elevator's switches) through its registry entry
+//! (`crate::stack::registry::ELEVATORS`), and says what `check` prints of it.
 
 pub mod mq_deadline;
 pub mod nr_requests;
@@ -19,55 +20,48 @@ pub mod nr_requests;
 use crate::error::KeyError;
 use crate::scenario::resolve::KernelSettings;
 use crate::stack::Elevator;
-use mq_deadline::elevator::MqDeadlineSched;
-use mq_deadline::{MqDeadline, behaviour, tunables::Tunables};
-
-/// The schedulers a device may name.
-pub const NAMES: &[&str] = &["none", "mq-deadline"];
-
-/// The `deadline.*` switches of `[kernel]`.
-fn deadline_behaviour(k: &KernelSettings) -> Result<behaviour::DeadlineBehaviour, KeyError> {
-    let ov: Vec<(String, String)> = k
-        .overrides
-        .iter()
-        .filter(|(key, _)| key.starts_with("deadline."))
-        .cloned()
-        .collect();
-    behaviour::behaviour_for(&k.version, &ov)
-}
+use crate::stack::registry::{ELEVATORS, ElevatorSetup};
 
 /// The elevator `scheduler` with `nr_requests` tags (`queue/nr_requests` written after
 /// `scheduler`: [`nr_requests::store`]), with the `iosched` files written in the
-/// table's (sorted) key order; `None` for `none`, which has no `iosched` directory.
+/// table's (sorted) key order — `None` for `none`, which has no `iosched` directory —
+/// and `check`'s line for it: its name, tags, switches. Every registered elevator's
+/// switches are checked, whichever the device uses.
 pub fn build(
     scheduler: &str,
     iosched: Option<&toml::Table>,
     k: &KernelSettings,
     nr_requests: u32,
-) -> Result<Option<Box<dyn Elevator>>, KeyError> {
-    // every switch is checked, whether or not the device uses mq-deadline
-    let b = deadline_behaviour(k)?;
-    if scheduler != "mq-deadline" {
+) -> Result<(Option<Box<dyn Elevator>>, String), KeyError> {
+    let setups = ELEVATORS
+        .iter()
+        .map(|e| (e.configure)(k))
+        .collect::<Result<Vec<Box<dyn ElevatorSetup>>, _>>()?;
+    let Some(i) = ELEVATORS.iter().position(|e| e.name == scheduler) else {
         if iosched.is_some_and(|t| !t.is_empty()) {
+            let with: Vec<String> = ELEVATORS
+                .iter()
+                .map(|e| format!("\"{}\"", e.name))
+                .collect();
             return Err(KeyError::new(
                 "device.iosched",
                 format!(
-                    "scheduler `{scheduler}` has no queue/iosched/ files; set scheduler = \"mq-deadline\""
+                    "scheduler `{scheduler}` has no queue/iosched/ files; set scheduler = {}",
+                    with.join(" or ")
                 ),
             ));
         }
-        return Ok(None);
-    }
-    // blk_mq_update_nr_requests() → dd_depth_updated(): async_depth follows it
-    let mut t = Tunables::new(k.hz, nr_requests, b);
-    for (name, val) in iosched_writes(iosched)? {
-        t.store(&name, &val, b)
-            .map_err(|e| KeyError::new(format!("device.{}", e.key), e.msg))?;
-    }
-    Ok(Some(Box::new(MqDeadlineSched::new(
-        MqDeadline::new(t, b),
-        nr_requests,
-    ))))
+        return Ok((None, "none".to_string()));
+    };
+    let e = setups[i].build(nr_requests, &iosched_writes(iosched)?)?;
+    let nr = e.nr_requests().map(|n| format!(" nr_requests={n}"));
+    let shown = format!(
+        "{}{} {}",
+        e.name(),
+        nr.unwrap_or_default(),
+        setups[i].describe()
+    );
+    Ok((Some(e), shown))
 }
 
 /// The `[device.iosched]` table as the lines `echo` writes to `queue/iosched/NAME`, in
@@ -95,18 +89,6 @@ pub fn echo_line(key: &str, v: &toml::Value) -> Result<String, KeyError> {
     }
 }
 
-/// `check`'s line for the elevator: its name, tags, switches and `iosched` files.
-pub fn describe(e: Option<&dyn Elevator>, k: &KernelSettings) -> String {
-    match e {
-        None => "none".to_string(),
-        Some(e) => {
-            let b = deadline_behaviour(k).unwrap_or_default();
-            let nr = e.nr_requests().map(|n| format!(" nr_requests={n}"));
-            format!("{}{} {b}", e.name(), nr.unwrap_or_default())
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,6 +101,7 @@ mod tests {
         };
         build("mq-deadline", None, &k, nr_requests)
             .unwrap()
+            .0
             .unwrap()
     }
 

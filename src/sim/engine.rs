@@ -1053,9 +1053,10 @@ impl Pipeline {
         }
     }
 
-    /// A policy's timer fired: bios a bio-level policy releases go on from the stage
-    /// after it in the dispatch worker (kthrotld: `[host] workqueue_ns` later, so the
-    /// wait is in clat); sleepers an rq-qos entry wakes go on in their own contexts.
+    /// A policy's or the elevator's timer fired: bios a bio-level policy releases go
+    /// on from the stage after it in the dispatch worker (kthrotld: `[host]
+    /// workqueue_ns` later, so the wait is in clat); sleepers an rq-qos entry wakes go
+    /// on in their own contexts; the elevator's queue is run.
     fn on_policy_timer(&mut self, id: PolicyId, token: u64) {
         let now = self.q.now();
         let mut out = std::mem::take(&mut self.scratch_bios);
@@ -1086,6 +1087,11 @@ impl Pipeline {
             for &b in &out {
                 self.rq_qos_woken(b, k);
             }
+        } else if let Some(e) = self.stack.elevator.as_mut().filter(|e| e.id() == id) {
+            // an elevator's timer runs the queue once it has fired (mq-deadline has
+            // none; BFQ's idle-slice timer does: bfq_idle_slice_timer())
+            e.on_timer(now, token, &mut self.q);
+            self.run_hw_queue();
         }
         out.clear();
         self.scratch_bios = out;
@@ -2215,6 +2221,9 @@ mod tests {
     impl crate::stack::Elevator for OneAtATime {
         fn name(&self) -> &'static str {
             "one-at-a-time"
+        }
+        fn id(&self) -> crate::stack::PolicyId {
+            crate::stack::PolicyId(63)
         }
         fn limit_depth(&self, _dir: Dir) -> Option<u32> {
             Some(1)

@@ -21,8 +21,8 @@
 //! (mq-deadline, BFQ: their own issues implement [`Elevator`]).
 
 use crate::blkcg::ioprio::Ioprio;
-use crate::sim::{BioId, Dir, Ns};
-use crate::stack::Recorder;
+use crate::sim::{BioId, Dir, EventQueue, Ns};
+use crate::stack::{PolicyId, Recorder};
 
 /// A request: a bio that holds a tag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +48,12 @@ pub struct Request {
 pub trait Elevator: Send {
     /// Its name, as `/sys/block/DEV/queue/scheduler` shows it.
     fn name(&self) -> &'static str;
+    /// Its id (its registry entry's): the events it pushes are `Event::Policy(id,
+    /// token)`.
+    fn id(&self) -> PolicyId;
+    /// Its timer fired with `token` (an event it pushed); the pipeline then runs the
+    /// queue (`blk_mq_run_hw_queue()`), as an elevator's timer does in the kernel.
+    fn on_timer(&mut self, _now: Ns, _token: u64, _q: &mut EventQueue) {}
     /// `limit_depth`: how many tags a request in direction `dir` may hold at once
     /// (`shallow_depth`); None for all of them.
     fn limit_depth(&self, _dir: Dir) -> Option<u32> {

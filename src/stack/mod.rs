@@ -35,63 +35,56 @@
 //!
 //! Every policy is also a [`BlkcgPolicy`] (the kernel's `struct blkcg_policy`): its
 //! interface files, its `io.stat` keys, its timer, its rows for the timelines and its
-//! trace lines, and what it does when the disk goes away. Its timer events are
-//! [`crate::sim::Event::Policy`]`(its id, token)`; the stack routes them back by id.
+//! trace lines, what it does when the disk goes away, and its figures and reports at
+//! the end of a run. Its timer events are [`crate::sim::Event::Policy`]`(its id,
+//! token)`; the stack routes them back by id, to a policy or the elevator.
 //!
-//! Adding a policy is its own folder plus one line in [`registry::POLICIES`]: a
-//! [`registry::PolicyDef`] whose `configure` reads the scenario's `[kernel]` switches
-//! and whose setup builds the policy as [`Hooks::Bio`] or [`Hooks::RqQos`].
+//! Adding a policy or elevator is its own folder plus one line in the registry
+//! ([`registry`]): a [`registry::PolicyDef`] (or [`registry::ElevatorDef`]) that
+//! carries its files, switches, kernel config options and timeline streams, whose
+//! `configure` reads the scenario's `[kernel]` switches and whose setup builds it as
+//! [`Hooks::Bio`] or [`Hooks::RqQos`] (or a `Box<dyn Elevator>`). Its rows are its
+//! own [`TimelineRow`] type ([`stream`]); its timers are `Event::Policy(its id,
+//! token)`. Nothing in this module names a policy.
 //!
 //! Where things live: the traits and [`Stack`] here; the elevator interface in
-//! [`elevator`]; the list of policies in [`registry`]; each policy's side of the
-//! traits in its own folder (`src/throttle/policy.rs`, `src/iocost/rqos.rs`).
+//! [`elevator`]; timeline rows in [`stream`]; the list of policies and elevators, and
+//! the [`RqQosEntry`] enum the chain holds, in [`registry`]; each policy's side of the
+//! traits in its own folder (`src/throttle/policy.rs`, `src/iocost/rqos.rs`, ...).
 
 pub mod elevator;
 pub mod registry;
+pub mod stream;
 
 use std::any::Any;
 
 use crate::blkcg::{DeviceTable, KernelError};
-use crate::iocost::ctl::PeriodRow;
-use crate::iolatency::IolatRow;
 use crate::sim::engine::IostatRow;
 use crate::sim::{Bio, BioId, BioSlab, EventQueue, Ns};
-use crate::throttle::ThrotlRow;
 pub use elevator::{Elevator, Request};
+pub use registry::RqQosEntry;
+use registry::on_rq_qos_entry;
+pub use stream::{AnyRow, TimelineRow};
 
-/// Which policy an event, a hook or an interface file belongs to. The rq-qos ids follow
-/// the kernel's `enum rq_qos_id` (`RQ_QOS_WBT, RQ_QOS_LATENCY, RQ_QOS_COST`);
-/// bio-level policies come first, in `submit_bio()` order, which is the order
-/// [`Stack`] keeps them in.
+/// Which policy or elevator an event, a hook or an interface file belongs to: each
+/// declares its own in its folder, and the registry checks that no two share one.
+/// Bio-level policies sort by it in `submit_bio()` order (blk-ioprio 0, blk-throttle
+/// 1), which is the order [`Stack`] keeps them in; rq-qos entries take 16 + the
+/// kernel's `enum rq_qos_id` (`RQ_QOS_WBT, RQ_QOS_LATENCY, RQ_QOS_COST`), elevators
+/// 32 and up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[repr(u8)]
-pub enum PolicyId {
-    /// blk-ioprio (`io.prio.class`): bio level, `blkcg_set_ioprio()` in `submit_bio()`.
-    Ioprio,
-    /// blk-throttle (`io.max`): bio level, `blk_throtl_bio()`.
-    Throttle,
-    /// blk-iolatency (`io.latency`): rq-qos `RQ_QOS_LATENCY`.
-    Latency,
-    /// blk-iocost (`io.cost.*`, `io.weight`): rq-qos `RQ_QOS_COST`.
-    Cost,
-}
+pub struct PolicyId(pub u8);
 
 /// Where a run's timelines go as they are made: the pipeline and its policies hand
 /// over every row and trace line once per sample tick (100 ms of simulated time) and
-/// at the end, keeping none themselves, so memory is flat in simulated time. A new
-/// policy with rows of its own adds a method here (and to the recorder in
-/// `crate::report::record`).
+/// at the end, keeping none themselves, so memory is flat in simulated time. A
+/// policy's rows are a [`TimelineRow`] of its own (see [`stream`]): nothing here
+/// names one.
 pub trait Recorder {
     /// One second of the device (`iostat -x 1`).
     fn iostat(&mut self, row: &IostatRow);
-    /// blk-throttle: one group and direction at sample tick `t`.
-    fn throttle(&mut self, t: Ns, row: &ThrotlRow);
-    /// blk-iocost: one period.
-    fn iocost(&mut self, row: &PeriodRow);
-    /// blk-iolatency: a group's ended window, or a group at a sample tick.
-    fn iolatency(&mut self, row: &IolatRow);
-    /// mq-deadline: one priority level at a sample tick.
-    fn deadline(&mut self, row: &crate::sched::mq_deadline::elevator::DeadlineRow);
+    /// One row of a policy's or elevator's timeline.
+    fn row(&mut self, row: &dyn AnyRow);
     /// One policy trace line.
     fn trace(&mut self, line: String);
 }
@@ -101,10 +94,8 @@ pub trait Recorder {
 pub trait BlkcgPolicy: Any + Send {
     /// Its id: the events it pushes are `Event::Policy(id, token)`.
     fn id(&self) -> PolicyId;
-    /// The interface files it owns (`io.max`; `io.cost.qos`, ...), as in cgroupfs.
-    fn files(&self) -> &'static [&'static str];
     /// `echo line > file` in cgroup `cg` (0 = root) at `now`; the kernel's errno if it
-    /// refuses. `file` is one of [`BlkcgPolicy::files`].
+    /// refuses. `file` is one of its registry entry's files.
     fn write(
         &mut self,
         now: Ns,
@@ -131,11 +122,24 @@ pub trait BlkcgPolicy: Any + Send {
     );
     /// Every sample tick (100 ms): take the rows it keeps per tick.
     fn sample(&mut self, _now: Ns) {}
+    /// Whether its trace lines go anywhere; when not, it need not format them.
+    fn set_tracing(&mut self, _on: bool) {}
     /// Hand every row and trace line made since the last call to `rec`.
     fn drain(&mut self, rec: &mut dyn Recorder);
     /// The disk is gone and its queue drained (`del_gendisk()`): release what it still
     /// holds (through its timer) and stop.
     fn exit(&mut self, now: Ns, q: &mut EventQueue);
+    /// Figures of the whole run, by name (`iocost.no_completion_resets`): what a
+    /// seed's bands and `sweep`'s records read. Called once the run has ended.
+    fn figures(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
+    /// Its views of the run's end at `now` as files of a run's folder (blk-iocost's
+    /// `iocost_monitor.txt`), each one of its registry entry's `reports`; `json` asks
+    /// for the JSON ones too. Called once the run has ended, by callers that show them.
+    fn reports(&mut self, _now: Ns, _json: bool) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
 }
 
 /// A bio-level policy, called from `submit_bio()` before the split (blk-throttle).
@@ -230,52 +234,6 @@ pub enum Hooks {
     RqQos(RqQosEntry),
 }
 
-/// An entry of the rq-qos chain, one variant per `enum rq_qos_id` we model. The chain
-/// is walked several times per I/O, so it holds its entries in this enum rather than
-/// behind `dyn`, and the pipeline calls the per-I/O hooks through the enum's own
-/// methods ([`RqQosEntry::throttle`], ...): each matches on the variant and calls the
-/// concrete type's hook directly, which the compiler can inline (`dyn` cost blk-iocost
-/// runs 7–9% more instructions; [`RqQosEntry::get`] is for the rest: timers, files,
-/// rows). A new rq-qos policy adds its variant here and its arm in `get`, `get_ref`
-/// and `on_entry!`.
-pub enum RqQosEntry {
-    /// blk-iocost.
-    Cost(Box<crate::iocost::Iocost>),
-    /// blk-iolatency.
-    Latency(Box<crate::iolatency::rqos::LatencyEntry>),
-}
-
-impl RqQosEntry {
-    /// The entry as its hooks.
-    #[inline(always)]
-    pub fn get(&mut self) -> &mut dyn RqQos {
-        match self {
-            RqQosEntry::Cost(p) => &mut **p,
-            RqQosEntry::Latency(p) => &mut **p,
-        }
-    }
-
-    /// The entry as its hooks, shared.
-    #[inline(always)]
-    pub fn get_ref(&self) -> &dyn RqQos {
-        match self {
-            RqQosEntry::Cost(p) => &**p,
-            RqQosEntry::Latency(p) => &**p,
-        }
-    }
-}
-
-/// `$call` with `$p` bound to the concrete policy of rq-qos entry `$e`: a direct call
-/// per variant, never through `dyn`.
-macro_rules! on_entry {
-    ($e:expr, $p:ident => $call:expr) => {
-        match $e {
-            RqQosEntry::Cost($p) => $call,
-            RqQosEntry::Latency($p) => $call,
-        }
-    };
-}
-
 /// The per-I/O hooks of [`RqQos`], called on the entry's concrete type (see
 /// [`RqQosEntry`]); the pipeline's `rq_qos_*()` walks call these.
 impl RqQosEntry {
@@ -289,19 +247,19 @@ impl RqQosEntry {
         q: &mut EventQueue,
         woken: &mut Vec<BioId>,
     ) -> bool {
-        on_entry!(self, p => RqQos::throttle(&mut **p, now, id, bios, q, woken))
+        on_rq_qos_entry!(self, p => RqQos::throttle(&mut **p, now, id, bios, q, woken))
     }
 
     /// [`RqQos::track`].
     #[inline(always)]
     pub fn track(&mut self, now: Ns, rq: &Request, bio: &Bio) {
-        on_entry!(self, p => RqQos::track(&mut **p, now, rq, bio))
+        on_rq_qos_entry!(self, p => RqQos::track(&mut **p, now, rq, bio))
     }
 
     /// [`RqQos::issue`].
     #[inline(always)]
     pub fn issue(&mut self, now: Ns, rq: &Request) {
-        on_entry!(self, p => RqQos::issue(&mut **p, now, rq))
+        on_rq_qos_entry!(self, p => RqQos::issue(&mut **p, now, rq))
     }
 
     /// [`RqQos::done_bio`].
@@ -314,37 +272,37 @@ impl RqQosEntry {
         q: &mut EventQueue,
         woken: &mut Vec<BioId>,
     ) {
-        on_entry!(self, p => RqQos::done_bio(&mut **p, now, id, bios, q, woken))
+        on_rq_qos_entry!(self, p => RqQos::done_bio(&mut **p, now, id, bios, q, woken))
     }
 
     /// [`RqQos::done`].
     #[inline(always)]
     pub fn done(&mut self, now: Ns, rq: &Request) {
-        on_entry!(self, p => RqQos::done(&mut **p, now, rq))
+        on_rq_qos_entry!(self, p => RqQos::done(&mut **p, now, rq))
     }
 
     /// [`RqQos::user_delay`].
     #[inline(always)]
     pub fn user_delay(&mut self, now: Ns, cg: u32) -> Ns {
-        on_entry!(self, p => RqQos::user_delay(&mut **p, now, cg))
+        on_rq_qos_entry!(self, p => RqQos::user_delay(&mut **p, now, cg))
     }
 
     /// [`RqQos::prefetch`].
     #[inline(always)]
     pub fn prefetch(&self, cg: u32) {
-        on_entry!(self, p => RqQos::prefetch(&**p, cg))
+        on_rq_qos_entry!(self, p => RqQos::prefetch(&**p, cg))
     }
 
     /// [`RqQos::prefetch_done`].
     #[inline(always)]
     pub fn prefetch_done(&self, cg: u32) {
-        on_entry!(self, p => RqQos::prefetch_done(&**p, cg))
+        on_rq_qos_entry!(self, p => RqQos::prefetch_done(&**p, cg))
     }
 
     /// [`RqQos::prefetch_timer`].
     #[inline(always)]
     pub fn prefetch_timer(&self, token: u64) -> Option<u32> {
-        on_entry!(self, p => RqQos::prefetch_timer(&**p, token))
+        on_rq_qos_entry!(self, p => RqQos::prefetch_timer(&**p, token))
     }
 }
 
@@ -440,9 +398,10 @@ impl Stack {
         devs: &DeviceTable,
         q: &mut EventQueue,
     ) -> Result<(), String> {
+        let id = registry::cgroup_file(file).map(|(d, _)| d.id);
         let p = self
             .policies_mut()
-            .find(|p| p.files().contains(&file))
+            .find(|p| Some(p.id()) == id)
             .ok_or_else(|| format!("no policy of this run owns {file}"))?;
         p.write(now, file, cg, line, devs, q)
             .map_err(|e| e.to_string())

@@ -13,15 +13,21 @@
 //! device.KEY                     [device] KEY            (device.iops, device.preset)
 //! kernel.version | kernel.hz     [kernel]
 //! kernel.config.NAME             [kernel] config.NAME    (throttling_low, blkcg_debug_stats)
-//! kernel.throttle.* | kernel.iocost.*   a behaviour switch (kernel.throttle.iops_wait)
+//! kernel.PREFIX.NAME             a behaviour switch of a policy or elevator
+//!                                (kernel.throttle.iops_wait, kernel.deadline.prio)
+//! device.iosched.NAME            an elevator's queue/iosched/ file (…iosched.fifo_batch)
 //! host.KEY | state.KEY           [host] / [state]        (host.submit_ns, state.iocost.vrate)
-//! root.io.cost.qos | root.io.cost.model          the root's whole line
-//! root.io.cost.qos:TOKEN | root.io.cost.model:TOKEN   one key=value token of it (…qos:max)
-//! cgroup.NAME.io.max | cgroup.NAME.io.weight     a cgroup's whole line
-//! cgroup.NAME.io.max:TOKEN                        one token of it (…io.max:riops)
-//! cgroup.NAME.fio                                 the whole fio command line / job file
-//! cgroup.NAME.fio:OPTION                          one fio option of every job (…fio:iodepth)
+//! root.FILE                      a root cgroup file's whole line (root.io.cost.qos)
+//! root.FILE:TOKEN                one key=value token of it (root.io.cost.qos:max)
+//! cgroup.NAME.FILE               a cgroup file's whole line (…io.weight, …io.prio.class)
+//! cgroup.NAME.FILE:TOKEN         one token of it (…io.max:riops, …io.latency:target)
+//! cgroup.NAME.fio                the whole fio command line / job file
+//! cgroup.NAME.fio:OPTION         one fio option of every job (…fio:iodepth)
 //! ```
+//!
+//! The files, where each may be written, their tokens, the switch prefixes and the
+//! `iosched` files are the registry's (`crate::stack::registry`): a new policy or
+//! elevator is sweepable without a line here.
 //!
 //! NAME is a cgroup's path as its `[cgroup."NAME"]` table names it (dots and slashes
 //! allowed: the file part is found from the end). A token is replaced where the line
@@ -38,6 +44,7 @@
 use toml::{Table, Value};
 
 use crate::scenario::spec::typed_value;
+use crate::stack::registry::{self, CgroupFile};
 use crate::workload::cmdline::{is_cmdline, shell_quote, split_shell_words};
 use crate::workload::fio::option_name;
 
@@ -71,37 +78,33 @@ pub struct Axis {
     pub values: Vec<String>,
 }
 
-/// The tokens each interface file takes (the kernel's parsers: `tg_set_limit()`,
-/// `ioc_qos_write()`, `ioc_cost_model_write()`).
-const TOKENS: &[(&str, &[&str])] = &[
-    ("io.max", &["rbps", "wbps", "riops", "wiops"]),
-    (
-        "io.cost.qos",
-        &[
-            "enable", "ctrl", "rpct", "rlat", "wpct", "wlat", "min", "max",
-        ],
-    ),
-    (
-        "io.cost.model",
-        &[
-            "ctrl",
-            "model",
-            "rbps",
-            "rseqiops",
-            "rrandiops",
-            "wbps",
-            "wseqiops",
-            "wrandiops",
-        ],
-    ),
-    ("io.weight", &[]),
-];
+/// What `--help` and errors list as accepted keys, from the registry.
+pub fn key_forms() -> String {
+    let root: Vec<String> = registry::cgroup_files()
+        .filter(|f| f.on_root())
+        .map(|f| file_form("root.", f))
+        .collect();
+    let child: Vec<String> = registry::cgroup_files()
+        .filter(|f| f.on_children())
+        .map(|f| file_form("cgroup.NAME.", f))
+        .collect();
+    let switches: Vec<String> = registry::switch_prefixes()
+        .map(|p| format!("kernel.{p}*"))
+        .collect();
+    format!(
+        "variant, duration, device.KEY, device.iosched.NAME, kernel.version, kernel.hz, \
+         kernel.config.NAME, {}, host.KEY, state.KEY, {}, {}, cgroup.NAME.fio[:OPTION]",
+        switches.join(", "),
+        root.join(", "),
+        child.join(", ")
+    )
+}
 
-/// What `--help` and errors list as accepted keys.
-pub const KEY_FORMS: &str = "variant, duration, device.KEY, kernel.version, kernel.hz, \
-kernel.config.NAME, kernel.throttle.*, kernel.iocost.*, host.KEY, state.KEY, \
-root.io.cost.qos[:TOKEN], root.io.cost.model[:TOKEN], cgroup.NAME.io.max[:TOKEN], \
-cgroup.NAME.io.weight, cgroup.NAME.fio[:OPTION]";
+/// `PREFIXFILE[:TOKEN]`, or `PREFIXFILE` for a file without tokens.
+fn file_form(prefix: &str, f: &CgroupFile) -> String {
+    let token = if f.tokens.is_empty() { "" } else { "[:TOKEN]" };
+    format!("{prefix}{}{token}", f.name)
+}
 
 impl Axis {
     /// Parse one `--set KEY=V1,V2,...`.
@@ -324,7 +327,7 @@ fn set_fio_option(text: &str, opt: &str, value: &str) -> Result<String, String> 
 
 /// Where KEY points (see the module's design for the grammar).
 fn parse_key(key: &str) -> Result<Target, String> {
-    let bad = || format!("not a sweepable key; accepted: {KEY_FORMS}");
+    let bad = || format!("not a sweepable key; accepted: {}", key_forms());
     let rest_of = |p: &str| key.strip_prefix(p).filter(|r| !r.is_empty());
     let path = |tables: &[&str], k: &str| {
         let mut p: Vec<String> = tables.iter().map(|s| s.to_string()).collect();
@@ -342,6 +345,23 @@ fn parse_key(key: &str) -> Result<Target, String> {
         }
         _ => {}
     }
+    if let Some(a) = rest_of("device.iosched.") {
+        // an elevator's queue/iosched/ file: [device.iosched] NAME
+        if !registry::ELEVATORS
+            .iter()
+            .any(|e| e.attributes.contains(&a))
+        {
+            let all: Vec<&str> = registry::ELEVATORS
+                .iter()
+                .flat_map(|e| e.attributes.iter().copied())
+                .collect();
+            return Err(format!(
+                "no elevator has queue/iosched/{a}; accepted: {}",
+                all.join(", ")
+            ));
+        }
+        return Ok(path(&["device", "iosched"], a));
+    }
     if let Some(k) = rest_of("device.") {
         return Ok(path(&["device"], k));
     }
@@ -355,27 +375,47 @@ fn parse_key(key: &str) -> Result<Target, String> {
         if let Some(c) = k.strip_prefix("config.").filter(|c| !c.is_empty()) {
             return Ok(path(&["kernel", "config"], c));
         }
-        if ["version", "hz"].contains(&k) || k.starts_with("throttle.") || k.starts_with("iocost.")
-        {
+        if ["version", "hz"].contains(&k) || registry::is_switch(k) {
             return Ok(path(&["kernel"], k));
         }
-        return Err("unknown kernel key; accepted: kernel.version, kernel.hz, kernel.config.NAME, kernel.throttle.* and kernel.iocost.* switches".to_string());
+        let switches: Vec<String> = registry::switch_prefixes()
+            .map(|p| format!("kernel.{p}*"))
+            .collect();
+        return Err(format!(
+            "unknown kernel key; accepted: kernel.version, kernel.hz, kernel.config.NAME, and the switches {}",
+            switches.join(", ")
+        ));
     }
     if let Some(r) = rest_of("root.") {
         let (file, token) = split_token(r);
-        return match file {
-            "io.cost.qos" | "io.cost.model" => line_target(None, file, token),
-            _ => Err("the root has io.cost.qos and io.cost.model; accepted: root.io.cost.qos[:TOKEN], root.io.cost.model[:TOKEN]".to_string()),
+        return match registry::cgroup_file(file) {
+            Some((_, f)) if f.on_root() => line_target(None, f, token),
+            _ => {
+                let forms: Vec<String> = registry::cgroup_files()
+                    .filter(|f| f.on_root())
+                    .map(|f| file_form("root.", f))
+                    .collect();
+                Err(format!(
+                    "the root has no file `{file}`; accepted: {}",
+                    forms.join(", ")
+                ))
+            }
         };
     }
     if let Some(r) = rest_of("cgroup.") {
         // the file is found from the end: a cgroup's name may hold dots
-        let found = [".io.max", ".io.weight", ".fio"]
+        // each child file as `.NAME`, and the fio text (None)
+        let files: Vec<(String, Option<&'static CgroupFile>)> = registry::cgroup_files()
+            .filter(|f| f.on_children())
+            .map(|f| (format!(".{}", f.name), Some(f)))
+            .chain([(".fio".to_string(), None)])
+            .collect();
+        let found = files
             .iter()
-            .filter_map(|f| {
-                r.match_indices(f)
+            .filter_map(|(dotted, f)| {
+                r.match_indices(dotted.as_str())
                     .filter(|(i, _)| {
-                        let end = i + f.len();
+                        let end = i + dotted.len();
                         end == r.len() || r[end..].starts_with(':')
                     })
                     .last()
@@ -383,23 +423,30 @@ fn parse_key(key: &str) -> Result<Target, String> {
             })
             .max_by_key(|(i, _)| *i);
         let Some((i, f)) = found.filter(|(i, _)| *i > 0) else {
-            return Err("expected cgroup.NAME.io.max[:TOKEN], cgroup.NAME.io.weight or cgroup.NAME.fio[:OPTION]".to_string());
+            let forms: Vec<String> = registry::cgroup_files()
+                .filter(|f| f.on_children())
+                .map(|f| file_form("cgroup.NAME.", f))
+                .collect();
+            return Err(format!(
+                "expected {}, or cgroup.NAME.fio[:OPTION]",
+                forms.join(", ")
+            ));
         };
-        let name = &r[..i];
-        let (file, token) = split_token(&r[i + 1..]);
-        let cgroup = name.to_string();
-        return if f == ".fio" {
-            let option = match token {
-                None => None,
-                Some(o) => Some(
-                    option_name(o)
-                        .ok_or_else(|| format!("fio has no option `{o}`"))?
-                        .to_string(),
-                ),
-            };
-            Ok(Target::Fio { cgroup, option })
-        } else {
-            line_target(Some(cgroup), file, token)
+        let cgroup = r[..i].to_string();
+        let (_, token) = split_token(&r[i + 1..]);
+        return match f {
+            Some(f) => line_target(Some(cgroup), f, token),
+            None => {
+                let option = match token {
+                    None => None,
+                    Some(o) => Some(
+                        option_name(o)
+                            .ok_or_else(|| format!("fio has no option `{o}`"))?
+                            .to_string(),
+                    ),
+                };
+                Ok(Target::Fio { cgroup, option })
+            }
         };
     }
     Err(bad())
@@ -413,15 +460,17 @@ fn split_token(s: &str) -> (&str, Option<&str>) {
     }
 }
 
-fn line_target(cgroup: Option<String>, file: &str, token: Option<&str>) -> Result<Target, String> {
-    let Some(&(file, tokens)) = TOKENS.iter().find(|(f, _)| *f == file) else {
-        return Err(format!("unknown interface file `{file}`"));
-    };
+fn line_target(
+    cgroup: Option<String>,
+    f: &'static CgroupFile,
+    token: Option<&str>,
+) -> Result<Target, String> {
+    let (file, tokens) = (f.name, f.tokens);
     if let Some(t) = token
         && !tokens.contains(&t)
     {
         return Err(if tokens.is_empty() {
-            format!("{file} has no key=value tokens: set its whole line (e.g. \"default 200\")")
+            format!("{file} has no key=value tokens: set its whole line")
         } else {
             format!("{file} has no token `{t}`; accepted: {}", tokens.join(", "))
         });

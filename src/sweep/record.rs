@@ -125,9 +125,9 @@ impl Record {
         let jobs: Vec<JobFigures> = run.summaries.iter().map(JobFigures::of).collect();
         let total = Totals::of(run);
         let iocost = run
-            .record
-            .mean_vrate_pct()
-            .map(|vrate_mean_pct| IocostFigures { vrate_mean_pct });
+            .extra
+            .get("iocost.vrate_mean_pct")
+            .map(|&vrate_mean_pct| IocostFigures { vrate_mean_pct });
         Record {
             point,
             seed,

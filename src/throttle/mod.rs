@@ -27,6 +27,7 @@
 
 pub mod behaviour;
 pub mod policy;
+pub mod timeline;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -34,7 +35,6 @@ use crate::blkcg::iomax::IoMax;
 use crate::blkcg::{CgroupTree, DeviceTable, Errno, KernelError};
 use crate::device::QueueLimits;
 use crate::sim::{Bio, BioId, BioSlab, Dir, Event, EventQueue, NSEC_PER_SEC, Ns};
-use crate::stack::PolicyId;
 use behaviour::{Carryover, IopsWait, QueueMode, Reentry, SliceLen, Trim};
 pub use behaviour::{ThrottleBehaviour, behaviour_for, behaviour_table, presets};
 
@@ -62,9 +62,11 @@ impl ThrottleConfig {
     }
 }
 
-/// One row of the observability table.
+/// One row of the observability table: a group and direction at sample tick `t`
+/// (`throttle.csv`, [`timeline`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ThrotlRow {
+    pub t: Ns,
     pub cg: u32,
     pub dir: Dir,
     pub queued: usize,
@@ -191,7 +193,7 @@ pub struct Throttle {
     token: u64,
     trace: Option<Vec<String>>,
     /// Rows of each sample tick not yet handed to the recorder (`policy.rs`).
-    sampled: Vec<(Ns, ThrotlRow)>,
+    sampled: Vec<ThrotlRow>,
 }
 
 fn rw_char(dir: Dir) -> char {
@@ -534,10 +536,7 @@ impl Throttle {
         }
         self.token += 1;
         self.armed = Some((at, self.token));
-        q.push(
-            self.ns_of(at),
-            Event::Policy(PolicyId::Throttle, self.token),
-        );
+        q.push(self.ns_of(at), Event::Policy(policy::ID, self.token));
     }
 
     /// Queue `e` on `cg` coming from `src` (mirrors throtl_add_bio_tg()).
@@ -799,7 +798,7 @@ impl Throttle {
     }
 
     /// Per group per direction state, for groups with a limit.
-    pub fn rows(&self, _now: Ns) -> Vec<ThrotlRow> {
+    pub fn rows(&self, now: Ns) -> Vec<ThrotlRow> {
         let mut v = Vec::new();
         for (cg, tg) in self.tgs.iter().enumerate() {
             if tg.lim.is_unlimited() {
@@ -808,6 +807,7 @@ impl Throttle {
             for dir in Dir::BOTH {
                 let s = &tg.d[dir.idx()];
                 v.push(ThrotlRow {
+                    t: now,
                     cg: cg as u32,
                     dir,
                     queued: s.queued(),
@@ -870,7 +870,7 @@ mod tests {
         }
         let mut out = Vec::new();
         while let Some((at, ev)) = q.pop() {
-            if let Event::Policy(PolicyId::Throttle, tok) = ev {
+            if let Event::Policy(policy::ID, tok) = ev {
                 t.on_event(at, tok, q, &mut slab, &mut out);
                 if out.contains(&id) {
                     assert!(slab.get(id).bps_throttled);
@@ -993,9 +993,7 @@ mod tests {
                     let rid = slab.alloc(r.clone());
                     assert!(!t.submit(now, rid, &mut r, &mut q));
                 }
-                Event::Policy(PolicyId::Throttle, tok) => {
-                    t.on_event(now, tok, &mut q, &mut slab, &mut out)
-                }
+                Event::Policy(policy::ID, tok) => t.on_event(now, tok, &mut q, &mut slab, &mut out),
                 _ => {}
             }
             if out.contains(&id) {
@@ -1075,7 +1073,7 @@ mod tests {
                 if now > 10_000 * NSEC_PER_MSEC {
                     break;
                 }
-                if let Event::Policy(PolicyId::Throttle, tok) = ev {
+                if let Event::Policy(policy::ID, tok) = ev {
                     out.clear();
                     t.on_event(now, tok, &mut q, &mut slab, &mut out);
                     n += out.len();

@@ -1,5 +1,6 @@
 //! blk-throttle's place in the stack: a bio-level policy (`blk_throtl_bio()` in
-//! `submit_bio_noacct()`), its `io.max` file, its rows and trace, its registry entry.
+//! `submit_bio_noacct()`), its `io.max` file, its rows (`super::timeline`) and trace,
+//! its registry entry.
 //!
 //! A bio over its group's limit is held in the group's queue; the pending timer hands
 //! it back and the dispatch worker (kthrotld) pushes it on below blk-throttle, so the
@@ -12,17 +13,41 @@ use crate::device::QueueLimits;
 use crate::error::KeyError;
 use crate::scenario::resolve::Resolved;
 use crate::sim::{Bio, BioId, BioSlab, EventQueue, Ns};
-use crate::stack::registry::{PolicyDef, PolicySetup};
+use crate::stack::registry::{
+    CgroupFile, Creation, HookKind, Kconfig, Place, PolicyDef, PolicySetup,
+};
 use crate::stack::{BioPolicy, BlkcgPolicy, Hooks, PolicyId, Recorder};
 
-/// blk-throttle's interface file.
-const FILES: &[&str] = &["io.max"];
+/// blk-throttle's id: the second bio-level policy in `submit_bio()`.
+pub const ID: PolicyId = PolicyId(1);
 
-/// blk-throttle's line in the registry.
+/// blk-throttle's registration (`blkcg_policy_throtl`, `throtl_files`).
 pub const POLICY: PolicyDef = PolicyDef {
-    files: FILES,
+    name: "blk-throttle",
+    hooks: HookKind::Bio,
+    id: ID,
+    files: &[CgroupFile {
+        name: "io.max",
+        place: Place::NotOnRoot,
+        tokens: &["rbps", "wbps", "riops", "wiops"],
+        example: "MAJ:MIN riops=1000 wbps=10485760",
+    }],
+    switches: Some("throttle."),
+    kconfig: &[
+        Kconfig::needed("BLK_DEV_THROTTLING"),
+        // the .low limit: 4.10 (9e234eeafbe1) until its removal in 6.9 (bf20ab538c81)
+        Kconfig {
+            name: "BLK_DEV_THROTTLING_LOW",
+            from: (4, 10),
+            until: Some((6, 9)),
+            required: false,
+        },
+    ],
+    streams: &[&super::timeline::STREAM],
+    reports: &[],
     refuses: |_| None,
     configure,
+    created: Creation::AtFirstWrite,
 };
 
 /// Its behaviours for the variant's kernel version and `throttle.*` switches.
@@ -62,10 +87,7 @@ impl PolicySetup for Setup {
 
 impl BlkcgPolicy for Throttle {
     fn id(&self) -> PolicyId {
-        PolicyId::Throttle
-    }
-    fn files(&self) -> &'static [&'static str] {
-        FILES
+        ID
     }
     fn write(
         &mut self,
@@ -90,11 +112,11 @@ impl BlkcgPolicy for Throttle {
     }
     fn sample(&mut self, now: Ns) {
         let rows = self.rows(now);
-        self.sampled.extend(rows.into_iter().map(|r| (now, r)));
+        self.sampled.extend(rows);
     }
     fn drain(&mut self, rec: &mut dyn Recorder) {
-        for (t, row) in self.sampled.drain(..) {
-            rec.throttle(t, &row);
+        for row in self.sampled.drain(..) {
+            rec.row(&row);
         }
         for line in self.take_trace() {
             rec.trace(line);

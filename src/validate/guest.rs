@@ -36,7 +36,7 @@ use std::fmt::Write as _;
 
 use crate::device::config::Keys;
 use crate::device::nullb;
-use crate::scenario::resolve::{DeviceAction, IfaceFile, Resolved};
+use crate::scenario::resolve::{DeviceAction, Resolved};
 use crate::sim::Ns;
 use crate::workload::cmdline::{is_cmdline, split_shell_words};
 use crate::workload::fio::{PROGRAM_OPTIONS, getopt_words};
@@ -341,7 +341,7 @@ impl GuestPlan {
         let iocost = r
             .writes
             .iter()
-            .any(|w| w.file == IfaceFile::IoCostQos && w.line.contains("enable=1"));
+            .any(|w| w.file.name() == "io.cost.qos" && w.line.contains("enable=1"));
         Ok(GuestPlan {
             title: match &r.variant {
                 Some(v) => format!("{} (variant {v})", r.scenario),

@@ -24,6 +24,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
+use crate::stack::registry;
+
 /// One option: the symbol without `CONFIG_`, and its value as `.config` writes it
 /// (`y`, `n` for "is not set", a number, or a quoted string).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,20 +55,21 @@ pub fn guest_fragment(version: (u32, u32)) -> Vec<Group> {
             })
             .collect(),
     };
-    let mut cgroup_policies = vec![
-        ("CGROUPS", "y"),
-        ("BLK_CGROUP", "y"),
-        ("BLK_DEV_THROTTLING", "y"),
-    ];
-    // the .low limit: 4.10 (commit 9e234eeafbe1) until its removal in 6.9 (bf20ab538c81)
-    if ((4, 10)..(6, 9)).contains(&v) {
-        cgroup_policies.push(("BLK_DEV_THROTTLING_LOW", "y"));
+    // every policy's and elevator's options, as the registry names them
+    let mut cgroup_policies = vec![("CGROUPS", "y"), ("BLK_CGROUP", "y")];
+    let mut schedulers = Vec::new();
+    for o in registry::POLICIES.iter().flat_map(|d| d.kconfig) {
+        if o.in_version(v) {
+            cgroup_policies.push((o.name, "y"));
+        }
     }
-    cgroup_policies.extend([("BLK_CGROUP_IOCOST", "y"), ("BLK_CGROUP_IOLATENCY", "y")]);
-    // the io.prio.class policy arrived in 5.14
-    if v >= (5, 14) {
-        cgroup_policies.push(("BLK_CGROUP_IOPRIO", "y"));
+    for o in registry::ELEVATORS.iter().flat_map(|e| e.kconfig) {
+        if o.in_version(v) {
+            schedulers.push((o.name, "y"));
+        }
     }
+    // BFQ with its cgroup side, for scenarios compared on a real kernel with it
+    schedulers.extend([("IOSCHED_BFQ", "y"), ("BFQ_GROUP_IOSCHED", "y")]);
     // tinyconfig's allocator is SLOB before 6.2 (removed in 6.4) and SLUB_TINY from 6.2
     let slab: &[(&str, &str)] = if v < (6, 2) {
         &[("SLUB", "y")]
@@ -143,11 +146,7 @@ pub fn guest_fragment(version: (u32, u32)) -> Vec<Group> {
         group("every blk-cgroup policy", &cgroup_policies),
         group(
             "the I/O schedulers, BFQ with its cgroup support",
-            &[
-                ("MQ_IOSCHED_DEADLINE", "y"),
-                ("IOSCHED_BFQ", "y"),
-                ("BFQ_GROUP_IOSCHED", "y"),
-            ],
+            &schedulers,
         ),
         group(
             "the tracepoints validate records (tracefs), and debugfs",

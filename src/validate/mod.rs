@@ -57,6 +57,7 @@ use crate::report::outdir::OutDir;
 use crate::run::{VariantRun, run_variant};
 use crate::scenario::Scenario;
 use crate::scenario::resolve::Resolved;
+use crate::stack::registry::{self, Kconfig};
 use crate::workload::cmdline::parse_fio;
 pub use boot::Timing;
 use compare::Figures;
@@ -216,20 +217,41 @@ fn check_tools(spec: Option<&str>) -> Result<(), String> {
     kernel::check_tools(&tools)
 }
 
-/// Check that the booted kernel has the controllers the scenario uses.
+/// Check that the booted kernel has what the scenario uses: the kernel config options
+/// the registry names for each written file's policy and for the scheduler's elevator.
 fn check_config(plan: &GuestPlan, k: &kernel::Kernel) -> Result<(), String> {
-    let needs = |file: &str| plan.writes.iter().any(|w| w.file.starts_with(file));
-    for (file, opt) in [
-        ("io.max", "CONFIG_BLK_DEV_THROTTLING"),
-        ("io.cost", "CONFIG_BLK_CGROUP_IOCOST"),
-        ("io.latency", "CONFIG_BLK_CGROUP_IOLATENCY"),
-        ("io.prio.class", "CONFIG_BLK_CGROUP_IOPRIO"),
-    ] {
-        if needs(file) && k.has(opt) != Some("y") {
-            return Err(format!(
-                "kernel {} is built without {opt}, which the scenario's {file} lines need",
-                k.release
-            ));
+    // `6.1.0-56-amd64` → (6, 1); an unreadable release checks every option
+    let mut nums = k.release.split(['.', '-']).map(|n| n.parse::<u32>().ok());
+    let version = match (nums.next().flatten(), nums.next().flatten()) {
+        (Some(a), Some(b)) => Some((a, b)),
+        _ => None,
+    };
+    let mut needs: Vec<(String, &[Kconfig])> = Vec::new();
+    for w in &plan.writes {
+        if let Some((d, _)) = registry::cgroup_file(w.file) {
+            needs.push((format!("{} lines", w.file), d.kconfig));
+        }
+    }
+    for (attr, value) in &plan.queue_attrs {
+        if let Some(e) = registry::ELEVATORS
+            .iter()
+            .find(|e| attr == "scheduler" && e.name == value)
+        {
+            needs.push((format!("scheduler {value}"), e.kconfig));
+        }
+    }
+    for (what, opts) in needs {
+        let required = opts
+            .iter()
+            .filter(|o| o.required && version.is_none_or(|v| o.in_version(v)));
+        for o in required {
+            let opt = format!("CONFIG_{}", o.name);
+            if k.has(&opt) != Some("y") {
+                return Err(format!(
+                    "kernel {} is built without {opt}, which the scenario's {what} need",
+                    k.release
+                ));
+            }
         }
     }
     Ok(())
@@ -668,7 +690,7 @@ fn render(
         let sim_vrate: Vec<(f64, f64)> = sim
             .run
             .record
-            .iocost_rows
+            .rows::<crate::iocost::ctl::PeriodRow>()
             .iter()
             .map(|r| (r.t as f64 / 1e9, r.vrate_base_pct))
             .collect();

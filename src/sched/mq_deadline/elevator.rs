@@ -11,14 +11,74 @@
 //! Every sample tick (100 ms) it makes one [`DeadlineRow`] per level that has seen a
 //! request: what waits in the scheduler, what the driver holds, what moved in the
 //! tick, and the debugfs `*_stats` totals; the recorder takes them at the next drain
-//! (`deadline.csv` and its picture, `crate::report::record`).
+//! (`deadline.csv` and its picture: `super::timeline`). [`ELEVATOR`] is its registry
+//! entry.
 
-use super::behaviour::AsyncDepth;
-use super::tunables::default_async_depth;
+use super::behaviour::{AsyncDepth, DeadlineBehaviour, behaviour_for};
+use super::tunables::{Tunables, default_async_depth};
 use super::{DdPrio, DdRequest, IoStats, MqDeadline};
+use crate::error::KeyError;
+use crate::scenario::resolve::KernelSettings;
 use crate::sim::{Dir, NSEC_PER_SEC, Ns};
-use crate::stack::{Elevator, Recorder, Request};
+use crate::stack::registry::{ElevatorDef, ElevatorSetup, Kconfig};
+use crate::stack::{Elevator, PolicyId, Recorder, Request};
 use crate::throttle::ThrottleConfig;
+
+/// mq-deadline's id among the stack's policies and elevators.
+pub const ID: PolicyId = PolicyId(32);
+
+/// mq-deadline's registration (`mq_deadline`, `elv_register()`).
+pub const ELEVATOR: ElevatorDef = ElevatorDef {
+    name: "mq-deadline",
+    id: ID,
+    attributes: super::tunables::NAMES,
+    switches: Some("deadline."),
+    kconfig: &[Kconfig::needed("MQ_IOSCHED_DEADLINE")],
+    streams: &[&super::timeline::STREAM],
+    configure,
+};
+
+/// Its behaviours for the variant's kernel version and `deadline.*` switches.
+struct Setup {
+    hz: u32,
+    behaviour: DeadlineBehaviour,
+}
+
+fn configure(k: &KernelSettings) -> Result<Box<dyn ElevatorSetup>, KeyError> {
+    let ov: Vec<(String, String)> = k
+        .overrides
+        .iter()
+        .filter(|(key, _)| key.starts_with("deadline."))
+        .cloned()
+        .collect();
+    Ok(Box::new(Setup {
+        hz: k.hz,
+        behaviour: behaviour_for(&k.version, &ov)?,
+    }))
+}
+
+impl ElevatorSetup for Setup {
+    fn describe(&self) -> String {
+        self.behaviour.to_string()
+    }
+    fn build(
+        &self,
+        nr_requests: u32,
+        iosched: &[(String, String)],
+    ) -> Result<Box<dyn Elevator>, KeyError> {
+        // blk_mq_update_nr_requests() → dd_depth_updated(): async_depth follows it
+        let b = self.behaviour;
+        let mut t = Tunables::new(self.hz, nr_requests, b);
+        for (name, val) in iosched {
+            t.store(name, val, b)
+                .map_err(|e| KeyError::new(format!("device.{}", e.key), e.msg))?;
+        }
+        Ok(Box::new(MqDeadlineSched::new(
+            MqDeadline::new(t, b),
+            nr_requests,
+        )))
+    }
+}
 
 /// One level of mq-deadline at a sample tick.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,7 +131,10 @@ impl MqDeadlineSched {
 
 impl Elevator for MqDeadlineSched {
     fn name(&self) -> &'static str {
-        "mq-deadline"
+        ELEVATOR.name
+    }
+    fn id(&self) -> PolicyId {
+        ID
     }
     fn nr_requests(&self) -> Option<u32> {
         Some(self.nr_requests)
@@ -134,7 +197,7 @@ impl Elevator for MqDeadlineSched {
     }
     fn drain(&mut self, rec: &mut dyn Recorder) {
         for row in self.rows.drain(..) {
-            rec.deadline(&row);
+            rec.row(&row);
         }
     }
 }

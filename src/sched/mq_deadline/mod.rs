@@ -36,6 +36,7 @@
 
 pub mod behaviour;
 pub mod elevator;
+pub mod timeline;
 pub mod tunables;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
