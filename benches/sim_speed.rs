@@ -3,9 +3,9 @@
 //! with blk-iocost enabled across 100 cgroups; and, as the ceiling, a bare event loop
 //! that pushes and pops the same three events per I/O through our `EventQueue`
 //! (submit, device completion, reap: the pipeline's own delays) with no model at all.
-//! The bare loop's time per I/O is the event queue's cost per simulated I/O; the README
-//! sets every case against it. Run with `cargo bench`; scripts/scale-bench times the
-//! 1,000 to 100,000-cgroup cases as whole processes.
+//! The bare loop's time per I/O is the event queue's cost per simulated I/O;
+//! docs/performance.md sets every case against it. Run with `cargo bench`;
+//! scripts/scale-bench times the 1,000 to 100,000-cgroup cases as whole processes.
 
 use std::hint::black_box;
 

@@ -1,7 +1,7 @@
 //! Sweep points per wall-clock second on 1 and 2 workers: the iocost seed scenario
 //! (`iocost-no-completion`, both variants, 3 × 10 s of fio each) over eight vrate caps,
-//! 16 points. Run with `cargo bench --bench sweep_speed`; the README reports the
-//! figures. Two workers should approach twice one worker's rate on a 2-core machine.
+//! 16 points. Run with `cargo bench --bench sweep_speed`; docs/performance.md reports
+//! the figures. Two workers should approach twice one worker's rate on a 2-core machine.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 

@@ -16,11 +16,25 @@ use blkcg_sim::validate;
 #[command(
     name = "blkcg-sim",
     version,
-    about = "Simulate Linux cgroup v2 block I/O controllers (io.max, io.cost) driven by fio jobs",
+    about = "Simulate Linux cgroup v2 block I/O control (io.max, io.cost, io.weight, io.latency, \
+io.prio.class, mq-deadline) driven by fio jobs",
     long_about = "blkcg-sim runs fio jobs in cgroups against a simulated block device and \
-the kernel's blk-throttle (io.max) and blk-iocost (io.cost.qos, io.cost.model, io.weight) \
-controllers, in simulated time: a 60-second experiment takes well under a second, and the \
-same scenario and seed always give byte-identical output.\n\n\
+the kernel's block I/O controllers, in simulated time: a 60-second experiment takes well \
+under a second, and the same scenario and seed always give byte-identical output.\n\n\
+Controllers and the elevator, each where Linux calls it:\
+\n  blk-throttle   io.max (rbps, wbps, riops, wiops)\
+\n  blk-iocost     io.cost.model and io.cost.qos (root), io.weight\
+\n  blk-iolatency  io.latency\
+\n  blk-ioprio     io.prio.class (and fio's prio, prioclass, cmdprio)\
+\n  mq-deadline    the I/O scheduler: [device] scheduler = \"mq-deadline\" (or \"none\"), \
+[device.iosched] for its queue/iosched files\n\n\
+Device models, [device] model = ...:\
+\n  nullb          null_blk as configured through configfs\
+\n  ssd            parallel service (mode = \"simple\"), or flash with a translation layer \
+and its garbage-collection cliff (mode = \"ftl\", presets)\
+\n  hdd            seek, rotation and transfer on one actuator\
+\n  cloud          a cloud volume's IOPS and bandwidth token buckets, optional latency tails \
+(presets: azure-p20, aws-gp3, gcp-pd-ssd, ...)\n\n\
 It prints what fio would print (normal text, json, json+), an iostat-like device timeline, \
 the controllers' internals, and a summary table. Kernel behaviour that changed between \
 versions is selected with kernel.version (e.g. \"4.18\", \"6.10\") or one named switch at a time.\n\n\

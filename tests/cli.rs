@@ -429,3 +429,59 @@ fn two_kernels_end_with_an_ab_table() {
         .unwrap();
     assert!((0.4..0.7).contains(&ratio), "{p99}");
 }
+
+/// Every controller, the elevator and every device model the tool has, named in the
+/// top-level help (the Python package's docstring lists the same:
+/// python/tests/test_run.py).
+const EVERY_CONTROLLER_AND_DEVICE: [&str; 17] = [
+    "blk-throttle",
+    "io.max",
+    "blk-iocost",
+    "io.cost.model",
+    "io.cost.qos",
+    "io.weight",
+    "blk-iolatency",
+    "io.latency",
+    "blk-ioprio",
+    "io.prio.class",
+    "mq-deadline",
+    "nullb",
+    "null_blk",
+    "ssd",
+    "translation layer",
+    "hdd",
+    "cloud",
+];
+
+#[test]
+fn help_names_every_controller_and_device_model() {
+    let out = ok({
+        let mut c = bin();
+        c.arg("--help");
+        c
+    });
+    let help = String::from_utf8_lossy(&out.stdout);
+    for w in EVERY_CONTROLLER_AND_DEVICE {
+        assert!(help.contains(w), "--help does not name {w}:\n{help}");
+    }
+    // the one-line summary (`-h`) names every interface file's controller too
+    let short = String::from_utf8_lossy(
+        &ok({
+            let mut c = bin();
+            c.arg("-h");
+            c
+        })
+        .stdout,
+    )
+    .into_owned();
+    for w in [
+        "io.max",
+        "io.cost",
+        "io.weight",
+        "io.latency",
+        "io.prio.class",
+        "mq-deadline",
+    ] {
+        assert!(short.contains(w), "-h does not name {w}:\n{short}");
+    }
+}

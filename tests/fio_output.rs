@@ -1,6 +1,8 @@
 //! Our fio output against real fio 3.33 (golden files made with Debian's fio 3.33 on
 //! this project's machines; regenerate with the commands in each test's comment).
 
+mod common;
+
 use blkcg_sim::cli::run::RunOptions;
 use blkcg_sim::report::fio::stats::{LatHist, percentiles, val_to_idx};
 use blkcg_sim::run::run_variant;
@@ -99,20 +101,27 @@ fn seed_jq_summary_reads_our_json() {
     assert!(m["slat_ns"]["mean"].is_number());
     let iops = m["iops"].as_f64().unwrap();
     assert!((198.0..=202.0).contains(&iops), "iops={iops}");
-    // and with real jq when it is installed
-    if let Ok(mut child) = std::process::Command::new("jq")
-        .args(["-r", ".jobs[0].mixed | ( .iops | tonumber | round ) as $iops | ( .clat_ns.percentile[\"99.000000\"] / 1000000 ) as $p99 | \"\\($iops)|\\($p99)\""])
+    // and with real jq, as the README's example pipes it
+    if common::require_tool("jq", "jq", "to read our JSON as the README's example does") {
+        let mut child = std::process::Command::new("jq")
+            .args(["-r", ".jobs[0].mixed | ( .iops | tonumber | round ) as $iops | ( .clat_ns.percentile[\"99.000000\"] / 1000000 ) as $p99 | \"\\($iops)|\\($p99)\""])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
-    {
+        .expect("jq starts");
         use std::io::Write;
-        child.stdin.take().unwrap().write_all(json.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(json.as_bytes())
+            .unwrap();
         let out = child.wait_with_output().unwrap();
         let s = String::from_utf8_lossy(&out.stdout);
-        assert!(s.starts_with("200|") || s.starts_with("199|") || s.starts_with("201|"), "{s}");
-    } else {
-        eprintln!("jq not installed: checked the fields with serde_json only");
+        assert!(
+            s.starts_with("200|") || s.starts_with("199|") || s.starts_with("201|"),
+            "{s}"
+        );
     }
 }
 

@@ -1,18 +1,28 @@
 //! Every job file in fio's own `examples/` directory must parse with no error (only
-//! warnings), and so must its `t/jobs/`. Reads them from the fio mirror when it exists;
-//! skipped (with a note on stderr) otherwise.
+//! warnings), and so must its `t/jobs/`. Reads them from a git clone of fio
+//! (`$BLKCG_SIM_FIO_SRC`, else the fio mirror) when there is one; skipped (with a note on
+//! stderr) otherwise, a failure under `BLKCG_SIM_REQUIRE_TOOLS=1` (CI clones fio).
 //! Our own job files under `tests/jobs/` are always parsed.
+
+mod common;
 
 use blkcg_sim::workload::fio::{Env, FioJobs, Origin, Reader, SizeOrPct, parse_jobfile};
 use std::path::Path;
 use std::process::Command;
 
-const FIO_REPO: &str = "/work/.mirror/axboe+fio/repo";
+/// Where fio's source is when `BLKCG_SIM_FIO_SRC` does not say.
+const FIO_MIRROR: &str = "/work/.mirror/axboe+fio/repo";
+
+/// A git repository of fio's source (a clone or a bare mirror): `$BLKCG_SIM_FIO_SRC`,
+/// else [`FIO_MIRROR`].
+fn fio_repo() -> String {
+    std::env::var("BLKCG_SIM_FIO_SRC").unwrap_or_else(|_| FIO_MIRROR.to_string())
+}
 
 fn git(args: &[&str]) -> Option<String> {
     let out = Command::new("git")
         .arg("-C")
-        .arg(FIO_REPO)
+        .arg(fio_repo())
         .args(args)
         .output()
         .ok()?;
@@ -35,12 +45,25 @@ fn example_env(var: &str) -> Option<String> {
 /// Parse every `.fio` file under `dir` of the fio mirror; returns (count, failures),
 /// or None when the mirror is absent.
 fn parse_mirror_dir(dir: &str) -> Option<(usize, Vec<String>)> {
-    if !Path::new(FIO_REPO).exists() {
-        eprintln!("skipped: fio mirror {FIO_REPO} not present");
+    let repo = fio_repo();
+    let install = "git clone https://github.com/axboe/fio, then BLKCG_SIM_FIO_SRC=that folder";
+    if !common::require_tool("git", "git", "to read fio's job files") {
+        return None;
+    }
+    if !Path::new(&repo).exists() {
+        common::missing_tool(
+            &format!("fio's source ({repo})"),
+            install,
+            "to parse fio's own job files",
+        );
         return None;
     }
     let Some(list) = git(&["ls-tree", "--name-only", "HEAD", dir]) else {
-        eprintln!("skipped: cannot list {dir} in {FIO_REPO}");
+        common::missing_tool(
+            &format!("{dir} in a git repository at {repo}"),
+            install,
+            "to parse fio's own job files",
+        );
         return None;
     };
     let mut failures = Vec::new();

@@ -1,6 +1,8 @@
 //! `run --output DIR` writes DIR/report.html: every picture and file it links exists,
 //! and — where Debian's chromium is installed — a real browser loads every picture.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
@@ -63,7 +65,14 @@ fn the_report_page_links_only_what_the_run_wrote_and_a_browser_shows_every_pictu
         );
     }
 
-    let Ok(browser) = Command::new("chromium")
+    if !common::require_tool(
+        "chromium",
+        "chromium",
+        "to load report.html's pictures headless",
+    ) {
+        return;
+    }
+    let browser = Command::new("chromium")
         .args([
             "--headless",
             "--no-sandbox",
@@ -73,10 +82,7 @@ fn the_report_page_links_only_what_the_run_wrote_and_a_browser_shows_every_pictu
         ])
         .arg(format!("file://{}", dir.join("report.html").display()))
         .output()
-    else {
-        println!("skipped: chromium is not installed (Debian: apt-get install chromium)");
-        return;
-    };
+        .expect("chromium starts");
     let dom = String::from_utf8_lossy(&browser.stdout);
     assert!(
         dom.contains(&format!("data-pictures-loaded=\"{pictures}\"")),

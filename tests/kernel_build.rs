@@ -3,6 +3,8 @@
 //! real build, booted by validate, only when its cache entry is present or
 //! BLKCG_SIM_BUILD_KERNEL=1 (a real build takes ten minutes and more).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -146,7 +148,11 @@ fn build_patch_cache_and_clean_on_a_fake_tree() {
     let before = snapshot(&tree);
     let src = tree.display().to_string();
     if let Some(why) = cannot_build(&tree, &cache) {
-        eprintln!("skipped: {why}");
+        common::missing_tool(
+            "the kernel toolchain",
+            &why,
+            "to run `kernel build` on a fake tree",
+        );
         return;
     }
     // the stock build
@@ -316,7 +322,11 @@ fn rejects_options_and_failures_are_named() {
     let tree = fake_tree(&dir);
     let src = tree.display().to_string();
     if let Some(why) = cannot_build(&tree, &cache) {
-        eprintln!("skipped: {why}");
+        common::missing_tool(
+            "the kernel toolchain",
+            &why,
+            "to run `kernel build` on a fake tree",
+        );
         return;
     }
     let before = snapshot(&tree);
@@ -396,15 +406,27 @@ fn a_real_build_boots_in_validate() {
         &cache,
     );
     let (stdout, stderr) = text(&dry);
+    let requested = std::env::var_os("BLKCG_SIM_BUILD_KERNEL").is_some();
     if !dry.status.success() {
-        eprintln!("skipped: {}", stderr.trim());
+        if requested {
+            common::missing_tool(
+                "what `kernel build --source 6.12 --dry-run` needs",
+                stderr.trim(),
+                "to build Debian's 6.12",
+            );
+        } else {
+            common::skip_unrequested(
+                &format!("no 6.12 build here: {}", stderr.trim()),
+                "BLKCG_SIM_BUILD_KERNEL=1 builds one: 4 to 20 min",
+            );
+        }
         return;
     }
     let cached = field(&stdout, "cached").starts_with("yes");
-    if !cached && std::env::var_os("BLKCG_SIM_BUILD_KERNEL").is_none() {
-        eprintln!(
-            "skipped: no 6.12 guest kernel in {} (BLKCG_SIM_BUILD_KERNEL=1 builds one: 4 to 20 min)",
-            cache.display()
+    if !cached && !requested {
+        common::skip_unrequested(
+            &format!("no 6.12 guest kernel in {}", cache.display()),
+            "BLKCG_SIM_BUILD_KERNEL=1 builds one: 4 to 20 min",
         );
         return;
     }
@@ -421,11 +443,23 @@ fn a_real_build_boots_in_validate() {
         .output()
         .expect("runs");
     let dry = String::from_utf8_lossy(&boots.stdout);
-    if !dry.contains("host tools: all installed")
-        || std::env::var_os("BLKCG_SIM_SKIP_BOOT").is_some()
-    {
-        eprintln!(
-            "skipped the boot: validate's host tools are not all here (or BLKCG_SIM_SKIP_BOOT)"
+    if std::env::var_os("BLKCG_SIM_SKIP_BOOT").is_some() {
+        common::missing_tool(
+            "the boot",
+            "nothing: BLKCG_SIM_SKIP_BOOT is set, unset it",
+            "to boot the built kernel in validate",
+        );
+        return;
+    }
+    let tools = dry
+        .lines()
+        .find_map(|l| l.strip_prefix("host tools: "))
+        .unwrap_or("unknown: validate's dry run names no host tools");
+    if tools != "all installed" {
+        common::missing_tool(
+            "validate's host tools",
+            tools,
+            "to boot the built kernel in validate",
         );
         return;
     }

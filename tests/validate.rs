@@ -2,6 +2,8 @@
 //! (golden files, no boot), the scenarios validate refuses, and one real boot when
 //! qemu and a kernel are at hand.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -179,10 +181,11 @@ fn validate(args: &[&std::ffi::OsStr], cache: &Path, tmp: &Path) -> std::process
 }
 
 /// Why validate cannot boot here with these arguments, if it cannot: the host tools
-/// missing, as `--dry-run` reports them (CI installs them; BLKCG_SIM_SKIP_BOOT=1 skips).
+/// missing, as `--dry-run` reports them (CI installs them; BLKCG_SIM_SKIP_BOOT=1 skips,
+/// unless BLKCG_SIM_REQUIRE_TOOLS=1 asks for every test to run).
 fn cannot_boot(args: &[&std::ffi::OsStr], cache: &Path, tmp: &Path) -> Option<String> {
     if std::env::var_os("BLKCG_SIM_SKIP_BOOT").is_some() {
-        return Some("BLKCG_SIM_SKIP_BOOT is set".into());
+        return Some("nothing: BLKCG_SIM_SKIP_BOOT is set, unset it".into());
     }
     let mut dry = args.to_vec();
     dry.push("--dry-run".as_ref());
@@ -200,11 +203,23 @@ fn cannot_boot(args: &[&std::ffi::OsStr], cache: &Path, tmp: &Path) -> Option<St
     (tools != "all installed").then(|| tools.to_string())
 }
 
+/// Skips a test that cannot boot here for `why` ([`cannot_boot`]), or fails it under
+/// BLKCG_SIM_REQUIRE_TOOLS=1.
+fn no_boot(why: &str) {
+    common::missing_tool("validate's host tools", why, "to boot the guest in qemu");
+}
+
+/// Whether the tools [`fake_kernel`] needs are here; skips (or fails) the test if not.
+fn fake_kernel_tools() -> bool {
+    common::require_tool("xz", "xz-utils", "to make a fake bzImage")
+        && common::require_tool("objcopy", "binutils", "to make a fake null_blk module")
+}
+
 /// A kernel package tree whose bzImage is a 1 KiB header, an xz stream holding a
 /// small "ELF" image, and 2 MiB after the stream (as a real bzImage has the
 /// decompressor's code there), plus a null_blk module with nothing but its modinfo.
 /// With `extracted`, the tree already holds that ELF image as `vmlinux-RELEASE`.
-/// None if `xz` or `objcopy` is missing. qemu refuses to boot the image.
+/// None if `xz` or `objcopy` fails ([`fake_kernel_tools`] checks they are here). qemu refuses to boot the image.
 fn fake_kernel(dir: &Path, extracted: bool) -> Option<(PathBuf, Vec<u8>)> {
     let release = "6.9.9-fake";
     let tree = dir.join("tree");
@@ -260,14 +275,14 @@ fn extracting_the_kernel_survives_the_end_of_the_xz_stream() {
     let dir = fresh_dir("validate-extract");
     let (cache, tmp) = (dir.join("cache"), dir.join("tmp"));
     std::fs::create_dir_all(&tmp).expect("mkdir");
-    let Some((tree, elf)) = fake_kernel(&dir, false) else {
-        eprintln!("skipped: xz or objcopy missing");
+    if !fake_kernel_tools() {
         return;
-    };
+    }
+    let (tree, elf) = fake_kernel(&dir, false).expect("xz and objcopy make the fake kernel");
     let scenario = short_scenario(&dir);
     let args: Vec<&std::ffi::OsStr> = vec![scenario.as_ref(), "--kernel".as_ref(), tree.as_ref()];
     if let Some(why) = cannot_boot(&args, &cache, &tmp) {
-        eprintln!("skipped: {why}");
+        no_boot(&why);
         return;
     }
     let out = validate(&args, &cache, &tmp);
@@ -295,10 +310,10 @@ fn output_dir_keeps_what_was_there() {
     }
     std::fs::write(out_dir.join("initrd.cpio"), "the user's").expect("write");
     std::fs::create_dir_all(&tmp).expect("mkdir");
-    let Some((tree, _)) = fake_kernel(&dir, true) else {
-        eprintln!("skipped: xz or objcopy missing");
+    if !fake_kernel_tools() {
         return;
-    };
+    }
+    let (tree, _) = fake_kernel(&dir, true).expect("xz and objcopy make the fake kernel");
     let scenario = short_scenario(&dir);
     let args: Vec<&std::ffi::OsStr> = vec![
         scenario.as_ref(),
@@ -308,7 +323,7 @@ fn output_dir_keeps_what_was_there() {
         out_dir.as_ref(),
     ];
     if let Some(why) = cannot_boot(&args, &cache, &tmp) {
-        eprintln!("skipped: {why}");
+        no_boot(&why);
         return;
     }
     let out = validate(&args, &cache, &tmp);
@@ -373,7 +388,7 @@ fn boots_a_real_kernel_from_an_empty_cache_and_compares() {
     let args: Vec<&std::ffi::OsStr> =
         vec![scenario.as_ref(), "--output".as_ref(), out_dir.as_ref()];
     if let Some(why) = cannot_boot(&args, &cache, &tmp) {
-        eprintln!("skipped: {why}");
+        no_boot(&why);
         return;
     }
     let out = validate(&args, &cache, &tmp);
@@ -494,7 +509,11 @@ fn scenario_text_never_becomes_shell_code() {
         !init.contains("\nz)"),
         "the title's line break ends the comment"
     );
-    if let Ok(out) = Command::new("sh").args(["-n", "-c", &init]).output() {
+    if common::require_tool("sh", "dash", "to check /init's syntax with `sh -n`") {
+        let out = Command::new("sh")
+            .args(["-n", "-c", &init])
+            .output()
+            .expect("sh starts");
         assert!(
             out.status.success(),
             "sh -n: {}",

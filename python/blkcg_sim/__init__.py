@@ -1,6 +1,19 @@
 """blkcg-sim from Python: a deterministic simulator of Linux's cgroup v2 block I/O
-controllers (blk-throttle ``io.max``, blk-iocost ``io.cost.*`` / ``io.weight``) driven
-by fio jobs against device models.
+control driven by fio jobs against device models.
+
+Controllers and the elevator, each where Linux calls it:
+
+- blk-throttle: ``io.max``
+- blk-iocost: ``io.cost.model`` and ``io.cost.qos`` (root), ``io.weight``
+- blk-iolatency: ``io.latency``
+- blk-ioprio: ``io.prio.class`` (and fio's ``prio``, ``prioclass``, ``cmdprio``)
+- mq-deadline: the I/O scheduler (``[device] scheduler = "mq-deadline"``, its
+  ``queue/iosched`` files in ``[device.iosched]``)
+
+Device models (``[device] model = ...``): ``nullb`` (null_blk as configured through
+configfs), ``ssd`` (simple parallel service, or flash with a translation layer and its
+garbage-collection cliff), ``hdd`` (seek, rotation, transfer) and ``cloud`` (a cloud
+volume's IOPS and bandwidth token buckets, optional latency tails).
 
 The same engine as the ``blkcg-sim`` command line, as a library: every result is
 byte-identical to what the command line prints or writes for the same scenario, seed

@@ -5,6 +5,8 @@ import pathlib
 
 import pytest
 
+from require_tools import missing_tool
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 # two cgroups on null_blk: blk-throttle on one, blk-iocost weights on both; 1 s runs
@@ -42,5 +44,6 @@ def cli():
     """The blkcg-sim binary ($BLKCG_SIM_BIN, else the repository's release build)."""
     path = os.environ.get("BLKCG_SIM_BIN") or str(ROOT / "target" / "release" / "blkcg-sim")
     if not os.access(path, os.X_OK):
-        pytest.skip(f"no blkcg-sim binary at {path} (cargo build --release, or set BLKCG_SIM_BIN)")
+        missing_tool(f"the blkcg-sim binary at {path}", "cargo build --release, or set BLKCG_SIM_BIN",
+                     "to compare with the command line")
     return path

@@ -127,3 +127,11 @@ def test_errors_are_scenario_errors_with_file_and_line(tmp_path, small):
         blkcg_sim.run({"device": {"model": "floppy"}})
     with pytest.raises(TypeError):
         blkcg_sim.run(42)
+
+
+def test_docstring_names_every_controller_and_device_model():
+    """The same list as --help's (tests/cli.rs, EVERY_CONTROLLER_AND_DEVICE)."""
+    for w in ("blk-throttle", "io.max", "blk-iocost", "io.cost.model", "io.cost.qos", "io.weight",
+              "blk-iolatency", "io.latency", "blk-ioprio", "io.prio.class", "mq-deadline",
+              "nullb", "null_blk", "ssd", "translation layer", "hdd", "cloud"):
+        assert w in blkcg_sim.__doc__, w

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 import blkcg_sim
+from require_tools import import_or_missing
 
 GRID = {"cgroup.a.io.max:riops": [100, 200, 400], "cgroup.b.fio:iodepth": [1, 4]}
 
@@ -43,7 +44,7 @@ def test_worker_count_changes_nothing(small, reference):
 
 
 def test_ray_local_cluster_gives_the_same_rows(small, reference):
-    ray = pytest.importorskip("ray")
+    ray = import_or_missing("ray", "pip install ray", "to sweep on a local Ray cluster")
     try:
         got = blkcg_sim.sweep(small, GRID, seeds=2, workers=2, backend="ray", chunk=5)
     finally:
@@ -52,7 +53,7 @@ def test_ray_local_cluster_gives_the_same_rows(small, reference):
 
 
 def test_dask_local_cluster_gives_the_same_rows(small, reference):
-    pytest.importorskip("dask.distributed")
+    import_or_missing("dask.distributed", "pip install 'dask[distributed]'", "to sweep on a local Dask cluster")
     got = blkcg_sim.sweep(small, GRID, seeds=2, workers=2, backend="dask", chunk=7)
     pd.testing.assert_frame_equal(got, reference)
 

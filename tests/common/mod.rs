@@ -1,5 +1,6 @@
-//! What the integration tests that run the binary share: the binary itself, a
-//! successful command's output, and a refused command's one-line error.
+//! What the integration tests share: the binary itself, a successful command's output,
+//! a refused command's one-line error, and what a test does when a tool it needs is
+//! missing (skip locally, fail under `BLKCG_SIM_REQUIRE_TOOLS=1`, as CI runs).
 //!
 //! Each test crate compiles this module on its own and uses part of it.
 #![allow(dead_code)]
@@ -36,4 +37,112 @@ pub fn one_line_error(args: &[&str]) -> String {
     assert!(!e.contains("panicked"), "{e}");
     assert_eq!(e.trim_end().lines().count(), 1, "one line expected: {e}");
     e
+}
+
+/// The environment variable that turns a missing tool from a skip into a failure. CI
+/// (`.ci/run`) sets it to 1: there every tool must be installed, and a test that would
+/// skip fails instead, so a green run means every test really ran.
+pub const REQUIRE_TOOLS_VAR: &str = "BLKCG_SIM_REQUIRE_TOOLS";
+
+/// Whether a value of [`REQUIRE_TOOLS_VAR`] asks for the tools: set and neither empty
+/// nor `0`.
+pub fn tools_required_by(value: Option<&std::ffi::OsStr>) -> bool {
+    value.is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// Whether this process runs with [`REQUIRE_TOOLS_VAR`] set (read, never written).
+pub fn tools_required() -> bool {
+    tools_required_by(std::env::var_os(REQUIRE_TOOLS_VAR).as_deref())
+}
+
+/// What a test does when something it needs is missing.
+#[derive(Debug, PartialEq, Eq)]
+pub enum MissingTool {
+    /// Return early; the message says what was skipped and why.
+    Skip(String),
+    /// Fail the test with this message.
+    Fail(String),
+}
+
+/// The decision, as a pure function: `missing` is what is not here (a command, a tool
+/// list from a dry run, a source tree), `install` how to get it (the apt-get line), `why`
+/// what the test would have done with it.
+pub fn missing_tool_outcome(
+    required: bool,
+    missing: &str,
+    install: &str,
+    why: &str,
+) -> MissingTool {
+    if required {
+        MissingTool::Fail(format!(
+            "missing: {missing} (needed {why}); install: {install}. {REQUIRE_TOOLS_VAR} \
+             is set, so this fails instead of skipping"
+        ))
+    } else {
+        MissingTool::Skip(format!(
+            "skipped: missing {missing} (needed {why}); install: {install} \
+             ({REQUIRE_TOOLS_VAR}=1 makes this a failure)"
+        ))
+    }
+}
+
+/// Acts on [`missing_tool_outcome`]: prints the skip and returns, or panics.
+#[track_caller]
+pub fn missing_tool_as(required: bool, missing: &str, install: &str, why: &str) {
+    match missing_tool_outcome(required, missing, install, why) {
+        MissingTool::Skip(m) => eprintln!("{m}"),
+        MissingTool::Fail(m) => panic!("{m}"),
+    }
+}
+
+/// Something a test needs is missing: skip (saying so on stderr) or, under
+/// `BLKCG_SIM_REQUIRE_TOOLS=1`, fail. Every test that skips for a missing tool goes
+/// through here; the caller returns right after.
+#[track_caller]
+pub fn missing_tool(missing: &str, install: &str, why: &str) {
+    missing_tool_as(tools_required(), missing, install, why);
+}
+
+/// Whether `command` is an executable file in one of `$PATH`'s folders.
+pub fn on_path(command: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| {
+            std::fs::metadata(dir.join(command))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
+}
+
+/// [`require_tool`] with the decision given: true when `command` is on `$PATH`;
+/// otherwise skips (false) or, when `required`, panics naming the command and its
+/// Debian package.
+#[track_caller]
+pub fn require_tool_as(required: bool, command: &str, package: &str, why: &str) -> bool {
+    if on_path(command) {
+        return true;
+    }
+    missing_tool_as(
+        required,
+        &format!("`{command}`"),
+        &format!("apt-get install {package}"),
+        why,
+    );
+    false
+}
+
+/// Whether the test can go on: true when `command` is installed. When it is not, the
+/// test is skipped (false; a line on stderr says so) or, under
+/// `BLKCG_SIM_REQUIRE_TOOLS=1`, fails naming the command and the Debian `package`.
+/// `why` completes "needed …", e.g. "to open report.html headless".
+#[track_caller]
+pub fn require_tool(command: &str, package: &str, why: &str) -> bool {
+    require_tool_as(tools_required(), command, package, why)
+}
+
+/// A test that runs only on request (an expensive one, like a 20-minute kernel build)
+/// and was not requested: a skip whatever `BLKCG_SIM_REQUIRE_TOOLS` says, since no tool
+/// is missing. `how` says how to ask for it.
+pub fn skip_unrequested(what: &str, how: &str) {
+    eprintln!("skipped: {what} ({how})");
 }
