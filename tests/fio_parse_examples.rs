@@ -1,35 +1,22 @@
 //! Every job file in fio's own `examples/` directory must parse with no error (only
-//! warnings), and so must its `t/jobs/`. Reads them from a git clone of fio
-//! (`$BLKCG_SIM_FIO_SRC`, else the fio mirror) when there is one; skipped (with a note on
-//! stderr) otherwise, a failure under `BLKCG_SIM_REQUIRE_TOOLS=1` (CI clones fio).
-//! Our own job files under `tests/jobs/` are always parsed.
+//! warnings). They are read from Debian's `fio-examples` package
+//! (`/usr/share/doc/fio/examples`, fio 3.33's; `.ci/run` installs it), or a folder
+//! `$BLKCG_SIM_FIO_EXAMPLES` names; missing, the test is skipped with a note on stderr,
+//! and fails under `BLKCG_SIM_REQUIRE_TOOLS=1` (CI). Where a git clone of fio's source is
+//! at hand (`$BLKCG_SIM_FIO_SRC`, else the fio mirror), its `examples/` and `t/jobs/` at
+//! HEAD are parsed too. Our own job files under `tests/jobs/` are always parsed.
 
 mod common;
 
 use blkcg_sim::workload::fio::{Env, FioJobs, Origin, Reader, SizeOrPct, parse_jobfile};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// Where Debian's `fio-examples` puts fio's example job files.
+const DEBIAN_EXAMPLES: &str = "/usr/share/doc/fio/examples";
 
 /// Where fio's source is when `BLKCG_SIM_FIO_SRC` does not say.
 const FIO_MIRROR: &str = "/work/.mirror/axboe+fio/repo";
-
-/// A git repository of fio's source (a clone or a bare mirror): `$BLKCG_SIM_FIO_SRC`,
-/// else [`FIO_MIRROR`].
-fn fio_repo() -> String {
-    std::env::var("BLKCG_SIM_FIO_SRC").unwrap_or_else(|_| FIO_MIRROR.to_string())
-}
-
-fn git(args: &[&str]) -> Option<String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(fio_repo())
-        .args(args)
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
-}
 
 /// The xnvme examples expect these from the environment (fio itself refuses
 /// `rw=` when `${FIO_RW}` is unset); give them what their comments suggest.
@@ -42,45 +29,24 @@ fn example_env(var: &str) -> Option<String> {
     }
 }
 
-/// Parse every `.fio` file under `dir` of the fio mirror; returns (count, failures),
-/// or None when the mirror is absent.
-fn parse_mirror_dir(dir: &str) -> Option<(usize, Vec<String>)> {
-    let repo = fio_repo();
-    let install = "git clone https://github.com/axboe/fio, then BLKCG_SIM_FIO_SRC=that folder";
-    if !common::require_tool("git", "git", "to read fio's job files") {
-        return None;
-    }
-    if !Path::new(&repo).exists() {
-        common::missing_tool(
-            &format!("fio's source ({repo})"),
-            install,
-            "to parse fio's own job files",
-        );
-        return None;
-    }
-    let Some(list) = git(&["ls-tree", "--name-only", "HEAD", dir]) else {
-        common::missing_tool(
-            &format!("{dir} in a git repository at {repo}"),
-            install,
-            "to parse fio's own job files",
-        );
-        return None;
-    };
+/// Parse job files `(name, text)`, includes read through `read`; the failures.
+fn parse_all(
+    files: impl Iterator<Item = (String, String)>,
+    read: &dyn Fn(&str) -> Result<String, String>,
+) -> (usize, Vec<String>) {
     let mut failures = Vec::new();
     let mut n = 0;
-    for f in list.lines().filter(|f| f.ends_with(".fio")) {
-        let text = git(&["show", &format!("HEAD:{f}")]).expect("git show");
-        let read = |p: &str| git(&["show", &format!("HEAD:{p}")]).ok_or_else(|| "missing".into());
+    for (f, text) in files {
         n += 1;
         let rd = Reader {
             env: Env::Vars(&example_env),
-            read_file: &read,
+            read_file: read,
             quote_job_files: true,
         };
         match parse_jobfile(
             &text,
             &Origin {
-                file: f,
+                file: &f,
                 lines: &[],
             },
             &rd,
@@ -89,34 +55,100 @@ fn parse_mirror_dir(dir: &str) -> Option<(usize, Vec<String>)> {
             Err(e) => failures.push(e.to_string()),
         }
     }
-    Some((n, failures))
+    (n, failures)
 }
 
-#[test]
-fn fio_examples_parse_without_error() {
-    let Some((n, failures)) = parse_mirror_dir("examples/") else {
-        return;
-    };
-    assert!(n > 50, "only {n} example files found");
+/// Every `.fio` file of folder `dir`, by name.
+fn folder_files(dir: &Path) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "fio"))
+        .map(|p| {
+            let text =
+                std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            (p.to_string_lossy().into_owned(), text)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// `git -C repo ARGS`, if it succeeds.
+fn git(repo: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(args)
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Every `.fio` file under `dir` of a git repository of fio at HEAD.
+fn repo_files(repo: &str, dir: &str) -> Vec<(String, String)> {
+    let list = git(repo, &["ls-tree", "--name-only", "HEAD", dir]).unwrap_or_default();
+    list.lines()
+        .filter(|f| f.ends_with(".fio"))
+        .filter_map(|f| Some((f.to_string(), git(repo, &["show", &format!("HEAD:{f}")])?)))
+        .collect()
+}
+
+fn assert_parsed(what: &str, (n, failures): (usize, Vec<String>), at_least: usize) {
+    assert!(n >= at_least, "{what}: only {n} job files found");
     assert!(
         failures.is_empty(),
-        "{} of {n} failed:\n{}",
+        "{what}: {} of {n} failed:\n{}",
         failures.len(),
         failures.join("\n")
     );
 }
 
 #[test]
-fn fio_test_jobs_parse_without_error() {
-    let Some((n, failures)) = parse_mirror_dir("t/jobs/") else {
+fn fio_examples_parse_without_error() {
+    let dir = std::env::var("BLKCG_SIM_FIO_EXAMPLES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(DEBIAN_EXAMPLES));
+    if !dir.is_dir() {
+        common::missing_tool(
+            &format!("fio's example job files ({})", dir.display()),
+            "apt-get install fio-examples",
+            "to parse fio's own job files",
+        );
         return;
-    };
-    assert!(n > 20, "only {n} t/jobs files found");
-    assert!(
-        failures.is_empty(),
-        "{} of {n} failed:\n{}",
-        failures.len(),
-        failures.join("\n")
+    }
+    let read = |p: &str| std::fs::read_to_string(dir.join(p)).map_err(|e| e.to_string());
+    assert_parsed(
+        "fio-examples",
+        parse_all(folder_files(&dir).into_iter(), &read),
+        50,
+    );
+}
+
+/// fio's HEAD, where a clone is at hand: an extra on a developer's machine (CI has
+/// Debian's examples above, and no clone).
+#[test]
+fn fio_source_job_files_parse_without_error_where_a_clone_is_at_hand() {
+    let repo = std::env::var("BLKCG_SIM_FIO_SRC").unwrap_or_else(|_| FIO_MIRROR.to_string());
+    if git(&repo, &["rev-parse", "HEAD"]).is_none() {
+        eprintln!(
+            "note: no git clone of fio at {repo} (BLKCG_SIM_FIO_SRC): its HEAD's job files not parsed"
+        );
+        return;
+    }
+    let read =
+        |p: &str| git(&repo, &["show", &format!("HEAD:{p}")]).ok_or_else(|| "missing".into());
+    assert_parsed(
+        "examples/",
+        parse_all(repo_files(&repo, "examples/").into_iter(), &read),
+        50,
+    );
+    assert_parsed(
+        "t/jobs/",
+        parse_all(repo_files(&repo, "t/jobs/").into_iter(), &read),
+        20,
     );
 }
 

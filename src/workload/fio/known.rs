@@ -1,6 +1,8 @@
 //! Every option name (and alias) fio knows, gathered from fio's `options.c` and the
-//! per-engine and profile option tables in `engines/*.{c,h}` and `profiles/*.c` (fio HEAD;
-//! ioengine names from the same files are included too, harmlessly). A name in this list that
+//! per-engine and profile option tables in `engines/*.{c,h}` and `profiles/*.c` (fio HEAD,
+//! plus the librpma engines' `serverip`, `busy_wait_polling` and `direct_write_to_pmem`,
+//! which fio 3.33 — Debian 12's — still has; ioengine names from the same files are
+//! included too, harmlessly). A name in this list that
 //! [`super::apply`] does not model produces a warning; a name outside it is fio's
 //! "Bad option" error. Sorted, so lookups use binary search.
 
@@ -33,6 +35,7 @@ pub(super) const FIO_OPTION_NAMES: &[&str] = &[
     "buffer_pattern",
     "buffered",
     "busy_poll",
+    "busy_wait_polling",
     "bwavgtime",
     "cdb_len",
     "cgroup",
@@ -83,6 +86,7 @@ pub(super) const FIO_OPTION_NAMES: &[&str] = &[
     "dircreate",
     "dirdelete",
     "direct",
+    "direct_write_to_pmem",
     "directory",
     "dirstat",
     "disable_bw",
@@ -355,6 +359,7 @@ pub(super) const FIO_OPTION_NAMES: &[&str] = &[
     "rwmixwrite",
     "scramble_buffers",
     "serialize_overlap",
+    "serverip",
     "sg",
     "sg_write_mode",
     "significant_figures",
