@@ -7,8 +7,8 @@ use super::{BareNumber, Scenario, ScenarioError, parse_duration};
 use crate::blkcg::CgroupTree;
 use crate::device::fault::BadblocksWrite;
 use crate::kernel_version::KernelVersion;
+use crate::scenario::host::HostCosts;
 use crate::sim::Ns;
-use crate::sim::engine::HostCosts;
 
 /// Which interface file a write goes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
