@@ -42,8 +42,9 @@ use crate::report::timeline::{
     throttle_csv_row,
 };
 use crate::sched::mq_deadline::elevator::DeadlineRow;
-use crate::sim::engine::{IostatRow, Recorder};
+use crate::sim::iostat::IostatRow;
 use crate::sim::{NSEC_PER_SEC, Ns};
+use crate::stack::Recorder;
 use crate::throttle::ThrotlRow;
 
 /// What a caller wants of a run's timelines.

@@ -75,14 +75,14 @@ use crate::report::fio::stats::ErrorStats;
 use crate::report::fio::stats::LatHist;
 use crate::scenario::host::HostCosts;
 use crate::sim::inline_deque::InlineDeque;
+use crate::sim::iostat::DevAcct;
 use crate::sim::prefetch::{prefetch, prefetch_span};
 use crate::sim::sbitmap::TagSet;
 use crate::sim::timebins::TimeBins;
 use crate::sim::{
     Bio, BioId, BioSlab, Dir, Event, EventQueue, IoErr, NSEC_PER_MSEC, NSEC_PER_SEC, Ns, SimRng,
 };
-pub use crate::stack::Recorder;
-use crate::stack::{PolicyId, Request, Stack};
+use crate::stack::{PolicyId, Recorder, Request, Stack};
 pub use crate::workload::job::JobParams;
 use crate::workload::job::{BsGen, OffsetGen, RateDecision, RateState, RwMix};
 
@@ -369,58 +369,6 @@ impl JobRt {
                 !non_fatal
             }
         }
-    }
-}
-
-/// Per-second device view, like `iostat -x 1`.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct IostatRow {
-    /// Second index (row covers [t, t+1) s).
-    pub t: u64,
-    pub r_ios: u64,
-    pub w_ios: u64,
-    pub r_bytes: u64,
-    pub w_bytes: u64,
-    /// Time-averaged requests in flight (aqu-sz).
-    pub aqu_sz: f64,
-    /// Percent of the second with at least one request in flight.
-    pub util: f64,
-    /// The device model's own columns (`BlockDevice::stat_columns()`) and their values.
-    pub dev_cols: &'static [&'static str],
-    pub dev_vals: Vec<f64>,
-}
-
-#[derive(Debug, Default)]
-struct DevAcct {
-    inflight: u32,
-    last: Ns,
-    area: u128,
-    busy: Ns,
-    cur: IostatRow,
-    /// Seconds closed since the last drain.
-    rows: Vec<IostatRow>,
-    /// Bytes completed since the start (progress by bytes).
-    done_bytes: u64,
-}
-
-impl DevAcct {
-    fn advance(&mut self, now: Ns) {
-        let dt = now - self.last;
-        self.area += self.inflight as u128 * dt as u128;
-        if self.inflight > 0 {
-            self.busy += dt;
-        }
-        self.last = now;
-    }
-    fn close_second(&mut self, now: Ns) {
-        self.advance(now);
-        let mut row = std::mem::take(&mut self.cur);
-        row.aqu_sz = self.area as f64 / NSEC_PER_SEC as f64;
-        row.util = self.busy as f64 * 100.0 / NSEC_PER_SEC as f64;
-        self.area = 0;
-        self.busy = 0;
-        self.cur.t = row.t + 1;
-        self.rows.push(row);
     }
 }
 

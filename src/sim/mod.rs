@@ -24,11 +24,13 @@
 //! - `inline_deque.rs` — small FIFOs held inline in their owner's record (per-I/O queues);
 //! - `prefetch.rs` — a cache hint for records the next step of an I/O reads;
 //! - `sbitmap.rs` — the tags and who gets a freed one (`sbitmap_queue`);
+//! - `iostat.rs` — the device's per-second accounting (`IostatRow`, as `iostat -x 1`);
 //! - `engine.rs` — the request pipeline of docs/design.md §2 wiring all layers together.
 
 pub mod bio;
 pub mod engine;
 pub mod inline_deque;
+pub mod iostat;
 pub mod prefetch;
 pub mod queue;
 pub mod rng;

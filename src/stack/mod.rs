@@ -54,7 +54,7 @@ use std::any::Any;
 use crate::blkcg::{DeviceTable, KernelError};
 use crate::iocost::ctl::PeriodRow;
 use crate::iolatency::IolatRow;
-use crate::sim::engine::IostatRow;
+use crate::sim::iostat::IostatRow;
 use crate::sim::{Bio, BioId, BioSlab, EventQueue, Ns};
 use crate::throttle::ThrotlRow;
 pub use elevator::{Elevator, Request};
