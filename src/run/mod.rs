@@ -41,13 +41,14 @@ use crate::report::summary::JobSummary;
 use crate::scenario::repro::{self, ReproSpec, VariantMetrics};
 use crate::scenario::resolve::{DeviceAction, DeviceWrite, IfaceWrite, Resolved};
 use crate::scenario::{Scenario, ScenarioError, embedded};
-use crate::sim::engine::{JobParams, Pipeline, RunOutput};
+use crate::sim::engine::{Pipeline, RunOutput};
 use crate::sim::queue::EventQueue;
 use crate::sim::{NSEC_PER_SEC, Ns};
 use crate::stack::registry::{POLICIES, PolicySetup};
 use crate::stack::{Elevator, Stack};
 use crate::workload::cmdline::{is_cmdline, parse_fio};
 use crate::workload::fio as fiojob;
+use crate::workload::job::JobParams;
 use crate::workload::job::start_dependencies;
 
 /// Everything one variant's run produced.

@@ -25,10 +25,12 @@
 //! - `prefetch.rs` — a cache hint for records the next step of an I/O reads;
 //! - `sbitmap.rs` — the tags and who gets a freed one (`sbitmap_queue`);
 //! - `iostat.rs` — the device's per-second accounting (`IostatRow`, as `iostat -x 1`);
-//! - `engine.rs` — the request pipeline of docs/design.md §2 wiring all layers together.
+//! - `engine.rs` — the request pipeline of docs/design.md §2 wiring all layers together;
+//! - `fio/`      — the fio job machine: fio's `do_io()` loop per job, as part of the pipeline.
 
 pub mod bio;
 pub mod engine;
+pub mod fio;
 pub mod inline_deque;
 pub mod iostat;
 pub mod prefetch;
