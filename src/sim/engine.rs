@@ -69,9 +69,8 @@
 
 use crate::device::fault::BadblocksWrite;
 use crate::device::{BlockDevice, DevRq, QueueLimits};
-use crate::report::fio::JobStats;
-use crate::report::fio::stats::LatHist;
 use crate::scenario::host::HostCosts;
+use crate::sim::fio::stats::{JobStats, LatHist};
 use crate::sim::fio::{FIO_SAMPLE, IoU, JobRt, JobTimes, Phase};
 use crate::sim::inline_deque::InlineDeque;
 use crate::sim::iostat::DevAcct;

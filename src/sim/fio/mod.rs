@@ -30,13 +30,15 @@
 //!   thinktime decision, `start_ready()` / `finish_job()` the jobs' order (`stonewall`,
 //!   `startdelay`), `sleep_overshoot()` how late a sleep ends (`[host]` noise);
 //! - what fio's parameters mean and the generators (sizes, offsets, rwmix, rate) are
-//!   `crate::workload::job`; the statistics the machine records per I/O are
-//!   `crate::report::fio::stats`; a job's completions over time `crate::sim::timebins`.
+//!   `crate::workload::job`; a job's completions over time `crate::sim::timebins`;
+//! - [`stats`]: fio's statistics the machine records per I/O (latency statistics and
+//!   histograms, percentiles, depth maps, errors), which `crate::report::fio` formats.
+
+pub mod stats;
 
 use crate::blkcg::ioprio::{Ioprio, IoprioClass, task_ioprio};
-use crate::report::fio::JobStats;
-use crate::report::fio::stats::ErrorStats;
 use crate::sim::engine::{Pipeline, Stage};
+use crate::sim::fio::stats::{ErrorStats, JobStats};
 use crate::sim::inline_deque::InlineDeque;
 use crate::sim::prefetch::{prefetch, prefetch_span};
 use crate::sim::timebins::TimeBins;
