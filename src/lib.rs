@@ -8,6 +8,7 @@ pub mod api;
 pub mod blkcg;
 pub mod cli;
 pub mod device;
+pub mod device_fit;
 pub mod error;
 pub mod iocost;
 pub mod iolatency;

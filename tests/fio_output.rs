@@ -4,9 +4,9 @@
 mod common;
 
 use blkcg_sim::cli::run::RunOptions;
-use blkcg_sim::report::fio::stats::{LatHist, percentiles, val_to_idx};
 use blkcg_sim::run::run_variant;
 use blkcg_sim::scenario::Scenario;
+use blkcg_sim::sim::fio::stats::{LatHist, percentiles, val_to_idx};
 
 /// (indent, key) of every `"key" :` line, in document order.
 fn key_paths(json: &str) -> Vec<(usize, String)> {

@@ -1,6 +1,6 @@
 //! `blkcg-sim device ...`: commands about the device models, as a clap subcommand
 //! group ([`DeviceCmd`]): `fit` fits a model to a user's fio measurements
-//! (`crate::device::fit`); `plot` draws a model alone (the work is
+//! (`crate::device_fit`); `plot` draws a model alone (the work is
 //! `crate::report::device_plot`'s; here the devices are picked from the command line).
 
 use std::path::PathBuf;
@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 
 use crate::cli::load;
-use crate::device::fit::{self, Model, jobs::Target};
+use crate::device_fit::{self as fit, Model, jobs::Target};
 use crate::report::device_plot::{DeviceUnderTest, builtin_devices, plot_device};
 use crate::report::outdir::{OutDir, write_named_file};
 use crate::sweep::pool;

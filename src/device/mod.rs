@@ -23,8 +23,9 @@
 //! Any model may sit behind `dispatch.rs` (`dispatch_ns`): the driver's fixed cost
 //! between a completion and the next dispatch on the hardware queue.
 //!
-//! `fit/` is not a model: `blkcg-sim device fit` fits `ssd`, `hdd` or `cloud` keys to a
-//! user's fio measurements of a real disk (see its module comment).
+//! `blkcg-sim device fit`, which fits `ssd`, `hdd` or `cloud` keys to a user's fio
+//! measurements of a real disk, is not a model and lives outside this layer
+//! (`crate::device_fit`: it runs fio jobs through `tune` and prints `validate`'s table).
 //!
 //! Device keys in a scenario use the real thing's names (null_blk configfs names,
 //! block-queue sysfs names), so a scenario maps one-to-one onto a real setup.
@@ -152,7 +153,6 @@ pub mod cloud;
 pub mod config;
 pub mod dispatch;
 pub mod fault;
-pub mod fit;
 pub mod flash;
 pub mod ftl;
 pub mod hdd;

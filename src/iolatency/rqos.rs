@@ -17,12 +17,12 @@ use crate::device::QueueLimits;
 use crate::error::KeyError;
 use crate::kernel_version::KernelVersion;
 use crate::scenario::resolve::Resolved;
+use crate::sim::jiffies;
 use crate::sim::{BioId, BioSlab, Event, EventQueue, Ns};
 use crate::stack::registry::{
     CgroupFile, Creation, HookKind, Kconfig, Place, PolicyDef, PolicySetup,
 };
 use crate::stack::{BlkcgPolicy, Hooks, PolicyId, Recorder, RqQos, RqQosEntry, RqQosOps};
-use crate::throttle::ThrottleConfig;
 
 /// blk-iolatency's id: 16 + `RQ_QOS_LATENCY`.
 pub const ID: PolicyId = PolicyId(17);
@@ -79,7 +79,7 @@ impl PolicySetup for Setup {
         let cfg = IolatencyConfig {
             behaviour: self.behaviour,
             hz: self.hz,
-            start_jiffies: ThrottleConfig::initial_jiffies(self.hz),
+            start_jiffies: jiffies::initial_jiffies(self.hz),
             // q->nr_requests: the scheduler's tags with an elevator (src/run)
             nr_requests: limits.nr_requests,
             rotational: limits.rotational,

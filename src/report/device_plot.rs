@@ -31,7 +31,7 @@ use crate::report::timeline::{JobLine, job_panels};
 use crate::run::{VariantRun, in_parallel, run_variant};
 use crate::scenario::Scenario;
 use crate::scenario::spec::parse_device_spec;
-use crate::sim::engine::IostatRow;
+use crate::sim::iostat::IostatRow;
 
 /// Queue depths of the latency-vs-load curve.
 pub const QDS: [u32; 9] = [1, 2, 4, 8, 16, 32, 64, 128, 256];

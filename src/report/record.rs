@@ -36,7 +36,8 @@ use crate::report::decimate::Decimated;
 use crate::report::outdir::OutDir;
 use crate::report::summary::{IOSTAT_CSV_HEADER, iostat_csv_row};
 use crate::sim::NSEC_PER_SEC;
-use crate::sim::engine::{IostatRow, Recorder};
+use crate::sim::iostat::IostatRow;
+use crate::stack::Recorder;
 use crate::stack::stream::{AnyRow, KeptRows, RowCtx, Series, StreamDef, TimelineRow};
 
 /// What a caller wants of a run's timelines.

@@ -4,7 +4,7 @@
 //! runs of several variants or kernels side by side.
 
 use crate::report::plot::{Panel, Series};
-use crate::sim::engine::IostatRow;
+use crate::sim::iostat::IostatRow;
 
 /// One job's headline figures, as the seed scripts extract them from fio's JSON.
 #[derive(Debug, Clone, PartialEq)]

@@ -32,7 +32,6 @@ use crate::error::KeyError;
 use crate::ioprio::{BlkIoprio, prio_label};
 use crate::kernel_version::KernelVersion;
 use crate::progress::{Horizon, Reporter};
-use crate::report::fio::stats::percentiles;
 use crate::report::fio::{self as fioreport, FioMessage, JobReport, RunReport};
 use crate::report::io_stat::io_stat_text;
 use crate::report::record::{RecordOptions, Recorded, RunRecorder};
@@ -40,13 +39,15 @@ use crate::report::summary::JobSummary;
 use crate::scenario::repro::{self, ReproSpec, VariantMetrics};
 use crate::scenario::resolve::{DeviceAction, DeviceWrite, IfaceWrite, Resolved};
 use crate::scenario::{Scenario, ScenarioError, embedded};
-use crate::sim::engine::{JobParams, Pipeline, RunOutput};
+use crate::sim::engine::{Pipeline, RunOutput};
+use crate::sim::fio::stats::percentiles;
 use crate::sim::queue::EventQueue;
 use crate::sim::{NSEC_PER_SEC, Ns};
 use crate::stack::registry::{Creation, POLICIES, PolicyDef, PolicySetup};
 use crate::stack::{Elevator, Stack};
 use crate::workload::cmdline::{is_cmdline, parse_fio};
 use crate::workload::fio as fiojob;
+use crate::workload::job::JobParams;
 use crate::workload::job::start_dependencies;
 
 /// Everything one variant's run produced.

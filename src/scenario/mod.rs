@@ -13,6 +13,7 @@
 //!
 //! - `mod.rs`      — loading, variants, merging, error positions;
 //! - `resolve.rs`  — the typed view of one variant (device, kernel, cgroups, jobs);
+//! - `host.rs`     — the `[host]` table: CPU costs around each I/O, wake-up noise;
 //! - `embedded.rs` — the scenarios compiled into the binary;
 //! - `repro.rs`    — a seed's `[repro]` table: published figures and bands;
 //! - `spec.rs`     — scenario values given on a command line (`--device`, `--set`).
@@ -21,6 +22,7 @@
 //! `crate::cli`.
 
 pub mod embedded;
+pub mod host;
 pub mod repro;
 pub mod resolve;
 pub mod source;

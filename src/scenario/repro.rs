@@ -22,7 +22,7 @@ use serde::Serialize;
 use toml::Value;
 
 use crate::report::summary::JobSummary;
-use crate::sim::engine::IostatRow;
+use crate::sim::iostat::IostatRow;
 
 /// What one variant's run produced, as far as bands are concerned.
 #[derive(Debug, Clone, Default)]

@@ -7,8 +7,8 @@ use super::{BareNumber, Scenario, ScenarioError, parse_duration};
 use crate::blkcg::CgroupTree;
 use crate::device::fault::BadblocksWrite;
 use crate::kernel_version::KernelVersion;
+use crate::scenario::host::HostCosts;
 use crate::sim::Ns;
-use crate::sim::engine::HostCosts;
 use crate::stack::registry::{self, CgroupFile};
 
 /// Which interface file a write goes to: one of the registry's

@@ -40,21 +40,20 @@
 //! A request goes to the elevator and the queue is run (`blk_mq_run_hw_queue()`):
 //! whatever it dispatches goes to the device.
 //!
-//! *fio.* Each job is a state machine mirroring fio's `do_io()` loop: rate check
-//! (`rate_ddir()`, with inline-mode quiesce), submit (slat), reap only when the queue
-//! is full (`wait_for_completions()`), thinktime after `thinktime_blocks` completions
-//! (`handle_thinktime()`), and at the end wait for everything in flight. A completion
-//! is reaped — and its clat ends — when the job next waits for completions, as in fio.
+//! *fio.* The jobs are `crate::sim::fio`'s state machines (fio's `do_io()` loop, its
+//! I/O units and statistics): a job's I/O enters here as a bio pushed by the job's
+//! context, and leaves by `piece_done()` when its last piece completes.
 //!
-//! *Host costs* ([`HostCosts`]): CPU time the real stack spends around each I/O — on
-//! submission (slat; a 4 KiB cost plus one per further page pinned), on completion
-//! (clat; likewise), and in fio's own loop between reaping and the next I/O (in
-//! neither). They are what a QD1 job's IOPS come down to on a fast device.
+//! *Host costs* ([`HostCosts`], a scenario's `[host]` table, `crate::scenario::host`):
+//! CPU time the real stack spends around each I/O — on submission (slat; a 4 KiB cost
+//! plus one per further page pinned), on completion (clat; likewise), and in fio's own
+//! loop between reaping and the next I/O (in neither). They are what a QD1 job's IOPS
+//! come down to on a fast device.
 //!
 //! *Faults.* A request the device fails, and every piece of a split bio, ends its fio
 //! I/O with the first error (`bio_chain()`); fio's handling of a failed I/O (logged,
 //! counted under `continue_on_error`, or stopping the job, which then waits for what
-//! is in flight) is `JobRt::io_error()`. Removing the disk (`remove_disk()`, mirroring
+//! is in flight) is `crate::sim::fio`'s. Removing the disk (`remove_disk()`, mirroring
 //! `del_gendisk()`) marks it dead: bios fail at `bio_queue_enter()`, and a new
 //! `io_submit()` sees a disk of size 0 (a read returns 0 bytes, a write ENOSPC);
 //! what already entered the queue drains (requests at the driver, rq-qos and tag
@@ -63,201 +62,28 @@
 //!
 //! Where things live: contexts and the stack walk in `run_ctx()` (the rq-qos walk in
 //! `rq_qos_throttle()`, policy timers in `on_policy_timer()`); the device side in
-//! `start_request()` / `run_hw_queue()` / `on_device_done()`; fio jobs in
-//! `job_step()`; sampling in `on_sample()`.
+//! `start_request()` / `run_hw_queue()` / `on_device_done()`; sampling in
+//! `on_sample()`. Elsewhere: the fio jobs (`job_step()`, `piece_done()`,
+//! `submit_returned()`) in `crate::sim::fio`, the device's per-second accounting in
+//! `crate::sim::iostat`, the host's costs in `crate::scenario::host`.
 
-use crate::blkcg::ioprio::{Ioprio, IoprioClass, task_ioprio};
 use crate::device::fault::BadblocksWrite;
 use crate::device::{BlockDevice, DevRq, QueueLimits};
-use crate::report::fio::JobStats;
-use crate::report::fio::stats::ErrorStats;
-use crate::report::fio::stats::LatHist;
+use crate::scenario::host::HostCosts;
+use crate::sim::fio::stats::{JobStats, LatHist};
+use crate::sim::fio::{FIO_SAMPLE, IoU, JobRt, JobTimes, Phase};
 use crate::sim::inline_deque::InlineDeque;
-use crate::sim::prefetch::{prefetch, prefetch_span};
+use crate::sim::iostat::DevAcct;
+use crate::sim::prefetch::prefetch;
 use crate::sim::sbitmap::TagSet;
 use crate::sim::timebins::TimeBins;
-use crate::sim::{
-    Bio, BioId, BioSlab, Dir, Event, EventQueue, IoErr, NSEC_PER_MSEC, NSEC_PER_SEC, Ns, SimRng,
-};
-pub use crate::stack::Recorder;
-use crate::stack::{PolicyId, Request, Stack};
-pub use crate::workload::job::JobParams;
-use crate::workload::job::{BsGen, OffsetGen, RateDecision, RateState, RwMix};
-
-/// Host CPU costs that real fio and the kernel add around each I/O.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HostCosts {
-    /// io_submit()/pread() entry to the bio entering the block layer, for a 4 KiB I/O
-    /// (lands in slat).
-    pub submit_ns: Ns,
-    /// Added to `submit_ns` for each further 4 KiB page of the I/O (pinning the user
-    /// pages and adding them to the bio): what makes a 1 MiB O_DIRECT submission slow.
-    pub submit_page_ns: Ns,
-    /// Completion IRQ to fio having reaped the event, for a 4 KiB I/O (lands in clat).
-    pub complete_ns: Ns,
-    /// Added to `complete_ns` for each further 4 KiB page (unpinning, dirtying).
-    pub complete_page_ns: Ns,
-    /// fio's own work per I/O between reaping and setting up the next one (its
-    /// do_io() loop): in neither slat nor clat, but it paces a job at low depth.
-    pub fio_loop_ns: Ns,
-    /// Delay before the policies' dispatch work item runs (kthrotld), for bios a
-    /// bio-level policy held.
-    pub workqueue_ns: Ns,
-    /// Every sleep of a fio job (thinktime, rate pacing) ends this much late: the
-    /// task's timer slack (Linux default 50 µs for normal tasks).
-    pub timer_slack_ns: Ns,
-    /// Mean of an exponentially distributed extra wake-up delay (scheduling noise of
-    /// a busy or virtualised host), drawn from the seeded PRNG. 0 = none.
-    pub wakeup_jitter_ns: Ns,
-    /// Occasional slips on top (a vCPU shared by the woken task, the other fio, kblockd
-    /// and the completion interrupts): in parts per million of the sleeps, one ends
-    /// late by a delay drawn uniformly in (0, `wakeup_slip_ns`]. Measured on a qemu
-    /// guest's fio rate pacing (docs/validation.md §8: ~2.6% of the sleeps, up to
-    /// 165 µs). 0 = none.
-    pub wakeup_slip_ppm: u32,
-    /// The largest such slip.
-    pub wakeup_slip_ns: Ns,
-    /// A submitter sleeping for a tag (`blk_mq_get_tag()`), woken by the completion
-    /// that freed one (`sbitmap_queue_clear()`), asks again this much later: the
-    /// completion interrupt's end and the switch to the woken task. Measured on the
-    /// qemu guests (docs/validation.md §15: 6.4 µs on 6.1, 5.4 µs on 6.12).
-    pub tag_wakeup_ns: Ns,
-    /// Like `wakeup_slip_ppm` / `wakeup_slip_ns`, for those wake-ups: in parts per
-    /// million of them, one runs late by up to `tag_wakeup_slip_ns` (another task had
-    /// the guest's vCPU). 0 = none.
-    pub tag_wakeup_slip_ppm: u32,
-    pub tag_wakeup_slip_ns: Ns,
-    /// The CPUs the tasks woken by completions share: 0 = as many as they need (each
-    /// woken task runs at once), 1 = one, as the qemu guest's vCPU. With one, a tag
-    /// sleeper woken by a completion waits until every fio job that completions woke to
-    /// reap has gone back to waiting (the woken tasks run one after another, the
-    /// reaper first: docs/validation.md §13). Nothing else is serialised.
-    pub cpus: u32,
-    /// Successive fio runs (`fio = [...]`): from the last job of run k-1 ending to the
-    /// jobs of run k starting, as a script sees it: fio's exit, the script's own work
-    /// and the next fio's start-up (fio 3.33 takes ~0.3 s from exec to its first I/O).
-    /// Long enough that a weight-based policy deactivates every idle cgroup in between.
-    pub fio_restart_ns: Ns,
-}
-
-/// In scenario syntax (`[host]` keys, ns): `submit_ns=2000 submit_page_ns=75 ...`.
-impl std::fmt::Display for HostCosts {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "submit_ns={} submit_page_ns={} complete_ns={} complete_page_ns={} fio_loop_ns={} \
-             workqueue_ns={} timer_slack_ns={} wakeup_jitter_ns={} fio_restart_ns={}",
-            self.submit_ns,
-            self.submit_page_ns,
-            self.complete_ns,
-            self.complete_page_ns,
-            self.fio_loop_ns,
-            self.workqueue_ns,
-            self.timer_slack_ns,
-            self.wakeup_jitter_ns,
-            self.fio_restart_ns
-        )?;
-        // only when set, so that the line of a host without them reads as before
-        if self.wakeup_slip_ppm > 0 {
-            write!(
-                f,
-                " wakeup_slip_ppm={} wakeup_slip_ns={}",
-                self.wakeup_slip_ppm, self.wakeup_slip_ns
-            )?;
-        }
-        let d = HostCosts::default();
-        if (self.tag_wakeup_ns, self.cpus) != (d.tag_wakeup_ns, d.cpus) {
-            write!(
-                f,
-                " tag_wakeup_ns={} cpus={}",
-                self.tag_wakeup_ns, self.cpus
-            )?;
-        }
-        if self.tag_wakeup_slip_ppm > 0 {
-            write!(
-                f,
-                " tag_wakeup_slip_ppm={} tag_wakeup_slip_ns={}",
-                self.tag_wakeup_slip_ppm, self.tag_wakeup_slip_ns
-            )?;
-        }
-        Ok(())
-    }
-}
-
-impl HostCosts {
-    /// `submit_ns` and `submit_page_ns` for an I/O of `bytes`.
-    pub fn submit_cost(&self, bytes: u64) -> Ns {
-        self.submit_ns + extra_pages(bytes) * self.submit_page_ns
-    }
-
-    /// `complete_ns` and `complete_page_ns` for an I/O of `bytes`.
-    pub fn complete_cost(&self, bytes: u64) -> Ns {
-        self.complete_ns + extra_pages(bytes) * self.complete_page_ns
-    }
-}
-
-/// The 4 KiB pages of an I/O beyond its first.
-fn extra_pages(bytes: u64) -> u64 {
-    bytes.div_ceil(4096).saturating_sub(1)
-}
-
-impl Default for HostCosts {
-    fn default() -> Self {
-        HostCosts {
-            submit_ns: 2_000,
-            submit_page_ns: 75,
-            complete_ns: 1_500,
-            complete_page_ns: 20,
-            fio_loop_ns: 0,
-            workqueue_ns: 2_000,
-            timer_slack_ns: 50_000,
-            wakeup_jitter_ns: 0,
-            wakeup_slip_ppm: 0,
-            wakeup_slip_ns: 0,
-            tag_wakeup_ns: 1_500,
-            tag_wakeup_slip_ppm: 0,
-            tag_wakeup_slip_ns: 0,
-            cpus: 0,
-            fio_restart_ns: 300 * NSEC_PER_MSEC,
-        }
-    }
-}
-
-/// How an I/O ended, as the completion event (aio `res`) tells fio.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-enum IoRes {
-    /// Every byte transferred.
-    #[default]
-    Full,
-    /// `res = 0`: a read at or past the end of the disk (a removed disk has size 0).
-    Eof,
-    Err(IoErr),
-}
-
-/// One fio I/O unit in flight.
-#[derive(Debug, Clone, Default)]
-struct IoU {
-    job: u32,
-    /// The job's cgroup (what the hints of its next I/O need, without its params).
-    cgroup: u32,
-    dir_write: bool,
-    bytes: u64,
-    /// Byte offset in the file (fio's error lines name it).
-    offset: u64,
-    res: IoRes,
-    /// fio's io_u start_time.
-    start: Ns,
-    /// End of submission (slat end / clat start).
-    issued: Ns,
-    /// Pieces (bios) not yet completed.
-    pieces: u32,
-    /// io.stat has counted this I/O's bytes (split remainders count ios only).
-    bytes_counted: bool,
-}
+use crate::sim::{BioId, BioSlab, Dir, Event, EventQueue, IoErr, NSEC_PER_MSEC, NSEC_PER_SEC, Ns};
+use crate::stack::{PolicyId, Recorder, Request, Stack};
+use crate::workload::job::JobParams;
 
 /// Where a bio is on its way down; declared in pipeline order.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
-enum Stage {
+pub(super) enum Stage {
     /// At the k-th bio-level policy (`submit_bio()`).
     Bio(u8),
     /// Past them: issue time, `bio_queue_enter()`, split. (The default: what an
@@ -283,283 +109,19 @@ struct RqSlot {
 /// one cache line (`align(64)`).
 #[derive(Debug, Default)]
 #[repr(C, align(64))]
-struct Ctx {
-    blocked: bool,
+pub(super) struct Ctx {
+    pub(super) blocked: bool,
     wake_scheduled: bool,
     /// The fio job this context belongs to (None: the policies' dispatch worker).
     job: Option<u32>,
     /// When the bio at the front started to wait for a tag (its `alloc_time`).
     tag_wait_since: Ns,
     /// The bios still to push (`current->bio_list`): one, or two after a split.
-    pending: InlineDeque<(BioId, Stage), 2>,
+    pub(super) pending: InlineDeque<(BioId, Stage), 2>,
 }
 
 // the context's flags and its inline bios share the first cache line
 const _: () = assert!(std::mem::size_of::<Ctx>() == 64);
-
-/// What a job does next; mirrors the positions in fio's do_io() loop.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Phase {
-    NotStarted,
-    /// Top of the loop: check the end, pick direction, rate.
-    Loop,
-    /// Issue in this direction now (after a rate sleep).
-    Issue(Dir),
-    /// io_submit() entered; the bio enters the block layer when the event fires.
-    SubmitEnter(u32),
-    /// Inside the block layer (context may be sleeping).
-    InSubmit(u32),
-    /// Waiting to reap at least one completion (queue full).
-    Reap,
-    /// io_u_quiesce(): wait for every in-flight I/O, then go on.
-    Quiesce(AfterQuiesce),
-    /// Sleeping (rate/thinktime); the job event resumes at `Loop`/`Issue`.
-    Sleeping(Resume),
-    /// Runtime over: waiting for everything in flight.
-    Drain,
-    Done,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum AfterQuiesce {
-    RateSleep(Ns, Dir),
-    Think,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Resume {
-    Loop,
-    Issue(Dir),
-}
-
-/// One fio job's state. Laid out by hand, what every I/O touches first: with
-/// thousands of jobs each I/O finds its job's lines cold, so the counters and the
-/// phase the loop checks per I/O share the first cache line (`align(64)` starts
-/// every job on one), the top of fio's loop the second; the generators and the
-/// parameters fio's loop reads follow without a gap (the parameters last, their
-/// per-I/O part first: `JobParams`), then fio's statistics, from a line boundary on
-/// (which the records before them end on: no padding), then the rest.
-#[repr(C, align(64))]
-struct JobRt {
-    // --- per I/O: the first line
-    phase: Phase,
-    /// Submitted and not yet reaped (fio's cur_depth).
-    inflight: u32,
-    wake_scheduled: bool,
-    /// A fatal error stopped the job: it only waits for what is in flight.
-    stopped: bool,
-    /// Woken by a completion to reap and not yet waiting again (`[host] cpus = 1`).
-    on_cpu: bool,
-    blocks_counter: u64,
-    last_think_blocks: u64,
-    /// Completed at the device, not yet reaped (what a completion adds to).
-    completed: InlineDeque<u32, 2>,
-    // --- per I/O, the second line: the top of fio's loop
-    end: Option<Ns>,
-    issued_bytes: u64,
-    /// Statistics start (after ramp_time).
-    stats_start: Ns,
-    next_sample: Ns,
-    /// fio's epoch: when the job started (after startdelay).
-    epoch: Ns,
-    rng: SimRng,
-    // --- per I/O, from the third line: the generators, the rate engine's and the
-    // timeline's heads, the parameters' per-I/O part
-    mix: RwMix,
-    /// Completions over time (IOPS and mean latency pictures).
-    timeline: TimeBins,
-    rate: RateState,
-    offsets: OffsetGen,
-    p: JobParams,
-    // --- fio's statistics, on a line boundary (each latency statistic a line)
-    stats: JobStats,
-    // --- the rest
-    /// Host noise (sleep overshoot), a stream of its own so it never shifts offsets.
-    host_rng: SimRng,
-    /// fio's `prio_state`: the cmdprio draws (a stream of its own, drawn only with
-    /// `cmdprio_percentage`).
-    prio_rng: SimRng,
-    finished_at: Ns,
-}
-
-// what a completion touches stays in the first cache line, the loop's in the second
-const _: () = assert!(
-    std::mem::offset_of!(JobRt, completed) + std::mem::size_of::<InlineDeque<u32, 2>>() <= 64
-);
-const _: () = assert!(std::mem::offset_of!(JobRt, stats_start) + 8 <= 128);
-const _: () = assert!(std::mem::offset_of!(JobRt, mix) == 128);
-// each latency statistic a cache line of its own (`LatStat`, `DdirStats`)
-const _: () = assert!(std::mem::offset_of!(JobRt, stats).is_multiple_of(64));
-
-/// Where fio meets a failed I/O, which decides its message and `td->verror`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ErrSite {
-    /// Reaped from an async engine (`io_completed()`).
-    Reap,
-    /// Returned by a sync engine's read/write (`fio_io_end()`, then
-    /// `break_on_this_error()`).
-    Sync,
-    /// A sync engine's read of 0 bytes (`io_queue_event()`: "full resid").
-    FullResid,
-}
-
-impl ErrSite {
-    fn of(sync_engine: bool) -> ErrSite {
-        if sync_engine {
-            ErrSite::Sync
-        } else {
-            ErrSite::Reap
-        }
-    }
-}
-
-impl JobRt {
-    /// Hints the lines of this job that reaping a completion of direction `dir` and
-    /// setting up the next I/O will read: the statistics (and the timeline, when kept)
-    /// the reap updates, the loop's line, the generators and the parameters fio's loop
-    /// reads.
-    #[inline]
-    fn prefetch_reap_and_loop(&self, dir: Dir, timeline: bool) {
-        self.stats.prefetch_reap(dir);
-        if timeline {
-            prefetch(&self.timeline);
-        }
-        // the loop's line, the generators and the parameters' per-I/O part: one run of
-        // lines
-        prefetch_span(&self.end, &self.p.lat_percentiles);
-    }
-
-    /// Hints the job's first two lines: what its context reads of it when a bio of
-    /// its goes on (the phase, the loop's line with `stats_start`).
-    #[inline]
-    fn prefetch_head(&self) {
-        prefetch_span(&self.phase, &self.stats_start);
-    }
-
-    /// fio's handling of one failed I/O (`__io_u_log_error()`, `td_verror()`,
-    /// `td_non_fatal_error()`, `break_on_this_error()`, `update_error_count()`):
-    /// true when it stops the job. `continue_on_error` lets EIO pass (fio's default
-    /// `ignore_error` list, EIO and EILSEQ), counting it; other errors stop the job.
-    #[cold]
-    fn io_error(
-        &mut self,
-        now: Ns,
-        dir: Dir,
-        err: IoErr,
-        offset: u64,
-        buflen: u64,
-        site: ErrSite,
-    ) -> bool {
-        let bit = match dir {
-            Dir::Read => 1,
-            Dir::Write => 2,
-        };
-        let coe = self.p.continue_on_error & bit != 0;
-        let non_fatal = coe && err == IoErr::Eio;
-        let e = &mut self.stats.err;
-        // __td_verror(): the first error sticks, its text only while none was counted
-        let td_verror = |e: &mut ErrorStats, at: &str, func: &str| {
-            if e.error == 0 {
-                e.error = err.errno();
-                if e.first_error == 0 {
-                    e.verror = format!("file:{at}, func={func}, error={}", err.strerror());
-                }
-            }
-        };
-        if site != ErrSite::FullResid && !non_fatal {
-            e.log.push((
-                now,
-                format!(
-                    "fio: io_u error on file {}: {}: {} offset={offset}, buflen={buflen}",
-                    self.p.filename,
-                    err.strerror(),
-                    dir.name()
-                ),
-            ));
-            td_verror(e, "io_u.c:1876", "io_u error");
-        }
-        let count = |e: &mut ErrorStats| {
-            e.total_err += 1;
-            if e.total_err == 1 {
-                e.first_error = err.errno();
-            }
-        };
-        match site {
-            ErrSite::Reap if non_fatal => {
-                count(e);
-                e.error = 0;
-                false
-            }
-            ErrSite::Reap => true,
-            ErrSite::Sync | ErrSite::FullResid => {
-                if site == ErrSite::Sync {
-                    td_verror(e, "engines/sync.c:126", "xfer");
-                } else {
-                    td_verror(e, "backend.c:471", "full resid");
-                }
-                if coe {
-                    count(e);
-                }
-                if non_fatal {
-                    e.error = 0;
-                }
-                !non_fatal
-            }
-        }
-    }
-}
-
-/// Per-second device view, like `iostat -x 1`.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct IostatRow {
-    /// Second index (row covers [t, t+1) s).
-    pub t: u64,
-    pub r_ios: u64,
-    pub w_ios: u64,
-    pub r_bytes: u64,
-    pub w_bytes: u64,
-    /// Time-averaged requests in flight (aqu-sz).
-    pub aqu_sz: f64,
-    /// Percent of the second with at least one request in flight.
-    pub util: f64,
-    /// The device model's own columns (`BlockDevice::stat_columns()`) and their values.
-    pub dev_cols: &'static [&'static str],
-    pub dev_vals: Vec<f64>,
-}
-
-#[derive(Debug, Default)]
-struct DevAcct {
-    inflight: u32,
-    last: Ns,
-    area: u128,
-    busy: Ns,
-    cur: IostatRow,
-    /// Seconds closed since the last drain.
-    rows: Vec<IostatRow>,
-    /// Bytes completed since the start (progress by bytes).
-    done_bytes: u64,
-}
-
-impl DevAcct {
-    fn advance(&mut self, now: Ns) {
-        let dt = now - self.last;
-        self.area += self.inflight as u128 * dt as u128;
-        if self.inflight > 0 {
-            self.busy += dt;
-        }
-        self.last = now;
-    }
-    fn close_second(&mut self, now: Ns) {
-        self.advance(now);
-        let mut row = std::mem::take(&mut self.cur);
-        row.aqu_sz = self.area as f64 / NSEC_PER_SEC as f64;
-        row.util = self.busy as f64 * 100.0 / NSEC_PER_SEC as f64;
-        self.area = 0;
-        self.busy = 0;
-        self.cur.t = row.t + 1;
-        self.rows.push(row);
-    }
-}
 
 /// Per-cgroup `io.stat` counters kept by blk-cgroup (`blk_cgroup_bio_start()`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -588,49 +150,41 @@ pub struct RunOutput {
     pub device_counters: Vec<(&'static str, u64)>,
 }
 
-/// When a job ran, in simulated ns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct JobTimes {
-    pub epoch: Ns,
-    pub stats_start: Ns,
-    pub finished: Ns,
-}
-
 pub struct Pipeline {
-    q: EventQueue,
-    bios: BioSlab,
-    ios: Vec<IoU>,
-    free_ios: Vec<u32>,
+    pub(super) q: EventQueue,
+    pub(super) bios: BioSlab,
+    pub(super) ios: Vec<IoU>,
+    pub(super) free_ios: Vec<u32>,
     dev: Box<dyn BlockDevice>,
     limits: QueueLimits,
     max_bio_bytes: u64,
-    stack: Stack,
-    host: HostCosts,
+    pub(super) stack: Stack,
+    pub(super) host: HostCosts,
     /// The tags (the scheduler's, with an elevator) and their sleepers: contexts.
     tags: TagSet<u32>,
     rqs: Vec<Option<RqSlot>>,
     /// Requests at the driver: at most `hw_queue_depth` (`blk_mq_get_driver_tag()`).
     dispatched: u32,
-    ctxs: Vec<Ctx>,
+    pub(super) ctxs: Vec<Ctx>,
     bio_ctx: Vec<u32>,
-    jobs: Vec<JobRt>,
+    pub(super) jobs: Vec<JobRt>,
     dev_acct: DevAcct,
-    cg_stat: Vec<CgIoStat>,
+    pub(super) cg_stat: Vec<CgIoStat>,
     scratch_done: Vec<u32>,
     scratch_ctxs: Vec<u32>,
     /// `[host] cpus = 1`: jobs woken by a completion that have not gone back to
     /// waiting (`JobRt::on_cpu`), and the tag sleepers woken meanwhile, in wake order,
     /// that run once there are none.
-    reapers_on_cpu: u32,
+    pub(super) reapers_on_cpu: u32,
     tag_sleepers_runnable: Vec<u32>,
     /// Jobs that have ended (the run stops when all have).
-    jobs_done: usize,
+    pub(super) jobs_done: usize,
     /// Jobs not started yet (waiting for their `after` jobs).
-    nr_not_started: usize,
+    pub(super) nr_not_started: usize,
     scratch_bios: Vec<BioId>,
     duration: Option<Ns>,
     /// The disk is gone (`GD_DEAD`): bios fail at `bio_queue_enter()`.
-    dead: bool,
+    pub(super) dead: bool,
     /// del_gendisk() is waiting for the queue to drain (`blk_mq_freeze_queue_wait()`).
     draining: bool,
     /// Bios past `bio_queue_enter()` and not yet completed (`q_usage_counter`).
@@ -640,7 +194,7 @@ pub struct Pipeline {
     device_lat: Option<Box<[LatHist; 2]>>,
     /// [`Pipeline::record_job_timelines`]: each job's completions go into its
     /// `JobRt::timeline`.
-    job_timelines: bool,
+    pub(super) job_timelines: bool,
     /// Hint each next event's first lines ([`Pipeline::prefetch_next`]): set as the
     /// run starts, with a number of jobs in [`LOOKAHEAD_JOBS`] and a policy or elevator.
     lookahead: bool,
@@ -659,7 +213,6 @@ const WORKER: u32 = 0;
 /// 60,000 0.96× (setup included), 100,000 1.04×.
 const LOOKAHEAD_JOBS: std::ops::RangeInclusive<usize> = 8192..=65536;
 const SAMPLE_TICK: Ns = 100 * NSEC_PER_MSEC;
-const FIO_SAMPLE: Ns = 500 * NSEC_PER_MSEC;
 
 impl Pipeline {
     /// About how many bytes a running pipeline takes for job `p`: its state, its I/O
@@ -696,49 +249,7 @@ impl Pipeline {
                     job: Some(i as u32),
                     ..Ctx::default()
                 });
-                let mut rng = SimRng::new(seed, &p.seed_name);
-                let offsets = OffsetGen::new(
-                    p.offset,
-                    p.size,
-                    p.align,
-                    p.kind.random,
-                    p.randommap,
-                    p.distribution,
-                    &mut rng,
-                );
-                let min_bs = [p.bs[0].min(), p.bs[1].min()];
-                let mut rate = RateState::new(p.rate_bps, p.rate_iops, min_bs, p.rate_poisson);
-                rate.bssplit = [
-                    matches!(p.bs[0], BsGen::Split(_)),
-                    matches!(p.bs[1], BsGen::Split(_)),
-                ];
-                let mut stats = JobStats::new(p.slat_percentiles, p.lat_percentiles);
-                stats.err.coe = p.continue_on_error != 0;
-                JobRt {
-                    host_rng: SimRng::new(seed, &format!("{}/host", p.seed_name)),
-                    prio_rng: SimRng::new(seed, &format!("{}/prio", p.seed_name)),
-                    mix: RwMix::new(p.kind, p.rwmix_read),
-                    stats,
-                    timeline: TimeBins::default(),
-                    rng,
-                    offsets,
-                    rate,
-                    phase: Phase::NotStarted,
-                    epoch: 0,
-                    stats_start: 0,
-                    end: None,
-                    issued_bytes: 0,
-                    inflight: 0,
-                    completed: InlineDeque::default(),
-                    blocks_counter: 0,
-                    last_think_blocks: 0,
-                    wake_scheduled: false,
-                    next_sample: 0,
-                    finished_at: 0,
-                    stopped: false,
-                    on_cpu: false,
-                    p,
-                }
+                JobRt::new(p, seed)
             })
             .collect();
         let nr_jobs = jobs.len();
@@ -1110,7 +621,7 @@ impl Pipeline {
     /// Push the context's bios down the stack until it sleeps or has nothing left.
     /// A bio goes from the stage it is at straight through the later ones; only a bio
     /// that has to wait records the stage it waits at.
-    fn run_ctx(&mut self, c: u32) {
+    pub(super) fn run_ctx(&mut self, c: u32) {
         let now = self.q.now();
         loop {
             let ctx = &self.ctxs[c as usize];
@@ -1513,88 +1024,9 @@ impl Pipeline {
         }
     }
 
-    /// bio_endio() of one piece of fio I/O `io`: the I/O completes with its last
-    /// piece, failed if any piece failed (`bio_chain()` keeps the first error).
-    #[inline(always)]
-    fn piece_done(&mut self, io: u32, err: Option<IoErr>) {
-        let iou = &mut self.ios[io as usize];
-        if let (Some(e), IoRes::Full) = (err, iou.res) {
-            iou.res = IoRes::Err(e);
-        }
-        iou.pieces -= 1;
-        if iou.pieces == 0 {
-            let j = iou.job;
-            let job = &mut self.jobs[j as usize];
-            job.completed.push_back(io);
-            if !job.p.thinktime_count_issue {
-                job.blocks_counter += 1;
-            }
-            if matches!(job.phase, Phase::Reap | Phase::Quiesce(_) | Phase::Drain) {
-                if self.host.cpus == 1 && !job.on_cpu {
-                    job.on_cpu = true;
-                    self.reapers_on_cpu += 1;
-                }
-                let dir = if iou.dir_write { Dir::Write } else { Dir::Read };
-                job.prefetch_reap_and_loop(dir, self.job_timelines);
-                // and what its next I/O's submission reads: the context, the cgroup's
-                // io.stat counters and the rq-qos entries' per-cgroup records
-                prefetch(&self.ctxs[(j + 1) as usize]);
-                prefetch(&self.cg_stat[iou.cgroup as usize]);
-                for p in &self.stack.rq_qos {
-                    p.prefetch(iou.cgroup);
-                }
-                let cost = self.host.complete_cost(iou.bytes);
-                self.wake_job(j, cost);
-            }
-        }
-    }
-
-    // -------------------------------------------------------------------- jobs
-
-    fn wake_job(&mut self, j: u32, delay: Ns) {
-        let job = &mut self.jobs[j as usize];
-        if !job.wake_scheduled {
-            job.wake_scheduled = true;
-            self.q.after(delay, Event::Job(j));
-        }
-    }
-
-    /// Start every job whose `after` jobs have all ended, in job order. Once every job
-    /// has started this returns at once, so the end of each of N jobs costs O(1), not
-    /// a walk over all N.
-    fn start_ready(&mut self) {
-        if self.nr_not_started == 0 {
-            return;
-        }
-        let now = self.q.now();
-        for j in 0..self.jobs.len() {
-            if self.jobs[j].phase != Phase::NotStarted {
-                continue;
-            }
-            let ready = self.jobs[j].p.after.iter().all(|&a| {
-                self.jobs
-                    .get(a as usize)
-                    .is_none_or(|x| x.phase == Phase::Done)
-            });
-            if !ready {
-                continue;
-            }
-            self.nr_not_started -= 1;
-            let job = &mut self.jobs[j];
-            let at = now + job.p.startdelay;
-            job.epoch = at;
-            job.stats_start = at + job.p.ramp;
-            job.next_sample = job.stats_start + FIO_SAMPLE;
-            job.end = job.p.runtime.map(|r| at + job.p.ramp + r);
-            job.phase = Phase::Loop;
-            job.wake_scheduled = true;
-            self.q.push(at, Event::Job(j as u32));
-        }
-    }
-
     /// The tag sleepers woken while reapers ran ask again once none runs
     /// (`[host] cpus = 1`): the woken tasks run one after another.
-    fn run_tag_sleepers(&mut self) {
+    pub(super) fn run_tag_sleepers(&mut self) {
         if self.reapers_on_cpu > 0 {
             return;
         }
@@ -1607,223 +1039,6 @@ impl Pipeline {
         self.tag_sleepers_runnable = woken;
     }
 
-    /// Job `j`, woken by a completion, waits again (`[host] cpus = 1`).
-    fn off_cpu(&mut self, j: u32) {
-        let job = &mut self.jobs[j as usize];
-        if job.on_cpu {
-            job.on_cpu = false;
-            self.reapers_on_cpu -= 1;
-            self.run_tag_sleepers();
-        }
-    }
-
-    /// The fio do_io() loop for job `j`, run until it has to wait or to spend time.
-    fn job_step(&mut self, j: u32) {
-        self.job_loop(j);
-        let job = &self.jobs[j as usize];
-        if !job.on_cpu {
-            return;
-        }
-        // waiting again: for completions, a tag or an rq-qos entry; or over (a rate or
-        // think sleep says so itself); still running while it spends host time
-        let waits = match job.phase {
-            Phase::Reap | Phase::Quiesce(_) | Phase::Drain => !job.wake_scheduled,
-            Phase::InSubmit(_) => self.ctxs[(j + 1) as usize].blocked,
-            Phase::NotStarted | Phase::Done => true,
-            Phase::Loop | Phase::Issue(_) | Phase::SubmitEnter(_) | Phase::Sleeping(_) => false,
-        };
-        if waits {
-            self.off_cpu(j);
-        }
-    }
-
-    fn job_loop(&mut self, j: u32) {
-        let now = self.q.now();
-        loop {
-            let job = &mut self.jobs[j as usize];
-            // a fatal error: do_io() breaks out of its loop, cleanup_pending_aio()
-            if job.stopped
-                && matches!(
-                    job.phase,
-                    Phase::Loop
-                        | Phase::Issue(_)
-                        | Phase::Reap
-                        | Phase::Quiesce(_)
-                        | Phase::Sleeping(_)
-                )
-            {
-                job.phase = Phase::Drain;
-            }
-            match job.phase {
-                Phase::NotStarted | Phase::Done | Phase::InSubmit(_) => return,
-                Phase::Sleeping(resume) => {
-                    job.phase = match resume {
-                        Resume::Loop => Phase::Loop,
-                        Resume::Issue(d) => Phase::Issue(d),
-                    };
-                }
-                Phase::Loop => {
-                    let over_time = job.end.is_some_and(|e| now >= e);
-                    let over_bytes = !job.p.time_based && job.issued_bytes >= job.p.io_limit;
-                    if over_time || over_bytes {
-                        job.phase = Phase::Drain;
-                        continue;
-                    }
-                    let dir = job.mix.next_dir(&mut job.rng);
-                    let go = if job.rate.active() {
-                        let now_us = (now - job.epoch) / 1000;
-                        let other_pct = if job.mix.is_mixed() {
-                            match dir {
-                                Dir::Read => 100 - job.p.rwmix_read,
-                                Dir::Write => job.p.rwmix_read,
-                            }
-                        } else {
-                            0
-                        };
-                        match job.rate.decide(dir, other_pct, now_us) {
-                            RateDecision::Go(d) => {
-                                job.mix.set_current(d);
-                                d
-                            }
-                            RateDecision::SleepUntil(t, d) => {
-                                job.mix.set_current(d);
-                                let at = job.epoch + t;
-                                job.phase = Phase::Quiesce(AfterQuiesce::RateSleep(at, d));
-                                continue;
-                            }
-                        }
-                    } else {
-                        dir
-                    };
-                    // fio's own per-I/O work before the next I/O is set up
-                    if self.host.fio_loop_ns > 0 {
-                        job.phase = Phase::Sleeping(Resume::Issue(go));
-                        self.wake_job(j, self.host.fio_loop_ns);
-                        return;
-                    }
-                    job.phase = Phase::Issue(go);
-                }
-                Phase::Issue(dir) => {
-                    let p = &job.p;
-                    let bytes = p.bs[dir.idx()].next(&mut job.rng);
-                    let offset = job.offsets.next(bytes, &mut job.rng);
-                    let cgroup = p.cgroup;
-                    let io = self.alloc_io(IoU {
-                        job: j,
-                        cgroup,
-                        dir_write: dir == Dir::Write,
-                        bytes,
-                        offset,
-                        res: IoRes::Full,
-                        start: now,
-                        issued: 0,
-                        pieces: 1,
-                        bytes_counted: false,
-                    });
-                    let job = &mut self.jobs[j as usize];
-                    job.issued_bytes += bytes;
-                    job.mix.issued(dir);
-                    job.rate.issued(dir, bytes, &mut job.rng);
-                    if job.p.thinktime_count_issue {
-                        job.blocks_counter += 1;
-                    }
-                    job.phase = Phase::SubmitEnter(io);
-                    let ioprio = job.p.prio.bio_ioprio(dir, &mut job.prio_rng);
-                    let b = self.bios.alloc(bio_for(
-                        &self.ios[io as usize],
-                        io,
-                        &job.p,
-                        offset,
-                        ioprio,
-                    ));
-                    self.ctxs[(j + 1) as usize]
-                        .pending
-                        .push_back((b, Stage::Bio(0)));
-                    self.wake_job(j, self.host.submit_cost(bytes));
-                    return;
-                }
-                Phase::SubmitEnter(io) if self.dead => {
-                    job.phase = Phase::InSubmit(io);
-                    self.submit_to_dead_disk(j, io);
-                    return;
-                }
-                Phase::SubmitEnter(io) => {
-                    job.phase = Phase::InSubmit(io);
-                    // run_ctx calls submit_returned() when the context is through
-                    self.run_ctx(j + 1);
-                    return;
-                }
-                Phase::Reap => {
-                    if job.completed.is_empty() {
-                        return;
-                    }
-                    let max = job.p.reap_batch_max.max(1) as usize;
-                    self.reap(j, max);
-                    self.after_reap(j);
-                }
-                Phase::Quiesce(then) => {
-                    if job.completed.len() as u32 != job.inflight {
-                        return;
-                    }
-                    if job.inflight > 0 {
-                        self.reap(j, usize::MAX);
-                    }
-                    let job = &mut self.jobs[j as usize];
-                    if job.stopped {
-                        continue;
-                    }
-                    match then {
-                        AfterQuiesce::Think => {
-                            job.last_think_blocks = job.blocks_counter;
-                            let mut left = job.p.thinktime;
-                            if let Some(e) = job.end {
-                                left = left.min(e.saturating_sub(now));
-                            }
-                            job.phase = Phase::Sleeping(Resume::Loop);
-                            if left > 0 {
-                                let late = self.sleep_overshoot(j);
-                                self.wake_job(j, left + late);
-                                self.off_cpu(j);
-                                return;
-                            }
-                        }
-                        AfterQuiesce::RateSleep(at, d) => {
-                            // rate_ddir(): a sleep past the end of the run ends the job
-                            if job.end.is_some_and(|e| at > e) {
-                                let e = job.end.unwrap_or(at);
-                                job.phase = Phase::Sleeping(Resume::Loop);
-                                let delay = e.saturating_sub(now);
-                                self.wake_job(j, delay);
-                                self.off_cpu(j);
-                                return;
-                            }
-                            job.phase = Phase::Sleeping(Resume::Issue(d));
-                            if at > now {
-                                let late = self.sleep_overshoot(j);
-                                self.wake_job(j, at - now + late);
-                                self.off_cpu(j);
-                                return;
-                            }
-                        }
-                    }
-                }
-                Phase::Drain => {
-                    if job.completed.len() as u32 != job.inflight {
-                        return;
-                    }
-                    if job.inflight > 0 {
-                        self.reap(j, usize::MAX);
-                    }
-                    self.finish_job(j);
-                    return;
-                }
-            }
-        }
-    }
-
-    /// How late a sleep of job `j` ends: timer slack plus scheduling noise (an
-    /// exponential delay, then a rare slip), each drawn only when configured so that a
-    /// host without it draws nothing.
     /// When woken tag sleeper `c` asks again: `tag_wakeup_ns`, and now and then a
     /// slip (`tag_wakeup_slip_*`) drawn from its job's host stream.
     fn tag_wakeup(&mut self, c: u32) -> Ns {
@@ -1838,145 +1053,6 @@ impl Pipeline {
             }
         }
         delay
-    }
-
-    fn sleep_overshoot(&mut self, j: u32) -> Ns {
-        let h = self.host;
-        let rng = &mut self.jobs[j as usize].host_rng;
-        let mut late = h.timer_slack_ns;
-        if h.wakeup_jitter_ns > 0 {
-            let u = rng.unit_open0();
-            late += (-(u.ln()) * h.wakeup_jitter_ns as f64) as Ns;
-        }
-        if h.wakeup_slip_ppm > 0 && rng.below(1_000_000) < u64::from(h.wakeup_slip_ppm) {
-            late += (rng.unit_open0() * h.wakeup_slip_ns as f64) as Ns;
-        }
-        late
-    }
-
-    fn alloc_io(&mut self, io: IoU) -> u32 {
-        if let Some(i) = self.free_ios.pop() {
-            self.ios[i as usize] = io;
-            i
-        } else {
-            self.ios.push(io);
-            (self.ios.len() - 1) as u32
-        }
-    }
-
-    /// io_submit() of job `j`'s I/O `io` on a removed disk: blkdev_read_iter() /
-    /// blkdev_write_iter() see a disk of size 0 (del_gendisk() set it): a read
-    /// returns 0 bytes, a write ENOSPC, completed inside io_submit() without a bio.
-    #[cold]
-    fn submit_to_dead_disk(&mut self, j: u32, io: u32) {
-        if let Some((b, _)) = self.ctxs[(j + 1) as usize].pending.pop_front() {
-            self.bios.release(b);
-        }
-        let iou = &mut self.ios[io as usize];
-        iou.res = if iou.dir_write {
-            IoRes::Err(IoErr::Enospc)
-        } else {
-            IoRes::Eof
-        };
-        self.piece_done(io, None);
-        self.submit_returned(j, io);
-    }
-
-    /// io_submit() returned: slat ends, the I/O is in flight.
-    #[inline(always)]
-    fn submit_returned(&mut self, j: u32, io: u32) {
-        let now = self.q.now();
-        let iou = &mut self.ios[io as usize];
-        iou.issued = now;
-        let dir = if iou.dir_write { Dir::Write } else { Dir::Read };
-        let slat = now - iou.start;
-        let job = &mut self.jobs[j as usize];
-        let logging = now >= job.stats_start;
-        if job.p.sync_engine {
-            // sync engines: the whole call is clat; no slat is recorded
-            iou.issued = iou.start;
-        } else if logging {
-            job.stats.add_slat(dir, slat);
-        }
-        job.inflight += 1;
-        job.stats.mark_submit(1);
-        job.stats.mark_depth(job.inflight);
-        let full = job.inflight >= job.p.iodepth.max(1);
-        job.phase = if full { Phase::Reap } else { Phase::Loop };
-        if !full {
-            self.after_reap(j);
-        }
-        self.job_step(j);
-    }
-
-    /// After a submit or reap: fio's handle_thinktime() decision.
-    fn after_reap(&mut self, j: u32) {
-        let job = &mut self.jobs[j as usize];
-        if job.phase == Phase::Reap {
-            job.phase = Phase::Loop;
-        }
-        if job.p.thinktime > 0
-            && job.blocks_counter >= job.last_think_blocks + job.p.thinktime_blocks.max(1) as u64
-        {
-            job.phase = Phase::Quiesce(AfterQuiesce::Think);
-        }
-    }
-
-    /// Reap up to `max` completed I/Os, oldest first (io_u_queued_complete()). A full
-    /// queue reaps at most `iodepth_batch_complete_max` — 1 by default, since fio lifts
-    /// the unset max to the min — so a deep queue stays full, one reap per submit.
-    /// A failed I/O that stops the job is followed by reaping what else has completed
-    /// (`cleanup_pending_aio()`); the job then waits for the rest (`Phase::Drain`).
-    fn reap(&mut self, j: u32, max: usize) {
-        let now = self.q.now();
-        let job = &mut self.jobs[j as usize];
-        let n = job.completed.len().min(max);
-        let logging = now >= job.stats_start;
-        let was_stopped = job.stopped;
-        for _ in 0..n {
-            let Some(io) = job.completed.pop_front() else {
-                break;
-            };
-            let iou = &self.ios[io as usize];
-            let dir = if iou.dir_write { Dir::Write } else { Dir::Read };
-            let res = iou.res;
-            // a sync engine's read of 0 bytes is fio's "full resid" error
-            let failed = match res {
-                IoRes::Full => None,
-                IoRes::Err(e) => Some((e, ErrSite::of(job.p.sync_engine))),
-                IoRes::Eof if job.p.sync_engine => Some((IoErr::Eio, ErrSite::FullResid)),
-                IoRes::Eof => None,
-            };
-            if let Some((e, site)) = failed {
-                if logging {
-                    job.stats.add_error(dir);
-                }
-                job.stopped |= job.io_error(now, dir, e, iou.offset, iou.bytes, site);
-            } else if logging {
-                let bytes = if res == IoRes::Full { iou.bytes } else { 0 };
-                job.stats.add_clat(dir, now - iou.issued);
-                job.stats.add_lat(dir, now - iou.start);
-                job.stats.add_io(dir, bytes);
-                if self.job_timelines {
-                    job.timeline.add(now, now - iou.start);
-                }
-            }
-            self.free_ios.push(io);
-        }
-        job.inflight -= n as u32;
-        job.stats.mark_complete(n as u32);
-        if job.stopped && !was_stopped && !job.completed.is_empty() {
-            self.reap(j, usize::MAX);
-        }
-    }
-
-    fn finish_job(&mut self, j: u32) {
-        let now = self.q.now();
-        let job = &mut self.jobs[j as usize];
-        job.phase = Phase::Done;
-        self.jobs_done += 1;
-        job.finished_at = now;
-        self.start_ready();
     }
 
     /// Periodic sampling; returns false once nothing is left to sample.
@@ -2011,34 +1087,13 @@ impl Pipeline {
     }
 }
 
-/// The bio of fio I/O `io`, with the priority its command carries (`ioprio`: NONE
-/// unless cmdprio chose one); `bio_set_ioprio()` then gives a class-NONE bio the job
-/// thread's priority, and the bio-level policies (`io.prio.class`) may change it.
-fn bio_for(iou: &IoU, io: u32, p: &JobParams, offset: u64, ioprio: Ioprio) -> Bio {
-    let dir = if iou.dir_write { Dir::Write } else { Dir::Read };
-    // a bio is whole 512-byte sectors (fio rejects unaligned O_DIRECT sizes; an odd
-    // `bs` such as the linear-max RFC's 48607 is rounded up)
-    let bytes = iou.bytes.div_ceil(512) * 512;
-    let ioprio = if ioprio.class() == IoprioClass::None {
-        task_ioprio(p.prio.task)
-    } else {
-        ioprio
-    };
-    Bio {
-        meta: p.meta,
-        io,
-        ioprio,
-        ..Bio::new(p.cgroup, dir, offset / 512, bytes, iou.start)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::blkcg::CgroupTree;
     use crate::device::{BlockDevice, DevRq, QueueLimits};
     use crate::report::record::{Recorded, RunRecorder};
-    use crate::workload::job::{Distribution, RandomMap, RwKind};
+    use crate::workload::job::{BsGen, Distribution, RandomMap, RwKind};
     use std::collections::VecDeque;
 
     /// A device that completes every request `lat` after it arrives.

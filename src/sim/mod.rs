@@ -23,12 +23,19 @@
 //! - `timebins.rs` — each job's completions per time bin, in bounded memory (pictures);
 //! - `inline_deque.rs` — small FIFOs held inline in their owner's record (per-I/O queues);
 //! - `prefetch.rs` — a cache hint for records the next step of an I/O reads;
+//! - `jiffies.rs` — the kernel's jiffies (`INITIAL_JIFFIES`, ns ↔ jiffies) for the
+//!   policies and the scheduler that count in them;
 //! - `sbitmap.rs` — the tags and who gets a freed one (`sbitmap_queue`);
-//! - `engine.rs` — the request pipeline of docs/design.md §2 wiring all layers together.
+//! - `iostat.rs` — the device's per-second accounting (`IostatRow`, as `iostat -x 1`);
+//! - `engine.rs` — the request pipeline of docs/design.md §2 wiring all layers together;
+//! - `fio/`      — the fio job machine: fio's `do_io()` loop per job, as part of the pipeline.
 
 pub mod bio;
 pub mod engine;
+pub mod fio;
 pub mod inline_deque;
+pub mod iostat;
+pub mod jiffies;
 pub mod prefetch;
 pub mod queue;
 pub mod rng;

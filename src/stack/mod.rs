@@ -59,7 +59,7 @@ pub mod stream;
 use std::any::Any;
 
 use crate::blkcg::{DeviceTable, KernelError};
-use crate::sim::engine::IostatRow;
+use crate::sim::iostat::IostatRow;
 use crate::sim::{Bio, BioId, BioSlab, EventQueue, Ns};
 pub use elevator::{Elevator, Request};
 pub use registry::RqQosEntry;

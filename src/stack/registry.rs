@@ -22,7 +22,7 @@
 //! checks, the recorder, the output folder, report.html, the library API and Python
 //! read these lists.
 //!
-//! [`registry!`] below is the list itself: one line per policy or elevator. It also
+//! `registry!` below is the list itself: one line per policy or elevator. It also
 //! makes [`RqQosEntry`], the enum the rq-qos chain holds its entries in (one variant
 //! per rq-qos entry, so the per-I/O hooks are direct calls the compiler can inline:
 //! behind `dyn` the chain cost blk-iocost runs 7–9% more instructions).

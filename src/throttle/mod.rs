@@ -21,9 +21,10 @@
 //! Simplifications (spec §7): one global pending set ordered by (disptime, insertion);
 //! at each due tick all due groups are dispatched, parents in the same tick as children
 //! (6 reads / 2 writes per group per visit). Levels without any limit are transparent.
-//! Time: `jiffies(now) = start_jiffies + floor(now·HZ/1e9)`; the default
-//! `start_jiffies` is the kernel's `INITIAL_JIFFIES` on 64-bit, `2^32 − 300·HZ`, so the
-//! absolute-jiffies roundup of `slice_end` is not aligned to t = 0.
+//! Time: `jiffies(now) = start_jiffies + floor(now·HZ/1e9)` (`crate::sim::jiffies`,
+//! shared with the other policies and mq-deadline); the default `start_jiffies` is the
+//! kernel's `INITIAL_JIFFIES` on 64-bit, `2^32 − 300·HZ`, so the absolute-jiffies
+//! roundup of `slice_end` is not aligned to t = 0.
 
 pub mod behaviour;
 pub mod policy;
@@ -34,7 +35,8 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use crate::blkcg::iomax::IoMax;
 use crate::blkcg::{CgroupTree, DeviceTable, Errno, KernelError};
 use crate::device::QueueLimits;
-use crate::sim::{Bio, BioId, BioSlab, Dir, Event, EventQueue, NSEC_PER_SEC, Ns};
+use crate::sim::jiffies;
+use crate::sim::{Bio, BioId, BioSlab, Dir, Event, EventQueue, Ns};
 use behaviour::{Carryover, IopsWait, QueueMode, Reentry, SliceLen, Trim};
 pub use behaviour::{ThrottleBehaviour, behaviour_for, behaviour_table, presets};
 
@@ -43,20 +45,16 @@ pub use behaviour::{ThrottleBehaviour, behaviour_for, behaviour_table, presets};
 pub struct ThrottleConfig {
     /// CONFIG_HZ (100, 250, 300, 1000).
     pub hz: u32,
-    /// jiffies at t = 0 (default: `INITIAL_JIFFIES`, see [`ThrottleConfig::initial_jiffies`]).
+    /// jiffies at t = 0 (default: `INITIAL_JIFFIES`, see [`jiffies::initial_jiffies`]).
     pub start_jiffies: u64,
     pub behaviour: ThrottleBehaviour,
 }
 
 impl ThrottleConfig {
-    /// `INITIAL_JIFFIES` of a 64-bit kernel: `(u64)(u32)(-300·HZ)`.
-    pub fn initial_jiffies(hz: u32) -> u64 {
-        (1u64 << 32) - 300 * u64::from(hz)
-    }
     pub fn new(hz: u32, behaviour: ThrottleBehaviour) -> Self {
         ThrottleConfig {
             hz,
-            start_jiffies: Self::initial_jiffies(hz),
+            start_jiffies: jiffies::initial_jiffies(hz),
             behaviour,
         }
     }
@@ -241,13 +239,12 @@ impl Throttle {
 
     /// jiffies at time `now`.
     pub fn jiffies(&self, now: Ns) -> u64 {
-        self.start + (u128::from(now) * u128::from(self.hz) / u128::from(NSEC_PER_SEC)) as u64
+        jiffies::at(now, self.start, self.hz)
     }
 
     /// The first instant at which `jiffies` reaches `j`.
     pub fn ns_of(&self, j: u64) -> Ns {
-        let d = u128::from(j.saturating_sub(self.start)) * u128::from(NSEC_PER_SEC);
-        d.div_ceil(u128::from(self.hz)) as Ns
+        jiffies::ns_of(j, self.start, self.hz)
     }
 
     pub fn set_trace(&mut self, on: bool) {
@@ -884,7 +881,7 @@ mod tests {
     #[test]
     fn jiffies_conversion_is_exact() {
         let (t, _, _) = setup("6.19", 300, &[]);
-        let j0 = ThrottleConfig::initial_jiffies(300);
+        let j0 = crate::sim::jiffies::initial_jiffies(300);
         assert_eq!(t.jiffies(0), j0);
         assert_eq!(t.ns_of(j0 + 1), 3_333_334);
         assert_eq!(t.jiffies(3_333_333), j0);

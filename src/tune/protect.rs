@@ -22,11 +22,11 @@ use std::path::PathBuf;
 use toml::{Table, Value};
 
 use crate::progress::{Horizon, Reporter};
-use crate::report::fio::stats::{LatHist, percentiles};
 use crate::report::record::RecordOptions;
 use crate::report::summary::fmt_figure;
 use crate::run::{VariantRun, prepare, simulate};
 use crate::scenario::Scenario;
+use crate::sim::fio::stats::{LatHist, percentiles};
 use crate::sweep::pool;
 use crate::sweep::record::Totals;
 

@@ -5,8 +5,8 @@
 
 use std::fmt::Write as _;
 
-use super::stats::{DdirStats, LAT_M_KEYS, LAT_N_KEYS, LatStat, percentiles};
 use super::{GroupBw, JobReport, RunReport, gathered};
+use crate::sim::fio::stats::{DdirStats, LAT_M_KEYS, LAT_N_KEYS, LatStat, percentiles};
 use crate::workload::fio::UnifiedRw;
 
 /// A JSON value in fio's printing style (order-preserving objects).

@@ -1,7 +1,8 @@
-//! fio-compatible statistics and output, laid out as fio 3.33 prints them.
+//! fio-compatible output, laid out as fio 3.33 prints them.
 //!
-//! - `stats.rs`  — histograms, percentiles (x86 long-double exact), Welford stats,
-//!   depth maps and latency buckets: what the pipeline records per I/O;
+//! The statistics are what the fio job machine records per I/O
+//! (`crate::sim::fio::stats`: histograms, percentiles, x86 long-double exact, Welford
+//! stats, depth maps and latency buckets); here they are only formatted:
 //! - `json.rs`   — `--output-format=json|json+` (stat.c `show_thread_status_json()`,
 //!   json.c printing: 2-space indent, `"key" : value`, `%f` floats);
 //! - `text.rs`   — the normal output (`show_thread_status_normal()`,
@@ -14,15 +15,13 @@
 //! they happen (`fio: io_u error on file ...`) in [`RunReport::messages`].
 
 pub mod json;
-pub mod stats;
 pub mod text;
-
-pub use stats::JobStats;
 
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 use std::convert::Infallible;
 
+use crate::sim::fio::stats::JobStats;
 use crate::workload::fio::UnifiedRw;
 
 /// A report that a writer (`text::write_normal`, `json::write_json`) hands out piece

@@ -3,9 +3,9 @@
 //! `show_latencies()`), the run-status group lines (`show_group_stats()`), and
 //! `num2str()` (lib/num2str.c) which decides every unit and rounding.
 
-use super::stats::{DdirStats, LatStat, percentiles};
 use super::{GroupBw, JobReport, RunReport, gathered};
 use crate::sim::IoErr;
+use crate::sim::fio::stats::{DdirStats, LatStat, percentiles};
 use crate::workload::fio::UnifiedRw;
 
 /// mirrors num2str(): `num` shown in at most `maxlen` digits, dividing by 1000 or

@@ -1,8 +1,8 @@
 //! mq-deadline as the stack's [`Elevator`]: the engine's requests become
 //! [`DdRequest`]s (token = tag) and nanoseconds become jiffies.
 //!
-//! jiffies are counted as blk-throttle counts them: `INITIAL_JIFFIES` of a 64-bit
-//! kernel at t = 0, plus `floor(now · HZ / 1e9)`. The scheduler owns `nr_requests`
+//! jiffies are counted as blk-throttle counts them (`crate::sim::jiffies`):
+//! `INITIAL_JIFFIES` of a 64-bit kernel at t = 0, plus `floor(now · HZ / 1e9)`. The scheduler owns `nr_requests`
 //! tags (`blk_mq_init_sched()`: `2 · min(hw_queue_depth, BLKDEV_DEFAULT_RQ)`, or
 //! `[device] nr_requests`: `crate::sched::nr_requests`); the
 //! engine keeps the driver at `hw_queue_depth`, so the rest wait here, in mq-deadline's
@@ -19,10 +19,10 @@ use super::tunables::{Tunables, default_async_depth};
 use super::{DdPrio, DdRequest, IoStats, MqDeadline};
 use crate::error::KeyError;
 use crate::scenario::resolve::KernelSettings;
-use crate::sim::{Dir, NSEC_PER_SEC, Ns};
+use crate::sim::jiffies;
+use crate::sim::{Dir, Ns};
 use crate::stack::registry::{ElevatorDef, ElevatorSetup, Kconfig};
 use crate::stack::{Elevator, PolicyId, Recorder, Request};
-use crate::throttle::ThrottleConfig;
 
 /// mq-deadline's id among the stack's policies and elevators.
 pub const ID: PolicyId = PolicyId(32);
@@ -114,7 +114,7 @@ pub struct MqDeadlineSched {
 impl MqDeadlineSched {
     pub fn new(dd: MqDeadline, nr_requests: u32) -> Self {
         MqDeadlineSched {
-            start_jiffies: ThrottleConfig::initial_jiffies(dd.tunables().hz),
+            start_jiffies: jiffies::initial_jiffies(dd.tunables().hz),
             dd,
             nr_requests,
             rqs: Vec::new(),
@@ -124,8 +124,7 @@ impl MqDeadlineSched {
     }
 
     fn jiffies(&self, now: Ns) -> u64 {
-        let hz = u128::from(self.dd.tunables().hz);
-        self.start_jiffies + (u128::from(now) * hz / u128::from(NSEC_PER_SEC)) as u64
+        jiffies::at(now, self.start_jiffies, u64::from(self.dd.tunables().hz))
     }
 }
 

@@ -1,5 +1,14 @@
 //! fio's statistics, collected as fio collects them (stat.c, stat.h, io_u.c).
 //!
+//! Design
+//! ------
+//! The idea: what fio reports is made per I/O, so it is recorded where the I/O is
+//! reaped: the job machine (`crate::sim::fio`) updates these in O(1) per I/O, in the
+//! cache lines its job record (`JobRt`) lays out for them; the report side
+//! (`crate::report::fio`: text and JSON, group_reporting; the summary; `tune
+//! protect`) only reads and formats them.
+//!
+//! Moving parts:
 //! - [`LatHist`]: the 1,856-bucket latency histogram (`FIO_IO_U_PLAT_BITS = 6`):
 //!   values below 128 ns are exact, above that each power of two is cut into 64
 //!   buckets, so the relative error is below 1/128 (`plat_val_to_idx()`,
@@ -11,13 +20,13 @@
 //!   (64-bit mantissa, round-half-even) so percentiles are byte-identical to x86 fio.
 //! - [`LatStat`]: min/max/mean/stddev by Welford's running sums (`add_stat_sample()`,
 //!   `calc_lat()`), plus the histogram: 64 bytes, one cache line where [`DdirStats`]
-//!   and the pipeline's job record place it (with thousands of jobs, what a sample
+//!   and the job machine's record place it (with thousands of jobs, what a sample
 //!   costs is the lines it touches).
 //! - [`SampleStat`]: the bw/iops log statistics (`__add_samples()`), one sample per
 //!   `bwavgtime`/`iopsavgtime` window.
 //! - [`JobStats`]: a job's per-direction counters, the I/O depth maps
 //!   (`io_u_mark_depth/submit/complete()`) and the latency distribution buckets
-//!   (`io_u_mark_lat_nsec/usec/msec()`), fed by the pipeline in O(1) per I/O.
+//!   (`io_u_mark_lat_nsec/usec/msec()`), fed by the job machine in O(1) per I/O.
 
 use crate::sim::Dir;
 use crate::sim::prefetch::prefetch;

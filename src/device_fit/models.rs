@@ -11,7 +11,7 @@ use super::jobs::{
 };
 use super::{Fitted, Measured, Set};
 use crate::device::cloud::io_units;
-use crate::sim::engine::HostCosts;
+use crate::scenario::host::HostCosts;
 
 /// fio's IOPS, bandwidth and clat figures of the figures table (`compare::FIGURES`).
 pub const IOPS: usize = 0;

@@ -1,5 +1,11 @@
 //! `blkcg-sim device fit`: a device model fitted to a user's own fio measurements.
 //!
+//! Not part of the device-model layer (`crate::device`), which it only configures: a
+//! fit reads fio's JSON (`crate::workload::fio`), runs jobs on the fitted device
+//! (`crate::tune`) and prints `validate`'s table, so it sits above them all, beside
+//! the other commands' work. (`crate::tune::fit` is another thing: the
+//! piecewise-linear fits against vrate of `tune qos`.)
+//!
 //! Design
 //! ------
 //! The idea: the user runs a fixed set of fio jobs on their disk (QD1 and QD32 4 KiB
@@ -350,7 +356,7 @@ pub fn fit(paths: &[PathBuf], model: Model, threads: usize) -> Result<Outcome, S
     }
     let fitted = model.fit(&set)?;
     if let Some(m) = &set[jobs::RANDREAD_QD1] {
-        let host = crate::sim::engine::HostCosts::default();
+        let host = crate::scenario::host::HostCosts::default();
         let real = m.figures.values().next().and_then(|v| v[2]).unwrap_or(0.0);
         let _ = writeln!(
             report,
