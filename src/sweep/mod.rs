@@ -116,6 +116,16 @@ impl Sweep {
     /// Plan the sweep of `sc` over `sets` (each `KEY=V1,V2,...`) and `seeds` seeds;
     /// every key and value is checked (see the module's design).
     pub fn new(sc: &Scenario, sets: &[String], seeds: u32) -> Result<Sweep, String> {
+        let sweep = Sweep::unchecked(sc, sets, seeds)?;
+        sweep.check_each_value()?;
+        Ok(sweep)
+    }
+
+    /// The plan of [`Sweep::new`] with its keys parsed but no value prepared: for a
+    /// caller that prepares its one point itself and checks the values only when that
+    /// point is refused ([`Sweep::check_each_value`] then names the culprit), as
+    /// `api::run` with overrides does.
+    pub(crate) fn unchecked(sc: &Scenario, sets: &[String], seeds: u32) -> Result<Sweep, String> {
         if seeds == 0 {
             return Err("--seeds 0: at least one seed (the scenario's) is run".into());
         }
@@ -172,7 +182,6 @@ impl Sweep {
                 "the sweep plans more than {MAX_RUNS} runs (the product of the value counts times --seeds)"
             ));
         }
-        sweep.check_each_value()?;
         Ok(sweep)
     }
 
@@ -239,7 +248,7 @@ impl Sweep {
 
     /// Prepare every value of every axis alone (in each variant swept), so a bad one
     /// stops the sweep before anything runs, naming its key.
-    fn check_each_value(&self) -> Result<(), String> {
+    pub(crate) fn check_each_value(&self) -> Result<(), String> {
         let variant_axis = self.axes.iter().position(|a| a.target == Target::Variant);
         let variants = variant_axis.map_or(1, |i| self.axes[i].values.len());
         for vi in 0..variants {
