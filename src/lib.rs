@@ -13,6 +13,7 @@ pub mod iocost;
 pub mod iolatency;
 pub mod ioprio;
 pub mod kernel_version;
+pub mod notify;
 pub mod progress;
 pub mod report;
 pub mod run;

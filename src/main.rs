@@ -444,20 +444,20 @@ fn main() -> ExitCode {
             format,
             list,
         } => load(&scenario).and_then(|sc| {
-            let opts = sweep::SweepOptions {
+            let opts = cli::sweep::SweepOptions {
                 sets: set,
                 seeds,
                 jobs: jobs.unwrap_or_else(sweep::pool::cores),
                 shard,
                 output,
                 format: match format {
-                    SweepFormat::Jsonl => sweep::Format::Jsonl,
-                    SweepFormat::Csv => sweep::Format::Csv,
+                    SweepFormat::Jsonl => cli::sweep::Format::Jsonl,
+                    SweepFormat::Csv => cli::sweep::Format::Csv,
                 },
                 list,
                 progress,
             };
-            sweep::sweep_command(&sc, &opts)
+            cli::sweep::sweep_command(&sc, &opts)
         }),
         Cmd::Tune { what } => cli::tune::tune_command(what, progress),
         Cmd::Kernel(k) => cli::kernel::kernel_command(k, cli.quiet),

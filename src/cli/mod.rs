@@ -14,6 +14,7 @@
 //! - `kernel.rs`    — `kernel`: `build`, `list`, `clean` (guest kernels from source);
 //! - `repro.rs`     — `repro` (the built-in seeds and their bands);
 //! - `scenarios.rs` — `scenarios` (list or print the built-in scenarios);
+//! - `sweep.rs`     — `sweep` (a plan of `crate::sweep` on every core, streamed);
 //! - this file      — reading a scenario named on the command line.
 
 pub mod check;
@@ -23,15 +24,30 @@ pub mod kernel;
 pub mod repro;
 pub mod run;
 pub mod scenarios;
+pub mod sweep;
 pub mod tune;
 
 use crate::api::{self, Source};
+use crate::notify::{Notice, Notify};
 use crate::scenario::Scenario;
 
 /// The scenario `name` names: a file, or else a built-in scenario (`.toml` optional),
 /// read by the library's one loader ([`api::load`]), its error as the command prints it.
 pub fn load(name: &str) -> Result<Scenario, String> {
     api::load(Source::Name(name)).map_err(|e| e.to_string())
+}
+
+/// The command line's [`Notify`] sink: each notice on stderr, as the commands have
+/// always printed them.
+pub struct Stderr;
+
+impl Notify for Stderr {
+    fn notice(&self, n: Notice<'_>) {
+        match n {
+            Notice::Warning(m) => eprintln!("warning: {m}"),
+            Notice::Status(line) => eprintln!("{line}"),
+        }
+    }
 }
 
 /// A scenario (a file or a built-in name) when `name` is one, else None.

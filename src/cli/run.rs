@@ -4,7 +4,9 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use crate::cli::Stderr;
 use crate::kernel_version::KernelVersion;
+use crate::notify::TraceSink;
 use crate::progress::Reporter;
 use crate::report::fio::{self as fioreport};
 use crate::report::html::{RunPage, write_report};
@@ -124,9 +126,12 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<Vec<VariantRun>, Str
             keep: o.timeline,
             keep_trace: false,
             keep_job_timelines: false,
-            trace_stderr: trace_to_stderr.then(|| match plan.len() {
-                1 => String::new(),
-                _ => format!("[{label}] "),
+            trace_live: trace_to_stderr.then(|| {
+                let prefix = match plan.len() {
+                    1 => String::new(),
+                    _ => format!("[{label}] "),
+                };
+                Box::new(move |line: &str| eprintln!("{prefix}{line}")) as TraceSink
             }),
         };
         let mut run = run_variant_traced(
@@ -190,7 +195,7 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<Vec<VariantRun>, Str
             }
         }
         if let Some(out) = &run.record.out {
-            write_outputs(out, run)?;
+            write_outputs(out, run, &Stderr)?;
         }
     }
     let ab = (!single).then(|| {
