@@ -40,7 +40,9 @@ use crate::report::record::RecordOptions;
 use crate::report::summary::{IOSTAT_CSV_HEADER, iostat_csv_row};
 use crate::report::timeline::jobs_csv;
 use crate::run::{Prepared, prepare, simulate};
-use crate::scenario::{Scenario, ScenarioError, embedded};
+use crate::scenario::embedded;
+/// A loaded scenario ([`load`] gives one) and what refuses to load.
+pub use crate::scenario::{Scenario, ScenarioError};
 use crate::stack::registry;
 use crate::stack::stream::StreamDef;
 use crate::sweep::Sweep;

@@ -43,7 +43,7 @@ const RUN_FILES: &[&str] = &[
     "iostat.svg",
 ];
 
-/// Every file name a run may write into its folder: [`RUN_FILES`], then each policy's
+/// Every file name a run may write into its folder: `RUN_FILES`, then each policy's
 /// and elevator's reports, streams and pictures (`crate::stack::registry`), then the
 /// trace.
 pub fn owned() -> &'static [&'static str] {
