@@ -10,17 +10,18 @@
 //! prints or writes for the same scenario, seed and values.
 //!
 //! - [`load`]: a scenario from a [`Source`] — a path, a built-in name, TOML text or
-//!   an already built table — as `run NAME` reads it (errors carry `file:line`).
+//!   an already built table — the one loader: the command line reads its SCENARIO
+//!   argument through it ([`Source::Name`]), and so does Python.
 //! - [`run`]: one variant with overrides. The overrides are `sweep --set` keys with
-//!   one value each ([`crate::sweep::keys`]), so the run is the one-point sweep of
-//!   those values; the scenario is prepared and simulated by `run`'s
+//!   one value each (`crate::sweep::keys`), so the run is the one-point sweep of
+//!   those values; that point is prepared once and simulated by `run`'s
 //!   `prepare()` / `simulate()`, keeping every timeline row in memory
-//!   ([`RecordOptions::keep`]); the CSV tables are then written with the same row
+//!   (`RecordOptions::keep`); the CSV tables are then written with the same row
 //!   functions that stream `iostat.csv`, `timeline.csv` and `throttle.csv` to a
 //!   folder, and `jobs.csv` with `run`'s own. So a run's memory grows with its
 //!   simulated time here (the caller asked for every row), unlike the command line's.
 //! - [`check`]: every variant (or one) prepared as `check` prepares it.
-//! - [`SweepPlan`]: `sweep`'s plan ([`Sweep`]): the runs are enumerated here, in one
+//! - [`SweepPlan`]: `sweep`'s plan (`crate::sweep::Sweep`): the runs are enumerated here, in one
 //!   order, and any contiguous slice of them is run with [`SweepPlan::rows`] into
 //!   the CSV rows `sweep --format csv` prints — the unit a distributed engine (Ray,
 //!   Dask, a Slurm array) hands to a worker; slices concatenated in order are the
@@ -28,7 +29,21 @@
 //! - [`scenarios`]: the built-in scenarios; [`controllers`]: the controllers, as the
 //!   registry describes them (their files, switches, tables).
 //!
-//! Errors are the command line's messages, as `String`s.
+//! What reaches the caller
+//! ------------------------
+//! - **Errors** are typed: [`Error`] says which kind of refusal it is (a scenario
+//!   that does not load, with its file, line and key; a file not read; a name that
+//!   is no scenario; a run, check or sweep refused; a request the facade cannot
+//!   serve), and its `Display` is the command line's message, `file:line` included
+//!   where the scenario writes the culprit (`blkcg-sim: ` then this text is what the
+//!   command line prints).
+//! - **Warnings** come back as values: [`RunResult::warnings`], [`check`]'s lists.
+//! - **Nothing is printed**: no call here writes to stdout or stderr, and none shows
+//!   progress (the runs are simulated with `Reporter::Quiet`). The commands built on
+//!   the library (`crate::cli`) hand their warnings and status lines to a
+//!   [`crate::notify::Notify`] sink, which the command line renders on stderr.
+//! - **Errors of a sweep** are checked up front by [`SweepPlan::new`] (every key,
+//!   every value prepared alone); a run's own failure is its error in run order.
 
 use std::ops::Range;
 use std::path::Path;

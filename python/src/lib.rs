@@ -11,7 +11,9 @@
 //! a worker needs neither the file nor the driver's working folder (an `include`
 //! still reads relative to `file`). Each call releases the GIL while it simulates
 //! ([`Python::detach`]), so Python threads run simulations on every core. Every
-//! error is the command line's message, raised as `ScenarioError` (a `ValueError`).
+//! error is the library's typed [`api::Error`], raised as `ScenarioError` (a
+//! `ValueError`) with its message, the command line's. A sweep's plan is checked once
+//! per process and kept for its slices ([`plan`]).
 
 use blkcg_sim::api::{self, RunRequest, Source, SweepPlan};
 use pyo3::create_exception;
