@@ -10,17 +10,18 @@
 //! prints or writes for the same scenario, seed and values.
 //!
 //! - [`load`]: a scenario from a [`Source`] — a path, a built-in name, TOML text or
-//!   an already built table — as `run NAME` reads it (errors carry `file:line`).
+//!   an already built table — the one loader: the command line reads its SCENARIO
+//!   argument through it ([`Source::Name`]), and so does Python.
 //! - [`run`]: one variant with overrides. The overrides are `sweep --set` keys with
-//!   one value each ([`crate::sweep::keys`]), so the run is the one-point sweep of
-//!   those values; the scenario is prepared and simulated by `run`'s
+//!   one value each (`crate::sweep::keys`), so the run is the one-point sweep of
+//!   those values; that point is prepared once and simulated by `run`'s
 //!   `prepare()` / `simulate()`, keeping every timeline row in memory
-//!   ([`RecordOptions::keep`]); the CSV tables are then written with the same row
+//!   (`RecordOptions::keep`); the CSV tables are then written with the same row
 //!   functions that stream `iostat.csv`, `timeline.csv` and `throttle.csv` to a
 //!   folder, and `jobs.csv` with `run`'s own. So a run's memory grows with its
 //!   simulated time here (the caller asked for every row), unlike the command line's.
 //! - [`check`]: every variant (or one) prepared as `check` prepares it.
-//! - [`SweepPlan`]: `sweep`'s plan ([`Sweep`]): the runs are enumerated here, in one
+//! - [`SweepPlan`]: `sweep`'s plan (`crate::sweep::Sweep`): the runs are enumerated here, in one
 //!   order, and any contiguous slice of them is run with [`SweepPlan::rows`] into
 //!   the CSV rows `sweep --format csv` prints — the unit a distributed engine (Ray,
 //!   Dask, a Slurm array) hands to a worker; slices concatenated in order are the
@@ -28,7 +29,21 @@
 //! - [`scenarios`]: the built-in scenarios; [`controllers`]: the controllers, as the
 //!   registry describes them (their files, switches, tables).
 //!
-//! Errors are the command line's messages, as `String`s.
+//! What reaches the caller
+//! ------------------------
+//! - **Errors** are typed: [`Error`] says which kind of refusal it is (a scenario
+//!   that does not load, with its file, line and key; a file not read; a name that
+//!   is no scenario; a run, check or sweep refused; a request the facade cannot
+//!   serve), and its `Display` is the command line's message, `file:line` included
+//!   where the scenario writes the culprit (`blkcg-sim: ` then this text is what the
+//!   command line prints).
+//! - **Warnings** come back as values: [`RunResult::warnings`], [`check`]'s lists.
+//! - **Nothing is printed**: no call here writes to stdout or stderr, and none shows
+//!   progress (the runs are simulated with `Reporter::Quiet`). The commands built on
+//!   the library (`crate::cli`) hand their warnings and status lines to a
+//!   [`crate::notify::Notify`] sink, which the command line renders on stderr.
+//! - **Errors of a sweep** are checked up front by [`SweepPlan::new`] (every key,
+//!   every value prepared alone); a run's own failure is its error in run order.
 
 use std::ops::Range;
 use std::path::Path;
@@ -39,20 +54,80 @@ use crate::report::outputs::{job_lines, summary_text};
 use crate::report::record::RecordOptions;
 use crate::report::summary::{IOSTAT_CSV_HEADER, iostat_csv_row};
 use crate::report::timeline::jobs_csv;
-use crate::run::{prepare, simulate};
-use crate::scenario::{Scenario, embedded};
+use crate::run::{Prepared, prepare, simulate};
+use crate::scenario::embedded;
+/// A loaded scenario ([`load`] gives one) and what refuses to load.
+pub use crate::scenario::{Scenario, ScenarioError};
 use crate::stack::registry;
 use crate::stack::stream::StreamDef;
 use crate::sweep::Sweep;
 use crate::sweep::pool;
 use crate::sweep::record::csv_header;
 
+/// What the library refuses, with the command line's message as its `Display`
+/// (`blkcg-sim: ` and this message is what the command line prints).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A scenario that does not load: its file, the line and key where known.
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    /// A scenario file that cannot be read.
+    #[error("{path}: cannot read: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A name that is neither a file nor a built-in scenario.
+    #[error(
+        "{name}: no such file, and no built-in scenario of that name; built in: {}",
+        builtin.join(", ")
+    )]
+    NoSuchScenario {
+        name: String,
+        /// The built-in scenarios' names.
+        builtin: Vec<&'static str>,
+    },
+    /// A run, check or sweep the simulator refuses: a key, value or write it does
+    /// not accept, or a run that fails. The message begins with `file:line:` where
+    /// the scenario writes the value (after `--set KEY=VALUE: ` or `point N (...): `
+    /// when a sweep's value or run is at fault), as the command line prints it.
+    #[error("{0}")]
+    Refused(String),
+    /// A request the facade cannot serve as asked (a variant not named where the
+    /// scenario has several, runs outside the sweep).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl Error {
+    /// The scenario file and line the error points at, where it keeps them apart
+    /// ([`Error::Scenario`]); the other kinds carry them in their message.
+    pub fn location(&self) -> Option<(&str, Option<usize>)> {
+        match self {
+            Error::Scenario(e) => Some((e.file.as_str(), e.line)),
+            _ => None,
+        }
+    }
+}
+
+impl From<String> for Error {
+    /// The library's internal errors are the command line's messages.
+    fn from(msg: String) -> Self {
+        Error::Refused(msg)
+    }
+}
+
 /// Where a scenario comes from.
 pub enum Source<'a> {
-    /// A path if such a file exists, else a built-in scenario's name (`.toml` may
-    /// end it), as the command line reads its SCENARIO argument; text holding a line
-    /// break or an `=` is read as TOML text (named `<text>` in errors).
+    /// TOML text if it holds a line break or an `=` (named `<text>` in errors), else
+    /// as [`Source::Name`].
     Auto(&'a str),
+    /// What the command line reads as its SCENARIO argument: a path if it exists,
+    /// else a built-in scenario's name (`.toml` may end it).
+    Name(&'a str),
+    /// A file, named by its path in errors.
+    Path(&'a str),
     /// TOML text; `file` names it in errors and is where `include`s are read from.
     Text { text: &'a str, file: &'a str },
     /// A scenario already as a table (a Python dict); written out as TOML first, so
@@ -60,28 +135,40 @@ pub enum Source<'a> {
     Table { table: toml::Table, file: &'a str },
 }
 
+/// Whether `name` is a scenario the command line would read: an existing path or a
+/// built-in scenario's name.
+pub fn is_scenario_name(name: &str) -> bool {
+    Path::new(name).exists() || embedded::get(name.trim_end_matches(".toml")).is_some()
+}
+
 /// Load a scenario (see [`Source`]).
-pub fn load(src: Source) -> Result<Scenario, String> {
-    let parse = |text: &str, file: &str| Scenario::parse(text, file).map_err(|e| e.to_string());
+pub fn load(src: Source) -> Result<Scenario, Error> {
+    let parse = |text: &str, file: &str| Ok(Scenario::parse(text, file)?);
+    let read = |path: &str| {
+        std::fs::read_to_string(path).map_err(|source| Error::Io {
+            path: path.to_string(),
+            source,
+        })
+    };
     match src {
         Source::Text { text, file } => parse(text, file),
         Source::Table { table, file } => {
-            let text = toml::to_string(&table).map_err(|e| format!("{file}: {e}"))?;
+            let text =
+                toml::to_string(&table).map_err(|e| Error::Invalid(format!("{file}: {e}")))?;
             parse(&text, file)
         }
         Source::Auto(s) if s.contains(['\n', '=']) => parse(s, "<text>"),
-        Source::Auto(s) => {
-            if Path::new(s).is_file() {
-                let text =
-                    std::fs::read_to_string(s).map_err(|e| format!("{s}: cannot read: {e}"))?;
-                return parse(&text, s);
+        Source::Path(s) => parse(&read(s)?, s),
+        Source::Auto(s) | Source::Name(s) => {
+            if Path::new(s).exists() {
+                return parse(&read(s)?, s);
             }
             match embedded::get(s.trim_end_matches(".toml")) {
                 Some(text) => parse(text, &format!("{s} (built in)")),
-                None => Err(format!(
-                    "{s}: no such file, and no built-in scenario of that name; built in: {}",
-                    embedded::names().join(", ")
-                )),
+                None => Err(Error::NoSuchScenario {
+                    name: s.to_string(),
+                    builtin: embedded::names(),
+                }),
             }
         }
     }
@@ -241,23 +328,29 @@ fn set_spec(key: &str, values: &[String]) -> String {
     format!("{key}={}", vals.join(","))
 }
 
-/// The scenario of `variant` with `overrides` written in: the only point of the
-/// sweep of those values. None when there is nothing to write (the scenario as is).
-fn with_overrides(
+/// `variant` of `sc` with `overrides` written in — the only point of the sweep of
+/// those values — prepared once (with `kernel`, `seed` and `trace` as `prepare`
+/// takes them), and that point's scenario (None without overrides: `sc` itself).
+/// Only when the point is refused is each value prepared alone, as a sweep checks
+/// them, so the error names the value at fault as `sweep --set` does.
+fn prepare_point(
     sc: &Scenario,
     variant: Option<&str>,
     overrides: &[(String, String)],
-) -> Result<Option<Scenario>, String> {
+    kernel: Option<&str>,
+    seed: Option<u64>,
+    trace: bool,
+) -> Result<(Option<Scenario>, Prepared), Error> {
     let variants = sc.variants();
     if variant.is_none() && !variants.is_empty() {
-        return Err(format!(
+        return Err(Error::Invalid(format!(
             "{}: the scenario has variants ({}); name the one to run",
             sc.file,
             variants.join(", ")
-        ));
+        )));
     }
     if overrides.is_empty() {
-        return Ok(None);
+        return Ok((None, prepare(sc, variant, kernel, seed, trace)?));
     }
     let mut sets: Vec<String> = variant
         .map(|v| set_spec("variant", &[v.to_string()]))
@@ -268,17 +361,28 @@ fn with_overrides(
             .iter()
             .map(|(k, v)| set_spec(k, std::slice::from_ref(v))),
     );
-    Sweep::new(sc, &sets, 1)?.scenario(0).map(Some)
+    let sweep = Sweep::unchecked(sc, &sets, 1)?;
+    let point = sweep.scenario(0).and_then(|point| {
+        let p = prepare(&point, None, kernel, seed, trace)?;
+        Ok((Some(point), p))
+    });
+    point.or_else(|e| {
+        sweep.check_each_value()?;
+        Err(e.into())
+    })
 }
 
 /// Run one variant of `sc` (see the module's design).
-pub fn run(sc: &Scenario, req: &RunRequest) -> Result<RunResult, String> {
-    let point = with_overrides(sc, req.variant.as_deref(), &req.overrides)?;
-    let (sc, variant) = match &point {
-        Some(p) => (p, None),
-        None => (sc, req.variant.as_deref()),
-    };
-    let prepared = prepare(sc, variant, req.kernel.as_deref(), req.seed, req.trace)?;
+pub fn run(sc: &Scenario, req: &RunRequest) -> Result<RunResult, Error> {
+    let (point, prepared) = prepare_point(
+        sc,
+        req.variant.as_deref(),
+        &req.overrides,
+        req.kernel.as_deref(),
+        req.seed,
+        req.trace,
+    )?;
+    let sc = point.as_ref().unwrap_or(sc);
     // every table in memory: the rows, the trace, and each job's timeline (jobs.csv)
     let keep = RecordOptions {
         keep: true,
@@ -325,7 +429,7 @@ pub fn check(
     sc: &Scenario,
     variant: Option<&str>,
     overrides: &[(String, String)],
-) -> Result<Vec<(String, Vec<String>)>, String> {
+) -> Result<Vec<(String, Vec<String>)>, Error> {
     let names: Vec<Option<String>> = match variant {
         Some(v) => vec![Some(v.to_string())],
         None if sc.variants().is_empty() => vec![None],
@@ -333,11 +437,7 @@ pub fn check(
     };
     let mut out = Vec::new();
     for v in names {
-        let point = with_overrides(sc, v.as_deref(), overrides)?;
-        let p = match &point {
-            Some(p) => prepare(p, None, None, None, false)?,
-            None => prepare(sc, v.as_deref(), None, None, false)?,
-        };
+        let (_, p) = prepare_point(sc, v.as_deref(), overrides, None, None, false)?;
         out.push((v.unwrap_or_else(|| "(base)".into()), p.warnings));
     }
     Ok(out)
@@ -352,7 +452,7 @@ impl SweepPlan {
     /// Plan the sweep of `sc` over `grid` — each key with its values, the first key
     /// varying slowest — and `seeds` seeds, as `sweep --set KEY=V1,V2 ... --seeds N`;
     /// every key and value is checked first.
-    pub fn new(sc: &Scenario, grid: &[(String, Vec<String>)], seeds: u32) -> Result<Self, String> {
+    pub fn new(sc: &Scenario, grid: &[(String, Vec<String>)], seeds: u32) -> Result<Self, Error> {
         let sets: Vec<String> = grid.iter().map(|(k, vs)| set_spec(k, vs)).collect();
         Ok(SweepPlan {
             sweep: Sweep::new(sc, &sets, seeds)?,
@@ -372,14 +472,14 @@ impl SweepPlan {
 
     /// The CSV rows of runs `range` (one per job of each run), in run order, run on
     /// `workers` threads; the first failing run's error, in run order.
-    pub fn rows(&self, range: Range<usize>, workers: usize) -> Result<String, String> {
+    pub fn rows(&self, range: Range<usize>, workers: usize) -> Result<String, Error> {
         if range.end > self.runs() || range.start > range.end {
-            return Err(format!(
+            return Err(Error::Invalid(format!(
                 "runs {}..{}: the sweep has runs 0..{}",
                 range.start,
                 range.end,
                 self.runs()
-            ));
+            )));
         }
         let mut out = String::new();
         pool::ordered(
@@ -525,9 +625,26 @@ seed = 9
         assert!(bs.fio_json.contains("\"bs\" : \"4k,64k\""));
         // variants must be named; a bad value is refused naming its key
         let e = run(&sc, &RunRequest::default()).err().unwrap();
-        assert!(e.contains("one, two"), "{e}");
+        assert!(matches!(e, Error::Invalid(_)), "{e:?}");
+        assert!(e.to_string().contains("one, two"), "{e}");
         let e = run(&sc, &set("cgroup.a.io.max:riops", "-1")).err().unwrap();
-        assert!(e.contains("--set cgroup.a.io.max:riops=-1"), "{e}");
+        assert!(matches!(e, Error::Refused(_)), "{e:?}");
+        let e = e.to_string();
+        assert!(
+            e.starts_with("--set cgroup.a.io.max:riops=-1 (variant one): api.toml:"),
+            "{e}"
+        );
+        // two values each fine alone, refused together: the point's own error
+        let both = RunRequest {
+            overrides: vec![
+                ("cgroup.a.io.max:riops".into(), "50".into()),
+                ("kernel.version".into(), "6.10".into()),
+            ],
+            kernel: Some("not-a-version".into()),
+            ..base.clone()
+        };
+        let e = run(&sc, &both).err().unwrap().to_string();
+        assert!(e.starts_with("--kernel not-a-version: "), "{e}");
     }
 
     #[test]
@@ -554,12 +671,28 @@ seed = 9
     fn sources_and_errors_carry_file_and_line() {
         let e = load(Source::Auto("name = 1\n[device]\nmodel = \"floppy\"\n"))
             .and_then(|sc| run(&sc, &RunRequest::default()).map(drop))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("<text>:3:"), "{e}");
+        let e = load(Source::Auto("no-such-scenario")).unwrap_err();
+        assert!(matches!(e, Error::NoSuchScenario { .. }), "{e:?}");
+        assert!(e.to_string().contains("built in:"));
+        let e = load(Source::Text {
+            text: "name = \"x\"\nbogus = 1\n",
+            file: "f.toml",
+        })
+        .unwrap_err();
+        assert_eq!(e.location(), Some(("f.toml", Some(2))));
         assert!(
-            load(Source::Auto("no-such-scenario"))
-                .unwrap_err()
-                .contains("built in:")
+            e.to_string().starts_with("f.toml:2: unknown key `bogus`"),
+            "{e}"
+        );
+        let path = "/nonexistent/blkcg-sim/x.toml";
+        let e = load(Source::Path(path)).unwrap_err();
+        assert!(matches!(e, Error::Io { .. }), "{e:?}");
+        assert!(
+            e.to_string().starts_with(&format!("{path}: cannot read: ")),
+            "{e}"
         );
         let sc = load(Source::Auto("iocost-linear-max")).unwrap();
         assert_eq!(sc.file, "iocost-linear-max (built in)");

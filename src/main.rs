@@ -342,6 +342,16 @@ enum TimingArg {
     Realtime,
 }
 
+/// Exit status 0 after `run` or `fio`, whose output is all written and flushed: the
+/// runs are not freed, the process's exit gives their memory back at once. Freed one
+/// allocation at a time, the reports of 100,000 jobs (millions of small strings) took
+/// 0.5 s of a 3.6 s run; the library hands the runs back so that this is the binary's
+/// decision, not something an embedder inherits.
+fn exit_with_runs(runs: Vec<blkcg_sim::run::VariantRun>) -> u8 {
+    std::mem::forget(runs);
+    0
+}
+
 fn main() -> ExitCode {
     // `blkcg-sim ... | head` ends quietly, as any Unix tool does, instead of panicking
     // on the closed pipe: Rust ignores SIGPIPE by default.
@@ -372,7 +382,7 @@ fn main() -> ExitCode {
                 progress,
                 trace,
             };
-            cli::run::run_command(&sc, &opts)
+            cli::run::run_command(&sc, &opts).map(exit_with_runs)
         }),
         Cmd::Fio {
             device,
@@ -387,7 +397,8 @@ fn main() -> ExitCode {
             &args,
             output_format.into(),
             progress,
-        ),
+        )
+        .map(exit_with_runs),
         Cmd::Check { scenario, variant } => {
             load(&scenario).and_then(|sc| cli::check::check_command(&sc, &variant))
         }
@@ -433,20 +444,20 @@ fn main() -> ExitCode {
             format,
             list,
         } => load(&scenario).and_then(|sc| {
-            let opts = sweep::SweepOptions {
+            let opts = cli::sweep::SweepOptions {
                 sets: set,
                 seeds,
                 jobs: jobs.unwrap_or_else(sweep::pool::cores),
                 shard,
                 output,
                 format: match format {
-                    SweepFormat::Jsonl => sweep::Format::Jsonl,
-                    SweepFormat::Csv => sweep::Format::Csv,
+                    SweepFormat::Jsonl => cli::sweep::Format::Jsonl,
+                    SweepFormat::Csv => cli::sweep::Format::Csv,
                 },
                 list,
                 progress,
             };
-            sweep::sweep_command(&sc, &opts)
+            cli::sweep::sweep_command(&sc, &opts)
         }),
         Cmd::Tune { what } => cli::tune::tune_command(what, progress),
         Cmd::Kernel(k) => cli::kernel::kernel_command(k, cli.quiet),

@@ -137,13 +137,14 @@ fn every_file_token_switch_and_iosched_file_is_a_sweep_key() {
             let grid = vec![(key.clone(), vec!["x".to_string()])];
             let e = api::SweepPlan::new(&sc, &grid, 1)
                 .err()
-                .unwrap_or_else(|| panic!("{key} accepted"));
+                .unwrap_or_else(|| panic!("{key} accepted"))
+                .to_string();
             assert!(e.contains(&format!("{p}no_such_switch")), "{key}: {e}");
             let req = RunRequest {
                 overrides: vec![(key.clone(), "x".into())],
                 ..RunRequest::default()
             };
-            let e = api::run(&sc, &req).unwrap_err();
+            let e = api::run(&sc, &req).unwrap_err().to_string();
             assert!(e.contains(&format!("{p}no_such_switch")), "{key}: {e}");
         }
     }

@@ -61,12 +61,7 @@ def _load(scenario: ScenarioLike) -> Tuple[str, str]:
     if isinstance(scenario, Mapping):
         return _native.load_json(json.dumps(scenario), "<dict>")
     if isinstance(scenario, os.PathLike):
-        path = os.fspath(scenario)
-        try:
-            with open(path, encoding="utf-8") as f:
-                return f.read(), path
-        except OSError as e:
-            raise ScenarioError(f"{path}: cannot read: {e.strerror}") from e
+        return _native.load_path(os.fspath(scenario))
     if isinstance(scenario, str):
         return _native.load(scenario)
     raise TypeError(

@@ -25,6 +25,9 @@ class RunOutput:
 def load(spec: str) -> Tuple[str, str]:
     """A path, a built-in name or TOML text as ``(text, file)``."""
 
+def load_path(path: str) -> Tuple[str, str]:
+    """The scenario file at ``path`` as ``(text, file)``."""
+
 def load_json(json: str, file: str) -> Tuple[str, str]:
     """A scenario as JSON text as ``(toml_text, file)``."""
 
@@ -47,7 +50,8 @@ def check(
 def sweep_plan(
     text: str, file: str, grid: List[Tuple[str, List[str]]], seeds: int
 ) -> Tuple[int, str]:
-    """``(runs, csv_header)`` of a sweep; every key and value is checked."""
+    """``(runs, csv_header)`` of a sweep; every key and value is checked (once per
+    process: the checked plan is kept for the sweep's slices)."""
 
 def sweep_rows(
     text: str,
@@ -58,7 +62,8 @@ def sweep_rows(
     end: int,
     workers: int,
 ) -> str:
-    """The CSV rows of runs ``start..end``, in run order, on ``workers`` threads."""
+    """The CSV rows of runs ``start..end``, in run order, on ``workers`` threads; the
+    plan is checked at the process's first slice (or its ``sweep_plan``) and reused."""
 
 def scenarios() -> List[Tuple[str, str]]:
     """The built-in scenarios: ``(name, description)``."""

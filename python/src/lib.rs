@@ -11,12 +11,15 @@
 //! a worker needs neither the file nor the driver's working folder (an `include`
 //! still reads relative to `file`). Each call releases the GIL while it simulates
 //! ([`Python::detach`]), so Python threads run simulations on every core. Every
-//! error is the command line's message, raised as `ScenarioError` (a `ValueError`).
+//! error is the library's typed [`api::Error`], raised as `ScenarioError` (a
+//! `ValueError`) with its message, the command line's. A sweep's plan is checked once
+//! per process and kept for its slices ([`plan`]).
 
 use blkcg_sim::api::{self, RunRequest, Source, SweepPlan};
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use std::sync::{Arc, Mutex};
 
 create_exception!(
     blkcg_sim._native,
@@ -26,12 +29,45 @@ create_exception!(
      with `file:line` where the problem is written."
 );
 
-fn err(msg: String) -> PyErr {
-    ScenarioError::new_err(msg)
+/// Every library error is raised as `ScenarioError` with its message.
+fn err(e: api::Error) -> PyErr {
+    ScenarioError::new_err(e.to_string())
 }
 
 fn parse(text: &str, file: &str) -> PyResult<blkcg_sim::scenario::Scenario> {
     api::load(Source::Text { text, file }).map_err(err)
+}
+
+/// Plans already checked in this process, newest last: a sweep's slices reuse their
+/// plan instead of planning and checking it again (see [`plan`]).
+type PlanKey = (String, String, Vec<(String, Vec<String>)>, u32);
+static PLANS: Mutex<Vec<(PlanKey, Arc<SweepPlan>)>> = Mutex::new(Vec::new());
+/// Plans kept: a few sweeps under way at once in one process.
+const PLANS_KEPT: usize = 8;
+
+/// The sweep plan of `(text, file, grid, seeds)`, checked once per process: the
+/// driver's `sweep_plan` checks it (every key, every value prepared) and keeps it, so
+/// its in-process slices reuse it; a Ray or Dask worker process checks it at its
+/// first slice and reuses it for the next ones. A plan is only ever used checked.
+fn plan(
+    text: &str,
+    file: &str,
+    grid: Vec<(String, Vec<String>)>,
+    seeds: u32,
+) -> Result<Arc<SweepPlan>, api::Error> {
+    let key: PlanKey = (text.to_string(), file.to_string(), grid, seeds);
+    let plans = || PLANS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, p)) = plans().iter().find(|(k, _)| *k == key) {
+        return Ok(p.clone());
+    }
+    let sc = api::load(Source::Text { text, file })?;
+    let p = Arc::new(SweepPlan::new(&sc, &key.2, seeds)?);
+    let mut kept = plans();
+    if kept.len() == PLANS_KEPT {
+        kept.remove(0);
+    }
+    kept.push((key, p.clone()));
+    Ok(p)
 }
 
 /// Load a scenario from a path, a built-in name or TOML text: `(text, file)`.
@@ -42,28 +78,62 @@ fn load(py: Python<'_>, spec: &str) -> PyResult<(String, String)> {
         .map_err(err)
 }
 
+/// Load the scenario file at `path`: `(text, file)`.
+#[pyfunction]
+fn load_path(py: Python<'_>, path: &str) -> PyResult<(String, String)> {
+    py.detach(|| api::load(Source::Path(path)))
+        .map(|sc| (sc.text, sc.file))
+        .map_err(err)
+}
+
 /// Load a scenario given as JSON text (a dict's `json.dumps`), named `file` in
 /// errors: `(text, file)`, the text being its TOML.
 #[pyfunction]
 fn load_json(json: &str, file: &str) -> PyResult<(String, String)> {
-    let table: toml::Table =
-        serde_json::from_str(json).map_err(|e| err(format!("{file}: not a scenario: {e}")))?;
+    let table: toml::Table = serde_json::from_str(json)
+        .map_err(|e| ScenarioError::new_err(format!("{file}: not a scenario: {e}")))?;
     api::load(Source::Table { table, file })
         .map(|sc| (sc.text, sc.file))
         .map_err(err)
 }
 
-/// One run's outputs, as `blkcg_sim.Result` reads them.
-#[pyclass(frozen, get_all, module = "blkcg_sim._native")]
-struct RunOutput {
-    fio_json: String,
-    summary: String,
+/// One run's outputs, as `blkcg_sim.Result` reads them: the library's own
+/// [`api::RunResult`], read through getters.
+#[pyclass(frozen, module = "blkcg_sim._native")]
+struct RunOutput(api::RunResult);
+
+#[pymethods]
+impl RunOutput {
+    #[getter]
+    fn fio_json(&self) -> &str {
+        &self.0.fio_json
+    }
+    #[getter]
+    fn summary(&self) -> &str {
+        &self.0.summary
+    }
     /// Every CSV table as `(name, text)`: `jobs`, `iostat`, then every controller's
     /// stream in the registry's order (`throttle`, `timeline`, `iolatency`, ...).
-    tables: Vec<(String, String)>,
-    io_stat: String,
-    trace: Vec<String>,
-    warnings: Vec<String>,
+    #[getter]
+    fn tables(&self) -> Vec<(&'static str, &str)> {
+        self.0
+            .tables
+            .iter()
+            .map(|t| (t.name, t.csv.as_str()))
+            .collect()
+    }
+    #[getter]
+    fn io_stat(&self) -> &str {
+        &self.0.io_stat
+    }
+    #[getter]
+    fn trace(&self) -> Vec<&str> {
+        self.0.trace.iter().map(String::as_str).collect()
+    }
+    #[getter]
+    fn warnings(&self) -> Vec<&str> {
+        self.0.warnings.iter().map(String::as_str).collect()
+    }
 }
 
 /// Run one variant of the scenario `(text, file)` with overrides.
@@ -88,19 +158,9 @@ fn run(
         overrides,
         trace,
     };
-    let r = py.detach(|| api::run(&sc, &req)).map_err(err)?;
-    Ok(RunOutput {
-        fio_json: r.fio_json,
-        summary: r.summary,
-        tables: r
-            .tables
-            .into_iter()
-            .map(|t| (t.name.to_string(), t.csv))
-            .collect(),
-        io_stat: r.io_stat,
-        trace: r.trace,
-        warnings: r.warnings,
-    })
+    py.detach(|| api::run(&sc, &req))
+        .map(RunOutput)
+        .map_err(err)
 }
 
 /// Check the scenario `(text, file)` as `blkcg-sim check` does: per variant, its
@@ -127,10 +187,7 @@ fn sweep_plan(
     grid: Vec<(String, Vec<String>)>,
     seeds: u32,
 ) -> PyResult<(usize, String)> {
-    let sc = parse(text, file)?;
-    let plan = py
-        .detach(|| SweepPlan::new(&sc, &grid, seeds))
-        .map_err(err)?;
+    let plan = py.detach(|| plan(text, file, grid, seeds)).map_err(err)?;
     Ok((plan.runs(), plan.header()))
 }
 
@@ -148,8 +205,7 @@ fn sweep_rows(
     end: usize,
     workers: usize,
 ) -> PyResult<String> {
-    let sc = parse(text, file)?;
-    py.detach(|| SweepPlan::new(&sc, &grid, seeds)?.rows(start..end, workers))
+    py.detach(|| plan(text, file, grid, seeds)?.rows(start..end, workers))
         .map_err(err)
 }
 
@@ -176,6 +232,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add_class::<RunOutput>()?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
+    m.add_function(wrap_pyfunction!(load_path, m)?)?;
     m.add_function(wrap_pyfunction!(load_json, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;

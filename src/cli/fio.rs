@@ -3,11 +3,13 @@
 
 use crate::cli::run::{OutputFormat, RunOptions, run_command};
 use crate::progress::Reporter;
+use crate::run::VariantRun;
 use crate::scenario::Scenario;
 use crate::scenario::spec::parse_device_spec;
 use crate::workload::cmdline::shell_quote;
 
-/// `blkcg-sim fio`: fio's own arguments against a simulated device.
+/// `blkcg-sim fio`: fio's own arguments against a simulated device; the run handed
+/// back as `run_command` hands its runs.
 pub fn fio_command(
     device: &str,
     io_max: Option<&str>,
@@ -15,7 +17,7 @@ pub fn fio_command(
     args: &[String],
     format: OutputFormat,
     progress: Reporter,
-) -> Result<u8, String> {
+) -> Result<Vec<VariantRun>, String> {
     let dev = parse_device_spec(device)?;
     let mut t = toml::Table::new();
     t.insert("device".into(), toml::Value::Table(dev));

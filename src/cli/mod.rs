@@ -14,6 +14,7 @@
 //! - `kernel.rs`    — `kernel`: `build`, `list`, `clean` (guest kernels from source);
 //! - `repro.rs`     — `repro` (the built-in seeds and their bands);
 //! - `scenarios.rs` — `scenarios` (list or print the built-in scenarios);
+//! - `sweep.rs`     — `sweep` (a plan of `crate::sweep` on every core, streamed);
 //! - this file      — reading a scenario named on the command line.
 
 pub mod check;
@@ -23,30 +24,33 @@ pub mod kernel;
 pub mod repro;
 pub mod run;
 pub mod scenarios;
+pub mod sweep;
 pub mod tune;
 
-use std::path::Path;
+use crate::api::{self, Source};
+use crate::notify::{Notice, Notify};
+use crate::scenario::Scenario;
 
-use crate::scenario::{Scenario, embedded};
-
-/// The scenario `name` names: a file, or else a built-in scenario (`.toml` optional).
+/// The scenario `name` names: a file, or else a built-in scenario (`.toml` optional),
+/// read by the library's one loader ([`api::load`]), its error as the command prints it.
 pub fn load(name: &str) -> Result<Scenario, String> {
-    let p = Path::new(name);
-    if p.exists() {
-        let text = std::fs::read_to_string(p).map_err(|e| format!("{name}: cannot read: {e}"))?;
-        return Scenario::parse(&text, name).map_err(|e| e.to_string());
+    api::load(Source::Name(name)).map_err(|e| e.to_string())
+}
+
+/// The command line's [`Notify`] sink: each notice on stderr, as the commands have
+/// always printed them.
+pub struct Stderr;
+
+impl Notify for Stderr {
+    fn notice(&self, n: Notice<'_>) {
+        match n {
+            Notice::Warning(m) => eprintln!("warning: {m}"),
+            Notice::Status(line) => eprintln!("{line}"),
+        }
     }
-    if let Some(text) = embedded::get(name.trim_end_matches(".toml")) {
-        return Scenario::parse(text, &format!("{name} (built in)")).map_err(|e| e.to_string());
-    }
-    Err(format!(
-        "{name}: no such file, and no built-in scenario of that name; built in: {}",
-        embedded::names().join(", ")
-    ))
 }
 
 /// A scenario (a file or a built-in name) when `name` is one, else None.
 pub fn scenario_named(name: &str) -> Option<Result<Scenario, String>> {
-    (Path::new(name).exists() || embedded::get(name.trim_end_matches(".toml")).is_some())
-        .then(|| load(name))
+    api::is_scenario_name(name).then(|| load(name))
 }

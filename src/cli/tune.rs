@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use crate::cli::{load, scenario_named};
+use crate::cli::{Stderr, load, scenario_named};
 use crate::progress::Reporter;
 use crate::scenario::Scenario;
 use crate::sweep;
@@ -253,7 +253,7 @@ pub fn tune_command(what: TuneCmd, progress: Reporter) -> Result<u8, String> {
                 jobs: jobs.unwrap_or_else(sweep::pool::cores),
                 progress,
             };
-            tune::model::model_command(&machine, &opts)
+            tune::model::model_command(&machine, &opts, &mut |s| print!("{s}"))
         }
         TuneCmd::Qos {
             target,
@@ -275,7 +275,7 @@ pub fn tune_command(what: TuneCmd, progress: Reporter) -> Result<u8, String> {
                     ..Default::default()
                 },
             };
-            tune::qos::qos_command(&sc, &opts)
+            tune::qos::qos_command(&sc, &opts, &mut |s| print!("{s}"), &Stderr)
         }
         TuneCmd::Iomax {
             target,
@@ -290,7 +290,7 @@ pub fn tune_command(what: TuneCmd, progress: Reporter) -> Result<u8, String> {
                 limit,
                 p99_ms,
             };
-            tune::iomax::iomax_command(&sc, &opts)
+            tune::iomax::iomax_command(&sc, &opts, &mut |s| print!("{s}"), &Stderr)
         }
     }
 }

@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 
+use crate::notify::Notify;
 use crate::report::fio::{self as fioreport};
 use crate::report::outdir::OutDir;
 use crate::report::plot::{Panel, Series, plot_panels};
@@ -48,8 +49,9 @@ pub fn summary_text(run: &VariantRun) -> String {
 }
 
 /// Every output file of one run in its folder `out` (see `report::outdir`) besides
-/// the timelines, which streamed there during the run.
-pub fn write_outputs(out: &OutDir, run: &VariantRun) -> Result<(), String> {
+/// the timelines, which streamed there during the run; a picture not drawn is a
+/// warning to `notify`.
+pub fn write_outputs(out: &OutDir, run: &VariantRun, notify: &dyn Notify) -> Result<(), String> {
     let dir = out.path();
     let write = |name: &str, text: &str| out.write(name, text);
     let tree = &run.resolved.tree;
@@ -69,7 +71,7 @@ pub fn write_outputs(out: &OutDir, run: &VariantRun) -> Result<(), String> {
         "time (s)",
         &timeline::job_panels(&jobs),
     ) {
-        eprintln!("warning: plot not drawn: {e}");
+        notify.warning(&format!("plot not drawn: {e}"));
     }
     if let Err(e) = plot_panels(
         &dir.join("clat"),
@@ -77,7 +79,7 @@ pub fn write_outputs(out: &OutDir, run: &VariantRun) -> Result<(), String> {
         "percentile",
         &[summary::clat_percentile_panel(&run.summaries)],
     ) {
-        eprintln!("warning: plot not drawn: {e}");
+        notify.warning(&format!("plot not drawn: {e}"));
     }
     for (name, text) in &run.reports {
         write(name, text)?;
@@ -90,7 +92,7 @@ pub fn write_outputs(out: &OutDir, run: &VariantRun) -> Result<(), String> {
         };
         let title = format!("{}: {}", pic.title, run.label);
         if let Err(e) = series.plot(&dir.join(pic.stem), &title, &ctx) {
-            eprintln!("warning: plot not drawn: {e}");
+            notify.warning(&format!("plot not drawn: {e}"));
         }
     }
     let iostat_panels = vec![Panel {
@@ -113,7 +115,7 @@ pub fn write_outputs(out: &OutDir, run: &VariantRun) -> Result<(), String> {
         "time (s)",
         &iostat_panels,
     ) {
-        eprintln!("warning: plot not drawn: {e}");
+        notify.warning(&format!("plot not drawn: {e}"));
     }
     Ok(())
 }

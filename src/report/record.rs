@@ -49,8 +49,9 @@ pub struct RecordOptions {
     pub keep: bool,
     /// Keep every trace line in memory too.
     pub keep_trace: bool,
-    /// Print trace lines to stderr as they come, after this prefix.
-    pub trace_stderr: Option<String>,
+    /// Hand each trace line to this sink as it comes (the command line prints them
+    /// on stderr).
+    pub trace_live: Option<crate::notify::TraceSink>,
     /// Keep each job's completions over time (`RunOutput::job_timelines`) even
     /// without an output folder to draw them into: for a reader such as `tune protect`.
     pub keep_job_timelines: bool,
@@ -60,7 +61,7 @@ impl RecordOptions {
     /// Whether trace lines go anywhere (a file, memory, stderr); when not, the
     /// policies need not format them.
     pub fn takes_trace(&self) -> bool {
-        self.out.is_some() || self.keep_trace || self.trace_stderr.is_some()
+        self.out.is_some() || self.keep_trace || self.trace_live.is_some()
     }
 
     /// Whether anything reads each job's completions over time (the pictures and
@@ -359,8 +360,8 @@ impl Recorder for RunRecorder {
     }
 
     fn trace(&mut self, line: String) {
-        if let Some(prefix) = &self.opts.trace_stderr {
-            eprintln!("{prefix}{line}");
+        if let Some(live) = &mut self.opts.trace_live {
+            live(&line);
         }
         self.line.clear();
         self.line.push_str(&line);

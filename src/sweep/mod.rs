@@ -24,21 +24,18 @@
 //! - `keys.rs`   — the KEY grammar and how a value is written into a scenario table;
 //! - `record.rs` — one run as a JSON line and CSV rows;
 //! - `pool.rs`   — ordered parallel runs (also under `tune`);
-//! - here        — the plan, the command, the pictures.
+//! - here        — the plan and the pictures; the command is `crate::cli::sweep`.
 
 pub mod keys;
 pub mod pool;
 pub mod record;
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::time::Instant;
-
 use keys::{Axis, Target};
-use record::{Record, Values, csv_header};
+use record::{Record, Values};
 
-use crate::progress::{Horizon, Reporter};
-use crate::report::outdir::{OutDir, OutFile};
+use crate::notify::Notify;
+use crate::progress::Reporter;
+use crate::report::outdir::OutDir;
 use crate::report::plot::{Panel, Series, plot_panels};
 use crate::report::record::RecordOptions;
 use crate::run::{VariantRun, prepare, simulate};
@@ -82,28 +79,6 @@ impl Shard {
     }
 }
 
-/// How `sweep` prints on stdout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    /// One JSON object per run.
-    Jsonl,
-    /// One CSV row per job of each run, with a header.
-    Csv,
-}
-
-/// Options of the `sweep` command.
-pub struct SweepOptions {
-    pub sets: Vec<String>,
-    pub seeds: u32,
-    pub jobs: usize,
-    pub shard: Option<Shard>,
-    pub output: Option<PathBuf>,
-    pub format: Format,
-    /// Print the runs (point, seed, values) instead of running them.
-    pub list: bool,
-    pub progress: Reporter,
-}
-
 /// A planned sweep: the scenario, its axes and seeds.
 pub struct Sweep {
     sc: Scenario,
@@ -116,6 +91,16 @@ impl Sweep {
     /// Plan the sweep of `sc` over `sets` (each `KEY=V1,V2,...`) and `seeds` seeds;
     /// every key and value is checked (see the module's design).
     pub fn new(sc: &Scenario, sets: &[String], seeds: u32) -> Result<Sweep, String> {
+        let sweep = Sweep::unchecked(sc, sets, seeds)?;
+        sweep.check_each_value()?;
+        Ok(sweep)
+    }
+
+    /// The plan of [`Sweep::new`] with its keys parsed but no value prepared: for a
+    /// caller that prepares its one point itself and checks the values only when that
+    /// point is refused ([`Sweep::check_each_value`] then names the culprit), as
+    /// `api::run` with overrides does.
+    pub(crate) fn unchecked(sc: &Scenario, sets: &[String], seeds: u32) -> Result<Sweep, String> {
         if seeds == 0 {
             return Err("--seeds 0: at least one seed (the scenario's) is run".into());
         }
@@ -172,7 +157,6 @@ impl Sweep {
                 "the sweep plans more than {MAX_RUNS} runs (the product of the value counts times --seeds)"
             ));
         }
-        sweep.check_each_value()?;
         Ok(sweep)
     }
 
@@ -239,7 +223,7 @@ impl Sweep {
 
     /// Prepare every value of every axis alone (in each variant swept), so a bad one
     /// stops the sweep before anything runs, naming its key.
-    fn check_each_value(&self) -> Result<(), String> {
+    pub(crate) fn check_each_value(&self) -> Result<(), String> {
         let variant_axis = self.axes.iter().position(|a| a.target == Target::Variant);
         let variants = variant_axis.map_or(1, |i| self.axes[i].values.len());
         for vi in 0..variants {
@@ -292,151 +276,13 @@ impl Sweep {
     }
 }
 
-/// `blkcg-sim sweep`.
-pub fn sweep_command(sc: &Scenario, o: &SweepOptions) -> Result<u8, String> {
-    let sweep = Sweep::new(sc, &o.sets, o.seeds)?;
-    let total = sweep.runs();
-    let shard = o.shard.unwrap_or(Shard { index: 1, count: 1 });
-    let range = shard.range(total);
-    if o.list {
-        let mut out = String::new();
-        for r in range {
-            let p = r / o.seeds as usize;
-            let vals: Vec<String> = sweep
-                .values(p)
-                .0
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect();
-            out.push_str(&format!(
-                "{p}\t{}\t{}\n",
-                r % o.seeds as usize,
-                vals.join(" ")
-            ));
-        }
-        print!("{out}");
-        return Ok(0);
-    }
-    let keys: Vec<String> = sweep.axes.iter().map(|a| a.key.clone()).collect();
-    let header = (shard.index == 1).then(|| csv_header(&keys));
-    let mut files = match &o.output {
-        Some(dir) => Some(OutputFiles::open(dir, o.shard, header.as_deref())?),
-        None => None,
-    };
-    let mut stdout = std::io::stdout().lock();
-    let mut print = |s: &str| {
-        stdout
-            .write_all(s.as_bytes())
-            .and_then(|_| stdout.flush())
-            .map_err(|e| format!("stdout: {e}"))
-    };
-    if o.format == Format::Csv
-        && let Some(h) = &header
-    {
-        print(h)?;
-    }
-    let started = Instant::now();
-    let mut shown = o
-        .progress
-        .start("sweep", Horizon::Count(range.len() as u64));
-    let mut kept = Vec::new();
-    let first = range.start;
-    let mut done = 0;
-    pool::ordered(
-        range.len(),
-        o.jobs,
-        |i| sweep.run(first + i).map(|(rec, _)| rec),
-        |_, rec| {
-            let rec = rec?;
-            let json = rec.json_line();
-            let csv = rec.csv_rows();
-            print(match o.format {
-                Format::Jsonl => &json,
-                Format::Csv => &csv,
-            })?;
-            if let Some(f) = files.as_mut() {
-                f.jsonl.write(&json)?;
-                f.csv.write(&csv)?;
-            }
-            if o.output.is_some() && o.shard.is_none() {
-                kept.push(rec);
-            }
-            done += 1;
-            shown.update(0, done);
-            Ok(())
-        },
-    )?;
-    shown.finish();
-    if let Some(dir) = &o.output {
-        match o.shard {
-            None => draw(&sweep, &kept, &OutputFiles::pictures_dir(dir)?),
-            Some(_) => eprintln!(
-                "blkcg-sim: sweep: no pictures for one shard; plot the concatenated sweep.csv"
-            ),
-        }
-    }
-    if !matches!(o.progress, Reporter::Quiet) {
-        let secs = started.elapsed().as_secs_f64();
-        eprintln!(
-            "blkcg-sim: sweep: {} run(s) in {secs:.1} s wall ({:.1} runs/s, {} worker(s))",
-            range.len(),
-            range.len() as f64 / secs.max(1e-9),
-            o.jobs
-        );
-    }
-    Ok(0)
-}
-
-/// The files `--output DIR` receives as runs finish.
-struct OutputFiles {
-    jsonl: OutFile,
-    csv: OutFile,
-}
-
-/// Pictures' files: one per axis, `axis-N-KEY.{png,svg}`.
-const MAX_PICTURES: usize = 16;
-
-impl OutputFiles {
-    /// `sweep.jsonl` and `sweep.csv` (or `sweep-I-of-N.*` for a shard, I zero-padded,
-    /// so `cat sweep-*-of-N.jsonl` is the whole sweep in order).
-    fn open(
-        dir: &std::path::Path,
-        shard: Option<Shard>,
-        header: Option<&str>,
-    ) -> Result<Self, String> {
-        let stem = match shard {
-            None => "sweep".to_string(),
-            Some(s) => {
-                let w = s.count.to_string().len();
-                format!("sweep-{:0w$}-of-{}", s.index, s.count)
-            }
-        };
-        let (j, c) = (format!("{stem}.jsonl"), format!("{stem}.csv"));
-        let out = OutDir::top_owning(dir, &[j.as_str(), c.as_str()])?;
-        let mut csv = out.open_file(&c)?;
-        if let Some(h) = header {
-            csv.write(h)?;
-        }
-        Ok(OutputFiles {
-            jsonl: out.open_file(&j)?,
-            csv,
-        })
-    }
-
-    /// DIR emptied of every picture name a sweep may write.
-    fn pictures_dir(dir: &std::path::Path) -> Result<OutDir, String> {
-        let names: Vec<String> = (1..=MAX_PICTURES)
-            .flat_map(|i| ["png", "svg"].map(|e| format!("sweep-axis-{i}.{e}")))
-            .collect();
-        let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        OutDir::top_owning(dir, &names)
-    }
-}
+/// Pictures' files: one per axis, `sweep-axis-N.{png,svg}`, for the first this many.
+pub const MAX_PICTURES: usize = 16;
 
 /// One picture per axis (the first [`MAX_PICTURES`]): each job's IOPS, MiB/s and clat
 /// p99 against the axis's values, the other axes at their first value, mean over
 /// seeds. Values that are not all numbers are placed at their index.
-fn draw(sweep: &Sweep, records: &[Record], out: &OutDir) {
+pub fn draw(sweep: &Sweep, records: &[Record], out: &OutDir, notify: &dyn Notify) {
     for (ai, axis) in sweep.axes.iter().enumerate().take(MAX_PICTURES) {
         let numeric: Option<Vec<f64>> = axis.values.iter().map(|v| v.parse().ok()).collect();
         let x_of = |k: usize| numeric.as_ref().map_or(k as f64, |xs| xs[k]);
@@ -517,7 +363,7 @@ fn draw(sweep: &Sweep, records: &[Record], out: &OutDir) {
         };
         let base = out.path().join(format!("sweep-axis-{}", ai + 1));
         if let Err(e) = plot_panels(&base, &title, &x_label, &panels) {
-            eprintln!("warning: plot not drawn: {e}");
+            notify.warning(&format!("plot not drawn: {e}"));
         }
     }
 }

@@ -20,6 +20,7 @@
 use std::fmt::Write as _;
 
 use super::protect::{ProtectOptions, Protection, Row, mean_sd, mean_sd_text};
+use crate::notify::Notify;
 use crate::report::outdir::OutDir;
 use crate::report::plot::{Panel, Series, plot_panels};
 use crate::report::summary::fmt_figure;
@@ -46,7 +47,14 @@ fn looseness(v: &str) -> Option<f64> {
 }
 
 /// `tune iomax`: plan, run and report (see the module's design).
-pub fn iomax_command(sc: &Scenario, o: &IomaxOptions) -> Result<u8, String> {
+/// The report goes to `print` (the command line's stdout), a picture not drawn is a
+/// warning to `notify`.
+pub fn iomax_command(
+    sc: &Scenario,
+    o: &IomaxOptions,
+    print: &mut dyn FnMut(&str),
+    notify: &dyn Notify,
+) -> Result<u8, String> {
     let pr = Protection::new(sc, &o.common)?;
     let axis = Axis::parse(&o.limit).map_err(|e| e.replacen("--set", "--limit", 1))?;
     let limited = match &axis.target {
@@ -263,7 +271,7 @@ pub fn iomax_command(sc: &Scenario, o: &IomaxOptions) -> Result<u8, String> {
             );
         }
     }
-    print!("{s}");
+    print(&s);
     if let Some(dir) = &o.common.output {
         let out = OutDir::top_owning(
             dir,
@@ -338,7 +346,7 @@ pub fn iomax_command(sc: &Scenario, o: &IomaxOptions) -> Result<u8, String> {
                 ),
             ],
         ) {
-            eprintln!("warning: plot not drawn: {e}");
+            notify.warning(&format!("plot not drawn: {e}"));
         }
     }
     Ok(0)

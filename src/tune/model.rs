@@ -343,12 +343,17 @@ pub struct ModelOptions {
     pub progress: Reporter,
 }
 
-/// `blkcg-sim tune model`: the kernel script's line (and rd-agent's QoS line).
-pub fn model_command(machine: &Machine, o: &ModelOptions) -> Result<u8, String> {
+/// `blkcg-sim tune model`: the kernel script's line (and rd-agent's QoS line), to
+/// `print` (the command line's stdout).
+pub fn model_command(
+    machine: &Machine,
+    o: &ModelOptions,
+    print: &mut dyn FnMut(&str),
+) -> Result<u8, String> {
     let m = measure(machine, &o.coef, o.qos, o.jobs, &o.progress)?;
-    println!("{}", m.model_line());
+    print(&format!("{}\n", m.model_line()));
     if let Some(q) = m.qos_line() {
-        println!("{q}");
+        print(&format!("{q}\n"));
     }
     Ok(0)
 }

@@ -54,9 +54,9 @@ pub struct Protection {
     /// The cgroups that run fio outside it.
     pub others: Vec<String>,
     pub seeds: usize,
-    /// Isolation percentile (resctl's `isol-pct`, "05") and threshold (`isol-thr`).
+    /// Isolation percentile (resctl's `isol-pct`, "05"); the threshold is the
+    /// options' (`ProtectOptions::isol_thr`).
     pub isol_pct: f64,
-    pub isol_thr: f64,
 }
 
 /// Whether a cgroup's table runs fio.
@@ -122,7 +122,6 @@ impl Protection {
             others,
             seeds: seeds as usize,
             isol_pct,
-            isol_thr,
         })
     }
 

@@ -67,6 +67,7 @@ use super::fit::{self, End, Fit, Pt, Shape};
 use super::model::{CoefGen, ModelParams, measure};
 use super::protect::{ProtectOptions, Protection, Row, mean_sd, mean_sd_text};
 use super::{Machine, py_round};
+use crate::notify::Notify;
 use crate::report::outdir::OutDir;
 use crate::report::plot::{Marks, Panel, Series, plot_marks, plot_panels};
 use crate::report::summary::fmt_figure;
@@ -187,7 +188,14 @@ struct Analysis {
 }
 
 /// `tune qos`: plan, run and report (see the module's design).
-pub fn qos_command(sc: &Scenario, o: &QosOptions) -> Result<u8, String> {
+/// The report goes to `print` (the command line's stdout), a picture not drawn is a
+/// warning to `notify`.
+pub fn qos_command(
+    sc: &Scenario,
+    o: &QosOptions,
+    print: &mut dyn FnMut(&str),
+    notify: &dyn Notify,
+) -> Result<u8, String> {
     let pr = Protection::new(sc, &o.common)?;
     let vrates = vrate_axis(o.vrate_min, o.vrate_max, o.vrate_intvs)
         .map_err(|m| format!("--vrate-min/--vrate-max/--vrate-intvs: {m}"))?;
@@ -264,9 +272,9 @@ pub fn qos_command(sc: &Scenario, o: &QosOptions) -> Result<u8, String> {
         o,
     };
     let report = report_text(&a, &ctx);
-    print!("{report}");
+    print(&report);
     if let Some(dir) = &o.common.output {
-        write_outputs(dir, &a, &ctx, &report)?;
+        write_outputs(dir, &a, &ctx, &report, notify)?;
     }
     Ok(0)
 }
@@ -714,6 +722,7 @@ fn write_outputs(
     a: &Analysis,
     c: &Context,
     report: &str,
+    notify: &dyn Notify,
 ) -> Result<(), String> {
     const NAMES: [&str; 7] = [
         "tune-qos.txt",
@@ -859,7 +868,7 @@ fn write_outputs(
         "vrate %",
         &panels,
     ) {
-        eprintln!("warning: plot not drawn: {e}");
+        notify.warning(&format!("plot not drawn: {e}"));
     }
     // the trade-off: isolation against work, each vrate, the front, the solutions
     let point = |rows: &[Row]| {
@@ -922,7 +931,7 @@ fn write_outputs(
         false,
         &marks,
     ) {
-        eprintln!("warning: plot not drawn: {e}");
+        notify.warning(&format!("plot not drawn: {e}"));
     }
     Ok(())
 }
