@@ -431,8 +431,9 @@ fn main() -> ExitCode {
                 },
                 trace_events: trace_event,
                 dry_run,
+                notify: &cli::Stderr,
             };
-            validate::validate_command(&sc, &opts)
+            validate::validate_command(&sc, &opts, &mut |text| print!("{text}"))
         }),
         Cmd::Sweep {
             scenario,

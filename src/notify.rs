@@ -40,6 +40,12 @@ impl<F: Fn(Notice<'_>) + Sync> Notify for F {
     }
 }
 
+impl std::fmt::Debug for dyn Notify + '_ {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("dyn Notify")
+    }
+}
+
 /// A sink that drops every notice.
 pub struct Ignore;
 

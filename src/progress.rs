@@ -12,15 +12,21 @@
 //! completed; a sweep calls it as points finish, with the count done. On a terminal the bars of runs
 //! that go on in parallel share one `MultiProgress`; elsewhere a run stays silent for
 //! its first [`FIRST_LINE_AFTER`] of wall time (quick runs print nothing) and then
-//! writes one line every [`LINE_EVERY`]. Progress goes to stderr only, so it never
-//! changes what a command prints on stdout.
+//! writes one line every [`LINE_EVERY`] to the sink the reporter holds (the command
+//! line's prints it on stderr; the library prints nothing itself). Progress never goes
+//! to stdout, so it never changes what a command prints there.
 
 use std::io::IsTerminal;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
+use crate::notify::Notify;
 use crate::sim::Ns;
+
+/// Where a [`Reporter::Lines`] sends its status lines.
+pub type LineSink = Arc<dyn Notify + Send>;
 
 /// A run quicker than this prints no status line.
 pub const FIRST_LINE_AFTER: Duration = Duration::from_secs(3);
@@ -34,8 +40,8 @@ pub enum Reporter {
     Quiet,
     /// A terminal: bars.
     Bars(MultiProgress),
-    /// A file or a pipe: status lines.
-    Lines,
+    /// A file or a pipe: status lines, to this sink.
+    Lines(LineSink),
 }
 
 impl Reporter {
@@ -46,7 +52,7 @@ impl Reporter {
         } else if std::io::stderr().is_terminal() {
             Reporter::Bars(MultiProgress::new())
         } else {
-            Reporter::Lines
+            Reporter::Lines(Arc::new(crate::cli::Stderr))
         }
     }
 
@@ -74,7 +80,8 @@ impl Reporter {
                 pb.set_prefix(label.to_string());
                 Shown::Bar(pb)
             }
-            Reporter::Lines => Shown::Lines {
+            Reporter::Lines(sink) => Shown::Lines {
+                sink: sink.clone(),
                 started: Instant::now(),
                 next_line: Instant::now() + FIRST_LINE_AFTER,
                 printed: false,
@@ -103,6 +110,7 @@ enum Shown {
     Nothing,
     Bar(ProgressBar),
     Lines {
+        sink: LineSink,
         started: Instant,
         next_line: Instant,
         printed: bool,
@@ -128,6 +136,7 @@ impl Progress {
             Shown::Nothing => {}
             Shown::Bar(pb) => pb.set_position(pos.min(total)),
             Shown::Lines {
+                sink,
                 started,
                 next_line,
                 printed,
@@ -152,11 +161,11 @@ impl Progress {
                     ),
                     Horizon::Count(n) => format!("{done} of {n} runs done"),
                 };
-                eprintln!(
+                sink.status(&format!(
                     "blkcg-sim: {}: {done} ({pct:.0}%), {:.0} s wall",
                     self.label,
                     started.elapsed().as_secs_f64()
-                );
+                ));
             }
         }
     }
@@ -167,14 +176,17 @@ impl Progress {
             Shown::Nothing => {}
             Shown::Bar(pb) => pb.finish_and_clear(),
             Shown::Lines {
-                started, printed, ..
+                sink,
+                started,
+                printed,
+                ..
             } => {
                 if printed {
-                    eprintln!(
+                    sink.status(&format!(
                         "blkcg-sim: {}: done in {:.1} s wall",
                         self.label,
                         started.elapsed().as_secs_f64()
-                    );
+                    ));
                 }
             }
         }
@@ -189,13 +201,14 @@ mod tests {
     fn quiet_and_empty_horizons_show_nothing() {
         let p = Reporter::Quiet.start("a", Horizon::Time(10_000_000_000));
         assert!(matches!(p.shown, Shown::Nothing));
-        let p = Reporter::Lines.start("a", Horizon::Time(0));
+        let p = Reporter::Lines(Arc::new(crate::notify::Ignore)).start("a", Horizon::Time(0));
         assert!(matches!(p.shown, Shown::Nothing));
     }
 
     #[test]
     fn status_lines_wait_for_a_slow_run() {
-        let mut p = Reporter::Lines.start("a", Horizon::Bytes(1 << 20));
+        let mut p =
+            Reporter::Lines(Arc::new(crate::notify::Ignore)).start("a", Horizon::Bytes(1 << 20));
         p.update(1, 1 << 19);
         let Shown::Lines { printed, .. } = p.shown else {
             panic!("lines expected")

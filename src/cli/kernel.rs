@@ -4,6 +4,7 @@
 
 use clap::Subcommand;
 
+use crate::notify::Ignore;
 use crate::validate::build;
 
 /// `blkcg-sim kernel`.
@@ -69,7 +70,7 @@ pub fn kernel_command(cmd: KernelCmd, quiet: bool) -> Result<u8, String> {
                 patches: patch,
                 config,
                 dry_run,
-                quiet,
+                notify: if quiet { &Ignore } else { &super::Stderr },
             };
             if o.dry_run {
                 print!("{}", build::dry_run(&o)?);

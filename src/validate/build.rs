@@ -57,6 +57,7 @@ use serde::{Deserialize, Serialize};
 use super::boot::ScratchDir;
 use super::kconfig::{self, Group, KconfigIndex, Opt};
 use super::kernel::{cache_dir, tool};
+use crate::notify::Notify;
 
 /// A file in every folder `kernel build` creates; `kernel clean` removes only those.
 pub const MARK: &str = ".blkcg-sim";
@@ -65,8 +66,8 @@ pub const MARK: &str = ".blkcg-sim";
 pub const DEFAULT_SOURCE: &str = "6.12";
 
 /// `kernel build` options.
-#[derive(Debug, Clone, Default)]
-pub struct BuildOptions {
+#[derive(Debug, Clone)]
+pub struct BuildOptions<'a> {
     /// `6.1`, `6.12` (Debian's `linux-source-X.Y`), a source tree, or a tarball.
     pub source: Option<String>,
     /// `FILE` or `FILE=SWITCH:VALUE[,SWITCH:VALUE]...`.
@@ -75,8 +76,8 @@ pub struct BuildOptions {
     pub config: Vec<String>,
     /// Say what would be built and whether it is cached; build nothing.
     pub dry_run: bool,
-    /// No progress lines on stderr.
-    pub quiet: bool,
+    /// Where its progress lines go (`notify::Ignore` for none).
+    pub notify: &'a dyn Notify,
 }
 
 /// A patch and the behaviours it turns on.
@@ -465,7 +466,7 @@ impl Plan {
                 let dir = tarball_dir(t)?;
                 match (dir.join(MARK).is_file(), unpack) {
                     (true, _) => {}
-                    (false, true) => unpack_tarball(t, &dir, o.quiet)?,
+                    (false, true) => unpack_tarball(t, &dir, o.notify)?,
                     (false, false) => {
                         return Err(format!(
                             "--source {}: not unpacked yet, so its version (and the build's \
@@ -576,8 +577,13 @@ fn check_build_needs(source: &Source) -> Result<(), String> {
 }
 
 /// Run `cmd`, its output appended to `log`; Err with the log's last lines on failure.
-/// `heartbeat`: print a line every minute while it runs.
-fn run_logged(cmd: &mut Command, log: &Path, what: &str, heartbeat: bool) -> Result<(), String> {
+/// `heartbeat`: where to say, every minute while it runs, how far it is.
+fn run_logged(
+    cmd: &mut Command,
+    log: &Path,
+    what: &str,
+    heartbeat: Option<&dyn Notify>,
+) -> Result<(), String> {
     let mut f = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -602,13 +608,15 @@ fn run_logged(cmd: &mut Command, log: &Path, what: &str, heartbeat: bool) -> Res
             Err(e) => return Err(format!("{what}: {e}")),
         }
         std::thread::sleep(Duration::from_millis(200));
-        if heartbeat && start.elapsed() >= next {
+        if let Some(say) = heartbeat
+            && start.elapsed() >= next
+        {
             next += Duration::from_secs(60);
-            eprintln!(
+            say.status(&format!(
                 "kernel build: {what}: {} min so far; now: {}",
                 start.elapsed().as_secs() / 60,
                 log_tail(log, 1).trim()
-            );
+            ));
         }
     };
     if status.success() {
@@ -664,12 +672,10 @@ fn remove_ours(d: &Path) -> Result<(), String> {
 }
 
 /// Unpack `tarball` into `dir` (through a scratch folder, renamed when complete).
-fn unpack_tarball(tarball: &Path, dir: &Path, quiet: bool) -> Result<(), String> {
+fn unpack_tarball(tarball: &Path, dir: &Path, say: &dyn Notify) -> Result<(), String> {
     let parent = dir.parent().unwrap_or(dir);
     mkdir_marked(parent)?;
-    if !quiet {
-        eprintln!("kernel build: unpacking {}", tarball.display());
-    }
+    say.status(&format!("kernel build: unpacking {}", tarball.display()));
     let scratch = ScratchDir::new_in(parent)?;
     let out = scratch.path().join("tree");
     std::fs::create_dir(&out).map_err(|e| format!("{}: {e}", out.display()))?;
@@ -682,7 +688,7 @@ fn unpack_tarball(tarball: &Path, dir: &Path, quiet: bool) -> Result<(), String>
             .arg(&out),
         &log,
         "tar -x",
-        false,
+        None,
     )?;
     std::fs::write(out.join(MARK), "unpacked by blkcg-sim kernel build\n")
         .map_err(|e| format!("{}: {e}", out.display()))?;
@@ -690,23 +696,23 @@ fn unpack_tarball(tarball: &Path, dir: &Path, quiet: bool) -> Result<(), String>
 }
 
 /// The pristine tree of a Debian source package, downloaded and unpacked once.
-fn debian_tree(package: &str, version: &str, quiet: bool) -> Result<PathBuf, String> {
+fn debian_tree(package: &str, version: &str, say: &dyn Notify) -> Result<PathBuf, String> {
     let dir = sources_dir().join(format!("{package}_{version}"));
     if !dir.join(MARK).is_file() {
         let parent = sources_dir();
         mkdir_marked(&parent)?;
         let scratch = ScratchDir::new_in(&parent)?;
         let log = scratch.path().join("fetch.log");
-        if !quiet {
-            eprintln!("kernel build: downloading {package} {version} (apt-get download, ~150 MB)");
-        }
+        say.status(&format!(
+            "kernel build: downloading {package} {version} (apt-get download, ~150 MB)"
+        ));
         run_logged(
             tool("apt-get", "apt")?
                 .args(["download", &format!("{package}={version}")])
                 .current_dir(scratch.path()),
             &log,
             "apt-get download",
-            false,
+            None,
         )?;
         let deb = std::fs::read_dir(scratch.path())
             .map_err(|e| format!("{}: {e}", scratch.path().display()))?
@@ -719,7 +725,7 @@ fn debian_tree(package: &str, version: &str, quiet: bool) -> Result<PathBuf, Str
             tool("dpkg-deb", "dpkg")?.arg("-x").arg(&deb).arg(&x),
             &log,
             "dpkg-deb -x",
-            false,
+            None,
         )?;
         let series = package.strip_prefix("linux-source-").unwrap_or(package);
         let tarball = ["tar.xz", "tar.bz2", "tar.gz"]
@@ -727,9 +733,7 @@ fn debian_tree(package: &str, version: &str, quiet: bool) -> Result<PathBuf, Str
             .map(|e| x.join(format!("usr/src/linux-source-{series}.{e}")))
             .find(|p| p.is_file())
             .ok_or_else(|| format!("{package}: no usr/src/linux-source-{series}.tar.* inside"))?;
-        if !quiet {
-            eprintln!("kernel build: unpacking {}", tarball.display());
-        }
+        say.status(&format!("kernel build: unpacking {}", tarball.display()));
         let out = scratch.path().join("src");
         std::fs::create_dir(&out).map_err(|e| format!("{}: {e}", out.display()))?;
         run_logged(
@@ -740,7 +744,7 @@ fn debian_tree(package: &str, version: &str, quiet: bool) -> Result<PathBuf, Str
                 .arg(&out),
             &log,
             "tar -x",
-            false,
+            None,
         )?;
         let tree = source_root(&out)?;
         std::fs::write(tree.join(MARK), "unpacked by blkcg-sim kernel build\n")
@@ -908,7 +912,7 @@ fn make(src: &Path, build: &Path, args: &[&str]) -> Result<Command, String> {
 fn link_tree(from: &Path, to: &Path, log: &Path) -> Result<(), String> {
     let mut c = tool("cp", "coreutils")?;
     c.arg("-al").arg(from).arg(to);
-    if run_logged(&mut c, log, "cp -al", false).is_ok() {
+    if run_logged(&mut c, log, "cp -al", None).is_ok() {
         return Ok(());
     }
     if to.exists() {
@@ -918,7 +922,7 @@ fn link_tree(from: &Path, to: &Path, log: &Path) -> Result<(), String> {
         tool("cp", "coreutils")?.arg("-a").arg(from).arg(to),
         log,
         "cp -a",
-        false,
+        None,
     )
 }
 
@@ -1024,7 +1028,7 @@ impl Built {
 }
 
 /// Build (or find in the cache) the kernel `o` describes.
-pub fn build(o: &BuildOptions) -> Result<Built, String> {
+pub fn build(o: &BuildOptions<'_>) -> Result<Built, String> {
     let source = Source::of(o.source.as_deref())?;
     let (plan, given_tree) = Plan::new(o, source, true)?;
     let entry = builds_dir().join(&plan.key);
@@ -1044,13 +1048,9 @@ pub fn build(o: &BuildOptions) -> Result<Built, String> {
     mkdir_marked(&entry)?;
     let _lock = Lock::take(&entry)?;
     let log = entry.join("build.log");
-    let say = |m: &str| {
-        if !o.quiet {
-            eprintln!("kernel build: {m}");
-        }
-    };
+    let say = |m: &str| o.notify.status(&format!("kernel build: {m}"));
     let pristine = match (&plan.source, given_tree) {
-        (Source::Debian { package, version }, _) => debian_tree(package, version, o.quiet)?,
+        (Source::Debian { package, version }, _) => debian_tree(package, version, o.notify)?,
         (_, Some(t)) => t,
         (_, None) => return Err("internal: a source without a tree".into()),
     };
@@ -1132,7 +1132,7 @@ pub fn build(o: &BuildOptions) -> Result<Built, String> {
         &mut make(&src, &bdir, &["tinyconfig"])?,
         &log,
         "make tinyconfig",
-        false,
+        None,
     )?;
     let dot = bdir.join(".config");
     let mut cfg = std::fs::read_to_string(&dot).map_err(|e| format!("{}: {e}", dot.display()))?;
@@ -1142,7 +1142,7 @@ pub fn build(o: &BuildOptions) -> Result<Built, String> {
         &mut make(&src, &bdir, &["olddefconfig"])?,
         &log,
         "make olddefconfig",
-        false,
+        None,
     )?;
     let got = kconfig::read_dot_config(
         &std::fs::read_to_string(&dot).map_err(|e| format!("{}: {e}", dot.display()))?,
@@ -1171,7 +1171,7 @@ pub fn build(o: &BuildOptions) -> Result<Built, String> {
         &mut make(&src, &bdir, &[&format!("-j{jobs}"), "bzImage"])?,
         &log,
         "make bzImage",
-        !o.quiet,
+        Some(o.notify),
     )?;
     let seconds = start.elapsed().as_secs();
     let out = make(&src, &bdir, &["-s", "kernelrelease"])?
@@ -1232,7 +1232,7 @@ fn seed_build(origin: &str, bdir: &Path, log: &Path) -> Result<Option<String>, S
         tool("cp", "coreutils")?.arg("-a").arg(&from).arg(bdir),
         log,
         "cp -a (seeding the build)",
-        false,
+        None,
     )?;
     // the tools record both the build folder and the source (`-I.../src/tools/include`)
     if let (Some(from_src), Some(to_src)) = (from.parent(), bdir.parent()) {
@@ -1424,7 +1424,7 @@ pub fn built(spec: &str) -> Result<Option<Built>, String> {
 
 /// `kernel build --dry-run`: the key, whether it is cached, the fragment; fetches and
 /// builds nothing.
-pub fn dry_run(o: &BuildOptions) -> Result<String, String> {
+pub fn dry_run(o: &BuildOptions<'_>) -> Result<String, String> {
     let (plan, _) = Plan::new(o, Source::of(o.source.as_deref())?, false)?;
     let entry = builds_dir().join(&plan.key);
     let mut s = String::new();

@@ -51,6 +51,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::notify::Notify;
 use crate::report::fio as fioreport;
 use crate::report::html::Page;
 use crate::report::outdir::OutDir;
@@ -171,7 +172,7 @@ pub fn guest_host(version: &str) -> (String, &'static GuestHost) {
 
 /// `blkcg-sim validate` options.
 #[derive(Debug, Clone)]
-pub struct ValidateOptions {
+pub struct ValidateOptions<'a> {
     pub variant: Option<String>,
     /// Each a Debian package name, `.deb`, unpacked tree, or a build (`built:KEY`, or
     /// its folder); none: Debian's current kernel. Several: one run each, then a
@@ -186,6 +187,8 @@ pub struct ValidateOptions {
     pub trace_events: Vec<String>,
     /// Print the guest's `/init` and the initramfs's files instead of running.
     pub dry_run: bool,
+    /// Where its status lines go (booting, building the initramfs, the guest's own).
+    pub notify: &'a dyn Notify,
 }
 
 /// Host commands every run needs (command, Debian package): [`kernel::INSTALL_LINE`].
@@ -421,7 +424,7 @@ struct SimSide {
 
 fn simulate(
     sc: &Scenario,
-    o: &ValidateOptions,
+    o: &ValidateOptions<'_>,
     kernel: &kernel::Kernel,
     behaviours: &[(String, String)],
     seed: u64,
@@ -445,8 +448,8 @@ fn simulate(
         .resolve(o.variant.as_deref())
         .is_ok_and(|r| r.state.iocost_vrate_pct.is_some())
     {
-        eprintln!(
-            "validate: [state] \"iocost.vrate\" cannot be set on a freshly booted kernel; both sides start from 100%"
+        o.notify.status(
+            "validate: [state] \"iocost.vrate\" cannot be set on a freshly booted kernel; both sides start from 100%",
         );
         pins.push((&["state"], "iocost.vrate", toml::Value::Float(100.0)));
     }
@@ -525,7 +528,7 @@ struct RealSide {
 fn boot_runs(
     plan: &GuestPlan,
     kernel: &kernel::Kernel,
-    o: &ValidateOptions,
+    o: &ValidateOptions<'_>,
     initrd: &Path,
     seconds: u64,
     files: &mut Option<Files>,
@@ -540,13 +543,13 @@ fn boot_runs(
         mean_wall_s: 0.0,
     };
     for run in 1..=n_runs {
-        eprintln!(
+        o.notify.status(&format!(
             "validate: booting Linux {} under qemu, run {run} of {n_runs} (about {} s)",
             kernel.release,
             seconds * 2 + 10
-        );
+        ));
         let b = boot::boot(kernel, initrd, o.timing, 2048, budget, &mut |m| {
-            eprintln!("  guest: {m}")
+            o.notify.status(&format!("  guest: {m}"))
         })?;
         let g = GuestOutput::parse(&b.console);
         if let Some(f) = files.as_mut() {
@@ -819,8 +822,12 @@ fn column(n: usize) -> String {
     }
 }
 
-/// `blkcg-sim validate`.
-pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String> {
+/// `blkcg-sim validate`: what it prints goes to `out`, its status lines to `o.notify`.
+pub fn validate_command(
+    sc: &Scenario,
+    o: &ValidateOptions<'_>,
+    out: &mut dyn FnMut(&str),
+) -> Result<u8, String> {
     let resolved = sc
         .resolve(o.variant.as_deref())
         .map_err(|e| e.to_string())?;
@@ -830,7 +837,7 @@ pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String
     let targets = Target::all(&o.kernels)?;
     if o.dry_run {
         for t in &targets {
-            print!("{}", dry_run(&plan, t)?);
+            out(&dry_run(&plan, t)?);
         }
         return Ok(0);
     }
@@ -855,7 +862,9 @@ pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String
     for (n, t) in targets.iter().enumerate() {
         // with several kernels each one's files under --output start with its column
         let prefix = kernel_prefix(n, targets.len());
-        let kernel = kernel::obtain(t.spec.as_deref(), &mut |m| eprintln!("validate: {m}"))?;
+        let kernel = kernel::obtain(t.spec.as_deref(), &mut |m| {
+            o.notify.status(&format!("validate: {m}"))
+        })?;
         check_config(&plan, &kernel)?;
         let modules = kernel.modules_for(&boot::MODULES)?;
         // the simulation first: it is quick, and its run length sizes the guest's deadline
@@ -863,11 +872,11 @@ pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String
         if let Some(f) = files.as_mut() {
             f.write(&format!("{prefix}sim-fio.json"), &sim.json)?;
         }
-        eprintln!(
+        o.notify.status(&format!(
             "validate: building the initramfs (busybox, fio{}) for {}",
             if modules.is_empty() { "" } else { ", modules" },
             kernel.release
-        );
+        ));
         // staged in a folder of our own, removed (when dropped) whatever happens
         let scratch = boot::ScratchDir::new()?;
         let initrd =
@@ -875,9 +884,9 @@ pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String
         let real = boot_runs(&plan, &kernel, o, &initrd, sim.seconds, &mut files, &prefix)?;
         let text = render(&plan, o, t, &kernel, resolved.seed, &real, &sim);
         if several {
-            println!("== {}: Linux {} ==", column(n), kernel.release);
+            out(&format!("== {}: Linux {} ==\n", column(n), kernel.release));
         }
-        print!("{text}");
+        out(&text);
         let name = match &t.built {
             Some(b) => format!("built:{} ({})", b.key, b.summary()),
             None => format!("Linux {}", kernel.release),
@@ -894,9 +903,9 @@ pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String
         before_after.push((name, compare::mean(&real.runs), compare::mean(&sim.figures)));
     }
     if several {
-        println!("\nbefore/after: each kernel's real (mean of its runs) and simulated figures");
+        out("\nbefore/after: each kernel's real (mean of its runs) and simulated figures\n");
         for (n, (name, _, _)) in before_after.iter().enumerate() {
-            println!("  {}: {name}", column(n));
+            out(&format!("  {}: {name}\n", column(n)));
         }
         let labels: Vec<String> = (0..before_after.len()).map(column).collect();
         let sides: Vec<(compare::Figures, compare::Figures)> = before_after
@@ -904,7 +913,7 @@ pub fn validate_command(sc: &Scenario, o: &ValidateOptions) -> Result<u8, String
             .map(|(_, real, sim)| (real, sim))
             .collect();
         let ab = compare::ab_table(&labels, &sides);
-        print!("{ab}");
+        out(&ab);
         page.heading("before-after", "before/after");
         page.pre(&ab);
     }
