@@ -149,6 +149,13 @@ impl Progress {
                 *printed = true;
                 let pct = pos.min(total) as f64 * 100.0 / total.max(1) as f64;
                 let done = match self.horizon {
+                    // past the horizon (I/O in flight when the jobs' runtime ended):
+                    // said as such, never "N s of M s" with N > M
+                    Horizon::Time(t) if now > t => format!(
+                        "{:.1} s simulated, past the {:.1} s horizon (finishing the I/O in flight)",
+                        now as f64 / 1e9,
+                        t as f64 / 1e9
+                    ),
                     Horizon::Time(t) => format!(
                         "{:.1} s of {:.1} s simulated",
                         now as f64 / 1e9,
@@ -214,5 +221,35 @@ mod tests {
             panic!("lines expected")
         };
         assert!(!printed, "a quick run prints no line");
+    }
+
+    #[test]
+    fn a_run_past_its_horizon_says_so_and_never_passes_100_percent() {
+        use std::sync::Mutex;
+        let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+        let got = lines.clone();
+        let sink = move |n: crate::notify::Notice<'_>| {
+            if let crate::notify::Notice::Status(l) = n {
+                got.lock().unwrap().push(l.to_string());
+            }
+        };
+        let mut p = Reporter::Lines(Arc::new(sink)).start("a", Horizon::Time(20_000_000_000));
+        for now in [10_000_000_000, 7_506_050_000_000_000] {
+            if let Shown::Lines { next_line, .. } = &mut p.shown {
+                *next_line = Instant::now();
+            }
+            p.update(now, 0);
+        }
+        let lines = lines.lock().unwrap();
+        assert!(
+            lines[0].contains("10.0 s of 20.0 s simulated (50%)"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[1].contains("7506050.0 s simulated, past the 20.0 s horizon")
+                && lines[1].contains("(100%)")
+                && !lines[1].contains(" of 20.0 s"),
+            "{lines:?}"
+        );
     }
 }

@@ -136,13 +136,24 @@ pub fn device_command(cmd: DeviceCmd) -> Result<u8, String> {
 }
 
 fn fit_command(a: FitArgs) -> Result<u8, String> {
+    if !(1..=86_400).contains(&a.runtime) {
+        return Err(format!(
+            "device fit: --runtime {} is not accepted: expected seconds per job in 1..=86400",
+            a.runtime
+        ));
+    }
+    if let Some(j) = a.jobs.filter(|j| !(1..=1024).contains(j)) {
+        return Err(format!(
+            "device fit: --jobs {j} is not accepted: expected threads in 1..=1024"
+        ));
+    }
     if a.print_jobs {
         print!(
             "{}",
             fit::jobs::print_jobs(&Target {
                 filename: a.filename,
                 size: a.size,
-                runtime_s: a.runtime.max(1),
+                runtime_s: a.runtime,
             })
         );
         return Ok(0);

@@ -222,6 +222,48 @@ impl ProtectTarget {
 }
 
 /// `blkcg-sim tune`: run the chosen procedure.
+/// `v` of option `--opt` of `tune CMD` within `lo..=hi` (a float: finite), else a
+/// one-line error naming the option and the accepted range.
+fn bound<T: PartialOrd + std::fmt::Display>(
+    cmd: &str,
+    opt: &str,
+    v: T,
+    lo: T,
+    hi: T,
+    what: &str,
+) -> Result<T, String> {
+    // written so that NaN fails too
+    if v >= lo && v <= hi {
+        return Ok(v);
+    }
+    Err(format!(
+        "tune {cmd}: --{opt} {v} is not accepted: expected {what} in {lo}..={hi}"
+    ))
+}
+
+/// The longest simulated run of one job or point, s: a day.
+pub const MAX_DURATION_S: u64 = 86_400;
+/// The most threads `--jobs` may ask for.
+pub const MAX_THREADS: usize = 1024;
+/// blk-iocost clamps vrate at VRATE_MAX_PPM, 10000%: an axis past it would measure
+/// the same point again under another name.
+pub const MAX_VRATE_PCT: f64 = 10_000.0;
+
+fn check_jobs(cmd: &str, jobs: Option<usize>) -> Result<(), String> {
+    if let Some(j) = jobs {
+        bound(cmd, "jobs", j, 1, MAX_THREADS, "threads")?;
+    }
+    Ok(())
+}
+
+fn check_run(cmd: &str, run: &ProtectRun) -> Result<(), String> {
+    check_jobs(cmd, run.jobs)?;
+    bound(cmd, "seeds", run.seeds, 1, 1000, "seeds")?;
+    bound(cmd, "isol-pct", run.isol_pct, 0.001, 100.0, "a percentile")?;
+    bound(cmd, "isol-thr", run.isol_thr, 0.001, 1.0, "a fraction")?;
+    Ok(())
+}
+
 pub fn tune_command(what: TuneCmd, progress: Reporter) -> Result<u8, String> {
     match what {
         TuneCmd::Model {
@@ -235,6 +277,28 @@ pub fn tune_command(what: TuneCmd, progress: Reporter) -> Result<u8, String> {
             testfile_size_gb,
             jobs,
         } => {
+            let m = "model";
+            bound(
+                m,
+                "duration",
+                duration,
+                1,
+                MAX_DURATION_S,
+                "seconds per job",
+            )?;
+            bound(m, "seqio-block-mb", seqio_block_mb, 1, 4096, "MiB")?;
+            bound(m, "seq-depth", seq_depth, 1, 65_536, "an iodepth")?;
+            bound(m, "rand-depth", rand_depth, 1, 65_536, "an iodepth")?;
+            bound(m, "numjobs", numjobs, 1, 4096, "fio jobs")?;
+            bound(
+                m,
+                "testfile-size-gb",
+                testfile_size_gb,
+                0.001,
+                1_048_576.0,
+                "GiB",
+            )?;
+            check_jobs(m, jobs)?;
             let machine = match scenario_named(&device) {
                 Some(sc) => tune::Machine::from_scenario(&sc?)?,
                 None => tune::Machine::from_spec(&device)?,
@@ -264,6 +328,33 @@ pub fn tune_command(what: TuneCmd, progress: Reporter) -> Result<u8, String> {
             run,
             output,
         } => {
+            let q = "qos";
+            bound(
+                q,
+                "vrate-min",
+                vrate_min,
+                0.0,
+                MAX_VRATE_PCT,
+                "a vrate in %",
+            )?;
+            bound(
+                q,
+                "vrate-max",
+                vrate_max,
+                0.01,
+                MAX_VRATE_PCT,
+                "a vrate in %",
+            )?;
+            bound(q, "vrate-intvs", vrate_intvs, 1, 1000, "intervals")?;
+            bound(
+                q,
+                "model-duration",
+                model_duration,
+                1,
+                MAX_DURATION_S,
+                "seconds per job",
+            )?;
+            check_run(q, &run)?;
             let (sc, common) = target.options(run, output, progress)?;
             let opts = tune::qos::QosOptions {
                 common,
@@ -284,6 +375,10 @@ pub fn tune_command(what: TuneCmd, progress: Reporter) -> Result<u8, String> {
             run,
             output,
         } => {
+            if let Some(p) = p99_ms {
+                bound("iomax", "p99-ms", p, 0.001, 3_600_000.0, "milliseconds")?;
+            }
+            check_run("iomax", &run)?;
             let (sc, common) = target.options(run, output, progress)?;
             let opts = tune::iomax::IomaxOptions {
                 common,

@@ -37,6 +37,11 @@ use crate::error::KeyError;
 use crate::sim::{Dir, Event, EventQueue, NSEC_PER_MSEC, NSEC_PER_SEC, NSEC_PER_USEC, Ns, SimRng};
 use std::collections::VecDeque;
 
+/// The longest one request may take to repay its bucket debt at the baseline rate
+/// ([`Cloud::check_request`]): one second, so the volume passes at least one of the
+/// jobs' largest requests per second.
+pub const MAX_REQUEST_S: u64 = 1;
+
 /// Token of the refill timer event.
 const REFILL: u64 = u64::MAX;
 /// The IOPS accounting unit of Azure and EBS.
@@ -565,6 +570,35 @@ impl BlockDevice for Cloud {
 
     fn model(&self) -> &'static str {
         "cloud"
+    }
+
+    /// A request passes when both buckets hold a token and may drive them into debt
+    /// (see the module comment), so a bucket shallower than one request still passes
+    /// it; what never ends in practice is a rate so low that one request's debt takes
+    /// longer than [`MAX_REQUEST_S`] to repay: a queue of such requests (or the I/O in
+    /// flight when a job's runtime ends) then runs on for hours or years of simulated
+    /// time. Refused with the key and the least rate that passes that request in time.
+    fn check_request(&self, bytes: u64) -> Result<(), KeyError> {
+        let units = io_units(bytes);
+        let (key, rate, cost, what) = if self.cfg.bps * MAX_REQUEST_S < bytes {
+            ("bps", self.cfg.bps, bytes, "bytes/s")
+        } else if self.cfg.iops * MAX_REQUEST_S < units {
+            ("iops", self.cfg.iops, units, "256 KiB units/s")
+        } else {
+            return Ok(());
+        };
+        Err(KeyError::new(
+            format!("device.{key}"),
+            format!(
+                "`{rate}` {what} repays one {bytes}-byte request ({cost} {}) in {} s, more \
+                 than the {MAX_REQUEST_S} s the cloud model allows one request (a queue of \
+                 them would run on for hours of simulated time); accepted: {key} >= {}, or \
+                 smaller requests",
+                if key == "bps" { "bytes" } else { "units" },
+                cost.div_ceil(rate),
+                cost.div_ceil(MAX_REQUEST_S)
+            ),
+        ))
     }
 
     fn stat_columns(&self) -> &'static [&'static str] {

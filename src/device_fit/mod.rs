@@ -175,26 +175,96 @@ impl Fitted {
             self.model
         );
         for f in sources {
-            let _ = writeln!(s, "#   {f}");
+            let _ = writeln!(s, "#   {}", comment(f));
         }
         let _ = writeln!(s, "[device]\nmodel = \"{}\"", self.model);
         for (k, v, why) in &self.keys {
-            let _ = writeln!(s, "# {why}\n{k} = {v}");
+            let _ = writeln!(s, "# {}\n{k} = {v}", comment(why));
         }
         for d in &self.defaults {
-            let _ = writeln!(s, "# at the model's defaults: {d}");
+            let _ = writeln!(s, "# at the model's defaults: {}", comment(d));
         }
         s
     }
 }
 
-/// A number of a fio JSON object.
-fn num(v: &Value, path: &[&str]) -> Option<f64> {
-    path.iter().try_fold(v, |v, k| v.get(k))?.as_f64()
+/// A figure the fit reads: a JSON number in `(0, max]` (or `[0, max]` with
+/// `zero`), else an error naming the job, the field and what is accepted. Zero,
+/// negative, non-numeric and absurd figures measure nothing a model can follow (and
+/// a bucket fitted to them would never pass a request).
+fn figure(origin: &str, v: &Value, path: &[&str], max: f64, zero: bool) -> Result<f64, String> {
+    let field = path.join(".");
+    let got = path.iter().try_fold(v, |v, k| v.get(k));
+    let accepted = format!(
+        "accepted: a number in {}0, {max:e}] as fio 3.x writes it",
+        if zero { "[" } else { "(" }
+    );
+    match got.map(|x| (x, x.as_f64())) {
+        None => Err(format!(
+            "{origin}: no `{field}`{}; {accepted}",
+            if field.contains("clat_ns") {
+                " (fio 2.x's JSON has `clat` in µs, not `clat_ns`: rerun with fio >= 3.0)"
+            } else {
+                ""
+            }
+        )),
+        Some((_, Some(x))) if x.is_finite() && x <= max && (x > 0.0 || (zero && x == 0.0)) => Ok(x),
+        Some((x, _)) => Err(format!(
+            "{origin}: `{field}` = {x} cannot be fitted; {accepted}"
+        )),
+    }
+}
+
+/// Labels already given to jobs, and the next `#K` to try for each name in each
+/// file: a map, so N same-named jobs (fio's `numjobs=N`) take O(N), not O(N^3).
+#[derive(Debug, Default)]
+pub struct Labels {
+    taken: std::collections::HashSet<String>,
+    next: std::collections::HashMap<(String, String), u64>,
+}
+
+impl Labels {
+    /// `name`, or `name@path#K` with the least K >= 2 not yet taken.
+    fn take(&mut self, name: &str, path: &str) -> String {
+        let mut label = name.to_string();
+        if self.taken.contains(&label) {
+            // every K tried before for this name and file is taken for good
+            let k = self
+                .next
+                .entry((name.to_string(), path.to_string()))
+                .or_insert(2);
+            loop {
+                label = format!("{name}@{path}#{k}");
+                *k += 1;
+                if !self.taken.contains(&label) {
+                    break;
+                }
+            }
+        }
+        self.taken.insert(label.clone());
+        label
+    }
+}
+
+/// Text that goes into a TOML comment: control characters (a newline in a file
+/// name would end the comment and inject TOML) written as escapes.
+fn comment(s: &str) -> String {
+    if !s.chars().any(char::is_control) {
+        return s.to_string();
+    }
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// Every job of one fio JSON file; `taken` holds the labels already used.
-pub fn read(path: &str, text: &str, taken: &mut Vec<String>) -> Result<Vec<Measured>, String> {
+pub fn read(path: &str, text: &str, taken: &mut Labels) -> Result<Vec<Measured>, String> {
     let not_fio = |why: String| {
         format!(
             "{path}: not fio's JSON output ({why}); accepted: what `fio --output-format=json` (or json+) writes, e.g. from `blkcg-sim device fit --print-jobs`"
@@ -219,13 +289,13 @@ pub fn read(path: &str, text: &str, taken: &mut Vec<String>) -> Result<Vec<Measu
             .get("job options")
             .and_then(Value::as_object)
             .unwrap_or(&empty);
-        let mut label = name.to_string();
-        let mut k = 1;
-        while taken.contains(&label) {
-            k += 1;
-            label = format!("{name}@{path}#{k}");
+        if let Some(e) = job.get("error").filter(|e| e.as_i64() != Some(0)) {
+            return Err(format!(
+                "{origin}: fio reports `error` = {e}: the job failed and its figures measure \
+                 nothing; accepted: jobs that ended with `error` = 0 (rerun the failed one)"
+            ));
         }
-        taken.push(label.clone());
+        let label = taken.take(name, path);
         let mut named = opts.clone();
         named.insert("name".into(), Value::String(label.clone()));
         let args = jobs::job_args(global, &named);
@@ -238,6 +308,22 @@ pub fn read(path: &str, text: &str, taken: &mut Vec<String>) -> Result<Vec<Measu
         let std = jobs::recognise(&spec, clones);
         let dir = if spec.rw.reads() { "read" } else { "write" };
         let d = job.get(dir).cloned().unwrap_or(Value::Null);
+        // the figures the fit and the comparison read, each a sane number
+        let runtime_ms = figure(&origin, job, &["job_runtime"], 1e12, false)?;
+        let iops = figure(&origin, job, &[dir, "iops"], 1e9, false)?;
+        let bw = figure(&origin, job, &[dir, "bw_bytes"], 1e13, false)?;
+        let clat_ns = figure(&origin, job, &[dir, "clat_ns", "mean"], 1e13, false)?;
+        if let Some(p) = d.get("clat_ns").and_then(|c| c.get("percentile")) {
+            let Some(p) = p.as_object() else {
+                return Err(format!(
+                    "{origin}: `{dir}.clat_ns.percentile` = {p} cannot be fitted; accepted: \
+                     an object of percentiles as fio 3.x writes it"
+                ));
+            };
+            for k in p.keys() {
+                figure(&origin, job, &[dir, "clat_ns", "percentile", k], 1e13, true)?;
+            }
+        }
         let pcts = d
             .get("clat_ns")
             .and_then(|c| c.get("percentile"))
@@ -255,11 +341,11 @@ pub fn read(path: &str, text: &str, taken: &mut Vec<String>) -> Result<Vec<Measu
             origin,
             label,
             args,
-            runtime_ms: num(job, &["job_runtime"]).unwrap_or(0.0) as u64,
+            runtime_ms: runtime_ms as u64,
             std,
-            iops: num(&d, &["iops"]).unwrap_or(0.0),
-            bw: num(&d, &["bw_bytes"]).unwrap_or(0.0),
-            clat_us: num(&d, &["clat_ns", "mean"]).unwrap_or(0.0) / 1000.0,
+            iops,
+            bw,
+            clat_us: clat_ns / 1000.0,
             pcts,
             bs: spec.bs_min[if dir == "read" { 0 } else { 1 }],
             span: match spec.size {
@@ -288,7 +374,7 @@ pub fn fit(paths: &[PathBuf], model: Model, threads: usize) -> Result<Outcome, S
             "device fit: give fio JSON files (FIO.json...); `blkcg-sim device fit --print-jobs` prints the fio commands that make them".into(),
         );
     }
-    let mut taken = Vec::new();
+    let mut taken = Labels::default();
     let mut all = Vec::new();
     for p in paths {
         let name = p.display().to_string();
@@ -462,7 +548,7 @@ mod tests {
             job("randwrite", 1),
             job("randread", 32)
         );
-        let mut taken = vec![];
+        let mut taken = Labels::default();
         let m = read("f.json", &text, &mut taken).unwrap();
         let labels: Vec<&str> = m.iter().map(|x| x.label.as_str()).collect();
         assert_eq!(labels, ["t", "t@f.json#2", "t@f.json#3"]);
