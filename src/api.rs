@@ -141,11 +141,39 @@ pub fn is_scenario_name(name: &str) -> bool {
     Path::new(name).exists() || embedded::get(name.trim_end_matches(".toml")).is_some()
 }
 
+/// The largest scenario file read, as for fio job files: a bigger one (or a device
+/// such as `/dev/zero`) is refused after reading this much, never read whole.
+pub const MAX_SCENARIO_FILE: u64 = 16 << 20;
+
+/// The text of scenario file `path`, at most [`MAX_SCENARIO_FILE`] bytes.
+fn read_capped(path: &str) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_SCENARIO_FILE + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_SCENARIO_FILE {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "larger than {} MiB: not a scenario file",
+                MAX_SCENARIO_FILE >> 20
+            ),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        )
+    })
+}
+
 /// Load a scenario (see [`Source`]).
 pub fn load(src: Source) -> Result<Scenario, Error> {
     let parse = |text: &str, file: &str| Ok(Scenario::parse(text, file)?);
     let read = |path: &str| {
-        std::fs::read_to_string(path).map_err(|source| Error::Io {
+        read_capped(path).map_err(|source| Error::Io {
             path: path.to_string(),
             source,
         })

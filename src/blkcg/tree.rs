@@ -36,6 +36,9 @@ impl Default for CgroupTree {
     }
 }
 
+/// PATH_MAX of include/uapi/linux/limits.h: a path's bytes with its NUL.
+const PATH_MAX: usize = 4096;
+
 /// Whether `mkdir` of cgroup `path` (relative to the root, `a/b`) succeeds in cgroupfs;
 /// else why not, with the errno: every component must be a name (not empty, `.` or
 /// `..`: a path is written `a/b`, without `//` or `..` games), shorter than NAME_MAX,
@@ -71,6 +74,19 @@ pub fn check_path(path: &str) -> Result<(), String> {
         if let Some(why) = why {
             return Err(format!("cgroup `{}`: {why}", path.escape_debug()));
         }
+    }
+    // the guest writes `/sys/fs/cgroup/PATH/FILE`; a path of PATH_MAX (4096) bytes or
+    // more with its NUL fails every syscall with ENAMETOOLONG (getname_flags(), and
+    // strncpy_from_user() bounded by PATH_MAX in fs/namei.c)
+    let longest = format!("/sys/fs/cgroup/{trimmed}/cgroup.subtree_control");
+    if longest.len() >= PATH_MAX {
+        return Err(format!(
+            "cgroup `{}…`: a path of {} bytes, so its files' paths \
+             (/sys/fs/cgroup/PATH/cgroup.subtree_control) reach PATH_MAX, {PATH_MAX} bytes \
+             with the NUL (ENAMETOOLONG): nest less deeply or use shorter names",
+            trimmed.chars().take(40).collect::<String>().escape_debug(),
+            trimmed.len()
+        ));
     }
     Ok(())
 }

@@ -102,6 +102,12 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<Vec<VariantRun>, Str
         }
         check_label(&run_label(v, k))?;
     }
+    // every folder checked before any is written: none half-written when one cannot be
+    if let Some(dir) = &o.output {
+        for (v, k) in &plan {
+            OutDir::check(dir, &run_label(v, k))?;
+        }
+    }
     let all = sc.variants();
     if o.variants.is_empty() && !all.is_empty() {
         eprintln!(

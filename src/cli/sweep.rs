@@ -37,6 +37,11 @@ pub struct SweepOptions {
 
 /// `blkcg-sim sweep`.
 pub fn sweep_command(sc: &Scenario, o: &SweepOptions) -> Result<u8, String> {
+    if o.jobs == 0 {
+        return Err(
+            "sweep: --jobs 0: give at least 1 worker thread (default: one per core)".into(),
+        );
+    }
     let sweep = Sweep::new(sc, &o.sets, o.seeds)?;
     let total = sweep.runs();
     let shard = o.shard.unwrap_or(Shard { index: 1, count: 1 });

@@ -29,6 +29,24 @@ fn full(key: &str) -> String {
     format!("device.{key}")
 }
 
+/// The size of `gendisk.disk_name` with its NUL (include/linux/blkdev.h).
+const DISK_NAME_LEN: usize = 32;
+
+/// Whether `name` can name the disk as the guest makes it: null_blk names the disk
+/// after its configfs directory (`null_add_dev()`: snprintf into `disk_name`, so a
+/// longer name is cut to DISK_NAME_LEN - 1 bytes and /dev/NAME is another name), and
+/// configfs `mkdir` refuses `.`, `..` and `/`; whitespace and control characters would
+/// split the guest's shell words and /proc/partitions' columns.
+fn disk_name_ok(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() < DISK_NAME_LEN
+        && name != "."
+        && name != ".."
+        && !name
+            .chars()
+            .any(|c| c == '/' || c.is_whitespace() || c.is_control())
+}
+
 impl<'a> Keys<'a> {
     pub fn new(table: &'a toml::Table) -> Self {
         Keys {
@@ -151,12 +169,26 @@ impl<'a> Keys<'a> {
                 let p = s
                     .split_once(':')
                     .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)));
-                p.ok_or_else(|| {
+                let (maj, min): (u32, u32) = p.ok_or_else(|| {
                     KeyError::new(
                         "device.dev",
                         format!("`{s}` is not accepted: expected \"MAJ:MIN\" with decimal numbers"),
                     )
-                })?
+                })?;
+                // a disk's dev_t: register_blkdev(0, ...) asks for a dynamic major, so
+                // no block device has major 0 (0 is the anonymous devices' major,
+                // get_anon_bdev()); MKDEV() keeps 12 bits of major, 20 of minor
+                // (include/linux/kdev_t.h, MINORBITS)
+                if maj == 0 || maj >= 1 << 12 || min >= 1 << 20 {
+                    return Err(KeyError::new(
+                        "device.dev",
+                        format!(
+                            "`{s}` is not accepted: a block device's major is 1 to 4095 and \
+                             its minor 0 to 1048575 (MKDEV(); major 0 is no block device's)"
+                        ),
+                    ));
+                }
+                (maj, min)
             }
             Some(v) => {
                 return Err(KeyError::new(
@@ -175,11 +207,19 @@ impl<'a> Keys<'a> {
         self.used.insert("name");
         let v = match self.table.get("name") {
             None => default.to_string(),
-            Some(toml::Value::String(s)) if !s.is_empty() && !s.contains('/') => s.clone(),
+            Some(toml::Value::String(s)) if disk_name_ok(s) => s.clone(),
             Some(v) => {
                 return Err(KeyError::new(
                     "device.name",
-                    format!("`{v}` is not accepted: expected a non-empty string without '/'"),
+                    format!(
+                        "`{}` is not accepted: expected a disk name of 1 to {} bytes without \
+                         '/', whitespace or control characters, not `.` or `..`",
+                        match v {
+                            toml::Value::String(s) => s.escape_debug().to_string(),
+                            v => v.to_string(),
+                        },
+                        DISK_NAME_LEN - 1
+                    ),
                 ));
             }
         };

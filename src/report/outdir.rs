@@ -123,6 +123,42 @@ impl OutDir {
         })
     }
 
+    /// Whether [`OutDir::open`] of `DIR/label` would succeed as far as the names on
+    /// disk tell, creating and removing nothing: a command writing several folders
+    /// checks them all first, so that none is written when one cannot be.
+    pub fn check(dir: &Path, label: &str) -> Result<(), String> {
+        check_label(label)?;
+        match fs::metadata(dir) {
+            Ok(m) if !m.is_dir() => {
+                return Err(format!("{}: exists and is not a folder", dir.display()));
+            }
+            Ok(_) => {}
+            Err(_) => return Ok(()),
+        }
+        let path = dir.join(label);
+        match fs::symlink_metadata(&path) {
+            Ok(m) if m.file_type().is_symlink() => Err(format!(
+                "{}: is a symlink; blkcg-sim writes only into folders it can create \
+                 or that are real folders",
+                path.display()
+            )),
+            Ok(m) if !m.is_dir() => Err(format!("{}: exists and is not a folder", path.display())),
+            Ok(_) => {
+                for name in owned() {
+                    let p = path.join(name);
+                    if fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir()) {
+                        return Err(format!(
+                            "{}: a folder where blkcg-sim writes a file; move it away",
+                            p.display()
+                        ));
+                    }
+                }
+                Ok(())
+            }
+            Err(_) => Ok(()),
+        }
+    }
+
     /// `DIR/label`, created if missing; refused if it is a symlink or not a folder.
     pub fn open(dir: &Path, label: &str) -> Result<OutDir, String> {
         check_label(label)?;

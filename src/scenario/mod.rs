@@ -124,6 +124,16 @@ impl Scenario {
                 ));
             }
         }
+        if let Some(n) = sc.table.get("name")
+            && !n.is_str()
+        {
+            return Err(sc.err_at(
+                &[],
+                "name",
+                format!("`name` must be a string (name = \"my-scenario\"), not `{n}`"),
+            ));
+        }
+        sc.check_repro_keys()?;
         if let Some(vs) = sc.table.get("variant") {
             let Some(arr) = vs.as_array() else {
                 return Err(sc.err_at(
@@ -175,6 +185,42 @@ impl Scenario {
             }
         }
         Ok(sc)
+    }
+
+    /// `[repro]` and each `[[repro.band]]` take only the keys `repro::ReproSpec` reads.
+    fn check_repro_keys(&self) -> Result<(), ScenarioError> {
+        let Some(r) = self.table.get("repro").and_then(Value::as_table) else {
+            return Ok(());
+        };
+        for k in r.keys() {
+            if !repro::REPRO_KEYS.contains(&k.as_str()) {
+                return Err(self.err_at(
+                    &["repro"],
+                    k,
+                    format!(
+                        "unknown [repro] key `{k}`; accepted: {}",
+                        repro::REPRO_KEYS.join(", ")
+                    ),
+                ));
+            }
+        }
+        let bands = r.get("band").and_then(Value::as_array);
+        for (i, b) in bands.into_iter().flatten().enumerate() {
+            let at = i.to_string();
+            for k in b.as_table().into_iter().flat_map(|t| t.keys()) {
+                if !repro::BAND_KEYS.contains(&k.as_str()) {
+                    return Err(self.err_at(
+                        &["repro", "band", &at],
+                        k,
+                        format!(
+                            "unknown [[repro.band]] key `{k}`; accepted: {}",
+                            repro::BAND_KEYS.join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Scenario name (`name = ...`, else the file name).

@@ -33,6 +33,21 @@ pub struct VariantMetrics {
     pub extra: BTreeMap<String, f64>,
 }
 
+/// The keys of `[repro]` (`Scenario::parse` refuses others).
+pub const REPRO_KEYS: &[&str] = &["title", "source", "published", "band"];
+
+/// The keys of a `[[repro.band]]` (`Scenario::parse` refuses others).
+pub const BAND_KEYS: &[&str] = &[
+    "variant",
+    "ratio_of",
+    "job",
+    "metric",
+    "published",
+    "min",
+    "max",
+    "note",
+];
+
 /// One band of a `[repro]` table.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Band {

@@ -146,7 +146,63 @@ pub struct Resolved {
     pub warnings: Vec<String>,
 }
 
+/// The shortest `duration`: 1 ms (a shorter run completes no I/O on any device).
+const MIN_DURATION_NS: u64 = 1_000_000;
+
+/// The edit distance between `a` and `b` (insertions, deletions, substitutions).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
 impl Scenario {
+    /// A variant may add a cgroup (`merged` inserts a `[cgroup.NAME]` the base lacks:
+    /// a variant with one more tenant is a legitimate experiment), so a name the base
+    /// does not declare is accepted; but one within two edits of a declared cgroup is
+    /// most likely a misspelling of it, and the warning names that cgroup.
+    fn new_cgroups_in_variant(&self, variant: Option<&str>, merged: &Table) -> Vec<String> {
+        let base = self.table.get("cgroup").and_then(Value::as_table);
+        let declared: Vec<&str> = base
+            .into_iter()
+            .flat_map(|t| t.keys())
+            .map(|k| k.trim_matches('/'))
+            .collect();
+        let mut out = Vec::new();
+        for name in merged.keys() {
+            let n = name.trim_matches('/');
+            if declared.contains(&n) || variant.is_none() {
+                continue;
+            }
+            let nearest = declared.iter().map(|d| (edit_distance(n, d), *d)).min();
+            if let Some((d, near)) = nearest
+                && d <= 2
+            {
+                let line = self
+                    .line_in(variant, &["cgroup", name])
+                    .map(|l| format!(":{l}"))
+                    .unwrap_or_default();
+                out.push(format!(
+                    "{}{line}: variant `{}` adds cgroup `{n}`, which the base scenario does \
+                     not declare; did you mean `{near}`? (a variant's [cgroup.NAME] sets \
+                     keys of a declared cgroup, or adds a new one)",
+                    self.file,
+                    variant.unwrap_or_default()
+                ));
+            }
+        }
+        out
+    }
+
     /// Resolve variant `variant` (None: the base scenario) into a typed configuration.
     /// An error in a key the variant sets points at the variant's line and names it.
     pub fn resolve(&self, variant: Option<&str>) -> Result<Resolved, ScenarioError> {
@@ -167,6 +223,17 @@ impl Scenario {
             None => None,
             Some(v) => Some(
                 parse_duration(v, BareNumber::Seconds)
+                    .and_then(|ns| {
+                        if ns < MIN_DURATION_NS {
+                            Err(format!(
+                                "{ns} ns is too short: a run of less than 1 ms completes \
+                                 nothing; give at least \"1ms\" (or leave `duration` out: \
+                                 the run lasts as long as its fio jobs)"
+                            ))
+                        } else {
+                            Ok(ns)
+                        }
+                    })
                     .map_err(|m| self.err_at(&[], "duration", format!("`duration`: {m}")))?,
             ),
         };
@@ -236,6 +303,24 @@ impl Scenario {
             let Some(cgs) = cgs.as_table() else {
                 return Err(self.err_at(&[], "cgroup", "`cgroup` must be tables: [cgroup.NAME]"));
             };
+            // `a`, `/a` and `a/` are one cgroup: two tables for it would merge silently
+            let mut seen: std::collections::BTreeMap<&str, &String> = Default::default();
+            for name in cgs.keys() {
+                if let Some(first) = seen.insert(name.trim_matches('/'), name) {
+                    return Err(self.err_at(
+                        &["cgroup"],
+                        name,
+                        format!(
+                            "[cgroup.\"{}\"] and [cgroup.\"{}\"] are the same cgroup `{}`: \
+                             write one table for it",
+                            first.escape_debug(),
+                            name.escape_debug(),
+                            name.trim_matches('/').escape_debug()
+                        ),
+                    ));
+                }
+            }
+            warnings.extend(self.new_cgroups_in_variant(variant, cgs));
             // parents first, so their limits are written before their children's
             let mut names: Vec<&String> = cgs.keys().collect();
             names.sort_by_key(|n| n.matches('/').count());

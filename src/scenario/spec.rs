@@ -21,7 +21,11 @@ pub fn parse_device_spec(spec: &str) -> Result<toml::Table, String> {
             return Err(format!("--device `{spec}`: `{kv}` is not key=value"));
         };
         let (k, v) = (k.trim(), v.trim());
-        t.insert(k.to_string(), typed_value(v));
+        if let Some(first) = t.insert(k.to_string(), typed_value(v)) {
+            return Err(format!(
+                "--device `{spec}`: `{k}` is given twice ({k}={first}, {k}={v}); give each key once"
+            ));
+        }
     }
     Ok(t)
 }

@@ -377,7 +377,8 @@ fn download(name: &str, dir: &Path, log: &mut dyn FnMut(&str)) -> Result<PathBuf
     log(&format!("downloading {name} (apt-get download)"));
     std::fs::create_dir_all(cache).map_err(|e| format!("{}: {e}", cache.display()))?;
     let out = tool("apt-get", "apt")?
-        .args(["download", name])
+        // `--`: the name is an operand, never an option, whatever it looks like
+        .args(["download", "--", name])
         .current_dir(cache)
         .output()
         .map_err(|e| format!("apt-get: {e}"))?;

@@ -792,6 +792,12 @@ impl Target {
         specs
             .iter()
             .map(|s| {
+                if s.starts_with('-') {
+                    return Err(format!(
+                        "--kernel `{s}`: a kernel is a package name, a .deb, a folder or \
+                         built:KEY, never starting with `-` (write ./{s} for a file)"
+                    ));
+                }
                 Ok(match build::built(s)? {
                     Some(b) => Target {
                         spec: Some(b.tree.display().to_string()),
@@ -828,6 +834,13 @@ pub fn validate_command(
     o: &ValidateOptions<'_>,
     out: &mut dyn FnMut(&str),
 ) -> Result<u8, String> {
+    if o.runs == 0 {
+        return Err(
+            "validate: --runs 0: give at least 1 (boots of each kernel, and as many \
+                    simulated seeds)"
+                .into(),
+        );
+    }
     let resolved = sc
         .resolve(o.variant.as_deref())
         .map_err(|e| e.to_string())?;
@@ -836,6 +849,16 @@ pub fn validate_command(
     check_fio(sc, &resolved)?;
     let targets = Target::all(&o.kernels)?;
     if o.dry_run {
+        // the checks `run` makes (the device, every switch, the fio jobs, every
+        // interface write), as the simulation side would make them, booting nothing
+        for t in &targets {
+            let behaviours = t.behaviours();
+            let pins: Vec<(&[&str], &str, toml::Value)> = behaviours
+                .iter()
+                .map(|(k, v)| (&["kernel"][..], k.as_str(), toml::Value::String(v.clone())))
+                .collect();
+            crate::run::prepare(&sc.pinned(&pins), o.variant.as_deref(), None, None, false)?;
+        }
         for t in &targets {
             out(&dry_run(&plan, t)?);
         }

@@ -229,6 +229,15 @@ impl Builder {
                 format!("{}: {m}", e.key),
                 &format!("{key}: not a valid value"),
             );
+            // an unset `${VAR}` left the value this option refuses: say that first
+            let msg = match e
+                .notes
+                .iter()
+                .find(|n| n.contains("is not set in the environment"))
+            {
+                Some(n) => format!("{n}, so {msg}"),
+                None => msg,
+            };
             err(&e.file, e.line, msg)
         })?;
         if let Outcome::Unmodelled = r {
