@@ -113,6 +113,9 @@ impl Sweep {
                     a.key
                 ));
             }
+            if let Some(e) = axes.iter().find_map(|b| keys::conflict(b, &a)) {
+                return Err(e);
+            }
             axes.push(a);
         }
         let variants = sc.variants();
@@ -451,6 +454,52 @@ fio = "fio --name=a --rw=randread --bs=4k --iodepth=4 --ioengine=libaio --runtim
                 .unwrap_or_else(|| panic!("{set} accepted"));
             assert!(e.contains(says), "{set}: {e}");
         }
+        // two axes writing the same line, fio text, option or table: one would undo
+        // the other, and a record would name a value that was not in force
+        for (sets, names) in [
+            (
+                &[
+                    "cgroup.a.fio:iodepth=1,16",
+                    "cgroup.a.fio=fio --name=a --rw=randread --iodepth=2 --runtime=1 --time_based",
+                ][..],
+                ["--set cgroup.a.fio and", "--set cgroup.a.fio:iodepth"],
+            ),
+            (
+                &[
+                    "cgroup.a.io.max:riops=5,50",
+                    "cgroup.a.io.max=252:0 riops=7",
+                ][..],
+                ["--set cgroup.a.io.max and", "--set cgroup.a.io.max:riops"],
+            ),
+            (
+                &["cgroup.a.fio:bs=4k", "cgroup.a.fio:blocksize=8k"][..],
+                ["--set cgroup.a.fio:blocksize", "--set cgroup.a.fio:bs"],
+            ),
+            (
+                &["device.irqmode=1,2", "device.model=nullb"][..],
+                ["--set device.model", "--set device.irqmode"],
+            ),
+        ] {
+            let e = sweep(sets, 1)
+                .err()
+                .unwrap_or_else(|| panic!("{sets:?} accepted"));
+            assert!(!e.contains('\n'), "{sets:?}: not one line: {e}");
+            for n in names {
+                assert!(e.contains(n), "{sets:?}: {e}");
+            }
+        }
+        // tokens of one line, options of one fio text, and a new model before its
+        // device's keys compose: each is in force
+        sweep(
+            &[
+                "cgroup.a.io.max:riops=5,50",
+                "cgroup.a.io.max:wiops=7",
+                "cgroup.a.fio:iodepth=1,2",
+                "cgroup.a.fio:bs=8k",
+            ],
+            1,
+        )
+        .unwrap();
         assert!(
             sweep(&["device.irqmode=1,2", "device.irqmode=0"], 1)
                 .err()
