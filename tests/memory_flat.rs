@@ -32,11 +32,17 @@ fio = "fio --name=b --rw=randread --bs=4k --ioengine=libaio --iodepth=4 --rate_i
 }
 
 /// Run `blkcg-sim run FILE --output OUT`; its peak RSS in KiB (wait4's rusage).
-#[allow(clippy::zombie_processes, reason = "wait4 below reaps the child")]
 fn peak_rss_kib(file: &Path, out: &Path) -> i64 {
+    let out = out.to_str().unwrap();
+    run_peak_rss_kib(file, &["--output-format", "summary", "--output", out])
+}
+
+/// Run `blkcg-sim run --quiet ARGS FILE`, stdout discarded; its peak RSS in KiB.
+#[allow(clippy::zombie_processes, reason = "wait4 below reaps the child")]
+fn run_peak_rss_kib(file: &Path, args: &[&str]) -> i64 {
     let child = Command::new(env!("CARGO_BIN_EXE_blkcg-sim"))
-        .args(["run", "--quiet", "--output-format", "summary", "--output"])
-        .arg(out)
+        .args(["run", "--quiet"])
+        .args(args)
         .arg(file)
         .stdout(std::process::Stdio::null())
         .spawn()
@@ -84,6 +90,32 @@ fn an_hour_and_a_day_take_the_same_memory() {
     assert!(
         day < hour * 1.2,
         "peak RSS: an hour {hour} KiB, a day {day} KiB (must be within 20%)"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `run --timeline` prints the device's seconds as a table after the report: an hour's
+/// and a day's peak RSS within 20% (the lines are spooled as they come, not the rows
+/// kept; before, the day took 45 MB against the hour's 9 MB).
+#[test]
+fn a_timeline_of_a_day_takes_an_hours_memory() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("blkcg-sim-memtl-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut rss = Vec::new();
+    for (name, secs) in [("hour", 3600), ("day", 86_400)] {
+        let file = dir.join(format!("{name}.toml"));
+        std::fs::write(&file, scenario(secs)).unwrap();
+        rss.push(run_peak_rss_kib(
+            &file,
+            &["--timeline", "--output-format", "summary"],
+        ));
+    }
+    let (hour, day) = (rss[0] as f64, rss[1] as f64);
+    assert!(
+        day < hour * 1.2,
+        "run --timeline peak RSS: an hour {hour} KiB, a day {day} KiB (must be within 20%)"
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
