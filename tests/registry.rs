@@ -112,25 +112,30 @@ fn every_file_token_switch_and_iosched_file_is_a_sweep_key() {
             file: "registry.toml",
         })
         .unwrap();
-        let mut grid: Vec<(String, Vec<String>)> = Vec::new();
+        // whole lines (and iosched files) in one plan, tokens in another: a sweep
+        // refuses two axes that write the same line
+        let mut whole: Vec<(String, Vec<String>)> = Vec::new();
+        let mut by_token: Vec<(String, Vec<String>)> = Vec::new();
         for f in &c.files {
             // the whole line, and each of its tokens with the example's value
             let line = f.example.replace("MAJ:MIN", DEV);
-            grid.push((key_of(f), vec![line]));
+            whole.push((key_of(f), vec![line]));
             for (tok, val) in tokens(f.example) {
                 assert!(f.tokens.contains(&tok), "{}: example token {tok}", f.name);
-                grid.push((format!("{}:{tok}", key_of(f)), vec![val.to_string()]));
+                by_token.push((format!("{}:{tok}", key_of(f)), vec![val.to_string()]));
             }
         }
         for a in c.attributes {
-            grid.push((format!("device.iosched.{a}"), vec!["1".to_string()]));
+            whole.push((format!("device.iosched.{a}"), vec!["1".to_string()]));
         }
         // every key planned, every value prepared as check prepares it, and the run made
-        let plan = api::SweepPlan::new(&sc, &grid, 1)
-            .unwrap_or_else(|e| panic!("{}: {e}\n{grid:?}", c.name));
-        assert_eq!(plan.runs(), 1);
-        let rows = plan.rows(0..1, 1).unwrap();
-        assert_eq!(rows.lines().count(), 2, "{}: a row per job", c.name);
+        for grid in [&whole, &by_token] {
+            let plan = api::SweepPlan::new(&sc, grid, 1)
+                .unwrap_or_else(|e| panic!("{}: {e}\n{grid:?}", c.name));
+            assert_eq!(plan.runs(), 1);
+            let rows = plan.rows(0..1, 1).unwrap();
+            assert_eq!(rows.lines().count(), 2, "{}: a row per job", c.name);
+        }
         // a switch under its prefix reaches the controller, which refuses one it lacks
         if let Some(p) = c.switches {
             let key = format!("kernel.{p}no_such_switch");

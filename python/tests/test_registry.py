@@ -47,18 +47,20 @@ def test_every_controllers_tables_files_and_switches_from_python():
         for name in c["tables"]:
             assert name in r.tables, (c["name"], name)
             assert len(r.tables[name]) > 0, (c["name"], name)
-        # every file, whole and token by token, as an override
-        overrides = {}
+        # every file as an override, whole, then token by token (a run refuses two
+        # overrides that write the same line)
+        whole, by_token = {}, {}
         for f in c["files"]:
-            overrides[key_of(f)] = f["example"].replace("MAJ:MIN", DEV)
+            whole[key_of(f)] = f["example"].replace("MAJ:MIN", DEV)
             for word in f["example"].split():
                 if "=" in word:
                     tok, val = word.split("=", 1)
                     assert tok in f["tokens"], (f["name"], tok)
-                    overrides[f"{key_of(f)}:{tok}"] = val
+                    by_token[f"{key_of(f)}:{tok}"] = val
         for attr in c["attributes"]:
-            overrides[f"device.iosched.{attr}"] = 1
-        assert blkcg_sim.run(sc, **overrides).tables.keys() == r.tables.keys()
+            whole[f"device.iosched.{attr}"] = 1
+        for overrides in (whole, by_token):
+            assert blkcg_sim.run(sc, **overrides).tables.keys() == r.tables.keys()
         if c["switches"]:
             key = f"kernel.{c['switches']}no_such_switch"
             try:

@@ -129,9 +129,10 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<Vec<VariantRun>, Str
                 .as_ref()
                 .map(|dir| OutDir::open(dir, &label))
                 .transpose()?,
-            keep: o.timeline,
+            keep: false,
             keep_trace: false,
             keep_job_timelines: false,
+            timeline_text: o.timeline,
             trace_live: trace_to_stderr.then(|| {
                 let prefix = match plan.len() {
                     1 => String::new(),
@@ -155,7 +156,7 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<Vec<VariantRun>, Str
     // trace lines printed to stderr as they come would interleave across runs made at
     // once, differently each time: then the runs go one after another, in plan order,
     // each one's trace live and whole
-    let runs = if trace_to_stderr && plan.len() > 1 {
+    let mut runs = if trace_to_stderr && plan.len() > 1 {
         plan.iter().map(run_one).collect::<Result<Vec<_>, _>>()?
     } else {
         in_parallel(&plan, run_one)?
@@ -172,7 +173,7 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<Vec<VariantRun>, Str
             .map_err(|e| format!("writing to stdout: {e}"))
     };
     let single = runs.len() == 1;
-    for run in &runs {
+    for run in runs.iter_mut() {
         // JSON: a stream of documents, one per variant (jq reads them in turn)
         if !single && o.format == OutputFormat::Normal {
             emit(&format!("=== variant {} ===\n", run.label))?;
@@ -192,7 +193,7 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<Vec<VariantRun>, Str
             }
         }
         if o.timeline {
-            emit(&summary::iostat_text(&run.limits.name, &run.record.iostat))?;
+            run.record.timeline_text.drain(&mut emit)?;
             emit(&run.io_stat)?;
             for (name, text) in &run.reports {
                 if !name.ends_with(".json") {

@@ -11,7 +11,7 @@ use crate::progress::{Horizon, Reporter};
 use crate::report::outdir::{OutDir, OutFile};
 use crate::scenario::Scenario;
 use crate::sweep::record::csv_header;
-use crate::sweep::{MAX_PICTURES, Shard, Sweep, draw, pool};
+use crate::sweep::{MAX_PICTURES, Pictures, Shard, Sweep, draw, pool};
 
 /// How `sweep` prints on stdout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,23 +47,29 @@ pub fn sweep_command(sc: &Scenario, o: &SweepOptions) -> Result<u8, String> {
     let shard = o.shard.unwrap_or(Shard { index: 1, count: 1 });
     let range = shard.range(total);
     if o.list {
-        let mut out = String::new();
+        // streamed, each point's values from its index: a plan of 1e8 runs is never
+        // held, and `| head` stops it at the first write that finds the pipe closed
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        let seeds = o.seeds as usize;
         for r in range {
-            let p = r / o.seeds as usize;
-            let vals: Vec<String> = sweep
-                .values(p)
-                .0
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect();
-            out.push_str(&format!(
-                "{p}\t{}\t{}\n",
-                r % o.seeds as usize,
-                vals.join(" ")
-            ));
+            let p = r / seeds;
+            let written = write!(out, "{p}\t{}\t", r % seeds).and_then(|_| {
+                for (i, (a, k)) in sweep.axes.iter().zip(sweep.indices(p)).enumerate() {
+                    let sep = if i == 0 { "" } else { " " };
+                    write!(out, "{sep}{}={}", a.key, a.values[k])?;
+                }
+                writeln!(out)
+            });
+            match written {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(0),
+                Err(e) => return Err(format!("stdout: {e}")),
+            }
         }
-        print!("{out}");
-        return Ok(0);
+        return match out.flush() {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("stdout: {e}")),
+            _ => Ok(0),
+        };
     }
     let keys: Vec<String> = sweep.axes.iter().map(|a| a.key.clone()).collect();
     let header = (shard.index == 1).then(|| csv_header(&keys));
@@ -87,7 +93,7 @@ pub fn sweep_command(sc: &Scenario, o: &SweepOptions) -> Result<u8, String> {
     let mut shown = o
         .progress
         .start("sweep", Horizon::Count(range.len() as u64));
-    let mut kept = Vec::new();
+    let mut pictures = (o.output.is_some() && o.shard.is_none()).then(|| Pictures::new(&sweep));
     let first = range.start;
     let mut done = 0;
     pool::ordered(
@@ -106,8 +112,8 @@ pub fn sweep_command(sc: &Scenario, o: &SweepOptions) -> Result<u8, String> {
                 f.jsonl.write(&json)?;
                 f.csv.write(&csv)?;
             }
-            if o.output.is_some() && o.shard.is_none() {
-                kept.push(rec);
+            if let Some(p) = pictures.as_mut() {
+                p.add(&sweep, &rec);
             }
             done += 1;
             shown.update(0, done);
@@ -117,7 +123,11 @@ pub fn sweep_command(sc: &Scenario, o: &SweepOptions) -> Result<u8, String> {
     shown.finish();
     if let Some(dir) = &o.output {
         match o.shard {
-            None => draw(&sweep, &kept, &OutputFiles::pictures_dir(dir)?, &Stderr),
+            None => {
+                if let Some(p) = &pictures {
+                    draw(&sweep, p, &OutputFiles::pictures_dir(dir)?, &Stderr)
+                }
+            }
             Some(_) => eprintln!(
                 "blkcg-sim: sweep: no pictures for one shard; plot the concatenated sweep.csv"
             ),

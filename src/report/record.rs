@@ -20,8 +20,10 @@
 //! - with `keep`, every row is also kept in memory (the library API, tests,
 //!   `validate` and `repro`, whose runs are short): typed per stream
 //!   ([`Recorded::rows`]), or as CSV text ([`Recorded::csv`]); with `keep_trace` every
-//!   trace line; the command line keeps only what it prints (`run --timeline` prints
-//!   the device timeline, no trace line);
+//!   trace line; the command line keeps no row: `run --timeline` asks for
+//!   `timeline_text`, the device timeline's printed lines formatted as each second
+//!   comes into a [`Spool`] (memory up to 1 MiB, then an unlinked temporary file), read
+//!   back once after the fio report;
 //! - trace lines go to stderr as they come when the user asked for `--trace` without
 //!   an output folder.
 //!
@@ -34,7 +36,9 @@ use std::io::{BufWriter, Write};
 use crate::blkcg::CgroupTree;
 use crate::report::decimate::Decimated;
 use crate::report::outdir::OutDir;
-use crate::report::summary::{IOSTAT_CSV_HEADER, iostat_csv_row};
+use crate::report::summary::{
+    IOSTAT_CSV_HEADER, iostat_csv_row, iostat_text_header, iostat_text_row,
+};
 use crate::sim::NSEC_PER_SEC;
 use crate::sim::iostat::IostatRow;
 use crate::stack::Recorder;
@@ -55,6 +59,9 @@ pub struct RecordOptions {
     /// Keep each job's completions over time (`RunOutput::job_timelines`) even
     /// without an output folder to draw them into: for a reader such as `tune protect`.
     pub keep_job_timelines: bool,
+    /// Format the device's timeline as `run --timeline` prints it, a line as each
+    /// second comes, into [`Recorded::timeline_text`] (without keeping the rows).
+    pub timeline_text: bool,
 }
 
 impl RecordOptions {
@@ -97,6 +104,8 @@ pub struct Recorded {
     pub trace: Vec<String>,
     /// The folder the files streamed to, for the run's other outputs.
     pub out: Option<OutDir>,
+    /// With `timeline_text`: the device timeline's text (`summary::iostat_text`).
+    pub timeline_text: Spool,
     /// Device throughput in MiB/s, read and write, decimated (with an output folder).
     pub read_mib: Decimated,
     pub write_mib: Decimated,
@@ -212,6 +221,8 @@ pub struct RunRecorder {
     nr_requests: u32,
     /// One line's text, reused.
     line: String,
+    /// The device's name, for the timeline's text.
+    dev_name: String,
     rec: Recorded,
     error: Option<String>,
 }
@@ -227,6 +238,7 @@ impl RunRecorder {
             streams: Vec::new(),
             nr_requests: u32::MAX,
             line: String::new(),
+            dev_name: String::new(),
             rec: Recorded {
                 read_mib: Decimated::new(NSEC_PER_SEC),
                 write_mib: Decimated::new(NSEC_PER_SEC),
@@ -253,6 +265,11 @@ impl RunRecorder {
         self.nr_requests = nr_requests;
     }
 
+    /// The device's name, which the timeline's text prints on each line.
+    pub fn set_device_name(&mut self, name: &str) {
+        self.dev_name = name.to_string();
+    }
+
     /// Whether the pictures will be drawn (`report::outputs`, into the output folder),
     /// so their series are worth keeping.
     fn pictures(&self) -> bool {
@@ -271,6 +288,9 @@ impl RunRecorder {
 
     /// The run has ended: flush the files; what was kept, or the first write error.
     pub fn finish(mut self) -> Result<Recorded, String> {
+        if self.opts.timeline_text && self.rec.timeline_text.is_empty() {
+            self.rec.timeline_text.push(&iostat_text_header());
+        }
         if let Some(dir) = self.opts.out.take() {
             // iostat.csv is always written, if only its header
             if self.iostat.file.is_none()
@@ -319,6 +339,14 @@ impl Recorder for RunRecorder {
         );
         if self.opts.keep {
             self.rec.iostat.push(row.clone());
+        }
+        if self.opts.timeline_text {
+            if self.rec.timeline_text.is_empty() {
+                self.rec.timeline_text.push(&iostat_text_header());
+            }
+            self.line.clear();
+            iostat_text_row(&mut self.line, &self.dev_name, row);
+            self.rec.timeline_text.push(&self.line);
         }
     }
 
@@ -373,9 +401,103 @@ impl Recorder for RunRecorder {
     }
 }
 
+/// Text made as a run goes and read once after it: in memory up to [`Spool::MEMORY`]
+/// bytes, then in an unnamed temporary file (unlinked at creation), so what a long
+/// run prints does not stay in memory; in memory still if no file can be made.
+#[derive(Debug, Default)]
+pub struct Spool {
+    mem: String,
+    file: Option<BufWriter<File>>,
+    len: usize,
+}
+
+impl Spool {
+    /// What is kept in memory before the text goes to a file.
+    pub const MEMORY: usize = 1 << 20;
+
+    /// Append `s`.
+    pub fn push(&mut self, s: &str) {
+        self.len += s.len();
+        if let Some(f) = &mut self.file
+            && f.write_all(s.as_bytes()).is_ok()
+        {
+            return;
+        }
+        self.mem.push_str(s);
+        if self.file.is_none() && self.mem.len() > Self::MEMORY {
+            self.file = Self::spill(&self.mem);
+            if self.file.is_some() {
+                self.mem = String::new();
+            }
+        }
+    }
+
+    /// An unlinked temporary file holding `text`, or None.
+    fn spill(text: &str) -> Option<BufWriter<File>> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("blkcg-sim-spool-{}-{n}", std::process::id()));
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .ok()?;
+        let _ = std::fs::remove_file(&path);
+        let mut w = BufWriter::new(f);
+        w.write_all(text.as_bytes()).ok()?;
+        Some(w)
+    }
+
+    /// Whether nothing was pushed.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Hand the text, in order, to `emit` a piece at a time.
+    pub fn drain(
+        &mut self,
+        emit: &mut dyn FnMut(&str) -> Result<(), String>,
+    ) -> Result<(), String> {
+        use std::io::{BufRead, Seek};
+        let err = |e: std::io::Error| format!("the run's spooled text: {e}");
+        if let Some(w) = self.file.take() {
+            let mut f = w.into_inner().map_err(|e| err(e.into_error()))?;
+            f.rewind().map_err(err)?;
+            let mut r = std::io::BufReader::new(f);
+            let mut line = String::new();
+            while r.read_line(&mut line).map_err(err)? > 0 {
+                emit(&line)?;
+                line.clear();
+            }
+        }
+        emit(&self.mem)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_spool_gives_back_what_it_was_given_past_its_memory() {
+        let mut sp = Spool::default();
+        assert!(sp.is_empty());
+        let line = "x".repeat(99) + "\n";
+        let n = Spool::MEMORY / 100 * 3;
+        for _ in 0..n {
+            sp.push(&line);
+        }
+        assert!(sp.mem.len() <= Spool::MEMORY + 100, "spilled to a file");
+        let mut back = String::new();
+        sp.drain(&mut |s| {
+            back.push_str(s);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(back.len(), n * 100);
+        assert!(back.lines().all(|l| l.len() == 99));
+    }
 
     #[test]
     fn device_columns_are_in_the_streamed_header_and_every_row() {

@@ -232,24 +232,36 @@ pub fn device_summary(dev: &str, counters: &[(&str, u64)]) -> String {
 
 /// `iostat -x 1`-style text, one line per second.
 pub fn iostat_text(dev: &str, rows: &[IostatRow]) -> String {
-    let mut s = format!(
-        "{:>6} {:<8} {:>9} {:>9} {:>10} {:>10} {:>8} {:>7}\n",
-        "t(s)", "Device", "r/s", "w/s", "rMB/s", "wMB/s", "aqu-sz", "%util"
-    );
+    let mut s = iostat_text_header();
     for r in rows {
-        s.push_str(&format!(
-            "{:>6} {:<8} {:>9} {:>9} {:>10.2} {:>10.2} {:>8.2} {:>7.2}\n",
-            r.t,
-            dev,
-            r.r_ios,
-            r.w_ios,
-            r.r_bytes as f64 / 1048576.0,
-            r.w_bytes as f64 / 1048576.0,
-            r.aqu_sz,
-            r.util
-        ));
+        iostat_text_row(&mut s, dev, r);
     }
     s
+}
+
+/// The header line of [`iostat_text`].
+pub fn iostat_text_header() -> String {
+    format!(
+        "{:>6} {:<8} {:>9} {:>9} {:>10} {:>10} {:>8} {:>7}\n",
+        "t(s)", "Device", "r/s", "w/s", "rMB/s", "wMB/s", "aqu-sz", "%util"
+    )
+}
+
+/// One second's line of [`iostat_text`], appended to `s`.
+pub fn iostat_text_row(s: &mut String, dev: &str, r: &IostatRow) {
+    use std::fmt::Write;
+    let _ = writeln!(
+        s,
+        "{:>6} {:<8} {:>9} {:>9} {:>10.2} {:>10.2} {:>8.2} {:>7.2}",
+        r.t,
+        dev,
+        r.r_ios,
+        r.w_ios,
+        r.r_bytes as f64 / 1048576.0,
+        r.w_bytes as f64 / 1048576.0,
+        r.aqu_sz,
+        r.util
+    );
 }
 
 /// `iostat.csv`'s header (MB/s in MiB/s, as `iostat -h` prints M).

@@ -565,11 +565,12 @@ pub fn simulate(
     // the policies' reports are printed with the kept rows (`run --timeline`) and
     // written into the output folder (text and JSON); a line per cgroup, so not made
     // for nothing
-    let wants_reports = record.keep || record.out.is_some();
+    let wants_reports = record.keep || record.timeline_text || record.out.is_some();
     let wants_json = record.out.is_some();
     let tree = &r.tree;
     let mut recorder = RunRecorder::new(tree, record);
     recorder.set_nr_requests(p.queue_nr_requests);
+    recorder.set_device_name(&p.limits.name);
     let mut shown = progress.start(&p.label, p.horizon);
     let mut late_errors = Vec::new();
     let dev_name = &p.limits.name;

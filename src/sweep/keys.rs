@@ -39,7 +39,11 @@
 //! inside a value (`cgroup.a.fio:bs=4k\,64k`). A value is typed as a scenario would
 //! write it (integer, float, boolean, else string; `kernel.version` always a string).
 //! Everything the value means is checked where the scenario is checked: the sweep
-//! prepares each value once before any point runs.
+//! prepares each value once before any point runs. Two axes that write the same place
+//! (a whole line or fio text and one of its tokens or options, one option under two
+//! spellings, `device.model` after another `device.` key) are refused, naming both
+//! ([`conflict`]): one would undo the other, and a record would name a value that was
+//! not in force.
 
 use toml::{Table, Value};
 
@@ -199,6 +203,60 @@ impl Axis {
             }
         }
     }
+}
+
+/// Why axis `later` (given after `earlier`) cannot be swept with it, if it cannot: the
+/// two write the same place, so one would undo the other at some points and a record
+/// would name a value that was not in force. Two tokens of one line, two options of
+/// one fio text, and `device.model` before the device's other keys compose; a whole
+/// line or fio text with one of its tokens or options, one fio option under two
+/// spellings, a key inside another's table, and `device.model` after another
+/// `device.` key (a new model is a new `[device]` table) do not.
+pub fn conflict(earlier: &Axis, later: &Axis) -> Option<String> {
+    let what = match (&earlier.target, &later.target) {
+        (
+            Target::Line {
+                cgroup: c1,
+                file: f1,
+                token: t1,
+            },
+            Target::Line {
+                cgroup: c2,
+                file: f2,
+                token: t2,
+            },
+        ) if c1 == c2 && f1 == f2 && (t1.is_none() || t2.is_none() || t1 == t2) => {
+            format!("both write `{f1}`'s line")
+        }
+        (
+            Target::Fio {
+                cgroup: c1,
+                option: o1,
+            },
+            Target::Fio {
+                cgroup: c2,
+                option: o2,
+            },
+        ) if c1 == c2 && (o1.is_none() || o2.is_none() || o1 == o2) => match (o1, o2) {
+            (Some(o), Some(_)) => format!("both write fio option `{o}`"),
+            _ => "both write the same fio text".to_string(),
+        },
+        (Target::Key(p1), Target::Key(p2)) => {
+            let n = p1.len().min(p2.len());
+            if p1[..n] == p2[..n] {
+                "one writes inside the other's table".to_string()
+            } else if p2 == &["device", "model"] && p1.first().is_some_and(|t| t == "device") {
+                "a new device.model replaces the whole [device] table; give --set device.model first".to_string()
+            } else {
+                return None;
+            }
+        }
+        _ => return None,
+    };
+    Some(format!(
+        "--set {} and --set {}: {what}, so a point would not hold the value its record names; sweep one of them, or write the combinations as variants",
+        later.key, earlier.key
+    ))
 }
 
 fn as_string_mut(v: &mut Value) -> Option<&mut String> {

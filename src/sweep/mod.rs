@@ -24,7 +24,8 @@
 //! - `keys.rs`   — the KEY grammar and how a value is written into a scenario table;
 //! - `record.rs` — one run as a JSON line and CSV rows;
 //! - `pool.rs`   — ordered parallel runs (also under `tune`);
-//! - here        — the plan and the pictures; the command is `crate::cli::sweep`.
+//! - here        — the plan (a point computed from its index, never all held) and the
+//!   pictures (per-axis sums as runs finish); the command is `crate::cli::sweep`.
 
 pub mod keys;
 pub mod pool;
@@ -112,6 +113,9 @@ impl Sweep {
                     "--set {}: the key is set twice; give all its values in one --set",
                     a.key
                 ));
+            }
+            if let Some(e) = axes.iter().find_map(|b| keys::conflict(b, &a)) {
+                return Err(e);
             }
             axes.push(a);
         }
@@ -279,59 +283,96 @@ impl Sweep {
 /// Pictures' files: one per axis, `sweep-axis-N.{png,svg}`, for the first this many.
 pub const MAX_PICTURES: usize = 16;
 
-/// One picture per axis (the first [`MAX_PICTURES`]): each job's IOPS, MiB/s and clat
-/// p99 against the axis's values, the other axes at their first value, mean over
-/// seeds. Values that are not all numbers are placed at their index.
-pub fn draw(sweep: &Sweep, records: &[Record], out: &OutDir, notify: &dyn Notify) {
-    for (ai, axis) in sweep.axes.iter().enumerate().take(MAX_PICTURES) {
-        let numeric: Option<Vec<f64>> = axis.values.iter().map(|v| v.parse().ok()).collect();
-        let x_of = |k: usize| numeric.as_ref().map_or(k as f64, |xs| xs[k]);
-        // records on this axis's line: every other axis at its first value
-        let on_line: Vec<(usize, &Record)> = records
-            .iter()
-            .filter_map(|r| {
-                let idx = sweep.indices(r.point);
-                idx.iter()
-                    .enumerate()
-                    .all(|(j, &i)| j == ai || i == 0)
-                    .then_some((idx[ai], r))
-            })
-            .collect();
-        let mut jobs: Vec<&str> = Vec::new();
-        for (_, r) in &on_line {
+/// What the pictures need of the runs, gathered as they finish: for each pictured
+/// axis, each job (in the order of its first run on the axis's line) and each of the
+/// axis's values, the sum and count of each figure over the runs on the line (every
+/// other axis at its first value). Its size is the axes' values times the jobs, never
+/// the number of runs.
+pub struct Pictures {
+    axes: Vec<AxisSums>,
+}
+
+/// One axis's sums: jobs, then per job and value the three figures' (sum, count).
+#[derive(Default)]
+struct AxisSums {
+    jobs: Vec<String>,
+    sums: Vec<Vec<[(f64, usize); 3]>>,
+}
+
+type Get = fn(&record::JobFigures) -> Option<f64>;
+/// The pictures' figures: label, getter, log scale.
+const FIGURES: [(&str, Get, bool); 3] = [
+    ("IOPS", |j| Some(j.iops), false),
+    ("MiB/s", |j| Some(j.mib_s), false),
+    ("clat p99 (ms)", |j| j.clat_p99_ms, true),
+];
+
+impl Pictures {
+    /// Nothing gathered yet, for `sweep`'s pictured axes.
+    pub fn new(sweep: &Sweep) -> Self {
+        let n = sweep.axes.len().min(MAX_PICTURES);
+        Pictures {
+            axes: (0..n).map(|_| AxisSums::default()).collect(),
+        }
+    }
+
+    /// One finished run, handed in run order.
+    pub fn add(&mut self, sweep: &Sweep, r: &Record) {
+        let idx = sweep.indices(r.point);
+        // the sum as `Iterator::sum` starts it, so a mean is what summing the kept
+        // figures in run order gave
+        let zero: f64 = std::iter::empty::<f64>().sum();
+        for (ai, sums) in self.axes.iter_mut().enumerate() {
+            if !idx.iter().enumerate().all(|(j, &i)| j == ai || i == 0) {
+                continue;
+            }
+            let k = idx[ai];
             for j in &r.jobs {
-                if !jobs.contains(&j.job.as_str()) {
-                    jobs.push(&j.job);
+                let at = match sums.jobs.iter().position(|n| *n == j.job) {
+                    Some(at) => at,
+                    None => {
+                        sums.jobs.push(j.job.clone());
+                        let values = sweep.axes[ai].values.len();
+                        sums.sums.push(vec![[(zero, 0); 3]; values]);
+                        sums.jobs.len() - 1
+                    }
+                };
+                for (f, (_, get, _)) in FIGURES.iter().enumerate() {
+                    if let Some(y) = get(j) {
+                        let s = &mut sums.sums[at][k][f];
+                        s.0 += y;
+                        s.1 += 1;
+                    }
                 }
             }
         }
-        type Get = fn(&record::JobFigures) -> Option<f64>;
-        let figures: [(&str, Get, bool); 3] = [
-            ("IOPS", |j| Some(j.iops), false),
-            ("MiB/s", |j| Some(j.mib_s), false),
-            ("clat p99 (ms)", |j| j.clat_p99_ms, true),
-        ];
-        let panels: Vec<Panel> = figures
+    }
+}
+
+/// One picture per axis (the first [`MAX_PICTURES`]): each job's IOPS, MiB/s and clat
+/// p99 against the axis's values, the other axes at their first value, mean over
+/// seeds. Values that are not all numbers are placed at their index.
+pub fn draw(sweep: &Sweep, pictures: &Pictures, out: &OutDir, notify: &dyn Notify) {
+    for ((ai, axis), sums) in sweep.axes.iter().enumerate().zip(&pictures.axes) {
+        let numeric: Option<Vec<f64>> = axis.values.iter().map(|v| v.parse().ok()).collect();
+        let x_of = |k: usize| numeric.as_ref().map_or(k as f64, |xs| xs[k]);
+        let panels: Vec<Panel> = FIGURES
             .iter()
-            .map(|(label, get, log_y)| Panel {
+            .enumerate()
+            .map(|(f, (label, _, log_y))| Panel {
                 y_label: label.to_string(),
                 log_y: *log_y,
-                series: jobs
+                series: sums
+                    .jobs
                     .iter()
-                    .map(|job| Series {
-                        name: job.to_string(),
-                        points: (0..axis.values.len())
-                            .filter_map(|k| {
-                                let ys: Vec<f64> = on_line
-                                    .iter()
-                                    .filter(|(i, _)| *i == k)
-                                    .filter_map(|(_, r)| {
-                                        r.jobs.iter().find(|j| j.job == *job).and_then(get)
-                                    })
-                                    .collect();
-                                (!ys.is_empty())
-                                    .then(|| (x_of(k), ys.iter().sum::<f64>() / ys.len() as f64))
-                            })
+                    .zip(&sums.sums)
+                    .map(|(job, by_value)| Series {
+                        name: job.clone(),
+                        points: by_value
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, s)| s[f].1 > 0)
+                            .map(|(k, s)| (x_of(k), s[f].0 / s[f].1 as f64))
                             .collect(),
                     })
                     .collect(),
@@ -451,6 +492,52 @@ fio = "fio --name=a --rw=randread --bs=4k --iodepth=4 --ioengine=libaio --runtim
                 .unwrap_or_else(|| panic!("{set} accepted"));
             assert!(e.contains(says), "{set}: {e}");
         }
+        // two axes writing the same line, fio text, option or table: one would undo
+        // the other, and a record would name a value that was not in force
+        for (sets, names) in [
+            (
+                &[
+                    "cgroup.a.fio:iodepth=1,16",
+                    "cgroup.a.fio=fio --name=a --rw=randread --iodepth=2 --runtime=1 --time_based",
+                ][..],
+                ["--set cgroup.a.fio and", "--set cgroup.a.fio:iodepth"],
+            ),
+            (
+                &[
+                    "cgroup.a.io.max:riops=5,50",
+                    "cgroup.a.io.max=252:0 riops=7",
+                ][..],
+                ["--set cgroup.a.io.max and", "--set cgroup.a.io.max:riops"],
+            ),
+            (
+                &["cgroup.a.fio:bs=4k", "cgroup.a.fio:blocksize=8k"][..],
+                ["--set cgroup.a.fio:blocksize", "--set cgroup.a.fio:bs"],
+            ),
+            (
+                &["device.irqmode=1,2", "device.model=nullb"][..],
+                ["--set device.model", "--set device.irqmode"],
+            ),
+        ] {
+            let e = sweep(sets, 1)
+                .err()
+                .unwrap_or_else(|| panic!("{sets:?} accepted"));
+            assert!(!e.contains('\n'), "{sets:?}: not one line: {e}");
+            for n in names {
+                assert!(e.contains(n), "{sets:?}: {e}");
+            }
+        }
+        // tokens of one line, options of one fio text, and a new model before its
+        // device's keys compose: each is in force
+        sweep(
+            &[
+                "cgroup.a.io.max:riops=5,50",
+                "cgroup.a.io.max:wiops=7",
+                "cgroup.a.fio:iodepth=1,2",
+                "cgroup.a.fio:bs=8k",
+            ],
+            1,
+        )
+        .unwrap();
         assert!(
             sweep(&["device.irqmode=1,2", "device.irqmode=0"], 1)
                 .err()
