@@ -697,7 +697,7 @@ seed = 9
 
     #[test]
     fn sources_and_errors_carry_file_and_line() {
-        let e = load(Source::Auto("name = 1\n[device]\nmodel = \"floppy\"\n"))
+        let e = load(Source::Auto("name = \"x\"\n[device]\nmodel = \"floppy\"\n"))
             .and_then(|sc| run(&sc, &RunRequest::default()).map(drop))
             .unwrap_err()
             .to_string();
