@@ -16,18 +16,6 @@ fn tmp_dir(name: &str) -> PathBuf {
     d
 }
 
-fn real_files() -> Vec<String> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fit");
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .map(|p| p.to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
-
 /// (real, sim, sim/real) of `figure` in the side-by-side block of `job`.
 fn side_by_side(report: &str, job: &str, figure: &str) -> (f64, f64, f64) {
     let block = report
@@ -66,7 +54,7 @@ fn fit(files: &[String], model: &str, out: &Path) -> (String, toml::Table) {
 
 #[test]
 fn this_vms_disk_fitted_as_an_ssd_follows_its_random_iops() {
-    let files = real_files();
+    let files = common::fit_files();
     assert_eq!(files.len(), 8);
     let dir = tmp_dir("real");
     let (report, table) = fit(&files, "ssd", &dir.join("ssd.toml"));
@@ -123,7 +111,11 @@ fn this_vms_disk_fitted_as_an_ssd_follows_its_random_iops() {
 
 #[test]
 fn this_vms_disk_fitted_as_a_cloud_volume_keeps_its_tail() {
-    let (report, table) = fit(&real_files(), "cloud", &tmp_dir("cloud").join("c.toml"));
+    let (report, table) = fit(
+        &common::fit_files(),
+        "cloud",
+        &tmp_dir("cloud").join("c.toml"),
+    );
     assert_eq!(table["device"]["latency_dist"].as_str(), Some("pcts"));
     for fig in ["clat p50 µs", "clat p99 µs"] {
         let (_, _, ratio) = side_by_side(&report, "randread-4k-qd1", fig);
@@ -241,7 +233,7 @@ fn round_trip_recovers_a_hard_disk() {
 
 #[test]
 fn the_same_files_fit_the_same_whatever_the_threads() {
-    let files = real_files();
+    let files = common::fit_files();
     let mut a: Vec<&str> = vec!["device", "fit", "--model", "ssd", "--jobs", "1"];
     a.extend(files.iter().map(String::as_str));
     let one = stdout_of(&a);
@@ -252,7 +244,7 @@ fn the_same_files_fit_the_same_whatever_the_threads() {
 #[test]
 fn bad_input_is_one_line_naming_the_file_and_what_is_accepted() {
     let dir = tmp_dir("errors");
-    let files = real_files();
+    let files = common::fit_files();
     // not JSON, JSON but not fio's
     for (name, text) in [("notes.json", "hello"), ("other.json", "{\"a\": 1}")] {
         let p = dir.join(name);

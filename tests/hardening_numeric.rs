@@ -17,18 +17,6 @@ fn data(rel: &str) -> String {
         .into_owned()
 }
 
-fn real_fit_files() -> Vec<String> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fit");
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .map(|p| p.to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
-
 fn tmp_dir(name: &str) -> PathBuf {
     let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("blkcg-sim-h32n-{}-{name}", std::process::id()));
@@ -97,7 +85,7 @@ fn item6_four_thousand_same_named_jobs_fit_at_once() {
     // what fio writes for numjobs=N: every job the same `jobname`; 500 copies of each
     // of the fit's eight jobs, each 1 ms long so the verification runs are short
     let mut jobs = Vec::new();
-    for f in real_fit_files() {
+    for f in common::fit_files() {
         let doc: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
         let mut job = doc["jobs"][0].clone();
@@ -137,7 +125,7 @@ fn item8_measurements_that_cannot_be_fitted_are_refused_naming_the_field() {
             "`read.clat_ns.percentile.99.000000` = \"slow\"",
         ),
     ];
-    let real = real_fit_files();
+    let real = common::fit_files();
     for (name, want) in cases {
         let f = data(&format!("tests/data/hostile/fit/{name}.json"));
         let mut args = vec!["device", "fit", "--model", "ssd", &f];
@@ -156,7 +144,7 @@ fn item8_measurements_that_cannot_be_fitted_are_refused_naming_the_field() {
 fn item8_a_file_name_cannot_inject_toml_into_the_fitted_table() {
     let dir = tmp_dir("inject");
     let mut files = Vec::new();
-    for f in real_fit_files() {
+    for f in common::fit_files() {
         let name = Path::new(&f).file_name().unwrap().to_str().unwrap();
         let to = if name.starts_with("randread-4k-qd1") {
             dir.join("x\n[cgroup.injected]\nweight = 1\n#.json")

@@ -146,3 +146,16 @@ pub fn require_tool(command: &str, package: &str, why: &str) -> bool {
 pub fn skip_unrequested(what: &str, how: &str) {
     eprintln!("skipped: {what} ({how})");
 }
+
+/// The real fio JSON files `device fit` is tested on (`tests/data/fit/*.json`), sorted.
+pub fn fit_files() -> Vec<String> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fit");
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
