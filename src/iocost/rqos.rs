@@ -99,12 +99,7 @@ fn configure(r: &Resolved) -> Result<Box<dyn PolicySetup>, KeyError> {
     };
     let mut timer = jiffies;
     let mut ov = Vec::new();
-    for (k, v) in r
-        .kernel
-        .overrides
-        .iter()
-        .filter(|(k, _)| k.starts_with("iocost."))
-    {
+    for (k, v) in r.kernel.switches("iocost.") {
         if k == "iocost.timer" {
             timer = match v.as_str() {
                 "jiffies" => jiffies,
@@ -117,7 +112,7 @@ fn configure(r: &Resolved) -> Result<Box<dyn PolicySetup>, KeyError> {
                 }
             };
         } else {
-            ov.push((k.clone(), v.clone()));
+            ov.push((k, v));
         }
     }
     let behaviour = behaviour_for(&r.kernel.version, &ov)?;

@@ -102,6 +102,18 @@ pub struct KernelSettings {
     pub overrides: Vec<(String, String)>,
 }
 
+impl KernelSettings {
+    /// The behaviour switches under `prefix` (`throttle.`), in the order given: what
+    /// one policy's or elevator's `behaviour_for` reads.
+    pub fn switches(&self, prefix: &str) -> Vec<(String, String)> {
+        self.overrides
+            .iter()
+            .filter(|(k, _)| k.starts_with(prefix))
+            .cloned()
+            .collect()
+    }
+}
+
 impl Default for KernelSettings {
     fn default() -> Self {
         KernelSettings {

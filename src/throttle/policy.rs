@@ -57,13 +57,7 @@ struct Setup {
 }
 
 fn configure(r: &Resolved) -> Result<Box<dyn PolicySetup>, KeyError> {
-    let ov: Vec<(String, String)> = r
-        .kernel
-        .overrides
-        .iter()
-        .filter(|(k, _)| k.starts_with("throttle."))
-        .cloned()
-        .collect();
+    let ov = r.kernel.switches("throttle.");
     let behaviour = behaviour_for(&r.kernel.version, r.kernel.throttling_low, &ov)?;
     Ok(Box::new(Setup {
         hz: r.kernel.hz,

@@ -45,12 +45,7 @@ struct Setup {
 }
 
 fn configure(k: &KernelSettings) -> Result<Box<dyn ElevatorSetup>, KeyError> {
-    let ov: Vec<(String, String)> = k
-        .overrides
-        .iter()
-        .filter(|(key, _)| key.starts_with("deadline."))
-        .cloned()
-        .collect();
+    let ov = k.switches("deadline.");
     Ok(Box::new(Setup {
         hz: k.hz,
         behaviour: behaviour_for(&k.version, &ov)?,
