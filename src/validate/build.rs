@@ -109,6 +109,11 @@ impl PatchSpec {
                 )
             })?;
             check_behaviour(k, v).map_err(|e| format!("--patch {s}: {e}"))?;
+            if behaviours.iter().any(|(seen, _)| seen == k) {
+                return Err(format!(
+                    "--patch {s}: `{k}` is declared twice; a switch has one value per build"
+                ));
+            }
             behaviours.push((k.to_string(), v.to_string()));
         }
         Ok(PatchSpec { file, behaviours })
@@ -440,9 +445,22 @@ impl Plan {
         source: Source,
         unpack: bool,
     ) -> Result<(Plan, Option<PathBuf>), String> {
-        let mut patches = Vec::new();
+        let mut patches: Vec<(PatchSpec, Vec<u8>)> = Vec::new();
         for p in &o.patches {
             let spec = PatchSpec::parse(p)?;
+            for (k, v) in &spec.behaviours {
+                let earlier = patches
+                    .iter()
+                    .flat_map(|(s, _)| s.behaviours.iter().map(move |b| (s, b)))
+                    .find(|(_, (k2, v2))| k2 == k && v2 != v);
+                if let Some((s, (_, v2))) = earlier {
+                    return Err(format!(
+                        "--patch {p}: `{k}:{v}`, but --patch {} declares `{k}:{v2}`; a switch \
+                         has one value per build",
+                        s.file.display()
+                    ));
+                }
+            }
             let text = std::fs::read(&spec.file)
                 .map_err(|e| format!("--patch {}: {e}", spec.file.display()))?;
             patches.push((spec, text));
@@ -480,6 +498,7 @@ impl Plan {
             }
         };
         let groups = kconfig::with_options(kconfig::guest_fragment(series(&version)), &extra);
+        kconfig::check_release(&version, &groups)?;
         let mut h = Fnv::new();
         h.add(b"blkcg-sim kernel build 1: tinyconfig + fragment, make bzImage");
         h.add(source.identity()?.as_bytes());
@@ -1500,6 +1519,37 @@ pub fn clean(keys: &[String], all: bool) -> Result<Vec<PathBuf>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_switch_has_one_value_per_build() {
+        let dir = std::env::temp_dir().join(format!("blkcg-sim-patchtwice-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("fix.patch");
+        std::fs::write(&f, "").unwrap();
+        let fs = f.display().to_string();
+        let e = PatchSpec::parse(&format!(
+            "{fs}=iocost.no_completion:keep-if-lagging,iocost.no_completion:reset"
+        ))
+        .unwrap_err();
+        assert!(e.contains("`iocost.no_completion` is declared twice"), "{e}");
+        // across two patches
+        let o = BuildOptions {
+            patches: vec![
+                format!("{fs}=iocost.no_completion:keep-if-lagging"),
+                format!("{fs}=iocost.no_completion:reset"),
+            ],
+            source: None,
+            config: vec![],
+            dry_run: true,
+            notify: &crate::notify::Ignore,
+        };
+        let tree = dir.join("tree");
+        std::fs::create_dir_all(&tree).unwrap();
+        std::fs::write(tree.join("Makefile"), "VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 1\n").unwrap();
+        let e = Plan::new(&o, Source::Tree(tree), false).err().unwrap();
+        assert!(e.contains("a switch has one value per build"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn patches_declare_behaviours_the_simulator_knows() {

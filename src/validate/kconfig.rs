@@ -214,6 +214,39 @@ pub fn parse_option(s: &str) -> Result<Opt, String> {
     })
 }
 
+/// The longest release the kernel builds: the top Makefile's `uts_len`, which
+/// `filechk_utsrelease.h` checks (`UTS_RELEASE` fills `utsname.release[65]`).
+const UTS_LEN: usize = 64;
+
+/// The release `make kernelrelease` will print for `version` with `groups`' options —
+/// `KERNELVERSION` then `CONFIG_LOCALVERSION`, as `scripts/setlocalversion` joins them
+/// (the environment's `LOCALVERSION` is cleared for every make) — checked before
+/// anything is built: it names the installed files (`vmlinuz-RELEASE`,
+/// `lib/modules/RELEASE`), so it holds no `/` or blank, and the kernel refuses one over
+/// 64 characters. (`LOCALVERSION_AUTO=y` appends a git description this cannot know.)
+pub fn check_release(version: &str, groups: &[Group]) -> Result<(), String> {
+    let local = groups
+        .iter()
+        .flat_map(|g| &g.opts)
+        .rfind(|o| o.name == "LOCALVERSION")
+        .map_or("", |o| o.value.trim_matches('"'));
+    let release = format!("{version}{local}");
+    if local.contains(|c: char| c == '/' || c.is_whitespace()) {
+        return Err(format!(
+            "--config LOCALVERSION=\"{local}\": the release `{release}` names the kernel's \
+             files (vmlinuz-RELEASE, lib/modules/RELEASE), so it holds no `/` or blank"
+        ));
+    }
+    if release.len() > UTS_LEN {
+        return Err(format!(
+            "--config LOCALVERSION=\"{local}\": the release `{release}` is {} characters; \
+             the kernel refuses more than {UTS_LEN} (Makefile: uts_len)",
+            release.len()
+        ));
+    }
+    Ok(())
+}
+
 /// The guest fragment with the user's options: one replacing a fragment option of the
 /// same symbol takes its place, the others form a last group.
 pub fn with_options(mut groups: Vec<Group>, extra: &[Opt]) -> Vec<Group> {
@@ -378,6 +411,24 @@ mod tests {
             .iter()
             .flat_map(|g| g.opts.iter().map(|o| format!("{}={}", o.name, o.value)))
             .collect()
+    }
+
+    #[test]
+    fn the_release_is_checked_before_the_build() {
+        let with = |v: &str| {
+            let extra = [parse_option(&format!("LOCALVERSION=\"{v}\"")).unwrap()];
+            check_release("6.12.117", &with_options(guest_fragment((6, 12)), &extra))
+        };
+        // the fragment's own `-blkcg-sim`, and a user's
+        assert_eq!(check_release("6.12.117", &guest_fragment((6, 12))), Ok(()));
+        assert_eq!(with("-mine"), Ok(()));
+        assert_eq!(with(&"x".repeat(64 - "6.12.117".len())), Ok(()));
+        let e = with(&"x".repeat(65 - "6.12.117".len())).unwrap_err();
+        assert!(e.contains("is 65 characters") && e.contains("uts_len"), "{e}");
+        for bad in ["-a/b", "-a b"] {
+            let e = with(bad).unwrap_err();
+            assert!(e.contains("no `/` or blank"), "{e}");
+        }
     }
 
     #[test]
