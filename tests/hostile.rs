@@ -110,3 +110,104 @@ fn an_unset_variable_in_a_job_file_is_named_first() {
     let first = e.lines().next().unwrap_or_default();
     assert!(first.contains("BLKCG_SIM_HOSTILE_UNSET"), "{e}");
 }
+
+/// A valid null_blk scenario that every mutant of
+/// [`the_dry_run_refuses_what_run_refuses`] breaks in one place.
+const BASE: &str = r#"name = "mutant"
+duration = 2
+[kernel]
+version = "6.12"
+[device]
+model = "nullb"
+irqmode = 2
+completion_nsec = 100000
+scheduler = "mq-deadline"
+[root]
+"io.cost.qos" = "252:0 enable=1 ctrl=user rpct=90 rlat=5000 wpct=90 wlat=5000 min=50 max=150"
+[cgroup.a]
+"io.max" = "252:0 riops=500"
+"io.weight" = "default 100"
+"io.latency" = "252:0 target=10000"
+fio = "fio --name=a --rw=randread --bs=4k --ioengine=libaio --iodepth=4 --runtime=2 --time_based"
+[[schedule]]
+at = "1s"
+cgroup = "a"
+"io.max" = "252:0 riops=1000"
+"#;
+
+/// Issue 32 item 7: `validate --dry-run` makes every check `run` makes, so a mutant
+/// `run` refuses is refused by the dry run with the same line (before this, 64 of 72
+/// such mutants passed the dry run). Each mutant replaces one line of [`BASE`].
+#[test]
+fn the_dry_run_refuses_what_run_refuses() {
+    let mutants: &[(&str, &str)] = &[
+        ("version = \"6.12\"", "version = \"2.4\""),
+        ("version = \"6.12\"", "hz = 999"),
+        ("version = \"6.12\"", "\"iocost.no_completion\" = \"maybe\""),
+        ("irqmode = 2", "irqmode = 7"),
+        ("irqmode = 2", "hw_queue_depth = 0"),
+        ("completion_nsec = 100000", "completion_nsec = -1"),
+        ("scheduler = \"mq-deadline\"", "scheduler = \"cfq\""),
+        ("scheduler = \"mq-deadline\"", "nr_requests = \"many\""),
+        ("ctrl=user rpct=90", "ctrl=user rpct=190"),
+        ("min=50 max=150", "min=150 max=50"),
+        (
+            "\"io.max\" = \"252:0 riops=500\"",
+            "\"io.max\" = \"252:0 riops=-5\"",
+        ),
+        (
+            "\"io.max\" = \"252:0 riops=500\"",
+            "\"io.max\" = \"252:1 riops=5\"",
+        ),
+        (
+            "\"io.weight\" = \"default 100\"",
+            "\"io.weight\" = \"default 0\"",
+        ),
+        (
+            "\"io.weight\" = \"default 100\"",
+            "\"io.weight\" = \"default 10001\"",
+        ),
+        (
+            "\"io.latency\" = \"252:0 target=10000\"",
+            "\"io.latency\" = \"252:0 target=x\"",
+        ),
+        (
+            "\"io.latency\" = \"252:0 target=10000\"",
+            "\"io.cost.qos\" = \"252:0 enable=1\"",
+        ),
+        ("--bs=4k", "--bs=0"),
+        ("--rw=randread", "--rw=sideways"),
+        ("--iodepth=4", "--iodepth=-4"),
+        ("--ioengine=libaio", "--ioengine=libaio --rwmixread=101"),
+        ("at = \"1s\"", "at = \"-1s\""),
+        ("at = \"1s\"", "at = \"1 fortnight\""),
+        ("cgroup = \"a\"", "cgroup = \"b\""),
+        (
+            "\"io.max\" = \"252:0 riops=1000\"",
+            "\"io.max\" = \"252:0 wiops=abc\"",
+        ),
+    ];
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("blkcg-sim-dry-mutants-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let base = dir.join("base.toml");
+    std::fs::write(&base, BASE).unwrap();
+    let base_run = run(&["check", base.to_str().unwrap()]);
+    assert!(base_run.status.success(), "{base_run:?}");
+    let mut differ = Vec::new();
+    for (i, (from, to)) in mutants.iter().enumerate() {
+        assert!(BASE.contains(from), "{from}");
+        let f = dir.join(format!("mutant-{i}.toml"));
+        std::fs::write(&f, BASE.replacen(from, to, 1)).unwrap();
+        let f = f.to_str().unwrap();
+        let by_run = one_line_error(&["run", "--quiet", f]);
+        let by_dry_run = one_line_error(&["validate", f, "--dry-run"]);
+        if by_run != by_dry_run {
+            differ.push(format!(
+                "{to}:\n  run:       {by_run}\n  --dry-run: {by_dry_run}"
+            ));
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}

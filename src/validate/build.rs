@@ -1531,7 +1531,10 @@ mod tests {
             "{fs}=iocost.no_completion:keep-if-lagging,iocost.no_completion:reset"
         ))
         .unwrap_err();
-        assert!(e.contains("`iocost.no_completion` is declared twice"), "{e}");
+        assert!(
+            e.contains("`iocost.no_completion` is declared twice"),
+            "{e}"
+        );
         // across two patches
         let o = BuildOptions {
             patches: vec![
@@ -1545,7 +1548,11 @@ mod tests {
         };
         let tree = dir.join("tree");
         std::fs::create_dir_all(&tree).unwrap();
-        std::fs::write(tree.join("Makefile"), "VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 1\n").unwrap();
+        std::fs::write(
+            tree.join("Makefile"),
+            "VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 1\n",
+        )
+        .unwrap();
         let e = Plan::new(&o, Source::Tree(tree), false).err().unwrap();
         assert!(e.contains("a switch has one value per build"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();

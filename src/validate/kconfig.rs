@@ -424,7 +424,10 @@ mod tests {
         assert_eq!(with("-mine"), Ok(()));
         assert_eq!(with(&"x".repeat(64 - "6.12.117".len())), Ok(()));
         let e = with(&"x".repeat(65 - "6.12.117".len())).unwrap_err();
-        assert!(e.contains("is 65 characters") && e.contains("uts_len"), "{e}");
+        assert!(
+            e.contains("is 65 characters") && e.contains("uts_len"),
+            "{e}"
+        );
         for bad in ["-a/b", "-a b"] {
             let e = with(bad).unwrap_err();
             assert!(e.contains("no `/` or blank"), "{e}");

@@ -844,21 +844,23 @@ pub fn validate_command(
     let resolved = sc
         .resolve(o.variant.as_deref())
         .map_err(|e| e.to_string())?;
+    let targets = Target::all(&o.kernels)?;
+    // first the checks `run` makes (the device, every switch, the fio jobs, every
+    // interface write), as the simulation side makes them for each kernel, so that
+    // validate, its dry run and `run` refuse the same scenarios with the same messages
+    for t in &targets {
+        let behaviours = t.behaviours();
+        let pins: Vec<(&[&str], &str, toml::Value)> = behaviours
+            .iter()
+            .map(|(k, v)| (&["kernel"][..], k.as_str(), toml::Value::String(v.clone())))
+            .collect();
+        crate::run::prepare(&sc.pinned(&pins), o.variant.as_deref(), None, None, false)?;
+    }
+    // then what only the guest needs (a null_blk it can recreate, the trace events)
     let mut plan = GuestPlan::from_resolved(&resolved).map_err(|e| format!("{}: {e}", sc.file))?;
     plan.extra_events = trace_events(&o.trace_events)?;
     check_fio(sc, &resolved)?;
-    let targets = Target::all(&o.kernels)?;
     if o.dry_run {
-        // the checks `run` makes (the device, every switch, the fio jobs, every
-        // interface write), as the simulation side would make them, booting nothing
-        for t in &targets {
-            let behaviours = t.behaviours();
-            let pins: Vec<(&[&str], &str, toml::Value)> = behaviours
-                .iter()
-                .map(|(k, v)| (&["kernel"][..], k.as_str(), toml::Value::String(v.clone())))
-                .collect();
-            crate::run::prepare(&sc.pinned(&pins), o.variant.as_deref(), None, None, false)?;
-        }
         for t in &targets {
             out(&dry_run(&plan, t)?);
         }
