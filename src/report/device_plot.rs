@@ -405,15 +405,26 @@ pub fn cloud_bucket(d: &DeviceUnderTest) -> Result<Option<(u64, Vec<Panel>)>, St
     )))
 }
 
-/// A name as one plain file-name component: letters, digits, `-` and `_`, anything
-/// else `-` (a scenario's `name` may hold spaces, dots or slashes).
+/// The longest name kept whole in a file name; with the suffixes (`-write-cliff.png`)
+/// and a hash, a file name stays far below NAME_MAX (255).
+const FILE_NAME_KEPT: usize = 64;
+
+/// A device's name as its files' prefix: the name itself when it is at most
+/// [`FILE_NAME_KEPT`] letters, digits, `-` and `_`; otherwise those characters kept
+/// (any other becomes `-`, at most [`FILE_NAME_KEPT`] of them) then `-` and the name's
+/// FNV-1a hash in 8 hex digits — so names that differ never share files (`.`, `*` and
+/// `ä` would all be `-`), and a long name fails nowhere.
 fn file_name(name: &str) -> String {
-    name.chars()
-        .map(|c| match c {
-            'a'..='z' | 'A'..='Z' | '0'..='9' | '-' | '_' => c,
-            _ => '-',
-        })
-        .collect()
+    let safe = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+    if !name.is_empty() && name.len() <= FILE_NAME_KEPT && name.chars().all(safe) {
+        return name.to_string();
+    }
+    let slug: String = name
+        .chars()
+        .take(FILE_NAME_KEPT)
+        .map(|c| if safe(c) { c } else { '-' })
+        .collect();
+    format!("{slug}-{:08x}", crate::sim::rng::fnv1a(name) & 0xffff_ffff)
 }
 
 /// Draw every picture that applies to `d` into `out` (opened owning
@@ -476,6 +487,27 @@ pub fn plot_device(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_that_differ_never_share_files() {
+        assert_eq!(file_name("ssd-dc-nvme"), "ssd-dc-nvme");
+        let names = [".", "*", "ä", "-", "a b", "a/b", "a-b"];
+        let files: std::collections::BTreeSet<String> =
+            names.iter().map(|n| file_name(n)).collect();
+        assert_eq!(files.len(), names.len(), "{files:?}");
+        for f in &files {
+            assert!(
+                f.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
+                "{f}"
+            );
+        }
+        // 300 characters: kept short, still told apart from the same with one change
+        let long = "x".repeat(300);
+        let other = format!("{}y", "x".repeat(299));
+        assert!(file_name(&long).len() <= FILE_NAME_KEPT + 9);
+        assert_ne!(file_name(&long), file_name(&other));
+    }
 
     #[test]
     fn every_builtin_device_has_a_distinct_name_and_builds() {

@@ -8,8 +8,8 @@ use rand_pcg::Pcg64Mcg;
 #[derive(Debug, Clone)]
 pub struct SimRng(Pcg64Mcg);
 
-/// FNV-1a, used only to fold a component name into a seed.
-fn fnv1a(s: &str) -> u64 {
+/// FNV-1a: folds a component name into a seed (and names `device plot`'s files).
+pub(crate) fn fnv1a(s: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in s.bytes() {
         h ^= b as u64;
