@@ -43,7 +43,11 @@ pub fn num2str(mut num: u64, maxlen: usize, pow2: bool, unit: &str) -> String {
     }
     let decimals = maxlen - digits - 1;
     let frac = format!("{:.*}", decimals, m as f64 / thousand as f64);
-    // "0.xyz" -> "xyz" (a rounding up to "1.000" keeps fio's quirk of printing "000")
+    // a fraction that rounds up to "1.00" carries into the integer part (9 + 1023/1024
+    // MiB/s is "10.00MiB/s"); then "0.xyz" or "1.000" -> "xyz"
+    if frac.starts_with('1') {
+        num += 1;
+    }
     let frac = frac.get(2..).unwrap_or("0");
     format!("{num}.{frac}{}{unit}", prefix[post])
 }
@@ -171,13 +175,20 @@ fn ddir_block(
         if agg > 100.0 {
             agg = 100.0;
         }
+        // past kb_base² KiB/s the figures are shown in MiB/s: min and max divided as
+        // integers, and "MiB" whatever the base (show_ddir_status()'s `fkb_base`)
+        let (mut min, mut max, mut mean, mut dev) = (s.bw.min, s.bw.max, s.bw.mean, s.bw.stddev());
+        let mut unit = if pow2 { "KiB" } else { "kB" };
+        let kb_base: u64 = if pow2 { 1024 } else { 1000 };
+        if mean > (kb_base * kb_base) as f64 {
+            min /= kb_base;
+            max /= kb_base;
+            mean /= kb_base as f64;
+            dev /= kb_base as f64;
+            unit = "MiB";
+        }
         out.push_str(&format!(
-            "   bw ({:>5}/s): min={:5}, max={:5}, per={agg:3.2}%, avg={:5.02}, stdev={:5.02}, samples={}\n",
-            if pow2 { "KiB" } else { "kB" },
-            s.bw.min,
-            s.bw.max,
-            s.bw.mean,
-            s.bw.stddev(),
+            "   bw ({unit:>5}/s): min={min:5}, max={max:5}, per={agg:3.2}%, avg={mean:5.02}, stdev={dev:5.02}, samples={}\n",
             s.bw.n
         ));
         out.push_str(&format!(
@@ -429,6 +440,8 @@ mod tests {
         assert_eq!(num2str(9549, 4, false, ""), "9549");
         // display_lat's max: "max=52572k"
         assert_eq!(num2str(52_572_000, 6, false, ""), "52572k");
+        // a fraction rounding up to 1 carries (fio 3.33 prints 10.00MiB/s here)
+        assert_eq!(num2str(10_484_974, 4, true, "B/s"), "10.00MiB/s");
     }
 
     #[test]
