@@ -80,15 +80,16 @@ fn each(parts: Vec<Vec<String>>) -> Vec<String> {
     })
 }
 
+/// A group's figures in one direction: io bytes, min and max bw, min and max run.
+type Group = (u64, u64, u64, u64, u64);
+
 /// The lines fio prints for the figures of JSON document `doc` (4 significant figures,
 /// binary units: fio's defaults), each as the renderings it may have had: per job and
 /// direction the `IOPS=, BW=` line, the slat/clat/lat lines and the bw and iops sample
 /// lines; per group the run status line.
 fn expected_lines(doc: &Value) -> Vec<Vec<String>> {
     let mut lines = Vec::new();
-    // (io bytes, min bw, max bw, min run, max run) per group and direction
-    let mut groups: std::collections::BTreeMap<(u64, usize), (u64, u64, u64, u64, u64)> =
-        Default::default();
+    let mut groups: std::collections::BTreeMap<(u64, usize), Group> = Default::default();
     for job in doc["jobs"].as_array().expect("jobs") {
         for (i, ddir) in ["read", "write", "trim"].into_iter().enumerate() {
             let d = &job[ddir];
