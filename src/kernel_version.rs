@@ -79,6 +79,10 @@ pub struct Distro {
     pub not_built: &'static [&'static str],
     /// Where these were read.
     pub source: &'static str,
+    /// Its amd64 kernel packages in Debian's archive, as an `apt-cache search
+    /// --names-only` pattern: `validate --kernel debian-12` boots the newest (None: not
+    /// in Debian's archive).
+    pub package: Option<&'static str>,
 }
 
 /// The distributions' kernels, oldest release first.
@@ -99,6 +103,7 @@ pub const DISTROS: &[Distro] = &[
                  /usr/src/linux-config-6.1/config.amd64_none_amd64.xz: CONFIG_HZ_250=y, \
                  CONFIG_BLK_DEV_THROTTLING_LOW, CONFIG_BLK_CGROUP_IOLATENCY and \
                  CONFIG_BLK_CGROUP_IOPRIO not set (the cloud-amd64 and rt flavours alike)",
+        package: Some(r"^linux-image-6\.1\.0-[0-9]+-amd64$"),
     },
     Distro {
         name: "debian-13",
@@ -116,6 +121,8 @@ pub const DISTROS: &[Distro] = &[
                  linux 6.12.117-1 rebuilt for bookworm, same config), \
                  config.amd64_none_amd64.xz: CONFIG_HZ_250=y, CONFIG_BLK_CGROUP_IOLATENCY \
                  and CONFIG_BLK_CGROUP_IOPRIO not set (THROTTLING_LOW is gone since 6.9)",
+        // trixie's own (+deb13), or its rebuild for bookworm (+deb12)
+        package: Some(r"^linux-image-6\.12\.[0-9]+\+deb1[23]-amd64$"),
     },
     Distro {
         name: "ubuntu-24.04",
@@ -132,6 +139,7 @@ pub const DISTROS: &[Distro] = &[
                  CONFIG_BLK_DEV_THROTTLING_LOW and CONFIG_BLK_CGROUP_IOLATENCY 'n', \
                  CONFIG_BLK_CGROUP_IOPRIO 'y'; read from a public mirror of that tree \
                  (Ubuntu's archive is not reachable from here to check a .deb)",
+        package: None,
     },
 ];
 

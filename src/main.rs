@@ -198,8 +198,10 @@ enum Cmd {
         scenario: String,
         #[arg(long)]
         variant: Option<String>,
-        /// The kernel: a Debian package name (linux-image-6.12.48+deb12-amd64), a .deb,
-        /// an unpacked package folder (boot/vmlinuz-*, lib/modules/), or a kernel built
+        /// The kernel: a Debian package name (linux-image-6.12.48+deb12-amd64), a
+        /// distribution's kernel (debian-12, debian-13: the newest package of its series
+        /// apt knows), a .deb, an unpacked package folder (boot/vmlinuz-*,
+        /// lib/modules/), or a kernel built
         /// by `blkcg-sim kernel build` (built:KEY, or its folder; the behaviours its
         /// patches declare are pinned in the simulation). Default: the package Debian's
         /// linux-image-amd64 depends on today. Repeatable: one run per kernel, then a
