@@ -208,3 +208,34 @@ fn a_distribution_has_no_files_of_a_policy_its_config_leaves_out() {
         "{e}"
     );
 }
+
+/// `run --help`, `check --help` and the README name every distribution the table has
+/// (read from the error that lists them, which is made from the table).
+#[test]
+fn the_help_and_the_readme_list_every_distribution() {
+    let e = one_line_error(&["run", "sanity-nullb-ssd", "--kernel", "no-such-kernel"]);
+    let list = e
+        .split("a distribution's kernel: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{e}"));
+    // `debian-12 (6.1.192, HZ=250), debian-13 (...), ...`
+    let names: Vec<&str> = list
+        .split("), ")
+        .map(|d| d.split(" (").next().unwrap().trim())
+        .collect();
+    assert!(names.contains(&"debian-12"), "{e}");
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    for args in [["run", "--help"], ["check", "--help"]] {
+        let help = stdout_of(&args);
+        for n in &names {
+            assert!(help.contains(n), "{args:?} does not name {n}");
+        }
+    }
+    for n in &names {
+        assert!(
+            readme.contains(&format!("| `{n}` |")),
+            "README's table lacks {n}"
+        );
+    }
+}
