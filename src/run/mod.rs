@@ -7,14 +7,18 @@
 //! are applied in order (root files first, parents before children) exactly as `echo
 //! LINE > FILE` would, first on scratch policies in time order, so that a write the
 //! kernel refuses is reported before the run with the scenario line and the kernel's
-//! errno; device actions (`[[schedule]] device = "remove"`, null_blk's
-//! `device.power`/`device.badblocks`) are applied the same way, at their time. A
+//! errno (a policy the variant's kernel lacks — too old, or a distribution's config
+//! without it — is ENOENT at the first write to its files); device actions
+//! (`[[schedule]] device = "remove"`, null_blk's `device.power`/`device.badblocks`)
+//! are applied the same way, at their time. A
 //! cgroup's `fio` array is successive runs, as a script's loop with a `wait`: every job
 //! of run k waits (its `after` list) for every job of run k-1, then `[host]
 //! fio_restart_ns` more. [`simulate`] puts the pipeline together from those layers
 //! (so `check`, which stops after `prepare`, allocates none of a run's state), runs
 //! it and gathers fio's report, summaries, io.stat (`crate::report::io_stat`) and the
 //! policies' views.
+//! What the variant assumes (kernel, host, device latency model) is said once, here,
+//! by `crate::report::assumed` for `check` and the run's summary.
 //! [`reproduce`] runs a built-in seed's variants and evaluates its bands.
 //!
 //! It lives apart from `crate::scenario` (the scenario file: parse, resolve, variants)
@@ -349,24 +353,14 @@ pub fn prepare(
         let Some(def) = policy_of(POLICIES, w).map(|i| &POLICIES[i]) else {
             continue;
         };
-        if let Some(why) = (def.refuses)(&version) {
-            return Err(write_error(
-                sc,
-                variant,
-                w,
-                &r.tree,
-                format!(
-                    "No such file or directory (ENOENT): {why}; kernel {version} has no {}",
-                    w.file.name()
-                ),
-            ));
-        }
-        if let Some(why) = r
-            .kernel
-            .origin
-            .distro
-            .and_then(|d| not_built(d, def, &version))
-        {
+        // too old for the policy, or a distribution's config without it
+        let missing = (def.refuses)(&version)
+            .map(|why| format!("{why}; kernel {version} has no {}", w.file.name()))
+            .or_else(|| {
+                let d = r.kernel.origin.distro?;
+                not_built(d, def, &version)
+            });
+        if let Some(why) = missing {
             return Err(write_error(
                 sc,
                 variant,

@@ -123,6 +123,7 @@ pub struct KernelSettings {
     pub debug_stats: bool,
     /// Behaviour switches (`throttle.*`, `iocost.*`, `deadline.*`) overriding the version preset.
     pub overrides: Vec<(String, String)>,
+    /// Who gave the version and HZ (what a run's `assumed:` block says).
     pub origin: KernelOrigin,
 }
 
