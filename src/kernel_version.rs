@@ -11,6 +11,15 @@
 //! not modelled — and versions past the newest are accepted with a warning as far as
 //! one major release ahead (they behave as the newest; a typo such as `61.2` is an
 //! error).
+//!
+//! A distribution's kernel is named by the distribution ([`DISTROS`]: `debian-12`,
+//! `debian-13`, `ubuntu-24.04`): one table of what each ships for amd64 — the upstream
+//! version its kernel is built from, `CONFIG_HZ`, and the options the simulator models
+//! that its config leaves out — each row with the config file it was read from.
+//! [`named`] reads every name a user may give (`[kernel] version`, `run --kernel`):
+//! a version, or a distribution, which then also decides HZ and those options. The
+//! default stays the newest upstream at HZ=1000 (docs/design.md §5 says why); the run's
+//! `assumed:` block and `check` say so.
 
 use std::fmt;
 
@@ -45,6 +54,138 @@ pub const NEWEST: KernelVersion = KernelVersion::series(7, 0);
 /// The oldest version with presets (blk-throttle 4.18, the first seed's "before").
 pub const OLDEST: KernelVersion = KernelVersion::series(4, 18);
 
+/// HZ where a scenario sets none: the simulator's default, not upstream's (Kconfig.hz
+/// defaults to 250) nor Debian's (250); Ubuntu 24.04 ships it.
+pub const DEFAULT_HZ: u32 = 1000;
+
+/// A distribution's kernel as it ships for amd64.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Distro {
+    /// `kernel.version = "debian-12"`, `run --kernel debian-12`.
+    pub name: &'static str,
+    /// The release, as people call it.
+    pub release: &'static str,
+    /// The upstream version its kernel is built from, with the stable patch level
+    /// where the distribution follows upstream's stable releases (behaviours that
+    /// stable series backported key on it).
+    pub version: KernelVersion,
+    /// `CONFIG_HZ`.
+    pub hz: u32,
+    /// `CONFIG_BLK_DEV_THROTTLING_LOW` (modelled in 4.10–6.8: the SSD slice).
+    pub throttling_low: bool,
+    /// The options a policy needs (its registry entry's `kconfig`, without `CONFIG_`)
+    /// that this kernel is built without: writing one of that policy's files fails
+    /// with ENOENT, as on the machine.
+    pub not_built: &'static [&'static str],
+    /// Where these were read.
+    pub source: &'static str,
+    /// Its amd64 kernel packages in Debian's archive, as an `apt-cache search
+    /// --names-only` pattern: `validate --kernel debian-12` boots the newest (None: not
+    /// in Debian's archive).
+    pub package: Option<&'static str>,
+}
+
+/// The distributions' kernels, oldest release first.
+pub const DISTROS: &[Distro] = &[
+    Distro {
+        name: "debian-12",
+        release: "Debian 12 \"bookworm\"",
+        version: KernelVersion {
+            major: 6,
+            minor: 1,
+            patch: 192,
+            rc: None,
+        },
+        hz: 250,
+        throttling_low: false,
+        not_built: &["BLK_CGROUP_IOLATENCY", "BLK_CGROUP_IOPRIO"],
+        source: "linux-config-6.1 6.1.192-3 (bookworm-security), \
+                 /usr/src/linux-config-6.1/config.amd64_none_amd64.xz: CONFIG_HZ_250=y, \
+                 CONFIG_BLK_DEV_THROTTLING_LOW, CONFIG_BLK_CGROUP_IOLATENCY and \
+                 CONFIG_BLK_CGROUP_IOPRIO not set (the cloud-amd64 and rt flavours alike)",
+        package: Some(r"^linux-image-6\.1\.0-[0-9]+-amd64$"),
+    },
+    Distro {
+        name: "debian-13",
+        release: "Debian 13 \"trixie\"",
+        version: KernelVersion {
+            major: 6,
+            minor: 12,
+            patch: 117,
+            rc: None,
+        },
+        hz: 250,
+        throttling_low: false,
+        not_built: &["BLK_CGROUP_IOLATENCY", "BLK_CGROUP_IOPRIO"],
+        source: "linux-config-6.12 6.12.117-1~deb12u1 (bookworm-security: trixie's \
+                 linux 6.12.117-1 rebuilt for bookworm, same config), \
+                 config.amd64_none_amd64.xz: CONFIG_HZ_250=y, CONFIG_BLK_CGROUP_IOLATENCY \
+                 and CONFIG_BLK_CGROUP_IOPRIO not set (THROTTLING_LOW is gone since 6.9)",
+        // trixie's own (+deb13), or its rebuild for bookworm (+deb12)
+        package: Some(r"^linux-image-6\.12\.[0-9]+\+deb1[23]-amd64$"),
+    },
+    Distro {
+        name: "ubuntu-24.04",
+        release: "Ubuntu 24.04 LTS \"noble\"",
+        // Ubuntu's 6.8.0-N is 6.8 with its own picks from later stable series: no
+        // upstream patch level stands for it
+        version: KernelVersion::series(6, 8),
+        hz: 1000,
+        throttling_low: false,
+        not_built: &["BLK_CGROUP_IOLATENCY"],
+        source: "Ubuntu's noble kernel tree (linux 6.8.0-84), \
+                 debian.master/config/annotations: CONFIG_HZ_1000 'y' for amd64 \
+                 (LP: #2051342, 24.04 moved generic from 250 to 1000), \
+                 CONFIG_BLK_DEV_THROTTLING_LOW and CONFIG_BLK_CGROUP_IOLATENCY 'n', \
+                 CONFIG_BLK_CGROUP_IOPRIO 'y'; read from a public mirror of that tree \
+                 (Ubuntu's archive is not reachable from here to check a .deb)",
+        package: None,
+    },
+];
+
+/// The distribution called `name`, if it is one.
+pub fn distro(name: &str) -> Option<&'static Distro> {
+    DISTROS.iter().find(|d| d.name == name)
+}
+
+/// The distributions as help and errors list them: `debian-12 (6.1.192, HZ=250), ...`.
+pub fn distro_list() -> String {
+    let all: Vec<String> = DISTROS
+        .iter()
+        .map(|d| format!("{} ({}, HZ={})", d.name, d.version, d.hz))
+        .collect();
+    all.join(", ")
+}
+
+/// A kernel as a user names it: a version, or a distribution's kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Named {
+    pub version: KernelVersion,
+    /// The distribution named, which also decides HZ and config options.
+    pub distro: Option<&'static Distro>,
+}
+
+/// Read `s` as `[kernel] version` and `run --kernel` take it: a distribution's name or
+/// a version ([`KernelVersion::checked`]); Ok with an optional warning (a version
+/// past the newest), or why it is refused, naming what is accepted.
+pub fn named(s: &str) -> Result<(Named, Option<String>), String> {
+    if let Some(d) = distro(s) {
+        let n = Named {
+            version: d.version,
+            distro: Some(d),
+        };
+        return Ok((n, None));
+    }
+    let (version, warning) = KernelVersion::checked(s)?;
+    Ok((
+        Named {
+            version,
+            distro: None,
+        },
+        warning,
+    ))
+}
+
 impl KernelVersion {
     /// The first release of a series.
     pub const fn series(major: u32, minor: u32) -> Self {
@@ -69,7 +210,9 @@ impl KernelVersion {
             format!(
                 "`{s}` is not a kernel version: expected MAJOR.MINOR (e.g. \"6.12\"), a stable \
                  release MAJOR.MINOR.PATCH (\"6.12.117\"), a release candidate \
-                 MAJOR.MINOR-rcN (\"7.0-rc3\"), or \"newest\" ({NEWEST})"
+                 MAJOR.MINOR-rcN (\"7.0-rc3\"), \"newest\" ({NEWEST}), or a \
+                 distribution's kernel: {}",
+                distro_list()
             )
         };
         if s == "newest" {
@@ -103,7 +246,7 @@ impl KernelVersion {
 
     /// Parse `s` and check it against the versions modelled: Ok with an optional warning
     /// (a version past the newest), or why it is refused.
-    pub fn checked(s: &str) -> Result<(KernelVersion, Option<String>), String> {
+    fn checked(s: &str) -> Result<(KernelVersion, Option<String>), String> {
         let v = Self::parse(s)?;
         if v.before(OLDEST.major, OLDEST.minor) {
             return Err(format!(
@@ -181,5 +324,36 @@ mod tests {
         assert_eq!(KernelVersion::checked("7.0.5").unwrap().1, None);
         assert!(KernelVersion::checked("7.1").unwrap().1.is_some());
         assert!(KernelVersion::checked("8.0").unwrap().1.is_some());
+    }
+
+    #[test]
+    fn distributions_name_their_kernels() {
+        let (n, warning) = named("debian-12").unwrap();
+        assert_eq!((n.version.to_string(), warning), ("6.1.192".into(), None));
+        assert_eq!(n.distro.map(|d| d.hz), Some(250));
+        let hz = |name| {
+            named(name)
+                .unwrap()
+                .0
+                .distro
+                .map(|d| (d.version.to_string(), d.hz))
+        };
+        assert_eq!(hz("debian-13"), Some(("6.12.117".into(), 250)));
+        assert_eq!(hz("ubuntu-24.04"), Some(("6.8".into(), 1000)));
+        assert_eq!(named("6.1").unwrap().0.distro, None);
+        // every distribution's version is one the presets model
+        for d in DISTROS {
+            assert!(
+                KernelVersion::checked(&d.version.to_string()).is_ok(),
+                "{}",
+                d.name
+            );
+            assert!(!d.source.is_empty());
+        }
+        let e = named("debian-11").unwrap_err();
+        assert!(
+            e.contains("debian-12 (6.1.192, HZ=250)") && e.contains("ubuntu-24.04"),
+            "{e}"
+        );
     }
 }

@@ -37,7 +37,9 @@ and its garbage-collection cliff (mode = \"ftl\", presets)\
 (presets: azure-p20, aws-gp3, gcp-pd-ssd, ...)\n\n\
 It prints what fio would print (normal text, json, json+), an iostat-like device timeline, \
 the controllers' internals, and a summary table. Kernel behaviour that changed between \
-versions is selected with kernel.version (e.g. \"4.18\", \"6.10\") or one named switch at a time.\n\n\
+versions is selected with kernel.version (e.g. \"4.18\", \"6.10\", or a distribution's kernel: \
+\"debian-12\", \"debian-13\", \"ubuntu-24.04\", which also set HZ) or one named switch at a time; \
+without it a run is the newest upstream at HZ=1000, and every run says what it assumed.\n\n\
 Start with:\n  blkcg-sim scenarios                 list the scenarios built into the binary\n  \
 blkcg-sim repro                     reproduce the seed kernel patches beside their published numbers\n  \
 blkcg-sim run throttle-iops-tail-latency --variant after\n  \
@@ -97,14 +99,18 @@ enum Cmd {
     /// IOPS, bandwidth, slat and clat of every run beside the first run's, with ratios
     /// (also DIR/ab.txt with --output). DIR/report.html puts it all on one page to open
     /// in a browser: the scenario's description, the A/B table, each run's summary and
-    /// pictures, and links to its files.
+    /// pictures, and links to its files. What each run assumed (kernel version and HZ,
+    /// host costs, the device's latency model, and who set each) heads its summary, and
+    /// goes to stderr when no summary is printed.
     Run {
         scenario: String,
         /// Run only this variant (repeatable).
         #[arg(long)]
         variant: Vec<String>,
         /// A/B kernel versions in one command: one run per --kernel (e.g. --kernel 6.10
-        /// --kernel 6.16), each overriding kernel.version of the chosen variants.
+        /// --kernel 6.16), each overriding kernel.version of the chosen variants. A
+        /// distribution's kernel sets HZ too: debian-12 (6.1.192, HZ=250), debian-13
+        /// (6.12.117, HZ=250), ubuntu-24.04 (6.8, HZ=1000).
         #[arg(long = "kernel")]
         kernel: Vec<String>,
         #[arg(long, value_enum, default_value = "normal")]
@@ -139,13 +145,22 @@ enum Cmd {
         io_max: Option<String>,
         #[arg(long, value_enum, default_value = "normal")]
         output_format: Format,
-        /// Kernel version preset.
+        /// Kernel version preset (6.10, newest), or a distribution's kernel (debian-12,
+        /// debian-13, ubuntu-24.04).
         #[arg(long = "kernel")]
         kernel: Option<String>,
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         args: Vec<String>,
     },
     /// Validate a scenario and print its resolved configuration (every variant).
+    ///
+    /// Each variant's listing starts with what its run will assume (kernel version and
+    /// HZ, host costs, the device's latency model, and who set each), and warns where
+    /// it relies on a default no distribution ships: no [kernel] version (the newest
+    /// upstream modelled) or no hz (HZ=1000). A distribution's kernel is one line:
+    /// [kernel] version = "debian-12" (6.1.192, HZ=250), "debian-13" (6.12.117,
+    /// HZ=250) or "ubuntu-24.04" (6.8, HZ=1000); it also leaves out what its config
+    /// does (io.latency on all three, io.prio.class on Debian's).
     Check {
         scenario: String,
         #[arg(long)]
@@ -183,8 +198,10 @@ enum Cmd {
         scenario: String,
         #[arg(long)]
         variant: Option<String>,
-        /// The kernel: a Debian package name (linux-image-6.12.48+deb12-amd64), a .deb,
-        /// an unpacked package folder (boot/vmlinuz-*, lib/modules/), or a kernel built
+        /// The kernel: a Debian package name (linux-image-6.12.48+deb12-amd64), a
+        /// distribution's kernel (debian-12, debian-13: the newest package of its series
+        /// apt knows), a .deb, an unpacked package folder (boot/vmlinuz-*,
+        /// lib/modules/), or a kernel built
         /// by `blkcg-sim kernel build` (built:KEY, or its folder; the behaviours its
         /// patches declare are pinned in the simulation). Default: the package Debian's
         /// linux-image-amd64 depends on today. Repeatable: one run per kernel, then a

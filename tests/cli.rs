@@ -350,7 +350,7 @@ fn successive_fio_runs_start_when_every_run_before_has_ended() {
         .arg(&dir);
     let out = ok(cmd);
     let table = String::from_utf8_lossy(&out.stdout);
-    let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("a")).collect();
+    let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("a ")).collect();
     assert_eq!(rows.len(), 2, "{table}");
     assert!(rows[1].starts_with("a #2 "), "{table}");
     // a's IO over time: the first run's 300 ms, nothing while b runs on nor during the

@@ -49,6 +49,8 @@ fn the_report_page_links_only_what_the_run_wrote_and_a_browser_shows_every_pictu
         "id=\"run-none\"",
         "<h2 id=\"ab\">A/B</h2>",
         "<code>none</code>",
+        // what each run assumed heads its summary (`example-ioprio-deadline` sets both)
+        "assumed: kernel 6.12 (scenario), HZ=250 (scenario)",
     ] {
         assert!(page.contains(want), "{want} missing");
     }

@@ -1,5 +1,7 @@
 //! `blkcg-sim check`: build every variant as `run` would — so it refuses exactly what
-//! `run` refuses — and print what it resolves to.
+//! `run` refuses — and print what it resolves to: first what the variant assumes
+//! (`crate::report::assumed`, as its run's summary will say), with a warning where it
+//! relies on a default no distribution ships (no `[kernel]` version, no `hz`).
 
 use std::io::{BufWriter, Write};
 
@@ -38,6 +40,9 @@ fn listing(
     let r = &p.resolved;
     let l = &p.limits;
     writeln!(out, "variant {}:", v.unwrap_or("(base)"))?;
+    for line in p.assumed.to_string().lines() {
+        writeln!(out, "  {line}")?;
+    }
     let keys: Vec<String> = keys.iter().map(|(k, v)| format!("{k}={v}")).collect();
     row(out, "keys", &keys.join(" "))?;
     row(
@@ -109,7 +114,7 @@ fn listing(
             spec.runtime
         )?;
     }
-    for w in &p.warnings {
+    for w in p.assumed.upstream_defaults().iter().chain(&p.warnings) {
         writeln!(out, "  warning: {w}")?;
     }
     Ok(())

@@ -1,11 +1,13 @@
 //! `blkcg-sim run`: every chosen variant and kernel on its own core, printed in plan
-//! order (fio's formats, the summary, the A/B table), files under `--output`.
+//! order (fio's formats, the summary, the A/B table), files under `--output`. What
+//! each run assumed (`crate::report::assumed`) heads its summary; where no summary is
+//! printed it goes to stderr, so stdout stays what fio would print.
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use crate::cli::Stderr;
-use crate::kernel_version::KernelVersion;
+use crate::kernel_version::named;
 use crate::notify::TraceSink;
 use crate::progress::Reporter;
 use crate::report::fio::{self as fioreport};
@@ -98,7 +100,7 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<Vec<VariantRun>, Str
     let plan = plan(sc, &o.variants, &o.kernels)?;
     for (v, k) in &plan {
         if let Some(k) = k {
-            KernelVersion::checked(k).map_err(|m| format!("--kernel {k}: {m}"))?;
+            named(k).map_err(|m| format!("--kernel {k}: {m}"))?;
         }
         check_label(&run_label(v, k))?;
     }
@@ -164,6 +166,22 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<Vec<VariantRun>, Str
     for w in runs.iter().flat_map(|r| &r.warnings) {
         eprintln!("warning: {w}");
     }
+    let single = runs.len() == 1;
+    let summaries_printed =
+        o.format == OutputFormat::Summary || (!single && o.format == OutputFormat::Normal);
+    // what each run assumed, where stdout does not show it in the summaries: on
+    // stderr, so that fio's formats on stdout stay fio's
+    if !summaries_printed {
+        for run in &runs {
+            let prefix = match single {
+                true => String::new(),
+                false => format!("[{}] ", run.label),
+            };
+            for line in run.assumed.to_string().lines() {
+                eprintln!("{prefix}{line}");
+            }
+        }
+    }
     // the reports go out as they are written, a job's block at a time: a run of
     // 100,000 jobs never holds its report whole (nor a copy of it)
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
@@ -172,7 +190,6 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<Vec<VariantRun>, Str
             .write_all(text.as_bytes())
             .map_err(|e| format!("writing to stdout: {e}"))
     };
-    let single = runs.len() == 1;
     for run in runs.iter_mut() {
         // JSON: a stream of documents, one per variant (jq reads them in turn)
         if !single && o.format == OutputFormat::Normal {
@@ -235,7 +252,7 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<Vec<VariantRun>, Str
             &pages,
         )?;
     }
-    if o.format == OutputFormat::Summary || (!single && o.format == OutputFormat::Normal) {
+    if summaries_printed {
         for run in &runs {
             emit(&format!("--- {} ---\n", run.label))?;
             emit(&summary_text(run))?;

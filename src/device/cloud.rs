@@ -32,9 +32,11 @@
 //! nothing. Each request: O(1), no allocation once the FIFO has grown to the depth.
 
 use super::config::Keys;
-use super::{BlockDevice, DevRq, QueueLimits};
+use super::{BlockDevice, DevRq, LatencyModel, QueueLimits};
 use crate::error::KeyError;
-use crate::sim::{Dir, Event, EventQueue, NSEC_PER_MSEC, NSEC_PER_SEC, NSEC_PER_USEC, Ns, SimRng};
+use crate::sim::{
+    Dir, Event, EventQueue, NSEC_PER_MSEC, NSEC_PER_SEC, NSEC_PER_USEC, Ns, SimRng, time_text,
+};
 use std::collections::VecDeque;
 
 /// The longest one request may take to repay its bucket debt at the baseline rate
@@ -570,6 +572,56 @@ impl BlockDevice for Cloud {
 
     fn model(&self) -> &'static str {
         "cloud"
+    }
+
+    fn latency_model(&self) -> LatencyModel {
+        let c = &self.cfg;
+        let us = |v: u64| time_text(v * NSEC_PER_USEC);
+        let per_io = match c.xfer_bps {
+            0 => String::new(),
+            b => format!(" + bytes at {} MB/s", b / 1_000_000),
+        };
+        let spread = match &c.latency_dist {
+            LatDist::Fixed => "flat: latency_dist = \"fixed\" (tails are opt-in: \
+                               latency_dist = \"lognormal\" or \"pcts\")"
+                .to_string(),
+            LatDist::LogNormal { sigma } => {
+                let p99 = (Z99 * sigma - sigma * sigma / 2.0).exp();
+                format!(
+                    "lognormal (latency_dist), reads' p99 {}",
+                    us((c.read_latency_us as f64 * p99).round() as u64)
+                )
+            }
+            LatDist::Pcts(_) => "as the percentiles of latency_pcts (latency_dist)".into(),
+        };
+        let base = match (c.read_latency_us, c.write_latency_us) {
+            (r, w) if r == w => us(r),
+            (r, w) => format!("{} read / {} write", us(r), us(w)),
+        };
+        LatencyModel {
+            text: format!(
+                "preset {}: {base}{per_io} once the buckets ({} IOPS, {} MB/s, refilled every \
+                 {} ms) let an I/O go, {spread}",
+                c.preset,
+                c.iops,
+                c.bps / 1_000_000,
+                c.refill_ms
+            ),
+            keys: vec![
+                "preset",
+                "latency_us",
+                "read_latency_us",
+                "write_latency_us",
+                "xfer_bps",
+                "latency_dist",
+                "latency_p99_us",
+                "latency_pcts",
+                "iops",
+                "bps",
+                "mbps",
+                "refill_ms",
+            ],
+        }
     }
 
     /// A request passes when both buckets hold a token and may drive them into debt

@@ -15,9 +15,9 @@
 //! queue's tags.
 
 use super::fault::Badblocks;
-use super::{BlockDevice, DevRq, QueueLimits};
+use super::{BlockDevice, DevRq, LatencyModel, QueueLimits};
 use crate::error::KeyError;
-use crate::sim::{Event, EventQueue, IoErr, Ns};
+use crate::sim::{Event, EventQueue, IoErr, Ns, time_text};
 use std::collections::VecDeque;
 
 /// Token of the wake-up event (the cloud model's refill timer is `u64::MAX`).
@@ -90,6 +90,16 @@ impl BlockDevice for Dispatch {
 
     fn model(&self) -> &'static str {
         self.inner.model()
+    }
+
+    fn latency_model(&self) -> LatencyModel {
+        let mut m = self.inner.latency_model();
+        m.text += &format!(
+            "; the next dispatch {} after a completion (dispatch_ns)",
+            time_text(self.dispatch_ns)
+        );
+        m.keys.push("dispatch_ns");
+        m
     }
 
     fn check_request(&self, bytes: u64) -> Result<(), KeyError> {

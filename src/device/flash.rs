@@ -50,9 +50,9 @@
 
 use super::config::Keys;
 use super::ftl::{Ftl, GcWork, Geometry, Precondition};
-use super::{BlockDevice, DevRq, QueueLimits};
+use super::{BlockDevice, DevRq, LatencyModel, QueueLimits};
 use crate::error::KeyError;
-use crate::sim::{Dir, Event, EventQueue, NSEC_PER_SEC, NSEC_PER_USEC, Ns, SimRng};
+use crate::sim::{Dir, Event, EventQueue, NSEC_PER_SEC, NSEC_PER_USEC, Ns, SimRng, time_text};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -528,6 +528,41 @@ impl BlockDevice for Flash {
 
     fn model(&self) -> &'static str {
         "ssd"
+    }
+
+    fn latency_model(&self) -> LatencyModel {
+        let c = &self.cfg;
+        let us = |v: u64| time_text(v * NSEC_PER_USEC);
+        let writes = match c.buffer_mb {
+            0 => "writes end when programmed".to_string(),
+            mb => format!(
+                "writes acknowledged after {} from a {mb} MB buffer until it fills, then at \
+                 the NAND's rate over the write amplification",
+                us(c.write_us)
+            ),
+        };
+        LatencyModel {
+            text: format!(
+                "FTL (preset {}): NAND read {}, program {}, erase {}, + {} controller; \
+                 {writes}; reads wait for programs and GC on their die{}",
+                c.preset,
+                us(c.read_us),
+                us(c.program_us),
+                us(c.erase_us),
+                us(c.ctrl_us),
+                if c.suspend { " unless suspended" } else { "" }
+            ),
+            keys: vec![
+                "preset",
+                "read_us",
+                "program_us",
+                "erase_us",
+                "ctrl_us",
+                "write_us",
+                "buffer_mb",
+                "suspend",
+            ],
+        }
     }
 
     fn stat_columns(&self) -> &'static [&'static str] {

@@ -13,9 +13,9 @@
 //! Events: one `Event::Device(tag)` per request; the completion starts the next.
 
 use super::config::Keys;
-use super::{BlockDevice, DevRq, QueueLimits};
+use super::{BlockDevice, DevRq, LatencyModel, QueueLimits};
 use crate::error::KeyError;
-use crate::sim::{Event, EventQueue, NSEC_PER_SEC, NSEC_PER_USEC, Ns, SimRng};
+use crate::sim::{Event, EventQueue, NSEC_PER_SEC, NSEC_PER_USEC, Ns, SimRng, time_text};
 use std::collections::VecDeque;
 
 /// Resolved HDD configuration.
@@ -139,5 +139,30 @@ impl BlockDevice for Hdd {
 
     fn model(&self) -> &'static str {
         "hdd"
+    }
+
+    fn latency_model(&self) -> LatencyModel {
+        let c = &self.cfg;
+        LatencyModel {
+            text: format!(
+                "seek {}–{} by distance + {} rotation at {} rpm + transfer at {} MB/s",
+                time_text(c.track_to_track_us * NSEC_PER_USEC),
+                time_text(c.full_stroke_us * NSEC_PER_USEC),
+                if c.half_rotation {
+                    "half a"
+                } else {
+                    "a random"
+                },
+                c.rpm,
+                c.mbps
+            ),
+            keys: vec![
+                "rpm",
+                "track_to_track_us",
+                "full_stroke_us",
+                "mbps",
+                "rot_mode",
+            ],
+        }
     }
 }

@@ -35,6 +35,11 @@
 //! IOs) and fills their values when each second closes (`stat_row()`), so the recorder
 //! streams the header first and every row after.
 //!
+//! What a run assumed of the device: each model describes its own latency model in one
+//! phrase, with the `[device]` keys that decide it (`latency_model()`), for the run's
+//! `assumed:` block (`crate::report::assumed`) — so a cloud volume's flat latency
+//! (tails are opt-in) is said, not left to be guessed.
+//!
 //! Faults: a model may fail a request (`status()`, the request's `blk_status_t` as
 //! an errno); null_blk does for its configfs `badblocks` and `timeout_inject/`
 //! (`fault.rs`). Removing the
@@ -102,6 +107,15 @@ impl QueueLimits {
     }
 }
 
+/// What a model's latency comes from, as a run's `assumed:` block says it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LatencyModel {
+    /// One phrase: the service time and whether it varies from I/O to I/O.
+    pub text: String,
+    /// The `[device]` keys that decide it (those the scenario set are named so).
+    pub keys: Vec<&'static str>,
+}
+
 /// A device model. See the module comment.
 pub trait BlockDevice {
     fn limits(&self) -> &QueueLimits;
@@ -112,6 +126,8 @@ pub trait BlockDevice {
     fn on_event(&mut self, now: Ns, token: u64, q: &mut EventQueue, done: &mut Vec<u32>);
     /// The model's name (`nullb`, `ssd`, `hdd`, `cloud`).
     fn model(&self) -> &'static str;
+    /// Its latency model as configured.
+    fn latency_model(&self) -> LatencyModel;
     /// Whether a request of `bytes` can ever complete; an error names the device key
     /// that prevents it and what would do. Checked before a run for the largest
     /// request each fio job can issue.

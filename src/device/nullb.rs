@@ -39,9 +39,9 @@
 
 use super::config::Keys;
 use super::fault::{Badblocks, BadblocksWrite, FaultAttr};
-use super::{BlockDevice, DevRq, QueueLimits};
+use super::{BlockDevice, DevRq, LatencyModel, QueueLimits};
 use crate::error::KeyError;
-use crate::sim::{Event, EventQueue, IoErr, NSEC_PER_SEC, Ns, SimRng};
+use crate::sim::{Event, EventQueue, IoErr, NSEC_PER_SEC, Ns, SimRng, time_text};
 use std::collections::VecDeque;
 
 /// Token of the bandwidth timer event.
@@ -352,6 +352,25 @@ impl BlockDevice for NullBlk {
 
     fn model(&self) -> &'static str {
         "nullb"
+    }
+
+    fn latency_model(&self) -> LatencyModel {
+        let c = &self.cfg;
+        let mut text = match c.irqmode {
+            2 => format!(
+                "timer (irqmode=2): every request completes completion_nsec = {} after \
+                 dispatch, flat",
+                time_text(c.completion_nsec)
+            ),
+            m => format!("irqmode={m}: every request completes at once, no device time"),
+        };
+        if c.mbps > 0 {
+            text += &format!(", capped at {} MiB/s in 20 ms grants", c.mbps);
+        }
+        LatencyModel {
+            text,
+            keys: vec!["irqmode", "completion_nsec", "mbps"],
+        }
     }
 
     /// With `mbps`, a request larger than one tick's grant never completes:

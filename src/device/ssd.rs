@@ -9,9 +9,9 @@
 //! completion frees the channel and starts the FIFO head. O(1) per request.
 
 use super::config::Keys;
-use super::{BlockDevice, DevRq, QueueLimits};
+use super::{BlockDevice, DevRq, LatencyModel, QueueLimits};
 use crate::error::KeyError;
-use crate::sim::{Dir, Event, EventQueue, NSEC_PER_SEC, NSEC_PER_USEC, Ns, SimRng};
+use crate::sim::{Dir, Event, EventQueue, NSEC_PER_SEC, NSEC_PER_USEC, Ns, SimRng, time_text};
 use std::collections::VecDeque;
 
 /// Resolved SSD configuration.
@@ -122,5 +122,31 @@ impl BlockDevice for Ssd {
 
     fn model(&self) -> &'static str {
         "ssd"
+    }
+
+    fn latency_model(&self) -> LatencyModel {
+        let c = &self.cfg;
+        let spread = match c.jitter_pct {
+            0 => "flat (jitter_pct = 0)".to_string(),
+            j => format!("± {j}% uniform jitter"),
+        };
+        LatencyModel {
+            text: format!(
+                "{} read / {} write + bytes at {} / {} MB/s on each of {} channels, {spread}",
+                time_text(c.read_lat_us * NSEC_PER_USEC),
+                time_text(c.write_lat_us * NSEC_PER_USEC),
+                c.read_mbps,
+                c.write_mbps,
+                c.channels
+            ),
+            keys: vec![
+                "read_lat_us",
+                "write_lat_us",
+                "read_mbps",
+                "write_mbps",
+                "channels",
+                "jitter_pct",
+            ],
+        }
     }
 }

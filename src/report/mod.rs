@@ -1,5 +1,7 @@
-//! Output: fio-compatible statistics and formats (`fio/`), and our own views.
+//! Output: fio-compatible statistics and formats (`fio/`), and our own views (among
+//! them `assumed.rs`: what a run assumed, said by every run).
 
+pub mod assumed;
 pub mod decimate;
 pub mod device_plot;
 pub mod fio;

@@ -7,14 +7,18 @@
 //! are applied in order (root files first, parents before children) exactly as `echo
 //! LINE > FILE` would, first on scratch policies in time order, so that a write the
 //! kernel refuses is reported before the run with the scenario line and the kernel's
-//! errno; device actions (`[[schedule]] device = "remove"`, null_blk's
-//! `device.power`/`device.badblocks`) are applied the same way, at their time. A
+//! errno (a policy the variant's kernel lacks — too old, or a distribution's config
+//! without it — is ENOENT at the first write to its files); device actions
+//! (`[[schedule]] device = "remove"`, null_blk's `device.power`/`device.badblocks`)
+//! are applied the same way, at their time. A
 //! cgroup's `fio` array is successive runs, as a script's loop with a `wait`: every job
 //! of run k waits (its `after` list) for every job of run k-1, then `[host]
 //! fio_restart_ns` more. [`simulate`] puts the pipeline together from those layers
 //! (so `check`, which stops after `prepare`, allocates none of a run's state), runs
 //! it and gathers fio's report, summaries, io.stat (`crate::report::io_stat`) and the
 //! policies' views.
+//! What the variant assumes (kernel, host, device latency model) is said once, here,
+//! by `crate::report::assumed` for `check` and the run's summary.
 //! [`reproduce`] runs a built-in seed's variants and evaluates its bands.
 //!
 //! It lives apart from `crate::scenario` (the scenario file: parse, resolve, variants)
@@ -30,14 +34,15 @@ use crate::blkcg::{CgroupTree, DeviceTable};
 use crate::device::{BlockDevice, QueueLimits};
 use crate::error::KeyError;
 use crate::ioprio::{BlkIoprio, prio_label};
-use crate::kernel_version::KernelVersion;
+use crate::kernel_version::{Distro, KernelVersion, named};
 use crate::progress::{Horizon, Reporter};
+use crate::report::assumed::Assumed;
 use crate::report::fio::{self as fioreport, FioMessage, JobReport, RunReport};
 use crate::report::io_stat::io_stat_text;
 use crate::report::record::{RecordOptions, Recorded, RunRecorder};
 use crate::report::summary::JobSummary;
 use crate::scenario::repro::{self, ReproSpec, VariantMetrics};
-use crate::scenario::resolve::{DeviceAction, DeviceWrite, IfaceWrite, Resolved};
+use crate::scenario::resolve::{DeviceAction, DeviceWrite, Given, IfaceWrite, Resolved};
 use crate::scenario::{Scenario, ScenarioError, embedded};
 use crate::sim::engine::{Pipeline, RunOutput};
 use crate::sim::fio::stats::percentiles;
@@ -70,6 +75,9 @@ pub struct VariantRun {
     /// `iocost_monitor.py` shows it): made when the run kept its rows or wrote an
     /// output folder (`RecordOptions`), the JSON ones only with an output folder.
     pub reports: Vec<(&'static str, String)>,
+    /// What the run assumed (kernel, host, device latency model): the top of its
+    /// summary.
+    pub assumed: Assumed,
 }
 
 /// `file:line` of a scenario line, or the file alone.
@@ -152,6 +160,8 @@ pub struct Prepared {
     pub setups: Vec<Box<dyn PolicySetup>>,
     /// The elevator as `check` prints it (`crate::sched::build`).
     pub scheduler: String,
+    /// What the variant assumes (kernel, host, device latency model).
+    pub assumed: Assumed,
 }
 
 /// The policies of the variant, each where the kernel creates it (its registry
@@ -199,6 +209,21 @@ fn in_time_order(r: &Resolved) -> Vec<&IfaceWrite> {
 fn policy_of(defs: &[PolicyDef], w: &IfaceWrite) -> Option<usize> {
     defs.iter()
         .position(|d| d.files.iter().any(|f| f.name == w.file.name()))
+}
+
+/// Why distribution `d`'s kernel (of `version`) has none of `def`'s files: an option
+/// the policy needs that its config leaves out.
+fn not_built(d: &Distro, def: &PolicyDef, version: &KernelVersion) -> Option<String> {
+    let o = def.kconfig.iter().find(|o| {
+        o.required && o.in_version((version.major, version.minor)) && d.not_built.contains(&o.name)
+    })?;
+    let series = format!("{}.{}", version.major, version.minor);
+    Some(format!(
+        "{}'s kernel is built without CONFIG_{}, so it has no {} files; kernel.version = \
+         \"{series}\" simulates upstream {series} with it (or build one: `blkcg-sim kernel \
+         build`)",
+        d.name, o.name, def.name
+    ))
 }
 
 impl Prepared {
@@ -283,9 +308,10 @@ pub fn prepare(
     let mut r = sc.resolve(variant).map_err(|e| e.to_string())?;
     let mut warnings = std::mem::take(&mut r.warnings);
     if let Some(v) = kernel_version {
-        let (_, too_new) = KernelVersion::checked(v).map_err(|m| format!("--kernel {v}: {m}"))?;
+        let (n, too_new) = named(v).map_err(|m| format!("--kernel {v}: {m}"))?;
         warnings.extend(too_new);
-        r.kernel.version = v.to_string();
+        // a distribution named here decides HZ and its options over the scenario's
+        r.kernel.set_kernel(n, Given::CommandLine, false, false);
     }
     if let Some(s) = seed {
         r.seed = s;
@@ -294,6 +320,7 @@ pub fn prepare(
         |table: &[&str], e: &crate::error::KeyError| key_err(sc, variant, table, e).to_string();
     let (dev, dev_keys, dev_warnings) =
         crate::device::config::resolve(&r.device, r.seed).map_err(|e| located(&["device"], &e))?;
+    let assumed = Assumed::of(&r, dev.as_ref());
     warnings.extend(dev_warnings.iter().map(|w| located(&["device"], w)));
     let mut limits = dev.limits().clone();
     let key = |name: &str| dev_keys.iter().find(|(k, _)| k == name).map(|(_, v)| v);
@@ -323,16 +350,23 @@ pub fn prepare(
     let version =
         KernelVersion::parse(&r.kernel.version).map_err(|m| format!("{}: {m}", sc.file))?;
     for w in &r.writes {
-        if let Some(why) = policy_of(POLICIES, w).and_then(|i| (POLICIES[i].refuses)(&version)) {
+        let Some(def) = policy_of(POLICIES, w).map(|i| &POLICIES[i]) else {
+            continue;
+        };
+        // too old for the policy, or a distribution's config without it
+        let missing = (def.refuses)(&version)
+            .map(|why| format!("{why}; kernel {version} has no {}", w.file.name()))
+            .or_else(|| {
+                let d = r.kernel.origin.distro?;
+                not_built(d, def, &version)
+            });
+        if let Some(why) = missing {
             return Err(write_error(
                 sc,
                 variant,
                 w,
                 &r.tree,
-                format!(
-                    "No such file or directory (ENOENT): {why}; kernel {version} has no {}",
-                    w.file.name()
-                ),
+                format!("No such file or directory (ENOENT): {why}"),
             ));
         }
     }
@@ -500,6 +534,7 @@ pub fn prepare(
         warnings,
         setups,
         scheduler,
+        assumed,
     })
 }
 
@@ -657,6 +692,7 @@ pub fn simulate(
         extra,
         record,
         reports,
+        assumed: p.assumed,
     })
 }
 
@@ -943,6 +979,24 @@ pub(crate) fn reproduce_with(name: &str, progress: &Reporter) -> Result<Reproduc
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A distribution leaves out only options a policy needs: each is some policy's
+    /// required `kconfig`, so none is named and then never checked.
+    #[test]
+    fn a_distributions_missing_options_are_policies_options() {
+        for d in crate::kernel_version::DISTROS {
+            for name in d.not_built {
+                assert!(
+                    POLICIES
+                        .iter()
+                        .flat_map(|p| p.kconfig)
+                        .any(|o| o.required && o.name == *name),
+                    "{}: {name}",
+                    d.name
+                );
+            }
+        }
+    }
 
     /// A policy made with the queue exists without any write to its files, and one
     /// made later at its first write goes ahead of it on the rq-qos chain.

@@ -11,11 +11,12 @@
 //! scenario states them as plain numbers ([`HostCosts`], ns and ppm), so the
 //! simulator's host can be the qemu guest `validate` measures or any other.
 //!
-//! Moving parts: [`HostCosts`] with its defaults and its `Display` in scenario syntax
-//! (the line `check` prints); `resolve.rs` reads the `[host]` keys into it; the
+//! Moving parts: [`HostCosts`] with its defaults, its `Display` in scenario syntax
+//! (the line `check` prints) and its [`HostCosts::summary`] in words (a run's
+//! `assumed:` block); `resolve.rs` reads the `[host]` keys into it; the
 //! pipeline (`crate::sim::engine`) charges them where the kernel and fio spend them.
 
-use crate::sim::{NSEC_PER_MSEC, Ns};
+use crate::sim::{NSEC_PER_MSEC, Ns, time_text};
 
 /// Host CPU costs that real fio and the kernel add around each I/O.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,6 +119,49 @@ impl std::fmt::Display for HostCosts {
 }
 
 impl HostCosts {
+    /// What a run's `assumed:` block says of the host: the costs around each I/O and
+    /// the noise on its sleeps, in words (`submit 2 µs + 75 ns/page, ...`).
+    pub fn summary(&self) -> String {
+        let mut s = format!(
+            "submit {} + {}/page, complete {} + {}/page, timer slack {}",
+            time_text(self.submit_ns),
+            time_text(self.submit_page_ns),
+            time_text(self.complete_ns),
+            time_text(self.complete_page_ns),
+            time_text(self.timer_slack_ns)
+        );
+        let mut noise = Vec::new();
+        if self.wakeup_jitter_ns > 0 {
+            noise.push(format!(
+                "wake-up jitter {} mean",
+                time_text(self.wakeup_jitter_ns)
+            ));
+        }
+        if self.wakeup_slip_ppm > 0 {
+            noise.push(format!(
+                "{} ppm of sleeps slip up to {}",
+                self.wakeup_slip_ppm,
+                time_text(self.wakeup_slip_ns)
+            ));
+        }
+        if self.tag_wakeup_slip_ppm > 0 {
+            noise.push(format!(
+                "{} ppm of tag wake-ups slip up to {}",
+                self.tag_wakeup_slip_ppm,
+                time_text(self.tag_wakeup_slip_ns)
+            ));
+        }
+        if noise.is_empty() {
+            s += ", no wake-up noise";
+        } else {
+            s += &format!(", {}", noise.join(", "));
+        }
+        if self.cpus > 0 {
+            s += &format!(", {} CPU(s) for the woken tasks", self.cpus);
+        }
+        s
+    }
+
     /// `submit_ns` and `submit_page_ns` for an I/O of `bytes`.
     pub fn submit_cost(&self, bytes: u64) -> Ns {
         self.submit_ns + extra_pages(bytes) * self.submit_page_ns

@@ -6,7 +6,7 @@ use toml::{Table, Value};
 use super::{BareNumber, Scenario, ScenarioError, parse_duration};
 use crate::blkcg::CgroupTree;
 use crate::device::fault::BadblocksWrite;
-use crate::kernel_version::KernelVersion;
+use crate::kernel_version::{Distro, Named, named};
 use crate::scenario::host::HostCosts;
 use crate::sim::Ns;
 use crate::stack::registry::{self, CgroupFile};
@@ -89,9 +89,32 @@ pub struct FioSource {
     pub round: u32,
 }
 
+/// Who gave a `[kernel]` value: what a run's `assumed:` block says of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Given {
+    /// Nobody: the simulator's default.
+    Default,
+    /// The scenario (or a variant, or `sweep --set`).
+    Scenario,
+    /// `run --kernel`.
+    CommandLine,
+    /// The distribution named as the version (its `CONFIG_HZ`).
+    Distro(&'static Distro),
+}
+
+/// Where the version and HZ of a [`KernelSettings`] came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelOrigin {
+    pub version: Given,
+    /// The distribution the version was named by (`debian-12`), if any.
+    pub distro: Option<&'static Distro>,
+    pub hz: Given,
+}
+
 /// `[kernel]`: the version preset, HZ, config options and behaviour overrides.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelSettings {
+    /// A version (a distribution named in `[kernel] version` is resolved to its own).
     pub version: String,
     pub hz: u32,
     /// CONFIG_BLK_DEV_THROTTLING_LOW (4.12–6.8): 20 ms slice on non-rotational disks.
@@ -100,6 +123,8 @@ pub struct KernelSettings {
     pub debug_stats: bool,
     /// Behaviour switches (`throttle.*`, `iocost.*`, `deadline.*`) overriding the version preset.
     pub overrides: Vec<(String, String)>,
+    /// Who gave the version and HZ (what a run's `assumed:` block says).
+    pub origin: KernelOrigin,
 }
 
 impl KernelSettings {
@@ -112,16 +137,39 @@ impl KernelSettings {
             .cloned()
             .collect()
     }
+
+    /// Run kernel `n`, named by `given`: its version, and a distribution's HZ and
+    /// config options — except those the scenario set itself (`hz_set`,
+    /// `throttling_low_set`), which it keeps.
+    pub fn set_kernel(&mut self, n: Named, given: Given, hz_set: bool, throttling_low_set: bool) {
+        self.version = n.version.to_string();
+        self.origin.version = given;
+        self.origin.distro = n.distro;
+        if let Some(d) = n.distro {
+            if !hz_set {
+                self.hz = d.hz;
+                self.origin.hz = Given::Distro(d);
+            }
+            if !throttling_low_set {
+                self.throttling_low = d.throttling_low;
+            }
+        }
+    }
 }
 
 impl Default for KernelSettings {
     fn default() -> Self {
         KernelSettings {
             version: crate::kernel_version::NEWEST.to_string(),
-            hz: 1000,
+            hz: crate::kernel_version::DEFAULT_HZ,
             throttling_low: false,
             debug_stats: false,
             overrides: Vec::new(),
+            origin: KernelOrigin {
+                version: Given::Default,
+                distro: None,
+                hz: Given::Default,
+            },
         }
     }
 }
@@ -147,6 +195,8 @@ pub struct Resolved {
     pub device: Table,
     pub kernel: KernelSettings,
     pub host: HostCosts,
+    /// The `[host]` keys the scenario set (the rest of `host` are defaults).
+    pub host_set: Vec<String>,
     pub state: PriorState,
     pub tree: CgroupTree,
     pub writes: Vec<IfaceWrite>,
@@ -261,12 +311,14 @@ impl Scenario {
                 })
             }
         };
-        let kernel = self.kernel_settings(t.get("kernel"))?;
         let mut warnings = Vec::new();
-        let (_, too_new) = KernelVersion::checked(&kernel.version)
-            .map_err(|m| self.err_at(&["kernel"], "version", format!("`kernel.version`: {m}")))?;
-        warnings.extend(too_new);
+        let kernel = self.kernel_settings(t.get("kernel"), &mut warnings)?;
         let host = self.host_costs(t.get("host"))?;
+        let host_set = t
+            .get("host")
+            .and_then(Value::as_table)
+            .map(|h| h.keys().cloned().collect())
+            .unwrap_or_default();
         let state = self.prior_state(t.get("state"))?;
         let mut tree = CgroupTree::default();
         let mut writes = Vec::new();
@@ -436,6 +488,7 @@ impl Scenario {
             device,
             kernel,
             host,
+            host_set,
             state,
             tree,
             writes,
@@ -478,27 +531,36 @@ impl Scenario {
         }
     }
 
-    fn kernel_settings(&self, v: Option<&Value>) -> Result<KernelSettings, ScenarioError> {
+    /// `[kernel]`, a distribution named as the version resolved to its kernel; a
+    /// version past the newest modelled is a warning.
+    fn kernel_settings(
+        &self,
+        v: Option<&Value>,
+        warnings: &mut Vec<String>,
+    ) -> Result<KernelSettings, ScenarioError> {
         let mut k = KernelSettings::default();
         let Some(t) = self.optional_table(v, "kernel")? else {
             return Ok(k);
         };
+        let path = ["kernel"];
+        let mut version = None;
+        let mut throttling_low_set = false;
         for (key, val) in t {
-            let path = ["kernel"];
             match key.as_str() {
                 "version" => {
-                    k.version = match val {
-                        Value::String(s) => s.clone(),
+                    version = match val {
+                        Value::String(s) => Some(s),
                         // TOML reads 6.10 as the number 6.1: never guess which was meant
                         Value::Float(f) => return Err(self.err_at(&path, key, format!("`kernel.version = {f}` is a number (TOML reads 6.10 as 6.1): write the version as a string, e.g. \"6.10\""))),
-                        _ => return Err(self.err_at(&path, key, "`kernel.version` must be a string like \"6.10\"")),
+                        _ => return Err(self.err_at(&path, key, "`kernel.version` must be a string like \"6.10\" or \"debian-12\"")),
                     }
                 }
                 "hz" => {
                     k.hz = match val.as_integer() {
                         Some(h @ (100 | 250 | 300 | 1000)) => h as u32,
                         _ => return Err(self.err_at(&path, key, "`kernel.hz` must be 100, 250, 300 or 1000 (CONFIG_HZ)")),
-                    }
+                    };
+                    k.origin.hz = Given::Scenario;
                 }
                 "config" => {
                     let Some(ct) = val.as_table() else {
@@ -509,7 +571,10 @@ impl Scenario {
                             self.err_at(&path, ck, format!("`kernel.config.{ck}` must be true or false"))
                         })?;
                         match ck.as_str() {
-                            "throttling_low" => k.throttling_low = b,
+                            "throttling_low" => {
+                                k.throttling_low = b;
+                                throttling_low_set = true;
+                            }
                             "blkcg_debug_stats" => k.debug_stats = b,
                             _ => {
                                 return Err(self.err_at(
@@ -538,6 +603,13 @@ impl Scenario {
                     ))
                 }
             }
+        }
+        if let Some(s) = version {
+            let (n, too_new) = named(s)
+                .map_err(|m| self.err_at(&path, "version", format!("`kernel.version`: {m}")))?;
+            warnings.extend(too_new);
+            let hz_set = k.origin.hz == Given::Scenario;
+            k.set_kernel(n, Given::Scenario, hz_set, throttling_low_set);
         }
         Ok(k)
     }
@@ -846,6 +918,37 @@ impl Scenario {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_distribution_as_the_version_sets_its_kernel_and_hz_unless_the_scenario_does() {
+        let sc = Scenario::parse(
+            "[device]\nmodel = \"nullb\"\n[kernel]\nversion = \"debian-12\"\n\
+             [[variant]]\nname = \"hz\"\nkernel = { hz = 1000 }\n\
+             [[variant]]\nname = \"ubuntu\"\nkernel = { version = \"ubuntu-24.04\" }\n\
+             [[variant]]\nname = \"plain\"\nkernel = { version = \"6.1\" }\n",
+            "d.toml",
+        )
+        .unwrap();
+        let k = |v| sc.resolve(Some(v)).unwrap().kernel;
+        let debian = crate::kernel_version::distro("debian-12");
+        let hz = k("hz");
+        assert_eq!((hz.version.as_str(), hz.hz), ("6.1.192", 1000));
+        assert_eq!(hz.origin.distro, debian);
+        assert_eq!(hz.origin.hz, Given::Scenario);
+        let u = k("ubuntu");
+        assert_eq!(
+            (u.version.as_str(), u.hz, u.throttling_low),
+            ("6.8", 1000, false)
+        );
+        assert_eq!(u.origin.version, Given::Scenario);
+        // a plain version is only a version: HZ is the default, and says so
+        let p = k("plain");
+        assert_eq!((p.version.as_str(), p.hz), ("6.1", 1000));
+        assert_eq!((p.origin.distro, p.origin.hz), (None, Given::Default));
+        let none = Scenario::parse("[device]\nmodel = \"nullb\"\n", "n.toml").unwrap();
+        let n = none.resolve(None).unwrap().kernel;
+        assert_eq!(n.origin.version, Given::Default);
+    }
 
     #[test]
     fn resolves_cgroups_writes_and_jobs() {

@@ -1115,6 +1115,12 @@ mod tests {
         fn model(&self) -> &'static str {
             "fixed"
         }
+        fn latency_model(&self) -> crate::device::LatencyModel {
+            crate::device::LatencyModel {
+                text: format!("{} ns, flat", self.lat),
+                keys: Vec::new(),
+            }
+        }
     }
 
     fn dev(lat: Ns, depth: u32) -> Box<dyn BlockDevice> {

@@ -52,3 +52,45 @@ pub type Ns = u64;
 pub const NSEC_PER_USEC: Ns = 1_000;
 pub const NSEC_PER_MSEC: Ns = 1_000_000;
 pub const NSEC_PER_SEC: Ns = 1_000_000_000;
+
+/// A duration as a person reads it, to three significant figures at most: `750 ns`,
+/// `80 µs`, `1.95 ms`, `2 s`.
+pub fn time_text(ns: Ns) -> String {
+    let (v, unit) = match ns {
+        n if n < NSEC_PER_USEC => return format!("{n} ns"),
+        n if n < NSEC_PER_MSEC => (n as f64 / NSEC_PER_USEC as f64, "µs"),
+        n if n < NSEC_PER_SEC => (n as f64 / NSEC_PER_MSEC as f64, "ms"),
+        n => (n as f64 / NSEC_PER_SEC as f64, "s"),
+    };
+    let digits = if v >= 100.0 {
+        0
+    } else if v >= 10.0 {
+        1
+    } else {
+        2
+    };
+    let text = format!("{v:.digits$}");
+    // `1.50` → `1.5`, `2.00` → `2`
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &text
+    };
+    format!("{text} {unit}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_read_as_a_person_writes_them() {
+        let t = |ns| time_text(ns);
+        assert_eq!(t(750), "750 ns");
+        assert_eq!(t(80_000), "80 µs");
+        assert_eq!(t(1_500), "1.5 µs");
+        assert_eq!(t(1_950_000), "1.95 ms");
+        assert_eq!(t(123_456_789), "123 ms");
+        assert_eq!(t(2 * NSEC_PER_SEC), "2 s");
+    }
+}

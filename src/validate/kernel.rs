@@ -3,7 +3,9 @@
 //! Design
 //! ------
 //! `--kernel` names one of: nothing (Debian's current `linux-image-amd64` dependency),
-//! a Debian package name (`linux-image-6.12.48+deb12-amd64`), a `.deb` file, or an
+//! a Debian package name (`linux-image-6.12.48+deb12-amd64`), a distribution's kernel
+//! as scenarios name it (`debian-12`: the newest package of its series apt knows,
+//! `crate::kernel_version::Distro::package`), a `.deb` file, or an
 //! unpacked package tree (a folder with `boot/vmlinuz-*` and `lib/modules/*`). Packages
 //! are fetched with `apt-get download` and unpacked with `dpkg-deb -x` into the cache
 //! folder (`$BLKCG_SIM_CACHE`, else `$XDG_CACHE_HOME/blkcg-sim`, else
@@ -28,6 +30,8 @@ use std::fs::File;
 use std::io::{Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+
+use crate::kernel_version::{Distro, distro};
 
 /// A kernel ready to boot.
 #[derive(Debug, Clone)]
@@ -318,7 +322,10 @@ impl Origin {
             }
             _ => {
                 let name = match spec {
-                    Some(p) => p.to_string(),
+                    Some(p) => match distro(p) {
+                        Some(d) => distro_package(d)?,
+                        None => p.to_string(),
+                    },
                     None => default_package()?,
                 };
                 let dir = cache.join(&name);
@@ -424,6 +431,41 @@ fn default_package() -> Result<String, String> {
              update` first, or name one with --kernel)"
                 .into()
         })
+}
+
+/// The package that boots distribution `d`'s kernel: the newest of its names apt
+/// knows (`debian-12`: `linux-image-6.1.0-N-amd64`).
+fn distro_package(d: &Distro) -> Result<String, String> {
+    let Some(pattern) = d.package else {
+        return Err(format!(
+            "--kernel {}: {}'s kernels are not in Debian's archive; name its .deb or an \
+             unpacked package folder",
+            d.name, d.release
+        ));
+    };
+    let out = tool("apt-cache", "apt")?
+        .args(["search", "--names-only", pattern])
+        .output()
+        .map_err(|e| format!("apt-cache: {e}"))?;
+    let listed = String::from_utf8_lossy(&out.stdout);
+    newest(listed.lines().filter_map(|l| l.split_whitespace().next())).ok_or_else(|| {
+        format!(
+            "--kernel {}: apt knows no package of {}'s kernel ({pattern}; run `apt-get \
+             update` first, or name one)",
+            d.name, d.release
+        )
+    })
+}
+
+/// The newest of package `names`, comparing the numbers in them in turn
+/// (`linux-image-6.1.0-56-amd64` after `...-9-amd64`).
+fn newest<'a>(names: impl Iterator<Item = &'a str>) -> Option<String> {
+    let numbers = |n: &str| -> Vec<u64> {
+        n.split(|c: char| !c.is_ascii_digit())
+            .filter_map(|d| d.parse().ok())
+            .collect()
+    };
+    names.max_by_key(|n| numbers(n)).map(str::to_string)
 }
 
 /// `dpkg-deb -x` the package into `dir`, marked `.unpacked` once complete.
@@ -576,6 +618,27 @@ mod tests {
             "{e}"
         );
         assert_eq!(check_tools(&[("sh", "dash")]), Ok(()));
+    }
+
+    #[test]
+    fn a_distribution_boots_its_newest_package() {
+        let listed = [
+            "linux-image-6.1.0-9-amd64",
+            "linux-image-6.1.0-56-amd64",
+            "linux-image-6.1.0-55-amd64",
+        ];
+        assert_eq!(
+            newest(listed.into_iter()).as_deref(),
+            Some("linux-image-6.1.0-56-amd64")
+        );
+        assert_eq!(newest(std::iter::empty()), None);
+        // not in Debian's archive: said, with what to give instead
+        let ubuntu = distro("ubuntu-24.04").unwrap();
+        assert!(
+            distro_package(ubuntu)
+                .unwrap_err()
+                .contains("name its .deb")
+        );
     }
 
     #[test]
