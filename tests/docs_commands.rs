@@ -6,7 +6,8 @@
 //! fresh folder laid out as a user's would be:
 //! - the files the documents name: `docs/examples/` (`my.toml`, `web.toml`,
 //!   `fix.patch`), the fio JSON files the tour's `device fit --print-jobs` jobs write
-//!   (this VM's, from `tests/data/fit/`), and the checkout's `patches/` and `tests/`;
+//!   (this VM's, from `tests/data/fit/`, also copied there, as `docs/devices.md` names
+//!   them), and the checkout's `patches/` (read only);
 //! - a home of its own (`~/linux` is a stand-in kernel tree: the files that make one) and an
 //!   empty cache (`BLKCG_SIM_CACHE`), holding only stand-in records of the kernel builds
 //!   the documents name (`built:KEY`), since a real one takes 18 minutes to make;
@@ -142,19 +143,26 @@ fn build_keys(cmd: &str) -> Vec<String> {
 fn workdir(base: &Path, n: usize, cmd: &str) -> PathBuf {
     let dir = base.join(format!("cmd-{n}"));
     std::fs::create_dir_all(&dir).unwrap();
-    let copy_all = |from: &Path, ext: &[&str]| {
+    let copy_all = |from: &Path, ext: &[&str], to: &Path| {
         for e in std::fs::read_dir(from).unwrap() {
             let p = e.unwrap().path();
             if p.extension().is_some_and(|x| ext.iter().any(|e| x == *e)) {
-                std::fs::copy(&p, dir.join(p.file_name().unwrap())).unwrap();
+                std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
             }
         }
     };
-    copy_all(&Path::new(ROOT).join("docs/examples"), &["toml", "patch"]);
-    copy_all(&Path::new(ROOT).join("tests/data/fit"), &["json"]);
-    for link in ["patches", "tests"] {
-        std::os::unix::fs::symlink(Path::new(ROOT).join(link), dir.join(link)).unwrap();
-    }
+    let fit = Path::new(ROOT).join("tests/data/fit");
+    copy_all(
+        &Path::new(ROOT).join("docs/examples"),
+        &["toml", "patch"],
+        &dir,
+    );
+    copy_all(&fit, &["json"], &dir);
+    // the checkout's files a command names, copied: a command may write beside them
+    let fit_copy = dir.join("tests/data/fit");
+    std::fs::create_dir_all(&fit_copy).unwrap();
+    copy_all(&fit, &["json"], &fit_copy);
+    std::os::unix::fs::symlink(Path::new(ROOT).join("patches"), dir.join("patches")).unwrap();
     let linux = dir.join("linux");
     std::fs::create_dir_all(&linux).unwrap();
     std::fs::write(
