@@ -94,16 +94,31 @@ pub enum TuneCmd {
     /// work are starred. Isolation holds over a range: below it the fixed vrate starves
     /// the protected cgroup itself, above it the others' IO gets to the device first.
     ///
+    /// min = max does not set vrate: as in the kernel (ioc_timer_fn() ->
+    /// ioc_adjust_base_vrate()), vrate moves toward [min, max] only while busy_level is
+    /// not 0 -- the QoS targets missed, or cgroups throttled with the device to spare --
+    /// by 4% a period. So each row also shows the vrate in force over the run's periods,
+    /// mean (min-max), and AT%: the periods at the vrate tried. A vrate not reached in
+    /// every seed's run is marked (never, K/N seeds) and left out of the fits, the front
+    /// and the solutions. When no period of any run missed the targets, the report says
+    /// so instead of giving solutions.
+    ///
     /// Then resctl-bench's named solutions, solved on piecewise-linear fits of those
     /// figures: naive (vrate 75-100 on p99 read/write latency), bandwidth (the highest
     /// vrate keeping isolation), isolated-bandwidth (the most isolated work, between
     /// isolation and bandwidth), isolation (the highest vrate at the protected cgroup's
     /// lowest p99) -- each as io.cost.model and io.cost.qos lines scaled so that
-    /// min = max = 100, ready to write, and as systemd hwdb lines (IOCOST_SOLUTIONS=...,
-    /// IOCOST_MODEL_<SOL>=..., IOCOST_QOS_<SOL>=...).
+    /// min = max = 100: the `echo "..." > /sys/fs/cgroup/io.cost.qos` lines to write, the
+    /// `blkcg-sim sweep FILE --set root.io.cost.qos=...` run of the scenario's file with
+    /// them (a built-in scenario: its file from `blkcg-sim scenarios NAME > NAME.toml`),
+    /// and systemd hwdb lines (IOCOST_SOLUTIONS=..., IOCOST_MODEL_<SOL>=...,
+    /// IOCOST_QOS_<SOL>=...). A [[schedule]] entry writing the root's io.cost.model or
+    /// io.cost.qos, which every run writes, is refused.
     ///
-    /// --output DIR writes tune-qos.txt (what is printed), tune-qos.csv (every run),
-    /// tune-qos.hwdb, tune-qos.png/svg (each figure against vrate with the fits and the
+    /// --output DIR writes tune-qos.txt (what is printed), tune-qos.csv (every run, with
+    /// its iocost periods and vrate mean/min/max, the periods at the vrate tried and
+    /// those missing the targets, and whether it was fitted), tune-qos.hwdb (when there
+    /// are solutions), tune-qos.png/svg (each figure against vrate with the fits and the
     /// solutions) and tune-qos-pareto.png/svg (protection against throughput).
     ///
     /// Example (the iocost seed's cloud disk and workloads):
@@ -142,11 +157,20 @@ pub enum TuneCmd {
     /// Values are ordered from the most to the least restrictive (by number, `max` last,
     /// when all are numbers or max; else as given).
     ///
+    /// A [[schedule]] entry that rewrites the key (for a token, a line with that token;
+    /// for the whole line, any) is refused: the value tried would be in force for part
+    /// of the run only, or none of it.
+    ///
     /// Prints each value's work (all jobs, and the others alone), loss against the
-    /// scenario as written, the protected p99/p99.9 and isolation, then the answer: the
-    /// least restrictive value meeting the goal, the io.max line to write, whether every
-    /// more restrictive value meets it too, and what it costs the others. --output DIR
-    /// writes tune-iomax.txt, tune-iomax.csv and tune-iomax.png/svg.
+    /// scenario as written, the protected p99/p99.9 and isolation, and BOUND%: the share
+    /// of blk-throttle's 100 ms samples (throttle.csv) at which the limited cgroup's bios
+    /// waited on its limits in the key's direction (tg_may_dispatch() said wait; -: no
+    /// limit). Then the answer: the least restrictive value meeting the goal, the io.max
+    /// line to write, the `blkcg-sim sweep FILE --set KEY=VALUE` run of the scenario's
+    /// file with it, whether every more restrictive value meets it too, and what it
+    /// costs the others; with no value meeting the goal, whether they bound at all.
+    /// --output DIR writes tune-iomax.txt, tune-iomax.csv (every run, with its
+    /// throttle samples and those with bios waiting) and tune-iomax.png/svg.
     ///
     /// Example:
     ///   blkcg-sim tune iomax my.toml --protect web --limit cgroup.batch.io.max:wiops=250,500,1000,2000,max
@@ -207,7 +231,14 @@ impl ProtectTarget {
         progress: Reporter,
     ) -> Result<(Scenario, tune::protect::ProtectOptions), String> {
         let sc = load(&self.scenario)?;
+        // as `load` reads it: a path that exists, else a built-in scenario's name
+        let file = if std::path::Path::new(&self.scenario).exists() {
+            tune::protect::ScenarioFile::Path(self.scenario)
+        } else {
+            tune::protect::ScenarioFile::BuiltIn(self.scenario.trim_end_matches(".toml").into())
+        };
         let o = tune::protect::ProtectOptions {
+            file,
             variant: self.variant,
             protect: self.protect,
             isol_pct: run.isol_pct,

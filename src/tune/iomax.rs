@@ -15,7 +15,24 @@
 //! answer is the least restrictive value that meets the goal, with the `io.max` line to
 //! write, whether every more restrictive value meets it too (a goal met only here and
 //! there deserves a closer look), and the cost: the other cgroups' MiB/s and every
-//! job's, against the scenario as written.
+//! job's, against the scenario as written; then the `blkcg-sim sweep` of the
+//! scenario's file with that value ([`super::protect`]).
+//!
+//! What was in force: each value is the limited cgroup's io.max for the whole run. A
+//! `[[schedule]]` entry that would rewrite the key (for a token, a line with that
+//! token, as `tg_set_limit()` keeps the others; for the whole line, any line) is
+//! refused before anything runs, naming its line and the part of the run the value
+//! would have held. Whether the limit bound: blk-throttle queues a bio in the group
+//! when `tg_may_dispatch()` gives it a wait (or bios wait ahead of it), and each run's
+//! `throttle.csv` rows (every 100 ms sample, per limited group and direction) say how
+//! many are queued. BOUND% is the share of samples at which the limited cgroup's bios
+//! waited in a direction the key limits (`r*` tokens: reads; `w*`: writes; the whole
+//! line: either), mean over seeds; `-` where the group had no limit (`max`). A sample
+//! is a moment: a limit that holds bios only between samples shows 0. A value that
+//! never bound changed nothing, which the answer says when it picks one; when no value
+//! meets the goal, the advice follows the column: if none bound, they were too loose
+//! (or limit a direction the cgroup does not use); if the most restrictive bound and
+//! still failed, more restrictive ones are next.
 
 use std::fmt::Write as _;
 
@@ -26,7 +43,9 @@ use crate::report::plot::{Panel, Series, plot_panels};
 use crate::report::summary::fmt_figure;
 use crate::run::prepare;
 use crate::scenario::Scenario;
+use crate::sim::Dir;
 use crate::sweep::keys::{Axis, Target};
+use crate::throttle::ThrotlRow;
 
 /// Options of `tune iomax`.
 pub struct IomaxOptions {
@@ -35,6 +54,63 @@ pub struct IomaxOptions {
     pub limit: String,
     /// Also keep the protected cgroup's clat p99 at most this (ms).
     pub p99_ms: Option<f64>,
+}
+
+/// Whether the limit bound over one run: blk-throttle's samples of the limited
+/// cgroup's group (`throttle.csv`, every 100 ms while it has a limit), and those at
+/// which bios waited in it in a direction the key limits (see the module's design).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Bound {
+    samples: u64,
+    waiting: u64,
+}
+
+impl Bound {
+    /// Over a run's rows, for cgroup `cg` in directions `dirs`.
+    fn of(rows: &[ThrotlRow], cg: Option<u32>, dirs: &[Dir]) -> Bound {
+        let mut b = Bound::default();
+        // a sample's rows (one per direction) are together, at one time
+        let mut at = None;
+        let mut counted = false;
+        for r in rows
+            .iter()
+            .filter(|r| Some(r.cg) == cg && dirs.contains(&r.dir))
+        {
+            if at != Some(r.t) {
+                (at, counted) = (Some(r.t), false);
+                b.samples += 1;
+            }
+            if r.queued > 0 && !counted {
+                b.waiting += 1;
+                counted = true;
+            }
+        }
+        b
+    }
+
+    /// The share of samples with bios waiting, % (None: no sample, no limit).
+    fn pct(&self) -> Option<f64> {
+        (self.samples > 0).then(|| self.waiting as f64 * 100.0 / self.samples as f64)
+    }
+}
+
+/// The directions an io.max token limits (a whole line: both).
+fn dirs_of(token: Option<&str>) -> &'static [Dir] {
+    match token {
+        Some("rbps" | "riops") => &[Dir::Read],
+        Some("wbps" | "wiops") => &[Dir::Write],
+        _ => &Dir::BOTH,
+    }
+}
+
+/// A row's BOUND%: the mean share over its seeds' runs with samples, "-" without.
+fn bound_text(bs: &[Bound]) -> String {
+    let pcts: Vec<f64> = bs.iter().filter_map(Bound::pct).collect();
+    if pcts.is_empty() {
+        "-".into()
+    } else {
+        fmt_figure(mean_sd(&pcts).0)
+    }
 }
 
 /// How restrictive value `v` is (higher: less): a number, `max` above every number.
@@ -57,12 +133,12 @@ pub fn iomax_command(
 ) -> Result<u8, String> {
     let pr = Protection::new(sc, &o.common)?;
     let axis = Axis::parse(&o.limit).map_err(|e| e.replacen("--set", "--limit", 1))?;
-    let limited = match &axis.target {
+    let (limited, token) = match &axis.target {
         Target::Line {
             cgroup: Some(c),
             file: "io.max",
-            ..
-        } if !super::protect::in_subtree(c, &pr.protect) => c.clone(),
+            token,
+        } if !super::protect::in_subtree(c, &pr.protect) => (c.clone(), token.clone()),
         _ => {
             return Err(format!(
                 "--limit {}: takes the io.max line (or a token of it) of a cgroup other than `{}`: cgroup.NAME.io.max[:TOKEN]=V1,V2,... (NAME one of {})",
@@ -77,6 +153,14 @@ pub fn iomax_command(
     {
         return Err(format!("--p99-ms {x}: a latency above 0 ms"));
     }
+    pr.refuse_rewrites(
+        sc,
+        &format!("--limit {}", axis.key),
+        Some(&limited),
+        "io.max",
+        token.as_deref(),
+    )?;
+    let dirs = dirs_of(token.as_deref());
     // every value is refused now if the kernel would refuse it, naming it
     for v in &axis.values {
         let mut t = pr.base.clone();
@@ -90,11 +174,10 @@ pub fn iomax_command(
     }
     // alone, as written, then each value
     let values = axis.values.len();
-    let samples = pr.run(
+    let (samples, bound) = pr.run(
         sc,
+        &o.common,
         2 + values,
-        o.common.jobs,
-        &o.common.progress,
         "tune iomax",
         |k, _| {
             let mut t = pr.base.clone();
@@ -105,8 +188,13 @@ pub fn iomax_command(
             }
             Ok(t)
         },
+        |_, run| {
+            let cg = run.resolved.tree.find(&limited);
+            Bound::of(run.record.rows::<ThrotlRow>(), cg, dirs)
+        },
     )?;
     let rows = pr.rows(&samples, 1);
+    let bound: Vec<&[Bound]> = bound.chunks(pr.seeds).collect();
     let mean =
         |rows: &[Row], get: fn(&Row) -> f64| mean_sd(&rows.iter().map(get).collect::<Vec<_>>()).0;
     let meets = |rows: &[Row]| {
@@ -154,7 +242,7 @@ pub fn iomax_command(
     );
     let _ = writeln!(
         s,
-        "{:>12} {:>14} {:>14} {:>11} {:>14} {:>14} {:>11} {:>5}",
+        "{:>12} {:>14} {:>14} {:>11} {:>14} {:>14} {:>11} {:>7} {:>5}",
         "LIMIT",
         "WORK MiB/s",
         "OTHERS MiB/s",
@@ -162,57 +250,74 @@ pub fn iomax_command(
         "PROT p99 ms",
         "PROT p99.9 ms",
         format!("ISOL-{:02}%", o.common.isol_pct),
+        "BOUND%",
         "GOAL"
     );
     let col =
         |rows: &[Row], f: fn(&Row) -> f64| mean_sd_text(&rows.iter().map(f).collect::<Vec<_>>());
-    let mut line = |label: &str, rows: &[Row], reference: bool, goal: &str| {
+    // run kind `k` (alone, as written, then each value) under `label`
+    let mut line = |label: &str, k: usize, goal: &str| {
+        let rows = &rows[k];
         let row = format!(
-            "{label:>12} {:>14} {:>14} {:>11} {:>14} {:>14} {:>11} {goal:>5}",
+            "{label:>12} {:>14} {:>14} {:>11} {:>14} {:>14} {:>11} {:>7} {goal:>5}",
             col(rows, |r| r.work),
             col(rows, |r| r.others_work),
-            if reference {
+            if k < 2 {
                 "-".into()
             } else {
                 col(rows, |r| r.loss * 100.0)
             },
             col(rows, |r| r.p99),
             col(rows, |r| r.p999),
-            if label == "alone" {
+            if k == 0 {
                 "-".into()
             } else {
                 col(rows, |r| r.isol * 100.0)
+            },
+            if k == 0 {
+                "-".into()
+            } else {
+                bound_text(bound[k])
             },
         );
         s.push_str(row.trim_end());
         s.push('\n');
     };
-    line("alone", &rows[0], true, "");
-    line(
-        "as written",
-        &rows[1],
-        true,
-        if meets(&rows[1]) { "ok" } else { "" },
-    );
+    line("alone", 0, "");
+    line("as written", 1, if meets(&rows[1]) { "ok" } else { "" });
     for (&i, &good) in order.iter().zip(&ok) {
-        line(
-            &axis.values[i],
-            &rows[2 + i],
-            false,
-            if good { "ok" } else { "" },
-        );
+        line(&axis.values[i], 2 + i, if good { "ok" } else { "" });
     }
     let _ = writeln!(
         s,
-        "(mean ±sd over seeds; alone: `{}` by itself; as written: the scenario unchanged; LOSS: work lost against it)\n",
+        "(mean ±sd over seeds; alone: `{}` by itself; as written: the scenario unchanged; LOSS: work lost against it;",
         pr.protect
     );
+    let _ = writeln!(
+        s,
+        " BOUND: blk-throttle's 100 ms samples of `{limited}` at which its {} bios waited on its limits; -: no limit)\n",
+        match dirs {
+            [Dir::Read] => "read",
+            [Dir::Write] => "write",
+            _ => "read or write",
+        }
+    );
+    let held = |k: usize| bound[k].iter().any(|b| b.waiting > 0);
     match best {
         None => {
-            let _ = writeln!(
-                s,
-                "answer: none of these values meets the goal; try more restrictive ones"
-            );
+            let why = if !(2..2 + values).any(held) {
+                format!(
+                    "none of them held a bio of `{limited}` back (BOUND%), so none limited it: it does less than they allow in that direction; try lower values, or another token"
+                )
+            } else if keys.is_some() && held(2 + order[0]) {
+                format!(
+                    "the most restrictive, {}, held `{limited}`'s bios back and still did not meet it: try more restrictive ones",
+                    axis.values[order[0]]
+                )
+            } else {
+                "try more restrictive ones".to_string()
+            };
+            let _ = writeln!(s, "answer: none of these values meets the goal; {why}");
         }
         Some(b) => {
             let i = order[b];
@@ -243,6 +348,24 @@ pub fn iomax_command(
             );
             for l in lines {
                 let _ = writeln!(s, "  echo \"{l}\" > /sys/fs/cgroup/{limited}/io.max");
+            }
+            if let Some(note) = o.common.file.copy_note() {
+                let _ = writeln!(s, "  ({note})");
+            }
+            let _ = writeln!(
+                s,
+                "  {}",
+                o.common.file.sweep_command(
+                    o.common.variant.as_deref(),
+                    &[(&axis.key, v)],
+                    o.common.seeds as usize
+                )
+            );
+            if bound[2 + i].iter().any(|b| b.samples > 0) && !held(2 + i) {
+                let _ = writeln!(
+                    s,
+                    "  (no bio of `{limited}` waited on it at any sample: it did not bind; a looser limit, or none, would do the same)"
+                );
             }
             let (w, ow) = (
                 mean(&rows[2 + i], |r| r.work),
@@ -284,7 +407,7 @@ pub fn iomax_command(
         )?;
         out.write("tune-iomax.txt", &s)?;
         let mut csv = String::from(
-            "limit,seed,work_mib_s,others_mib_s,loss_pct,prot_p99_ms,prot_p99.9_ms,isol_pct,isol_mean_pct\n",
+            "limit,seed,work_mib_s,others_mib_s,loss_pct,prot_p99_ms,prot_p99.9_ms,isol_pct,isol_mean_pct,throttle_samples,samples_waiting\n",
         );
         for (k, rs) in rows.iter().enumerate() {
             let label = match k {
@@ -292,10 +415,10 @@ pub fn iomax_command(
                 1 => "as written",
                 k => &axis.values[k - 2],
             };
-            for r in rs {
+            for (r, b) in rs.iter().zip(bound[k]) {
                 let _ = writeln!(
                     csv,
-                    "{},{},{},{},{},{},{},{},{}",
+                    "{},{},{},{},{},{},{},{},{},{},{}",
                     if label.contains(',') {
                         format!("\"{label}\"")
                     } else {
@@ -308,7 +431,9 @@ pub fn iomax_command(
                     r.p99,
                     r.p999,
                     r.isol * 100.0,
-                    r.isol_mean * 100.0
+                    r.isol_mean * 100.0,
+                    b.samples,
+                    b.waiting
                 );
             }
         }
@@ -355,6 +480,56 @@ pub fn iomax_command(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_limit_bound_at_the_samples_where_its_bios_waited() {
+        let row = |t: u64, cg: u32, dir: Dir, queued: usize| ThrotlRow {
+            t,
+            cg,
+            dir,
+            queued,
+            bytes_disp: 0,
+            io_disp: 0,
+            slice_start: 0,
+            slice_end: 0,
+            disptime: None,
+        };
+        let rows = [
+            row(100, 1, Dir::Read, 0),
+            row(100, 1, Dir::Write, 3),
+            row(100, 2, Dir::Write, 5),
+            row(200, 1, Dir::Read, 2),
+            row(200, 1, Dir::Write, 1),
+            row(300, 1, Dir::Read, 0),
+            row(300, 1, Dir::Write, 0),
+        ];
+        let of = |token| Bound::of(&rows, Some(1), dirs_of(token));
+        assert_eq!(
+            of(Some("wiops")),
+            Bound {
+                samples: 3,
+                waiting: 2
+            }
+        );
+        assert_eq!(
+            of(Some("rbps")),
+            Bound {
+                samples: 3,
+                waiting: 1
+            }
+        );
+        // the whole line: a sample counts once, whichever direction waited
+        assert_eq!(
+            of(None),
+            Bound {
+                samples: 3,
+                waiting: 2
+            }
+        );
+        assert_eq!(Bound::of(&rows, None, &Dir::BOTH), Bound::default());
+        assert_eq!(bound_text(&[of(None), of(Some("rbps"))]), "50.0");
+        assert_eq!(bound_text(&[Bound::default()]), "-");
+    }
 
     #[test]
     fn values_order_by_how_much_they_let_through() {

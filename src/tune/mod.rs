@@ -6,17 +6,22 @@
 //! Each tuner runs ordinary scenarios through the same `prepare()`/`simulate()` as
 //! `run`, in parallel and in a fixed order ([`crate::sweep::pool::ordered`]), and reads
 //! their results from what `run` reports — fio's JSON for the kernel's script, the
-//! summary rows and per-job timelines for resctl-bench's figures — so every number a
+//! summary rows and per-job timelines for resctl-bench's figures, the controllers'
+//! rows (`timeline.csv`, `throttle.csv`) for what was in force — so every number a
 //! tuner prints can be reproduced by `blkcg-sim run` of the scenario it ran.
 //!
 //! - `model.rs` — `tune model`: `tools/cgroup/iocost_coef_gen.py`'s six fio jobs and
 //!   arithmetic (io.cost.model), and with `--qos` resctl-demo rd-agent's QoS heuristic;
 //! - `qos.rs`   — `tune qos`: resctl-bench `iocost-qos`/`iocost-tune` over a scenario's
-//!   own workloads (vrate axis, isolation, Pareto front, named solutions, hwdb lines);
+//!   own workloads (vrate axis, the vrate in force, isolation, Pareto front, named
+//!   solutions, hwdb lines);
 //! - `iomax.rs` — `tune iomax`: the least restrictive io.max limit on another cgroup
-//!   that keeps the protected one isolated, and its cost;
+//!   that keeps the protected one isolated, whether it bound, and its cost;
 //! - `protect.rs` — what protecting a cgroup means (its figures, isolation against its
-//!   run alone), shared by the tuners that protect one;
+//!   run alone), shared by the tuners that protect one, with what they share besides:
+//!   the controllers' rows each run keeps (what was in force: blk-iocost's vrate,
+//!   blk-throttle's queues), the refusal of a `[[schedule]]` entry rewriting what they
+//!   tune, and the runnable `blkcg-sim sweep FILE --set ...` they print;
 //! - `fit.rs`   — resctl-bench's piecewise-linear fits and the searches on them;
 //! - here       — the machine a tuner measures: a device, with the kernel and host
 //!   costs of a scenario when one is given.

@@ -16,6 +16,22 @@
 //! (nearest rank) and the mean — and against the reference (work lost). A protected
 //! "cgroup" is its whole subtree; its alone run keeps the subtree's fio and empties
 //! every other cgroup's.
+//!
+//! What was in force: each run keeps its timelines' rows (`RecordOptions::keep`), and
+//! the tuner's own `measure` reads the controller's (blk-iocost's vrate per period,
+//! blk-throttle's queues per sample) beside the [`Sample`]. A tuner writes one
+//! interface line for every run; a `[[schedule]]` entry of the scenario writing the
+//! same line (for a token: a line with that token, as `tg_set_limit()` and
+//! `ioc_qos_write()` change only the tokens written) would replace the value tried
+//! from its `at` on — for the whole run at 0 s — so the rows would name a value that
+//! was not in force: [`Protection::refuse_rewrites`] refuses it before anything runs,
+//! naming the entry's line and the part of the run the value would have held.
+//!
+//! What a tuner prints to write is runnable: `echo "LINE" > /sys/fs/cgroup/PATH/FILE`
+//! for a machine, and [`ScenarioFile::sweep_command`] for the simulator — `blkcg-sim
+//! sweep FILE --set KEY=VALUE ...`, one point, the scenario with those values written
+//! in, with the tuner's seeds. It names a file: a built-in scenario is named
+//! `NAME.toml`, after the `blkcg-sim scenarios NAME > NAME.toml` that writes it.
 
 use std::path::PathBuf;
 
@@ -24,15 +40,19 @@ use toml::{Table, Value};
 use crate::progress::{Horizon, Reporter};
 use crate::report::record::RecordOptions;
 use crate::report::summary::fmt_figure;
-use crate::run::{VariantRun, prepare, simulate};
-use crate::scenario::Scenario;
+use crate::run::{VariantRun, location, prepare, simulate};
+use crate::scenario::{BareNumber, Scenario, parse_duration};
 use crate::sim::fio::stats::{LatHist, percentiles};
 use crate::sweep::pool;
 use crate::sweep::record::Totals;
+use crate::workload::cmdline::shell_quote;
 
-/// What every protecting tuner is asked: `--variant`, `--protect`, how isolation is
-/// judged (`--isol-pct`, `--isol-thr`), `--seeds`, `--jobs`, `--output`.
+/// What every protecting tuner is asked: the scenario's file, `--variant`,
+/// `--protect`, how isolation is judged (`--isol-pct`, `--isol-thr`), `--seeds`,
+/// `--jobs`, `--output`.
 pub struct ProtectOptions {
+    /// How the printed commands name the scenario.
+    pub file: ScenarioFile,
     pub variant: Option<String>,
     /// The cgroup to protect (its path).
     pub protect: String,
@@ -45,10 +65,73 @@ pub struct ProtectOptions {
     pub progress: Reporter,
 }
 
+/// How a tuner's printed commands name its scenario (see the module's design).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScenarioFile {
+    /// A file, by the path the user gave.
+    Path(String),
+    /// A built-in scenario, by its name.
+    BuiltIn(String),
+}
+
+impl ScenarioFile {
+    /// What names the scenario on a tuner's own command line: the path or the name.
+    pub fn given(&self) -> &str {
+        match self {
+            ScenarioFile::Path(p) | ScenarioFile::BuiltIn(p) => p,
+        }
+    }
+
+    /// The file the printed commands name: the path, or `NAME.toml` for a built-in.
+    pub fn path(&self) -> String {
+        match self {
+            ScenarioFile::Path(p) => p.clone(),
+            ScenarioFile::BuiltIn(n) => format!("{n}.toml"),
+        }
+    }
+
+    /// For a built-in scenario, how to get the file the commands name.
+    pub fn copy_note(&self) -> Option<String> {
+        match self {
+            ScenarioFile::Path(_) => None,
+            ScenarioFile::BuiltIn(n) => Some(format!(
+                "`{n}` is built in; to edit it and run the commands below: blkcg-sim scenarios {n} > {}",
+                shell_quote(&self.path())
+            )),
+        }
+    }
+
+    /// `blkcg-sim sweep FILE [--set variant=V] --set KEY=VALUE ... --seeds N`: the
+    /// scenario with these values written in, run as the tuner ran it.
+    pub fn sweep_command(
+        &self,
+        variant: Option<&str>,
+        sets: &[(&str, &str)],
+        seeds: usize,
+    ) -> String {
+        // sweep's value grammar: `\,` is a comma inside a value
+        let set = |k: &str, v: &str| {
+            let v = v.replace('\\', "\\\\").replace(',', "\\,");
+            format!(" --set {}", shell_quote(&format!("{k}={v}")))
+        };
+        let mut s = format!("blkcg-sim sweep {}", shell_quote(&self.path()));
+        if let Some(v) = variant {
+            s.push_str(&set("variant", v));
+        }
+        for (k, v) in sets {
+            s.push_str(&set(k, v));
+        }
+        s.push_str(&format!(" --seeds {seeds}"));
+        s
+    }
+}
+
 /// A tuner's protected cgroup, the others, and how it judges isolation.
 pub struct Protection {
     /// The scenario's table with the chosen variant merged in.
     pub base: Table,
+    /// The chosen variant.
+    pub variant: Option<String>,
     /// The protected cgroup's path.
     pub protect: String,
     /// The cgroups that run fio outside it.
@@ -118,6 +201,7 @@ impl Protection {
         }
         Ok(Protection {
             base,
+            variant: variant.map(str::to_string),
             protect,
             others,
             seeds: seeds as usize,
@@ -139,18 +223,80 @@ impl Protection {
         }
     }
 
-    /// Run `kinds` kinds of scenario with every seed (see the module's design):
-    /// `table_of(kind, seed)` is the scenario's table. The first and the last kind are
-    /// prepared before anything runs, so what the kernel refuses stops the tuner early.
-    pub fn run(
+    /// Refuse a `[[schedule]]` entry that writes `file` of `cgroup` (None: the root) —
+    /// with `token`, only one whose line has it — since the tuner writes that line for
+    /// every run (see the module's design); `key` names what the tuner sweeps.
+    pub fn refuse_rewrites(
         &self,
         sc: &Scenario,
+        key: &str,
+        cgroup: Option<&str>,
+        file: &str,
+        token: Option<&str>,
+    ) -> Result<(), String> {
+        let Some(entries) = self.base.get("schedule").and_then(Value::as_array) else {
+            return Ok(());
+        };
+        let owner = cgroup.unwrap_or("");
+        for (i, e) in entries.iter().enumerate() {
+            let of = e.get("cgroup").and_then(Value::as_str).unwrap_or("");
+            if of.trim_matches('/') != owner {
+                continue;
+            }
+            let lines: Vec<&str> = match e.get(file) {
+                Some(Value::String(l)) => vec![l.as_str()],
+                Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
+                _ => continue,
+            };
+            let Some(line) = lines.into_iter().find(|l| {
+                token.is_none_or(|t| {
+                    l.split_whitespace()
+                        .any(|w| w.split_once('=').is_some_and(|(k, _)| k == t))
+                })
+            }) else {
+                continue;
+            };
+            // an `at` the scenario refuses is refused with the scenario's own message
+            let Some(at) = e
+                .get("at")
+                .and_then(|v| parse_duration(v, BareNumber::Seconds).ok())
+            else {
+                continue;
+            };
+            let at = at as f64 / 1e9;
+            let i = i.to_string();
+            let place = location(
+                sc,
+                sc.line_in(self.variant.as_deref(), &["schedule", &i, file]),
+            );
+            let held = if at > 0.0 {
+                format!("only for the first {at:.3} s of each run")
+            } else {
+                "at no time of the run".to_string()
+            };
+            return Err(format!(
+                "{key}: the [[schedule]] entry at {at:.3} s ({place}) writes `{line}` to {}'s {file}{}, so each value tried would be in force {held}; tune a copy of the scenario without that entry",
+                cgroup.map_or("the root".to_string(), |c| format!("`{c}`")),
+                token.map(|t| format!(" (its {t})")).unwrap_or_default()
+            ));
+        }
+        Ok(())
+    }
+
+    /// Run `kinds` kinds of scenario with every seed (see the module's design):
+    /// `table_of(kind, seed)` is the scenario's table, and `measure(kind, run)` what
+    /// the tuner reads of each run besides its [`Sample`]; `o` gives the workers and
+    /// the progress shown under `label`. The first and the last kind are prepared
+    /// before anything runs, so what the kernel refuses stops the tuner early.
+    pub fn run<M: Send>(
+        &self,
+        sc: &Scenario,
+        o: &ProtectOptions,
         kinds: usize,
-        jobs: usize,
-        progress: &Reporter,
         label: &str,
         table_of: impl Fn(usize, u64) -> Result<Table, String> + Sync,
-    ) -> Result<Vec<Sample>, String> {
+        measure: impl Fn(usize, &VariantRun) -> M + Sync,
+    ) -> Result<(Vec<Sample>, Vec<M>), String> {
         let base_seed = self
             .base
             .get("seed")
@@ -173,31 +319,39 @@ impl Protection {
             prepare(&s, None, None, None, false)?;
         }
         let total = kinds * self.seeds;
-        let mut shown = progress.start(label, Horizon::Count(total as u64));
+        let mut shown = o.progress.start(label, Horizon::Count(total as u64));
         let mut samples = Vec::with_capacity(total);
+        let mut measured = Vec::with_capacity(total);
         pool::ordered(
             total,
-            jobs,
+            o.jobs,
             |r| {
                 let (seed, s) = scenario_of(r)?;
                 let mut p = prepare(&s, None, None, None, false)?;
                 p.record_device_latency();
-                // the protected jobs' completions over time: their IOPS by window
+                // the protected jobs' completions over time (their IOPS by window),
+                // and the controllers' rows for `measure`
                 let record = RecordOptions {
+                    keep: true,
                     keep_job_timelines: true,
                     ..RecordOptions::default()
                 };
                 let run = simulate(&s, p, &Reporter::Quiet, record)?;
-                Ok::<Sample, String>(Sample::of(seed, &run, &self.protect))
+                Ok::<_, String>((
+                    Sample::of(seed, &run, &self.protect),
+                    measure(r / self.seeds, &run),
+                ))
             },
             |_, s| {
-                samples.push(s?);
+                let (s, m) = s?;
+                samples.push(s);
+                measured.push(m);
                 shown.update(0, samples.len() as u64);
                 Ok(())
             },
         )?;
         shown.finish();
-        Ok(samples)
+        Ok((samples, measured))
     }
 
     /// Each kind's rows, seed by seed: isolation against kind 0 (the protected cgroup
@@ -457,6 +611,28 @@ mod tests {
         let (p05, mean) = s(w, 0.0).isolation(&alone, 5.0);
         assert_eq!(p05, 0.5, "the 1st of 19 (rank ceil(0.95))");
         assert!((mean - (18.0 + 0.5) / 19.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_sweep_command_names_a_file_with_each_value_quoted_for_the_shell() {
+        let built_in = ScenarioFile::BuiltIn("iocost-linear-max".into());
+        assert_eq!(
+            built_in.sweep_command(Some("linear"), &[("root.io.cost.qos", "8:0 min=50.00")], 3),
+            "blkcg-sim sweep iocost-linear-max.toml --set variant=linear --set 'root.io.cost.qos=8:0 min=50.00' --seeds 3"
+        );
+        assert!(
+            built_in
+                .copy_note()
+                .unwrap()
+                .ends_with("blkcg-sim scenarios iocost-linear-max > iocost-linear-max.toml")
+        );
+        // sweep's grammar escapes a comma in a value, the shell a quote in a path
+        let file = ScenarioFile::Path("it's here.toml".into());
+        assert_eq!(
+            file.sweep_command(None, &[("cgroup.a.fio:bs", "4k,64k")], 1),
+            r"blkcg-sim sweep 'it'\''s here.toml' --set 'cgroup.a.fio:bs=4k\,64k' --seeds 1"
+        );
+        assert_eq!((file.copy_note(), file.given()), (None, "it's here.toml"));
     }
 
     #[test]

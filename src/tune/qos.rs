@@ -55,9 +55,32 @@
 //! bandwidth, naive, then `IOCOST_MODEL_<SOL>=` and `IOCOST_QOS_<SOL>=` per solution.
 //! The Pareto front is the vrates no other vrate beats on both isolation and work
 //! (means over seeds): protection as resctl measures it, which sees the protected
-//! cgroup starved or stalled where its clat percentiles only count what completed. resctl's dithering and merging of noisy hours-long runs
-//! become seeds: each (vrate, seed) run is exact, and the seeds' spread is shown as ±
-//! one standard deviation.
+//! cgroup starved or stalled where its clat percentiles only count what completed.
+//! resctl's dithering and merging of noisy hours-long runs become seeds: each (vrate,
+//! seed) run is exact, and the seeds' spread is shown as ± one standard deviation.
+//!
+//! What was in force: `min=max=v` does not set vrate. blk-iocost's `ioc_timer_fn()`
+//! ends each period in `ioc_adjust_base_vrate()`, which returns early, vrate
+//! (`vtime_base_rate`) as it was, while busy_level is 0 (the targets met, nobody
+//! throttled with capacity to spare) or negative with IOs lagging; otherwise a vrate
+//! outside [min, max] moves toward it by `VRATE_CLAMP_ADJ_PCT` (4%) a period
+//! (`ioc_refresh_vrate()` then adds loss compensation, which the base leaves out). So
+//! each run keeps blk-iocost's period rows (`timeline.csv`'s `vrate_base_pct` and
+//! busy_level), and each row shows vrate over the run's periods, mean (min-max) — as
+//! resctl-bench's iocost-qos studies each run's vrate — and AT%, the share of periods
+//! at the vrate tried (equal to two decimals, as the QoS line and the row write it). A
+//! vrate is in force when every seed's run spent a period at it; one that is not
+//! (`never`, or `K/N seeds`) would name a row measured at other vrates, so it is left
+//! out of the fits, the isolated range, the front and the solutions (the table, the CSV
+//! and the pictures still show it, apart). There are no solutions when fewer than two
+//! vrates were in force (nothing to fit), nor when no period of any vrate run missed
+//! the QoS targets (busy_level never above 0: `ioc_timer_fn()` raises it only when
+//! rq_wait_pct or a direction's missed_ppm is past its threshold): the targets never
+//! asked iocost to slow anything down, and the report says so plainly instead. Each
+//! solution is printed as the lines to write on a machine (`echo "..." >
+//! /sys/fs/cgroup/io.cost.model`, `.../io.cost.qos`) and as the `blkcg-sim sweep` of the
+//! scenario's file with those lines ([`super::protect`]); a `[[schedule]]` entry
+//! writing the root's io.cost.model or io.cost.qos, which every run writes, is refused.
 
 use std::fmt::Write as _;
 
@@ -67,12 +90,15 @@ use super::fit::{self, End, Fit, Pt, Shape};
 use super::model::{CoefGen, ModelParams, measure};
 use super::protect::{ProtectOptions, Protection, Row, mean_sd, mean_sd_text};
 use super::{Machine, py_round};
+use crate::iocost::ctl::PeriodRow;
+use crate::iocost::period::VRATE_CLAMP_ADJ_PCT;
 use crate::notify::Notify;
 use crate::report::outdir::OutDir;
 use crate::report::plot::{Marks, Panel, Series, plot_marks, plot_panels};
 use crate::report::summary::fmt_figure;
 use crate::scenario::Scenario;
 use crate::sweep::keys::set_token;
+use crate::workload::cmdline::shell_quote;
 
 /// Options of `tune qos`.
 pub struct QosOptions {
@@ -156,17 +182,53 @@ struct Solution {
     qos: Qos,
 }
 
-/// The mean over seeds of `get` at each vrate, ascending.
-fn vrate_means(rows: &[(Kind, Vec<Row>)], get: impl Fn(&Row) -> f64) -> Vec<(f64, f64)> {
-    let mut m: Vec<(f64, f64)> = rows
-        .iter()
-        .filter_map(|(k, rs)| match k {
-            Kind::Vrate(v) => Some((*v, mean_sd(&rs.iter().map(&get).collect::<Vec<_>>()).0)),
-            _ => None,
-        })
-        .collect();
-    m.sort_by(|a, b| a.0.total_cmp(&b.0));
-    m
+/// What blk-iocost did with vrate over one run (see the module's design).
+#[derive(Debug, Clone, Copy, Default)]
+struct VrateSeen {
+    /// `ioc_timer_fn()` periods: `timeline.csv`'s rows, one per period.
+    periods: u64,
+    /// vrate (`vtime_base_rate`, %) over them: mean, min, max (0 without periods).
+    mean: f64,
+    min: f64,
+    max: f64,
+    /// Periods at the vrate tried.
+    at: u64,
+    /// Periods that missed the QoS targets: busy_level raised above 0.
+    missed: u64,
+}
+
+impl VrateSeen {
+    /// Over a run's period rows, against the vrate tried (None: iocost off).
+    fn of(rows: &[PeriodRow], tried: Option<f64>) -> VrateSeen {
+        let mut s = VrateSeen {
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
+            ..VrateSeen::default()
+        };
+        for r in rows {
+            let v = r.vrate_base_pct;
+            s.periods += 1;
+            s.mean += v;
+            s.min = s.min.min(v);
+            s.max = s.max.max(v);
+            // both are two decimals: the QoS line's min=max and timeline.csv's
+            s.at += u64::from(tried.is_some_and(|t| (v - t).abs() < 0.005));
+            s.missed += u64::from(r.busy_after > 0);
+        }
+        if s.periods > 0 {
+            s.mean /= s.periods as f64;
+        } else {
+            (s.min, s.max) = (0.0, 0.0);
+        }
+        s
+    }
+}
+
+/// The mean over seeds of `get` at each vrate of `used` (ascending).
+fn vrate_means(used: &[(f64, Vec<Row>)], get: impl Fn(&Row) -> f64) -> Vec<(f64, f64)> {
+    used.iter()
+        .map(|(v, rs)| (*v, mean_sd(&rs.iter().map(&get).collect::<Vec<_>>()).0))
+        .collect()
 }
 
 /// `tune qos`'s analysis of all runs.
@@ -174,6 +236,17 @@ struct Analysis {
     vrates: Vec<f64>,
     /// Per run kind (alone, off, then each vrate), per seed.
     rows: Vec<(Kind, Vec<Row>)>,
+    /// What vrate did, as `rows`.
+    seen: Vec<Vec<VrateSeen>>,
+    /// The vrates tried that were in force in every seed's run, ascending, with their
+    /// rows: all that is fitted, on the front or solved.
+    used: Vec<(f64, Vec<Row>)>,
+    /// The fits and solutions, or why there are none, said plainly.
+    solved: Result<Solved, String>,
+}
+
+/// The fits of the vrates in force, the front and the solutions.
+struct Solved {
     work: Fit,
     /// Fitted on the falling side of isolation (from its peak up).
     isol: Fit,
@@ -185,6 +258,13 @@ struct Analysis {
     wlat: Option<Fit>,
     front: Vec<f64>,
     solutions: Vec<Solution>,
+}
+
+impl Analysis {
+    /// The solutions (none when nothing was solved).
+    fn solutions(&self) -> &[Solution] {
+        self.solved.as_ref().map_or(&[], |s| &s.solutions)
+    }
 }
 
 /// `tune qos`: plan, run and report (see the module's design).
@@ -199,6 +279,10 @@ pub fn qos_command(
     let pr = Protection::new(sc, &o.common)?;
     let vrates = vrate_axis(o.vrate_min, o.vrate_max, o.vrate_intvs)
         .map_err(|m| format!("--vrate-min/--vrate-max/--vrate-intvs: {m}"))?;
+    // every run writes both root lines
+    for file in ROOT_LINES {
+        pr.refuse_rewrites(sc, &format!("root.{file}"), None, file, None)?;
+    }
     let base = &pr.base;
     // the machine, its MAJ:MIN and the base model / QoS lines
     let machine = Machine::from_scenario(&Scenario {
@@ -236,11 +320,10 @@ pub fn qos_command(
         .into_iter()
         .chain(vrates.iter().rev().map(|&v| Kind::Vrate(v)))
         .collect();
-    let samples = pr.run(
+    let (samples, seen) = pr.run(
         sc,
+        &o.common,
         kinds.len(),
-        o.common.jobs,
-        &o.common.progress,
         "tune qos",
         |k, _| {
             Ok(match kinds[k] {
@@ -253,9 +336,17 @@ pub fn qos_command(
                 Kind::Vrate(v) => with_iocost(base, &model_line, &qos_with("1", Some(v))),
             })
         },
+        |k, run| {
+            let tried = match kinds[k] {
+                Kind::Vrate(v) => Some(v),
+                _ => None,
+            };
+            VrateSeen::of(run.record.rows::<PeriodRow>(), tried)
+        },
     )?;
     let rows: Vec<(Kind, Vec<Row>)> = kinds.into_iter().zip(pr.rows(&samples, 1)).collect();
-    let a = analyse(rows, &vrates, model, o)?;
+    let seen: Vec<Vec<VrateSeen>> = seen.chunks(pr.seeds).map(<[_]>::to_vec).collect();
+    let a = analyse(rows, seen, &vrates, model, o)?;
     let dev = model_line
         .split_whitespace()
         .next()
@@ -279,6 +370,9 @@ pub fn qos_command(
     Ok(0)
 }
 
+/// The root lines `tune qos` writes for every run.
+const ROOT_LINES: [&str; 2] = ["io.cost.model", "io.cost.qos"];
+
 /// Everything the report names.
 struct Context<'a> {
     scenario: String,
@@ -291,22 +385,69 @@ struct Context<'a> {
     o: &'a QosOptions,
 }
 
-/// Figures per run, fits, the front and the solutions.
+/// Which vrates were in force, and whether anything is solved (see the module's
+/// design).
 fn analyse(
     rows: Vec<(Kind, Vec<Row>)>,
+    seen: Vec<Vec<VrateSeen>>,
     vrates: &[f64],
     model: ModelParams,
     o: &QosOptions,
 ) -> Result<Analysis, String> {
+    let tried: Vec<(f64, &Vec<Row>, &Vec<VrateSeen>)> = rows
+        .iter()
+        .zip(&seen)
+        .filter_map(|((k, rs), s)| match k {
+            Kind::Vrate(v) => Some((*v, rs, s)),
+            _ => None,
+        })
+        .collect();
+    let mut used: Vec<(f64, Vec<Row>)> = tried
+        .iter()
+        .filter(|(_, _, s)| s.iter().all(|x| x.at > 0))
+        .map(|(v, rs, _)| (*v, rs.to_vec()))
+        .collect();
+    used.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let why_not = if tried
+        .iter()
+        .all(|(_, _, s)| s.iter().all(|x| x.missed == 0))
+    {
+        Some(
+            "the QoS targets were met in every period of every run (blk-iocost's busy_level never rose above 0: ioc_timer_fn() raises it only when a latency target or rq_wait is missed), so the targets never asked iocost to slow anything down and there is nothing to solve; to tune, tighten the base rlat/wlat, or raise --vrate-max or the others' load until they are missed".to_string(),
+        )
+    } else if used.len() < 2 {
+        Some(format!(
+            "only {} of the {} vrates tried were in force in every seed's run: too few to fit; longer runs give vrate the time to reach them",
+            used.len(),
+            tried.len()
+        ))
+    } else {
+        None
+    };
+    let solved = match why_not {
+        Some(w) => Err(w),
+        None => Ok(fit_and_solve(&used, model, o)?),
+    };
+    Ok(Analysis {
+        vrates: vrates.to_vec(),
+        rows,
+        seen,
+        used,
+        solved,
+    })
+}
+
+/// The fits over the vrates in force (`used`), the front and the solutions.
+fn fit_and_solve(
+    used: &[(f64, Vec<Row>)],
+    model: ModelParams,
+    o: &QosOptions,
+) -> Result<Solved, String> {
     let series = |get: &dyn Fn(&Row) -> Option<f64>| -> Vec<Pt> {
-        rows.iter()
-            .filter_map(|(k, rs)| match k {
-                Kind::Vrate(v) => Some((*v, rs)),
-                _ => None,
-            })
+        used.iter()
             .flat_map(|(v, rs)| {
                 rs.iter()
-                    .filter_map(move |r| get(r).map(|y| Pt { x: v, y }))
+                    .filter_map(move |r| get(r).map(|y| Pt { x: *v, y }))
             })
             .collect()
     };
@@ -321,7 +462,7 @@ fn analyse(
     // reaches the device ahead of it; resctl's isolation only falls (its workload is
     // sized to what each vrate supports), so its fit and threshold crossing are taken
     // on the falling side, and the rising side gives the floor of the isolated range.
-    let isol_means = vrate_means(&rows, |r| r.isol);
+    let isol_means = vrate_means(used, |r| r.isol);
     let best = isol_means.iter().map(|m| m.1).fold(f64::MIN, f64::max);
     let peak_at = isol_means.iter().rposition(|m| m.1 == best).unwrap_or(0);
     let peak = isol_means.get(peak_at).map_or(0.0, |m| m.0);
@@ -370,7 +511,7 @@ fn analyse(
         })
     });
     // Pareto front over the vrates' means: more isolation, more work
-    let work_means = vrate_means(&rows, |r| r.work);
+    let work_means = vrate_means(used, |r| r.work);
     let front: Vec<f64> = isol_means
         .iter()
         .zip(&work_means)
@@ -393,9 +534,7 @@ fn analyse(
         model,
         range,
     );
-    Ok(Analysis {
-        vrates: vrates.to_vec(),
-        rows,
+    Ok(Solved {
         work,
         isol,
         floor,
@@ -542,7 +681,7 @@ fn report_text(a: &Analysis, c: &Context) -> String {
     );
     let _ = writeln!(
         s,
-        "{:>7} {:>14} {:>11} {:>14} {:>14} {:>11} {:>15} {:>15} {:>5}",
+        "{:>7} {:>14} {:>11} {:>14} {:>14} {:>11} {:>15} {:>15} {:>20} {:>9} {:>5}",
         "VRATE",
         "WORK MiB/s",
         "LOSS%",
@@ -551,23 +690,27 @@ fn report_text(a: &Analysis, c: &Context) -> String {
         format!("ISOL-{:02}%", o.common.isol_pct),
         "RLAT p99 us",
         "WLAT p99 us",
+        "VRATE IN FORCE %",
+        "AT%",
         "FRONT"
     );
-    for (kind, rows) in &a.rows {
+    let front: &[f64] = a.solved.as_ref().map_or(&[], |x| &x.front);
+    for ((kind, rows), seen) in a.rows.iter().zip(&a.seen) {
         let col = |f: &dyn Fn(&Row) -> Option<f64>| {
             mean_sd_text(&rows.iter().filter_map(f).collect::<Vec<_>>())
         };
         let (label, front) = match kind {
             Kind::Alone => ("alone".to_string(), ""),
             Kind::Off => ("off".to_string(), ""),
-            Kind::Vrate(v) => (
-                format!("{v:.2}"),
-                if a.front.contains(v) { "*" } else { "" },
-            ),
+            Kind::Vrate(v) => (format!("{v:.2}"), if front.contains(v) { "*" } else { "" }),
         };
         let alone = *kind == Kind::Alone;
+        let (in_force, at) = match kind {
+            Kind::Vrate(_) => vrate_text(seen),
+            _ => ("-".into(), "-".into()),
+        };
         let row = format!(
-            "{label:>7} {:>14} {:>11} {:>14} {:>14} {:>11} {:>15} {:>15} {front:>5}",
+            "{label:>7} {:>14} {:>11} {:>14} {:>14} {:>11} {:>15} {:>15} {in_force:>20} {at:>9} {front:>5}",
             col(&|r| Some(r.work)),
             if alone || *kind == Kind::Off {
                 "-".into()
@@ -589,12 +732,31 @@ fn report_text(a: &Analysis, c: &Context) -> String {
     }
     let _ = writeln!(
         s,
-        "(mean ±sd over seeds; alone: `{}` by itself, iocost off; off: everything, iocost off; LOSS: work lost against off; FRONT: not beaten on both ISOL and WORK)\n",
+        "(mean ±sd over seeds; alone: `{}` by itself, iocost off; off: everything, iocost off; LOSS: work lost against off; FRONT: not beaten on both ISOL and WORK;",
         c.protect
     );
-    match a.floor {
+    let _ = writeln!(
+        s,
+        " VRATE IN FORCE: blk-iocost's vrate over the run's periods, mean (min-max); AT%: the periods at the vrate tried; never, K/N seeds: not in force in every seed's run)\n"
+    );
+    let never = a.vrates.len() - a.used.len();
+    if never > 0 {
+        let _ = writeln!(
+            s,
+            "{never} of the {} vrates tried were not in force in every seed's run: left out of the fits, the front and the solutions (ioc_adjust_base_vrate() moves vrate toward min/max by {VRATE_CLAMP_ADJ_PCT}% a period, and only while busy_level is not 0)\n",
+            a.vrates.len()
+        );
+    }
+    let solved = match &a.solved {
+        Ok(x) => x,
+        Err(why) => {
+            let _ = writeln!(s, "no solutions: {why}");
+            return s;
+        }
+    };
+    match solved.floor {
         Some(lo) => {
-            let hi = a
+            let hi = solved
                 .solutions
                 .iter()
                 .find(|x| x.name == "bandwidth")
@@ -616,11 +778,14 @@ fn report_text(a: &Analysis, c: &Context) -> String {
     }
     let _ = writeln!(
         s,
-        "Solutions (resctl-bench iocost-tune; the model scaled so that min = max = 100):"
+        "Solutions (resctl-bench iocost-tune; the model scaled so that min = max = 100), each as written on a machine and as a run of the scenario:"
     );
-    for sol in &a.solutions {
+    if let Some(note) = o.common.file.copy_note() {
+        let _ = writeln!(s, "({note})");
+    }
+    for sol in &solved.solutions {
         let at =
-            |get: fn(&Row) -> f64| fmt_figure(interpolate(&vrate_means(&a.rows, get), sol.vrate));
+            |get: fn(&Row) -> f64| fmt_figure(interpolate(&vrate_means(&a.used, get), sol.vrate));
         let _ = writeln!(s, "[{}] {}", sol.name, sol.target);
         let _ = writeln!(
             s,
@@ -631,21 +796,55 @@ fn report_text(a: &Analysis, c: &Context) -> String {
             o.common.isol_pct,
             at(|r| r.isol * 100.0)
         );
+        let model = scaled_model_line(c.model_line, &sol.model);
+        let qos = format!("{} enable=1 ctrl=user {}", c.dev, qos_params(&sol.qos));
+        let _ = writeln!(s, "  echo \"{model}\" > /sys/fs/cgroup/io.cost.model");
+        let _ = writeln!(s, "  echo \"{qos}\" > /sys/fs/cgroup/io.cost.qos");
         let _ = writeln!(
             s,
-            "  model: {}",
-            scaled_model_line(c.model_line, &sol.model)
-        );
-        let _ = writeln!(
-            s,
-            "  qos: {} enable=1 ctrl=user {}",
-            c.dev,
-            qos_params(&sol.qos)
+            "  {}",
+            o.common.file.sweep_command(
+                o.common.variant.as_deref(),
+                &[("root.io.cost.model", &model), ("root.io.cost.qos", &qos)],
+                o.common.seeds as usize
+            )
         );
     }
     s.push('\n');
-    s.push_str(&hwdb(&a.solutions, c));
+    s.push_str(&hwdb(&solved.solutions, c));
     s
+}
+
+/// A vrate row's VRATE IN FORCE and AT% over its seeds' runs (see the report's
+/// footnote); "-" in force without iocost periods.
+fn vrate_text(seen: &[VrateSeen]) -> (String, String) {
+    let with: Vec<&VrateSeen> = seen.iter().filter(|x| x.periods > 0).collect();
+    let in_force = if with.is_empty() {
+        "-".into()
+    } else {
+        let mean = with.iter().map(|x| x.mean).sum::<f64>() / with.len() as f64;
+        let min = with.iter().map(|x| x.min).fold(f64::INFINITY, f64::min);
+        let max = with.iter().map(|x| x.max).fold(f64::NEG_INFINITY, f64::max);
+        format!(
+            "{} ({}-{})",
+            fmt_figure(mean),
+            fmt_figure(min),
+            fmt_figure(max)
+        )
+    };
+    let reached = seen.iter().filter(|x| x.at > 0).count();
+    let at = if reached == seen.len() {
+        let pct: Vec<f64> = seen
+            .iter()
+            .map(|x| x.at as f64 * 100.0 / x.periods as f64)
+            .collect();
+        fmt_figure(mean_sd(&pct).0)
+    } else if reached == 0 {
+        "never".into()
+    } else {
+        format!("{reached}/{} seeds", seen.len())
+    };
+    (in_force, at)
 }
 
 /// `points` (ascending x) at `x`, linearly between neighbours, the ends beyond them.
@@ -694,7 +893,7 @@ fn hwdb(sols: &[Solution], c: &Context) -> String {
         .collect();
     let mut s = format!(
         "# systemd hwdb (/etc/udev/hwdb.d/*.hwdb), from blkcg-sim tune qos {}{} --protect {}: put the disk's model (ID_MODEL) for NAME\nblock:*:name:NAME:fwrev:*:\n  IOCOST_SOLUTIONS={}\n",
-        c.scenario,
+        shell_quote(c.o.common.file.given()),
         c.o.common
             .variant
             .as_deref()
@@ -735,21 +934,39 @@ fn write_outputs(
     ];
     let out = OutDir::top_owning(dir, &NAMES)?;
     out.write("tune-qos.txt", report)?;
-    out.write("tune-qos.hwdb", &hwdb(&a.solutions, c))?;
+    let solved = a.solved.as_ref().ok();
+    if let Some(x) = solved {
+        out.write("tune-qos.hwdb", &hwdb(&x.solutions, c))?;
+    }
     let mut csv = String::from(
-        "kind,vrate,seed,work_mib_s,loss_pct,prot_p99_ms,prot_p99.9_ms,isol_pct,isol_mean_pct,rlat_p99_us,wlat_p99_us\n",
+        "kind,vrate,seed,work_mib_s,loss_pct,prot_p99_ms,prot_p99.9_ms,isol_pct,isol_mean_pct,rlat_p99_us,wlat_p99_us,periods,vrate_mean_pct,vrate_min_pct,vrate_max_pct,periods_at_vrate,periods_missed,fitted\n",
     );
     let opt = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
-    for (kind, rows) in &a.rows {
-        let (k, v) = match kind {
-            Kind::Alone => ("alone", String::new()),
-            Kind::Off => ("off", String::new()),
-            Kind::Vrate(v) => ("vrate", v.to_string()),
+    for ((kind, rows), seen) in a.rows.iter().zip(&a.seen) {
+        let (k, v, fitted) = match kind {
+            Kind::Alone => ("alone", String::new(), ""),
+            Kind::Off => ("off", String::new(), ""),
+            Kind::Vrate(v) => (
+                "vrate",
+                v.to_string(),
+                if a.used.iter().any(|u| u.0 == *v) {
+                    "yes"
+                } else {
+                    "no"
+                },
+            ),
         };
-        for r in rows {
+        for (r, x) in rows.iter().zip(seen) {
+            let vrate = |f: f64| {
+                if x.periods > 0 {
+                    f.to_string()
+                } else {
+                    String::new()
+                }
+            };
             let _ = writeln!(
                 csv,
-                "{k},{v},{},{},{},{},{},{},{},{},{}",
+                "{k},{v},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{fitted}",
                 r.seed,
                 r.work,
                 r.loss * 100.0,
@@ -758,35 +975,48 @@ fn write_outputs(
                 r.isol * 100.0,
                 r.isol_mean * 100.0,
                 opt(r.rlat),
-                opt(r.wlat)
+                opt(r.wlat),
+                x.periods,
+                vrate(x.mean),
+                vrate(x.min),
+                vrate(x.max),
+                x.at,
+                x.missed
             );
         }
     }
     out.write("tune-qos.csv", &csv)?;
-    let vrate_rows: Vec<(f64, &Vec<Row>)> = a
+    let solutions = a.solutions();
+    let left_out: Vec<(f64, Vec<Row>)> = a
         .rows
         .iter()
         .filter_map(|(k, r)| match k {
-            Kind::Vrate(v) => Some((*v, r)),
+            Kind::Vrate(v) if !a.used.iter().any(|u| u.0 == *v) => Some((*v, r.clone())),
             _ => None,
         })
         .collect();
-    // each figure against vrate: mean, ±sd, the fit, and the solutions as verticals
+    // each figure against vrate: mean, ±sd, the fit, the solutions as verticals, and
+    // the means of the vrates not in force apart
     let panel = |label: &str,
                  get: &dyn Fn(&Row) -> Option<f64>,
                  fits: Vec<(&str, &Fit)>,
                  scale: f64,
                  log_y: bool| {
-        let stat: Vec<(f64, f64, f64)> = vrate_rows
-            .iter()
-            .filter_map(|(v, rows)| {
-                let ys: Vec<f64> = rows.iter().filter_map(get).map(|y| y * scale).collect();
-                (!ys.is_empty()).then(|| {
-                    let (m, sd) = mean_sd(&ys);
-                    (*v, m, sd)
+        let stat = |rows: &[(f64, Vec<Row>)]| -> Vec<(f64, f64, f64)> {
+            let mut v: Vec<(f64, f64, f64)> = rows
+                .iter()
+                .filter_map(|(v, rows)| {
+                    let ys: Vec<f64> = rows.iter().filter_map(get).map(|y| y * scale).collect();
+                    (!ys.is_empty()).then(|| {
+                        let (m, sd) = mean_sd(&ys);
+                        (*v, m, sd)
+                    })
                 })
-            })
-            .collect();
+                .collect();
+            v.sort_by(|a, b| a.0.total_cmp(&b.0));
+            v
+        };
+        let (stat, apart) = (stat(&a.used), stat(&left_out));
         let mut series = vec![Series {
             name: "mean".into(),
             points: stat.iter().map(|&(v, m, _)| (v, m)).collect(),
@@ -801,6 +1031,12 @@ fn write_outputs(
                 points: stat.iter().map(|&(v, m, sd)| (v, m + sd)).collect(),
             });
         }
+        if !apart.is_empty() {
+            series.push(Series {
+                name: "mean, vrate not in force (left out)".into(),
+                points: apart.iter().map(|&(v, m, _)| (v, m)).collect(),
+            });
+        }
         for (name, f) in fits {
             series.push(Series {
                 name: name.into(),
@@ -810,7 +1046,7 @@ fn write_outputs(
         let (lo, hi) = stat.iter().fold((f64::MAX, f64::MIN), |(lo, hi), s| {
             (lo.min(s.1 - s.2), hi.max(s.1 + s.2))
         });
-        for sol in &a.solutions {
+        for sol in solutions {
             series.push(Series {
                 name: format!("{} {:.1}%", sol.name, sol.vrate),
                 points: vec![(sol.vrate, lo), (sol.vrate, hi)],
@@ -822,42 +1058,46 @@ fn write_outputs(
             log_y,
         }
     };
-    let mut work_fits = vec![("fit", &a.work)];
-    work_fits.extend(named("aMOF fit (where isolated)", a.amof.as_ref()));
+    let fit = |f: fn(&Solved) -> Option<&Fit>| named("fit", solved.and_then(f));
+    let mut work_fits = fit(|x| Some(&x.work));
+    work_fits.extend(named(
+        "aMOF fit (where isolated)",
+        solved.and_then(|x| x.amof.as_ref()),
+    ));
     let panels = vec![
         panel("work MiB/s", &|r| Some(r.work), work_fits, 1.0, false),
         panel(
             &format!("{} clat p99 ms", c.protect),
             &|r| Some(r.p99),
-            vec![("fit", &a.p99)],
+            fit(|x| Some(&x.p99)),
             1.0,
             true,
         ),
         panel(
             &format!("isol-{:02} %", c.o.common.isol_pct),
             &|r| Some(r.isol),
-            vec![("fit", &a.isol)],
+            fit(|x| Some(&x.isol)),
             100.0,
             false,
         ),
         panel(
             "device read p99 us",
             &|r| r.rlat,
-            named("fit", a.rlat.as_ref()),
+            fit(|x| x.rlat.as_ref()),
             1.0,
             false,
         ),
         panel(
             "device write p99 us",
             &|r| r.wlat,
-            named("fit", a.wlat.as_ref()),
+            fit(|x| x.wlat.as_ref()),
             1.0,
             false,
         ),
     ];
     let panels: Vec<Panel> = panels
         .into_iter()
-        .filter(|p| p.series.first().is_some_and(|s| !s.points.is_empty()))
+        .filter(|p| p.series.iter().any(|s| !s.points.is_empty()))
         .collect();
     if let Err(e) = plot_panels(
         &out.path().join("tune-qos"),
@@ -877,14 +1117,16 @@ fn write_outputs(
         (i, w, isd, wsd)
     };
     let mut marks = vec![Marks {
-        name: "each vrate, joined in vrate order".into(),
-        points: vrate_rows.iter().map(|(_, r)| point(r)).collect(),
+        name: "each vrate in force, joined in vrate order".into(),
+        points: a.used.iter().map(|(_, r)| point(r)).collect(),
         joined: true,
         size: 3,
     }];
-    let mut front: Vec<(f64, f64, f64, f64)> = vrate_rows
+    let on_front: &[f64] = solved.map_or(&[], |x| &x.front);
+    let mut front: Vec<(f64, f64, f64, f64)> = a
+        .used
         .iter()
-        .filter(|(v, _)| a.front.contains(v))
+        .filter(|(v, _)| on_front.contains(v))
         .map(|(_, r)| point(r))
         .collect();
     front.sort_by(|x, y| x.0.total_cmp(&y.0));
@@ -903,11 +1145,11 @@ fn write_outputs(
         });
     }
     let (isol, work) = (
-        vrate_means(&a.rows, |r| r.isol * 100.0),
-        vrate_means(&a.rows, |r| r.work),
+        vrate_means(&a.used, |r| r.isol * 100.0),
+        vrate_means(&a.used, |r| r.work),
     );
     // largest first, so solutions at one vrate show as rings
-    for (k, sol) in a.solutions.iter().enumerate() {
+    for (k, sol) in solutions.iter().enumerate() {
         marks.push(Marks {
             name: format!("{} ({:.1}%)", sol.name, sol.vrate),
             points: vec![(
@@ -953,6 +1195,46 @@ mod tests {
         );
         assert_eq!(vrate_axis(0.0, 10.0, 4).unwrap(), [10.0, 7.5, 5.0, 2.5]);
         assert!(vrate_axis(50.0, 40.0, 5).is_err());
+    }
+
+    #[test]
+    fn vrate_seen_counts_the_periods_at_the_vrate_tried_and_those_missing_targets() {
+        let period = |vrate: f64, busy_after: i32| PeriodRow {
+            t: 0,
+            period_us: 10_000,
+            vrate_base_pct: vrate,
+            vrate_eff_pct: vrate,
+            busy_before: 0,
+            busy_after,
+            nr_done: 1,
+            missed_ppm: [0, 0],
+            rq_wait_pct: 0,
+            nr_lagging: 0,
+            nr_shortages: 0,
+            nr_donors: 0,
+            cgroups: Vec::new(),
+        };
+        // pulled from 100 toward 90 by 4% a period while the targets are missed
+        let rows = [
+            period(96.0, 1),
+            period(92.16, 2),
+            period(90.0, 0),
+            period(90.0, -1),
+        ];
+        let s = VrateSeen::of(&rows, Some(90.0));
+        assert_eq!((s.periods, s.at, s.missed), (4, 2, 2));
+        assert_eq!((s.min, s.max), (90.0, 96.0));
+        assert!((s.mean - 92.04).abs() < 1e-9);
+        // iocost off: no periods, nothing tried
+        let off = VrateSeen::of(&[], None);
+        assert_eq!((off.periods, off.at, off.min, off.max), (0, 0, 0.0, 0.0));
+        assert_eq!(
+            vrate_text(&[s, s]),
+            ("92.0 (90.0-96.0)".into(), "50.0".into())
+        );
+        let unreached = VrateSeen::of(&rows, Some(50.0));
+        assert_eq!(vrate_text(&[unreached]).1, "never");
+        assert_eq!(vrate_text(&[s, unreached]).1, "1/2 seeds");
     }
 
     #[test]
