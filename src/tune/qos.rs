@@ -73,10 +73,13 @@
 //! (`never`, or `K/N seeds`) would name a row measured at other vrates, so it is left
 //! out of the fits, the isolated range, the front and the solutions (the table, the CSV
 //! and the pictures still show it, apart). There are no solutions when fewer than two
-//! vrates were in force (nothing to fit), nor when no period of any vrate run missed
-//! the QoS targets (busy_level never above 0: `ioc_timer_fn()` raises it only when
-//! rq_wait_pct or a direction's missed_ppm is past its threshold): the targets never
-//! asked iocost to slow anything down, and the report says so plainly instead. Each
+//! vrates were in force (nothing to fit); the report then says why, plainly: most often
+//! no period of any vrate run missed the QoS targets (busy_level never above 0:
+//! `ioc_timer_fn()` raises it only when rq_wait_pct or a direction's missed_ppm is past
+//! its threshold), so the targets never asked iocost to move vrate off its start. Two
+//! vrates or more in force are fitted and solved even if no target was missed: a
+//! busy_level below 0 (targets met, cgroups short of budget) moves vrate toward min/max
+//! too (`ioc_adjust_base_vrate()`). Each
 //! solution is printed as the lines to write on a machine (`echo "..." >
 //! /sys/fs/cgroup/io.cost.model`, `.../io.cost.qos`) and as the `blkcg-sim sweep` of the
 //! scenario's file with those lines ([`super::protect`]); a `[[schedule]]` entry
@@ -408,21 +411,23 @@ fn analyse(
         .map(|(v, rs, _)| (*v, rs.to_vec()))
         .collect();
     used.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let why_not = if tried
+    // solved when two vrates or more were in force; when fewer were, say why: most
+    // often the targets were never missed, so vrate never left its start
+    let targets_always_met = tried
         .iter()
-        .all(|(_, _, s)| s.iter().all(|x| x.missed == 0))
-    {
+        .all(|(_, _, s)| s.iter().all(|x| x.missed == 0));
+    let why_not = if used.len() >= 2 {
+        None
+    } else if targets_always_met {
         Some(
             "the QoS targets were met in every period of every run (blk-iocost's busy_level never rose above 0: ioc_timer_fn() raises it only when a latency target or rq_wait is missed), so the targets never asked iocost to slow anything down and there is nothing to solve; to tune, tighten the base rlat/wlat, or raise --vrate-max or the others' load until they are missed".to_string(),
         )
-    } else if used.len() < 2 {
+    } else {
         Some(format!(
             "only {} of the {} vrates tried were in force in every seed's run: too few to fit; longer runs give vrate the time to reach them",
             used.len(),
             tried.len()
         ))
-    } else {
-        None
     };
     let solved = match why_not {
         Some(w) => Err(w),
