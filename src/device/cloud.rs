@@ -335,7 +335,7 @@ impl LatDist {
                     KeyError::new(
                         "device.latency_pcts",
                         format!(
-                            "{why}: expected a table of percentiles in us, keys p50, p90,                              p99, p999, p9999 (at least one), values increasing, e.g.                              {{ p50 = 1500, p99 = 7500 }}"
+                            "{why}: expected a table of percentiles in us, keys p50, p90, p99, p999, p9999 (at least one), values increasing, e.g. {{ p50 = 1500, p99 = 7500 }}"
                         ),
                     )
                 };
@@ -689,7 +689,8 @@ mod tests {
     #[test]
     fn bad_tails_are_refused_with_what_is_accepted() {
         let e = dist("latency_dist = \"pcts\"\nlatency_pcts = { p50 = 9000, p99 = 8000 }");
-        assert!(e.unwrap_err().to_string().contains("values increasing"));
+        let e = e.unwrap_err().to_string();
+        assert!(e.contains("values increasing") && !e.contains("  "), "{e}");
         let e = dist("latency_dist = \"pcts\"\nlatency_pcts = { p42 = 1 }");
         assert!(e.unwrap_err().to_string().contains("unknown key `p42`"));
         // a lognormal's p99 is at most ~14.9 x its mean
