@@ -1,10 +1,14 @@
 //! `blkcg-sim fio`: fio's own arguments against a simulated device, as a one-cgroup
-//! scenario read as fio reads it.
+//! scenario read as fio reads it. The scenario is [generated](Scenario::generated):
+//! an error names the argument behind the key (``--device `cloud:bps=x` ``,
+//! `--io-max`, `--kernel`; fio's `<cmdline>:N` for the Nth fio argument), never a
+//! line of the text written here.
 
 use crate::cli::run::{OutputFormat, RunOptions, run_command};
 use crate::progress::Reporter;
 use crate::run::VariantRun;
 use crate::scenario::Scenario;
+use crate::scenario::source::{Place, Places};
 use crate::scenario::spec::parse_device_spec;
 use crate::workload::cmdline::shell_quote;
 
@@ -19,14 +23,21 @@ pub fn fio_command(
     progress: Reporter,
 ) -> Result<Vec<VariantRun>, String> {
     let dev = parse_device_spec(device)?;
+    let mut places = Places::default();
     let mut t = toml::Table::new();
     t.insert("device".into(), toml::Value::Table(dev));
+    places.set(&["device"], Place::argument(format!("--device `{device}`")));
     let mut cg = toml::Table::new();
     let mut words = vec!["fio".to_string()];
     words.extend(args.iter().map(|a| shell_quote(a)));
     cg.insert("fio".into(), toml::Value::String(words.join(" ")));
+    places.set(&["cgroup", "fio", "fio"], Place::argument("<cmdline>"));
     if let Some(m) = io_max {
         cg.insert("io.max".into(), toml::Value::String(m.to_string()));
+        places.set(
+            &["cgroup", "fio", "io.max"],
+            Place::argument(format!("--io-max `{m}`")),
+        );
     }
     let mut cgs = toml::Table::new();
     cgs.insert("fio".into(), toml::Value::Table(cg));
@@ -35,9 +46,9 @@ pub fn fio_command(
         let mut kt = toml::Table::new();
         kt.insert("version".into(), toml::Value::String(k.to_string()));
         t.insert("kernel".into(), toml::Value::Table(kt));
+        places.set(&["kernel"], Place::argument(format!("--kernel `{k}`")));
     }
-    let text = toml::to_string(&t).map_err(|e| e.to_string())?;
-    let mut sc = Scenario::parse(&text, "<command line>").map_err(|e| e.to_string())?;
+    let mut sc = Scenario::generated(&t, "<command line>", &places)?;
     sc.acting_as_fio = true;
     let opts = RunOptions {
         variants: vec![],

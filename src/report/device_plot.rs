@@ -21,7 +21,8 @@
 //!   and drain again; else 10 s): device IOPS, `throttled` and `backlog` per second.
 //!
 //! Every run's fio text is built here; the device table is the user's, so a key error
-//! is reported as the scenario would report it. Files: `DIR/NAME-latency.{png,svg,csv}`,
+//! names where the user wrote the key (the scenario's line, `--model`, `--preset`),
+//! never a line of the scenario generated here. Files: `DIR/NAME-latency.{png,svg,csv}`,
 //! `DIR/NAME-write-cliff.{png,svg}`, `DIR/NAME-bucket.{png,svg}`.
 
 use crate::device::{cloud, config, flash};
@@ -30,6 +31,7 @@ use crate::report::plot::{Panel, Series, plot_panels};
 use crate::report::timeline::{JobLine, job_panels};
 use crate::run::{VariantRun, in_parallel, run_variant};
 use crate::scenario::Scenario;
+use crate::scenario::source::{Place, Places};
 use crate::scenario::spec::parse_device_spec;
 use crate::sim::iostat::IostatRow;
 
@@ -41,15 +43,21 @@ pub const QDS: [u32; 9] = [1, 2, 4, 8, 16, 32, 64, 128, 256];
 pub struct DeviceUnderTest {
     pub name: String,
     pub table: toml::Table,
+    /// Where the table's keys were written, for messages.
+    pub places: Places,
 }
 
 impl DeviceUnderTest {
-    /// From a `--device`-style spec (`model:key=value,...`), named after it.
+    /// From a `--device`-style spec (`model:key=value,...`, given as `--model`),
+    /// named after it.
     pub fn from_spec(spec: &str) -> Result<Self, String> {
         let table = parse_device_spec(spec)?;
+        let mut places = Places::default();
+        places.set(&["device"], Place::argument(format!("--model `{spec}`")));
         Ok(DeviceUnderTest {
             name: file_name(spec),
             table,
+            places,
         })
     }
 
@@ -68,6 +76,8 @@ impl DeviceUnderTest {
         };
         let mut d = Self::from_spec(&format!("{model}:preset={name}"))?;
         d.name = format!("{model}-{name}");
+        d.places
+            .set(&["device"], Place::argument(format!("--preset `{name}`")));
         Ok(d)
     }
 
@@ -83,7 +93,11 @@ impl DeviceUnderTest {
             Some(toml::Value::String(n)) => file_name(n),
             _ => "device".to_string(),
         };
-        Ok(DeviceUnderTest { name, table })
+        Ok(DeviceUnderTest {
+            name,
+            table,
+            places: sc.places_of(&["device"]),
+        })
     }
 
     /// Every file [`plot_device`] may write for this device.
@@ -154,8 +168,13 @@ struct GenJob {
     fio: String,
 }
 
-/// Run `jobs` (one cgroup each, at once) on `device`.
-fn run_on(device: &toml::Table, jobs: &[GenJob], what: &str) -> Result<VariantRun, String> {
+/// Run `jobs` (one cgroup each, at once) on `device`, its keys written at `places`.
+fn run_on(
+    device: &toml::Table,
+    places: &Places,
+    jobs: &[GenJob],
+    what: &str,
+) -> Result<VariantRun, String> {
     let mut t = toml::Table::new();
     t.insert("name".into(), toml::Value::String(what.to_string()));
     t.insert("device".into(), toml::Value::Table(device.clone()));
@@ -166,8 +185,7 @@ fn run_on(device: &toml::Table, jobs: &[GenJob], what: &str) -> Result<VariantRu
         cgs.insert(j.cgroup.into(), toml::Value::Table(cg));
     }
     t.insert("cgroup".into(), toml::Value::Table(cgs));
-    let text = toml::to_string(&t).map_err(|e| e.to_string())?;
-    let sc = Scenario::parse(&text, what).map_err(|e| e.to_string())?;
+    let sc = Scenario::generated(&t, what, places)?;
     run_variant(&sc, None, None, None, false)
 }
 
@@ -199,7 +217,12 @@ pub fn latency_vs_load(d: &DeviceUnderTest, runtime_s: u64) -> Result<Vec<LoadPo
             cgroup: "load",
             fio: fio("load", rw, qd, runtime_s, ""),
         };
-        let run = run_on(&d.table, &[job], &format!("{} {rw} QD{qd}", d.name))?;
+        let run = run_on(
+            &d.table,
+            &d.places,
+            &[job],
+            &format!("{} {rw} QD{qd}", d.name),
+        )?;
         let s = run
             .summaries
             .first()
@@ -302,7 +325,12 @@ pub fn write_cliff(d: &DeviceUnderTest, runtime_s: u64) -> Result<Option<Vec<Pan
             cgroup: "writer",
             fio: fio("writer", "randwrite", 32, runtime_s, ""),
         };
-        run_on(&table, &[job], &format!("{} write cliff, {state}", d.name))
+        run_on(
+            &table,
+            &d.places,
+            &[job],
+            &format!("{} write cliff, {state}", d.name),
+        )
     })?;
     let label = |s: &str| match s {
         "none" => "fresh (precondition none)".to_string(),
@@ -373,7 +401,7 @@ pub fn cloud_bucket(d: &DeviceUnderTest) -> Result<Option<(u64, Vec<Panel>)>, St
             ),
         },
     ];
-    let run = run_on(&d.table, &jobs, &format!("{} bucket", d.name))?;
+    let run = run_on(&d.table, &d.places, &jobs, &format!("{} bucket", d.name))?;
     let rows = &run.record.iostat;
     Ok(Some((
         t,
@@ -488,6 +516,19 @@ pub fn plot_device(
 mod tests {
     use super::*;
 
+    /// Issue 32 item 14: a key error names the option the device came from.
+    #[test]
+    fn a_bad_key_names_the_option_that_gave_it() {
+        let d = DeviceUnderTest::from_spec("cloud:bps=x").unwrap();
+        let job = GenJob {
+            cgroup: "r",
+            fio: fio("r", "randread", 1, 1, ""),
+        };
+        let e = run_on(&d.table, &d.places, &[job], "cloud-bps-x randread QD1").err();
+        let e = e.unwrap_or_default();
+        assert!(e.starts_with("--model `cloud:bps=x`: `device.bps`"), "{e}");
+    }
+
     #[test]
     fn names_that_differ_never_share_files() {
         assert_eq!(file_name("ssd-dc-nvme"), "ssd-dc-nvme");
@@ -569,7 +610,7 @@ mod tests {
                 cgroup: "w",
                 fio: fio("w", "randwrite", 32, secs, ""),
             };
-            run_on(&d.table, &[job], spec).unwrap()
+            run_on(&d.table, &d.places, &[job], spec).unwrap()
         };
         let get = |r: &VariantRun, k: &str| r.fio.device.iter().find(|c| c.0 == k).unwrap().1;
         let wa = |r: &VariantRun| crate::report::summary::write_amplification(&r.fio.device);

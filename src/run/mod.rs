@@ -80,15 +80,6 @@ pub struct VariantRun {
     pub assumed: Assumed,
 }
 
-/// `file:line` of a scenario line, or the file alone.
-pub(crate) fn location(sc: &Scenario, line: Option<usize>) -> String {
-    format!(
-        "{}{}",
-        sc.file,
-        line.map(|l| format!(":{l}")).unwrap_or_default()
-    )
-}
-
 /// The error for a refused interface write, naming the scenario line (and the variant
 /// being run, if any).
 pub(crate) fn write_error(
@@ -106,7 +97,7 @@ pub(crate) fn write_error(
     };
     format!(
         "{}: {}echo \"{}\" > {path}: {e}",
-        location(sc, w.src_line),
+        sc.place(w.src_line),
         variant
             .map(|v| format!("variant `{v}`: "))
             .unwrap_or_default(),
@@ -410,11 +401,7 @@ pub fn prepare(
             continue;
         };
         let cg_path = tree.nodes[src.cgroup as usize].path.clone();
-        let where_ = format!(
-            "{}{} (fio of cgroup {cg_path})",
-            sc.file,
-            src.src_line.map(|l| format!(":{l}")).unwrap_or_default()
-        );
+        let where_ = format!("{} (fio of cgroup {cg_path})", sc.place(src.src_line));
         // parse errors and warnings name their own lines
         let jobs = jobs?;
         warnings.extend(jobs.warnings.iter().cloned());
@@ -637,7 +624,7 @@ pub fn simulate(
     for (at, src_line) in later.iter().map(Later::when).filter(|(at, _)| *at > end) {
         warnings.push(format!(
             "{}: [[schedule]] at {:.3} s never happened: the run ended at {:.3} s",
-            location(sc, src_line),
+            sc.place(src_line),
             at as f64 / 1e9,
             end as f64 / 1e9
         ));
@@ -792,7 +779,7 @@ pub(crate) fn device_echo(w: &DeviceWrite, dev: &str) -> String {
 
 /// The error for a refused device action, naming the scenario line.
 fn device_error(sc: &Scenario, w: &DeviceWrite, dev: &str, e: String) -> String {
-    format!("{}: {}: {e}", location(sc, w.src_line), device_echo(w, dev))
+    format!("{}: {}: {e}", sc.place(w.src_line), device_echo(w, dev))
 }
 
 /// The fio report of a run: one entry per job, or per group with group_reporting. The

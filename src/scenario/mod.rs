@@ -8,7 +8,9 @@
 //! override top-level tables key by key (`kernel`, `device`, `host`, `state`, `root`, and
 //! `cgroup.NAME`), so resolution is a merge of tables followed by one typed pass
 //! (`resolve.rs`) that validates every key and names the file and line of anything
-//! wrong. Scenarios shipped with the binary live in `scenarios/` and are embedded at
+//! wrong. A scenario a command writes from its arguments ([`Scenario::generated`]:
+//! `blkcg-sim fio`, the tuners) names the argument instead, never a line of the text
+//! it wrote. Scenarios shipped with the binary live in `scenarios/` and are embedded at
 //! build time (`embedded.rs`), so `blkcg-sim repro` needs no files.
 //!
 //! - `mod.rs`      — loading, variants, merging, error positions;
@@ -28,12 +30,16 @@ pub mod resolve;
 pub mod source;
 pub mod spec;
 
+use std::collections::HashMap;
+
 use serde::Deserialize;
-use source::KeyLines;
+use source::{KeyLines, Place, Places};
 use toml::de::DeTable;
 use toml::{Table, Value};
 
-/// A scenario problem: file, line (when known), what is wrong and what is accepted.
+/// A scenario problem: file, line (when known), what is wrong and what is accepted. In a
+/// [generated](Scenario::generated) scenario `file` is the argument behind the key
+/// (`--device ...`), with no line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{file}{}: {msg}", .line.map(|l| format!(":{l}")).unwrap_or_default())]
 pub struct ScenarioError {
@@ -89,11 +95,30 @@ pub struct Scenario {
     /// environment (the same scenario gives the same output on any machine) and quotes
     /// no file it names.
     pub acting_as_fio: bool,
+    /// A scenario written from a command's arguments ([`Scenario::generated`]): the
+    /// place of each line of `text`; None for a scenario file.
+    pub places: Option<HashMap<usize, Place>>,
 }
 
 impl Scenario {
     /// Parse a scenario from its text; `file` is used in error messages.
     pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
+        Self::parse_placed(text, file, None)
+    }
+
+    /// A scenario a command writes from its arguments: `table`, named `file` where
+    /// a message has nothing more precise, each key at the place `places` gives it
+    /// (the argument that set it), never at a line of the text written here.
+    pub fn generated(table: &Table, file: &str, places: &Places) -> Result<Scenario, String> {
+        let text = toml::to_string(table).map_err(|e| format!("{file}: {e}"))?;
+        Self::parse_placed(&text, file, Some(places)).map_err(|e| e.to_string())
+    }
+
+    fn parse_placed(
+        text: &str,
+        file: &str,
+        places: Option<&Places>,
+    ) -> Result<Scenario, ScenarioError> {
         let not_toml = |e: toml::de::Error| {
             let line = e.span().map(|s| line_of_offset(text, s.start));
             ScenarioError {
@@ -112,6 +137,7 @@ impl Scenario {
             file: file.to_string(),
             text: text.to_string(),
             table,
+            places: places.map(|p| p.by_line(&lines)),
             lines,
             acting_as_fio: false,
         };
@@ -352,12 +378,48 @@ impl Scenario {
     pub fn err_at(&self, path: &[&str], key: &str, msg: impl Into<String>) -> ScenarioError {
         let mut full: Vec<&str> = path.to_vec();
         full.push(key);
+        let at = self.place(self.lines.nearest(&full));
         ScenarioError {
-            file: self.file.clone(),
-            line: self.lines.nearest(&full),
+            file: at.file,
+            line: at.line,
             msg: msg.into(),
             key: full.iter().map(|s| s.to_string()).collect(),
         }
+    }
+
+    /// Where line `line` of the text is, as a message names it: the file and line of a
+    /// scenario file; in a [generated](Scenario::generated) one, the place of the key
+    /// on that line, else the file alone.
+    pub fn place(&self, line: Option<usize>) -> Place {
+        let Some(places) = &self.places else {
+            return Place {
+                file: self.file.clone(),
+                line,
+            };
+        };
+        line.and_then(|l| places.get(&l))
+            .cloned()
+            .unwrap_or_else(|| Place::argument(self.file.as_str()))
+    }
+
+    /// The places of the top-level tables `tables` and of every key under them, for
+    /// a scenario [generated](Scenario::generated) from them (a tuner's machine).
+    pub fn places_of(&self, tables: &[&str]) -> Places {
+        fn walk<'a>(sc: &Scenario, path: &mut Vec<&'a str>, v: &'a Value, to: &mut Places) {
+            to.set(path, sc.place(sc.lines.nearest(path)));
+            for (k, v) in v.as_table().into_iter().flatten() {
+                path.push(k);
+                walk(sc, path, v, to);
+                path.pop();
+            }
+        }
+        let mut places = Places::default();
+        for &t in tables {
+            if let Some(v) = self.table.get(t) {
+                walk(self, &mut vec![t], v, &mut places);
+            }
+        }
+        places
     }
 
     /// The line where `path` is written in the scenario as variant `variant` sees it:
@@ -402,7 +464,8 @@ impl Scenario {
         let Some(name) = variant else { return e };
         if !e.key.is_empty() {
             let key: Vec<&str> = e.key.iter().map(String::as_str).collect();
-            e.line = self.line_in(variant, &key);
+            let at = self.place(self.line_in(variant, &key));
+            (e.file, e.line) = (at.file, at.line);
         }
         e.msg = format!("variant `{name}`: {}", e.msg);
         e
@@ -598,5 +661,32 @@ cgroup.a = { "io.max" = "252:0 riops=50" }
             assert!(r.kernel.debug_stats, "base config kept in variant {v:?}");
             assert!(!r.kernel.throttling_low);
         }
+    }
+
+    /// Issue 32 item 14: a generated scenario's error names the argument that set the
+    /// key, or the line of the file it was copied from, never a line of its own text.
+    #[test]
+    fn a_generated_scenarios_errors_name_their_arguments() {
+        let t: Table = "[device]\nmodel = \"cloud\"\nbps = \"x\"\n\
+                        [kernel]\nversion = \"9.9\"\n[cgroup.a]\nfio = \"fio --name=a\"\n"
+            .parse()
+            .unwrap();
+        let file =
+            Scenario::parse("name = \"k\"\n\n[kernel]\nversion = \"9.9\"\n", "k.toml").unwrap();
+        let mut places = file.places_of(&["kernel"]);
+        let copied = places.nearest(&["kernel", "version"]).cloned();
+        assert_eq!(copied.map(|p| p.to_string()).as_deref(), Some("k.toml:4"));
+        places.set(&["device"], Place::argument("--device `cloud:bps=x`"));
+        let sc = Scenario::generated(&t, "<command line>", &places).unwrap();
+        let e = sc.err_at(&["device"], "bps", "bad");
+        assert_eq!(e.to_string(), "--device `cloud:bps=x`: bad");
+        assert_eq!(e.line, None);
+        let e = sc.resolve(None).unwrap_err().to_string();
+        assert!(e.starts_with("k.toml:4: `kernel.version`"), "{e}");
+        // a key nobody placed: the file alone
+        assert_eq!(
+            sc.err_at(&["cgroup", "a"], "fio", "x").to_string(),
+            "<command line>: x"
+        );
     }
 }

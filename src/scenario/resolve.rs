@@ -249,15 +249,11 @@ impl Scenario {
             if let Some((d, near)) = nearest
                 && d <= 2
             {
-                let line = self
-                    .line_in(variant, &["cgroup", name])
-                    .map(|l| format!(":{l}"))
-                    .unwrap_or_default();
                 out.push(format!(
-                    "{}{line}: variant `{}` adds cgroup `{n}`, which the base scenario does \
+                    "{}: variant `{}` adds cgroup `{n}`, which the base scenario does \
                      not declare; did you mean `{near}`? (a variant's [cgroup.NAME] sets \
                      keys of a declared cgroup, or adds a new one)",
-                    self.file,
+                    self.place(self.line_in(variant, &["cgroup", name])),
                     variant.unwrap_or_default()
                 ));
             }

@@ -14,6 +14,12 @@
 //! line of the nearest enclosing table that is. A multi-line string (`"""`, `'''`:
 //! fio job text) also keeps the line of each of its lines, so an error in its third
 //! line names the file's line of it.
+//!
+//! A scenario a command writes from its arguments (`blkcg-sim fio --device ...`,
+//! `tune model`) has a text nobody has seen: its keys are given [`Places`] instead —
+//! the argument (`--device cloud:bps=x`) or the line of the file a key was copied
+//! from — and each line of the generated text takes the place of the key written on
+//! it ([`Places::by_line`]), so an error names what the user wrote.
 
 use std::collections::HashMap;
 
@@ -106,6 +112,74 @@ impl KeyLines {
     /// The line of each line of the multi-line string written at `path`, if it is one.
     pub fn text_lines(&self, path: &[&str]) -> Option<&[usize]> {
         self.texts.get(&join(path)).map(Vec::as_slice)
+    }
+}
+
+/// Where a message points: a file (or a command-line argument, which has no line) and
+/// its line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    pub file: String,
+    pub line: Option<usize>,
+}
+
+impl Place {
+    /// A command-line argument as the user wrote it (`--device cloud:bps=x`).
+    pub fn argument(arg: impl Into<String>) -> Place {
+        Place {
+            file: arg.into(),
+            line: None,
+        }
+    }
+}
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            Some(l) => write!(f, "{}:{l}", self.file),
+            None => f.write_str(&self.file),
+        }
+    }
+}
+
+/// The place each key of a generated scenario came from, by key path; a key without
+/// one of its own has its nearest ancestor's.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Places(HashMap<String, Place>);
+
+impl Places {
+    /// `path` (and every key under it without a place of its own) came from `place`.
+    pub fn set(&mut self, path: &[&str], place: Place) {
+        self.0.insert(join(path), place);
+    }
+
+    /// The place of `path`, else of its nearest ancestor that has one.
+    pub fn nearest(&self, path: &[&str]) -> Option<&Place> {
+        (1..=path.len())
+            .rev()
+            .find_map(|n| self.0.get(&join(&path[..n])))
+    }
+
+    /// The place of each line of the text `lines` indexes: that of the deepest key
+    /// written on the line (a table header's line holds the table, its first key's
+    /// line the key). A line whose keys have no place is not in the map.
+    pub fn by_line(&self, lines: &KeyLines) -> HashMap<usize, Place> {
+        let mut deepest: HashMap<usize, (usize, &str)> = HashMap::new();
+        for (path, &line) in &lines.lines {
+            let depth = path.split('\u{1f}').count();
+            let e = deepest.entry(line).or_insert((depth, path));
+            // deterministic whatever the hash order: deeper, then the smaller path
+            if (depth, std::cmp::Reverse(path.as_str())) > (e.0, std::cmp::Reverse(e.1)) {
+                *e = (depth, path);
+            }
+        }
+        deepest
+            .into_iter()
+            .filter_map(|(line, (_, path))| {
+                let path: Vec<&str> = path.split('\u{1f}').collect();
+                self.nearest(&path).map(|p| (line, p.clone()))
+            })
+            .collect()
     }
 }
 
@@ -234,6 +308,26 @@ model = "ssd"
         let doc: toml::Table = text.parse().unwrap();
         let v = doc["cgroup"]["b"]["fio"][2].as_str().unwrap();
         assert_eq!(v, "[c]\nrw=writebs=8k");
+    }
+
+    #[test]
+    fn each_line_takes_the_place_of_its_deepest_key() {
+        let k = index("[device]\nmodel = \"x\"\n[cgroup.a]\nfio = \"f\"\n\"io.max\" = \"m\"\n");
+        let mut p = Places::default();
+        p.set(&["device"], Place::argument("--device x"));
+        p.set(&["cgroup", "a", "io.max"], Place::argument("--io-max m"));
+        let by_line = p.by_line(&k);
+        let at = |l: usize| by_line.get(&l).map(ToString::to_string);
+        assert_eq!(at(1).as_deref(), Some("--device x"));
+        assert_eq!(at(2).as_deref(), Some("--device x"));
+        // `[cgroup.a]` and `fio` have no place; `io.max` has its own
+        assert_eq!((at(3), at(4)), (None, None));
+        assert_eq!(at(5).as_deref(), Some("--io-max m"));
+        let copied = Place {
+            file: "s.toml".into(),
+            line: Some(7),
+        };
+        assert_eq!(copied.to_string(), "s.toml:7");
     }
 
     #[test]

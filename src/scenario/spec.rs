@@ -16,16 +16,22 @@ pub fn parse_device_spec(spec: &str) -> Result<toml::Table, String> {
     }
     let mut t = toml::Table::new();
     t.insert("model".into(), toml::Value::String(model.to_string()));
+    // modprobe keeps the last of a null_blk parameter given twice (so the command
+    // line overrides /etc/modprobe.d); one SPEC has no such layers: a key given twice
+    // is a slip, refused naming both as written
+    let mut given = vec![("model", format!("`{model}` before the `:`"))];
     for kv in rest.split(',').filter(|s| !s.trim().is_empty()) {
         let Some((k, v)) = kv.split_once('=') else {
             return Err(format!("--device `{spec}`: `{kv}` is not key=value"));
         };
         let (k, v) = (k.trim(), v.trim());
-        if let Some(first) = t.insert(k.to_string(), typed_value(v)) {
+        if let Some((_, first)) = given.iter().find(|(g, _)| *g == k) {
             return Err(format!(
-                "--device `{spec}`: `{k}` is given twice ({k}={first}, {k}={v}); give each key once"
+                "--device `{spec}`: `{k}` is given twice ({first}, {k}={v}); give each key once"
             ));
         }
+        given.push((k, format!("{k}={v}")));
+        t.insert(k.to_string(), typed_value(v));
     }
     Ok(t)
 }
@@ -57,5 +63,20 @@ mod tests {
         assert_eq!(parse_device_spec("ssd").unwrap().len(), 1);
         assert!(parse_device_spec("nullb:irqmode").is_err());
         assert!(parse_device_spec(":x=1").is_err());
+    }
+
+    /// Issue 32 item 14: a key given twice is refused, naming both as written.
+    #[test]
+    fn a_key_given_twice_names_both_as_written() {
+        let e = parse_device_spec("nullb:name=a,name=b").unwrap_err();
+        assert!(
+            e.ends_with("`name` is given twice (name=a, name=b); give each key once"),
+            "{e}"
+        );
+        let e = parse_device_spec("nullb:model=ssd").unwrap_err();
+        assert!(
+            e.contains("`model` is given twice (`nullb` before the `:`, model=ssd)"),
+            "{e}"
+        );
     }
 }

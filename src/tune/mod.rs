@@ -35,6 +35,7 @@ pub mod qos;
 use toml::{Table, Value};
 
 use crate::scenario::Scenario;
+use crate::scenario::source::{Place, Places};
 use crate::scenario::spec::parse_device_spec;
 
 /// The machine a tuner measures: a `[device]` table and, from a scenario, its
@@ -47,26 +48,30 @@ pub struct Machine {
     device: Table,
     kernel: Option<Value>,
     host: Option<Value>,
+    /// Where its keys were written: `--device SPEC`, or the lines of the scenario they
+    /// come from (a tuner's scenario names them, not the lines it writes).
+    places: Places,
 }
 
 impl Machine {
     /// From `--device SPEC` (`cloud:preset=azure-p20`).
     pub fn from_spec(spec: &str) -> Result<Machine, String> {
-        Ok(Machine {
-            source: format!("--device {spec}"),
-            device: parse_device_spec(spec)?,
-            kernel: None,
-            host: None,
-        })
+        Ok(Machine::from_device(
+            &format!("--device `{spec}`"),
+            parse_device_spec(spec)?,
+        ))
     }
 
     /// From a `[device]` table (`device fit`'s fitted one).
     pub fn from_device(source: &str, device: Table) -> Machine {
+        let mut places = Places::default();
+        places.set(&["device"], Place::argument(source));
         Machine {
             source: source.to_string(),
             device,
             kernel: None,
             host: None,
+            places,
         }
     }
 
@@ -79,11 +84,13 @@ impl Machine {
             .and_then(Value::as_table)
             .cloned()
             .ok_or_else(|| format!("{}: no [device] table to measure", sc.file))?;
+        let places = sc.places_of(&["device", "kernel", "host"]);
         Ok(Machine {
             source: sc.file.clone(),
             device,
             kernel: sc.table.get("kernel").cloned(),
             host: sc.table.get("host").cloned(),
+            places,
         })
     }
 
@@ -118,8 +125,7 @@ impl Machine {
                     .collect(),
             ),
         );
-        let text = toml::to_string(&t).map_err(|e| e.to_string())?;
-        Scenario::parse(&text, &format!("{} ({name})", self.source)).map_err(|e| e.to_string())
+        Scenario::generated(&t, &format!("{} ({name})", self.source), &self.places)
     }
 }
 

@@ -109,9 +109,10 @@ impl PatchSpec {
                 )
             })?;
             check_behaviour(k, v).map_err(|e| format!("--patch {s}: {e}"))?;
-            if behaviours.iter().any(|(seen, _)| seen == k) {
+            if let Some((_, first)) = behaviours.iter().find(|(b, _)| b == k) {
                 return Err(format!(
-                    "--patch {s}: `{k}` is declared twice; a switch has one value per build"
+                    "--patch {s}: `{k}` is given twice ({k}:{first}, {k}:{v}); a patch turns \
+                     a switch to one value"
                 ));
             }
             behaviours.push((k.to_string(), v.to_string()));
@@ -1595,6 +1596,14 @@ mod tests {
         assert!(e.contains("not SWITCH:VALUE"), "{e}");
         let e = PatchSpec::parse(&format!("{fs}=wbt.x:y")).unwrap_err();
         assert!(e.contains("not a behaviour switch"), "{e}");
+        let e = PatchSpec::parse(&format!(
+            "{fs}=iocost.no_completion:reset,iocost.no_completion:clamp-4"
+        ))
+        .unwrap_err();
+        assert!(
+            e.contains("`iocost.no_completion` is given twice (iocost.no_completion:reset, iocost.no_completion:clamp-4)"),
+            "{e}"
+        );
         let e = PatchSpec::parse("/no/such.patch").unwrap_err();
         assert!(e.contains("no such file"), "{e}");
         // a file whose name has `=` is still the file

@@ -18,40 +18,36 @@ pub fn parse_fio(sc: &Scenario, f: &FioSource) -> Result<fiojob::FioJobs, String
     } else {
         fiojob::Reader::scenario()
     };
+    // a scenario written from arguments ([`Scenario::generated`]) has lines nobody
+    // has seen: its fio texts are command lines, their arguments numbered as fio
+    // numbers its own (`<cmdline>:N`)
+    let (file, lines) = match &sc.places {
+        Some(_) => ("<cmdline>", &[][..]),
+        None => (sc.file.as_str(), f.lines.as_slice()),
+    };
     let text = f.text.as_str();
     if !is_cmdline(text) {
-        let at = fiojob::Origin {
-            file: &sc.file,
-            lines: &f.lines,
-        };
+        let at = fiojob::Origin { file, lines };
         return fiojob::parse_jobfile(text, &at, &rd).map_err(|e| e.to_string());
     }
     let t = text.trim_start();
     let args_at = text.len() - t.len() + if t.starts_with("fio") { 3 } else { 0 };
     let (offsets, args): (Vec<usize>, Vec<String>) =
         shell_words_at(&text[args_at..])?.into_iter().unzip();
-    // the scenario's line of each argument; acting as fio, arguments are numbered
-    let lines: Vec<usize> = if sc.acting_as_fio {
+    // the scenario's line of each argument; a whole text's arguments are numbered
+    let lines: Vec<usize> = if lines.is_empty() {
         Vec::new()
     } else {
         offsets
             .iter()
             .map(|i| {
                 let l = text[..args_at + i].matches('\n').count();
-                f.lines
-                    .get(l)
-                    .or(f.lines.last())
-                    .copied()
-                    .unwrap_or_default()
+                lines.get(l).or(lines.last()).copied().unwrap_or_default()
             })
             .collect()
     };
     let at = fiojob::Origin {
-        file: if sc.acting_as_fio {
-            "<cmdline>"
-        } else {
-            &sc.file
-        },
+        file,
         lines: &lines,
     };
     fiojob::parse_cmdline_with(&args, &at, &rd).map_err(|e| e.to_string())
