@@ -40,7 +40,7 @@ use toml::{Table, Value};
 use crate::progress::{Horizon, Reporter};
 use crate::report::record::RecordOptions;
 use crate::report::summary::fmt_figure;
-use crate::run::{VariantRun, location, prepare, simulate};
+use crate::run::{VariantRun, prepare, simulate};
 use crate::scenario::{BareNumber, Scenario, parse_duration};
 use crate::sim::fio::stats::{LatHist, percentiles};
 use crate::sweep::pool;
@@ -265,10 +265,7 @@ impl Protection {
             };
             let at = at as f64 / 1e9;
             let i = i.to_string();
-            let place = location(
-                sc,
-                sc.line_in(self.variant.as_deref(), &["schedule", &i, file]),
-            );
+            let place = sc.place(sc.line_in(self.variant.as_deref(), &["schedule", &i, file]));
             let held = if at > 0.0 {
                 format!("only for the first {at:.3} s of each run")
             } else {
