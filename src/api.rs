@@ -20,6 +20,11 @@
 //!   functions that stream `iostat.csv`, `timeline.csv` and `throttle.csv` to a
 //!   folder, and `jobs.csv` with `run`'s own. So a run's memory grows with its
 //!   simulated time here (the caller asked for every row), unlike the command line's.
+//! - **Cancelling**: [`RunRequest::cancel`] and [`SweepPlan::rows`]'s `cancel` are a
+//!   [`Cancel`] the caller may set from another thread (the Python binding does on
+//!   Ctrl-C): a run ends at its next progress check (a few milliseconds), a sweep
+//!   starts no new run, and the call returns [`Error::Cancelled`]. A run never
+//!   cancelled is byte-identical to one without the flag.
 //! - [`check`]: every variant (or one) prepared as `check` prepares it.
 //! - [`SweepPlan`]: `sweep`'s plan (`crate::sweep::Sweep`): the runs are enumerated here, in one
 //!   order, and any contiguous slice of them is run with [`SweepPlan::rows`] into
@@ -34,9 +39,9 @@
 //! - **Errors** are typed: [`Error`] says which kind of refusal it is (a scenario
 //!   that does not load, with its file, line and key; a file not read; a name that
 //!   is no scenario; a run, check or sweep refused; a request the facade cannot
-//!   serve), and its `Display` is the command line's message, `file:line` included
-//!   where the scenario writes the culprit (`blkcg-sim: ` then this text is what the
-//!   command line prints).
+//!   serve; a run or sweep cancelled), and its `Display` is the command line's
+//!   message, `file:line` included where the scenario writes the culprit
+//!   (`blkcg-sim: ` then this text is what the command line prints).
 //! - **Warnings** come back as values: [`RunResult::warnings`], [`check`]'s lists.
 //! - **Nothing is printed**: no call here writes to stdout or stderr, and none shows
 //!   progress (the runs are simulated with `Reporter::Quiet`). The commands built on
@@ -48,6 +53,8 @@
 use std::ops::Range;
 use std::path::Path;
 
+/// A caller's request to stop a run or a sweep (see the module's design).
+pub use crate::progress::Cancel;
 use crate::progress::Reporter;
 use crate::report::fio::json::to_json;
 use crate::report::outputs::{job_lines, summary_text};
@@ -98,6 +105,9 @@ pub enum Error {
     /// scenario has several, runs outside the sweep).
     #[error("{0}")]
     Invalid(String),
+    /// The caller's [`Cancel`] was set: the run or sweep stopped early, with no result.
+    #[error("{}", crate::progress::CANCELLED)]
+    Cancelled,
 }
 
 impl Error {
@@ -305,6 +315,8 @@ pub struct RunRequest {
     pub overrides: Vec<(String, String)>,
     /// Keep the controllers' event log (`trace.txt`).
     pub trace: bool,
+    /// Stop the run early once set (from another thread): [`Error::Cancelled`].
+    pub cancel: Cancel,
 }
 
 /// One CSV table of a run, as its file holds it.
@@ -345,6 +357,15 @@ impl RunResult {
             .find(|t| t.name == name)
             .map(|t| t.csv.as_str())
     }
+}
+
+/// A run's error `e`: [`Error::Cancelled`] once `cancel` is set (whatever the run
+/// stopped with), else the refusal.
+fn run_error(cancel: &Cancel, e: String) -> Error {
+    if cancel.is_cancelled() {
+        return Error::Cancelled;
+    }
+    Error::Refused(e)
 }
 
 /// `--set KEY=V1,V2,...` with the values' commas and backslashes escaped.
@@ -418,7 +439,9 @@ pub fn run(sc: &Scenario, req: &RunRequest) -> Result<RunResult, Error> {
         keep_job_timelines: true,
         ..RecordOptions::default()
     };
-    let run = simulate(sc, prepared, &Reporter::Quiet, keep)?;
+    let cancel = &req.cancel;
+    let run =
+        simulate(sc, prepared, &Reporter::Quiet, keep, cancel).map_err(|e| run_error(cancel, e))?;
     let mut iostat_csv = IOSTAT_CSV_HEADER.to_string();
     for row in &run.record.iostat {
         iostat_csv_row(&mut iostat_csv, row);
@@ -499,8 +522,15 @@ impl SweepPlan {
     }
 
     /// The CSV rows of runs `range` (one per job of each run), in run order, run on
-    /// `workers` threads; the first failing run's error, in run order.
-    pub fn rows(&self, range: Range<usize>, workers: usize) -> Result<String, Error> {
+    /// `workers` threads; the first failing run's error, in run order, or
+    /// [`Error::Cancelled`] once `cancel` is set (no new run starts, those under way
+    /// stop).
+    pub fn rows(
+        &self,
+        range: Range<usize>,
+        workers: usize,
+        cancel: &Cancel,
+    ) -> Result<String, Error> {
         if range.end > self.runs() || range.start > range.end {
             return Err(Error::Invalid(format!(
                 "runs {}..{}: the sweep has runs 0..{}",
@@ -513,12 +543,13 @@ impl SweepPlan {
         pool::ordered(
             range.len(),
             workers,
-            |i| self.sweep.run(range.start + i).map(|(rec, _)| rec),
+            |i| self.sweep.run(range.start + i, cancel).map(|(rec, _)| rec),
             |_, rec| {
                 out.push_str(&rec?.csv_rows());
                 Ok(())
             },
-        )?;
+        )
+        .map_err(|e| run_error(cancel, e))?;
         Ok(out)
     }
 }
@@ -643,7 +674,7 @@ seed = 9
             1,
         )
         .unwrap()
-        .run(0)
+        .run(0, &Cancel::default())
         .unwrap()
         .1;
         assert_eq!(limited.fio_json, to_json(&point.fio, false));
@@ -688,11 +719,75 @@ seed = 9
             plan.header()
                 .starts_with("point,seed,variant,cgroup.a.io.max:riops,job,")
         );
-        let whole = plan.rows(0..8, 3).unwrap();
-        let parts = plan.rows(0..3, 1).unwrap() + &plan.rows(3..8, 2).unwrap();
+        let go = Cancel::default();
+        let whole = plan.rows(0..8, 3, &go).unwrap();
+        let parts = plan.rows(0..3, 1, &go).unwrap() + &plan.rows(3..8, 2, &go).unwrap();
         assert_eq!(whole, parts);
         assert_eq!(whole.lines().count(), 16);
-        assert!(plan.rows(7..9, 1).is_err());
+        assert!(plan.rows(7..9, 1, &go).is_err());
+    }
+
+    /// Two cgroups at 20 IOPS each under blk-iocost for `secs` simulated seconds: a
+    /// day takes a couple of seconds to simulate.
+    fn long(secs: u64) -> Scenario {
+        let text = format!(
+            r#"name = "long"
+duration = {secs}
+[device]
+model = "nullb"
+irqmode = 2
+completion_nsec = 200000
+[root]
+"io.cost.qos" = "252:0 enable=1 ctrl=user rpct=90 rlat=500000 wpct=90 wlat=500000 min=50 max=150"
+"io.cost.model" = "252:0 ctrl=user model=linear rbps=400000000 rseqiops=20000 rrandiops=20000 wbps=400000000 wseqiops=20000 wrandiops=20000"
+[cgroup.a]
+fio = "fio --name=a --rw=randread --bs=4k --ioengine=libaio --iodepth=4 --rate_iops=20 --time_based --runtime={secs}"
+[cgroup.b]
+"io.weight" = "default 300"
+fio = "fio --name=b --rw=randread --bs=4k --ioengine=libaio --iodepth=4 --rate_iops=20 --time_based --runtime={secs}"
+"#
+        );
+        load(Source::Text {
+            text: &text,
+            file: "long.toml",
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_cancelled_run_or_sweep_stops_with_cancelled() {
+        use std::time::{Duration, Instant};
+        // thirty simulated days (a minute or more to simulate), cancelled after 0.3 s
+        let sc = long(30 * 86_400);
+        let plan = SweepPlan::new(&sc, &[], 2).unwrap();
+        let stopped = |call: &dyn Fn(&Cancel) -> Result<(), Error>| {
+            let cancel = Cancel::default();
+            let started = Instant::now();
+            let e = std::thread::scope(|s| {
+                s.spawn(|| {
+                    std::thread::sleep(Duration::from_millis(300));
+                    cancel.cancel();
+                });
+                call(&cancel).unwrap_err()
+            });
+            let took = started.elapsed();
+            assert!(matches!(e, Error::Cancelled), "{e:?}");
+            assert_eq!(e.to_string(), "cancelled by the caller");
+            assert!(took < Duration::from_secs(20), "stopped after {took:?}");
+        };
+        stopped(&|cancel| {
+            let req = RunRequest {
+                cancel: cancel.clone(),
+                ..RunRequest::default()
+            };
+            run(&sc, &req).map(drop)
+        });
+        stopped(&|cancel| plan.rows(0..2, 2, cancel).map(drop));
+        // cancelled before it starts: nothing runs
+        let cancel = Cancel::default();
+        cancel.cancel();
+        let e = plan.rows(0..2, 1, &cancel).unwrap_err();
+        assert!(matches!(e, Error::Cancelled), "{e:?}");
     }
 
     #[test]

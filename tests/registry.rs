@@ -133,7 +133,7 @@ fn every_file_token_switch_and_iosched_file_is_a_sweep_key() {
             let plan = api::SweepPlan::new(&sc, grid, 1)
                 .unwrap_or_else(|e| panic!("{}: {e}\n{grid:?}", c.name));
             assert_eq!(plan.runs(), 1);
-            let rows = plan.rows(0..1, 1).unwrap();
+            let rows = plan.rows(0..1, 1, &Default::default()).unwrap();
             assert_eq!(rows.lines().count(), 2, "{}: a row per job", c.name);
         }
         // a switch under its prefix reaches the controller, which refuses one it lacks

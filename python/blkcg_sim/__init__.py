@@ -30,7 +30,9 @@ simulations on every core.
 - :func:`scenarios` lists the built-in scenarios.
 
 Every refusal raises :class:`ScenarioError` (a ``ValueError``) with the command
-line's message: ``file:line``, the key, what is accepted, the kernel's errno.
+line's message: ``file:line``, the key, what is accepted, the kernel's errno. Ctrl-C
+stops a :func:`run` or :func:`sweep` under way within a fraction of a second
+(``KeyboardInterrupt``).
 """
 
 from __future__ import annotations

@@ -40,7 +40,8 @@ def run(
     overrides: List[Tuple[str, str]],
     trace: bool,
 ) -> RunOutput:
-    """Run one variant with overrides (the GIL is released while it simulates)."""
+    """Run one variant with overrides (the GIL is released while it simulates;
+    Ctrl-C stops it with ``KeyboardInterrupt``)."""
 
 def check(
     text: str, file: str, variant: Optional[str], overrides: List[Tuple[str, str]]
@@ -63,7 +64,8 @@ def sweep_rows(
     workers: int,
 ) -> str:
     """The CSV rows of runs ``start..end``, in run order, on ``workers`` threads; the
-    plan is checked at the process's first slice (or its ``sweep_plan``) and reused."""
+    plan is checked at the process's first slice (or its ``sweep_plan``) and reused.
+    Ctrl-C stops it with ``KeyboardInterrupt``."""
 
 def scenarios() -> List[Tuple[str, str]]:
     """The built-in scenarios: ``(name, description)``."""
