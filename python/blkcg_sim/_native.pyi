@@ -7,18 +7,25 @@ class ScenarioError(ValueError):
     with ``file:line`` where the problem is written."""
 
 class RunOutput:
-    """One run's outputs, as :class:`blkcg_sim.Result` reads them."""
+    """One run's outputs, as :class:`blkcg_sim.Result` reads them; its tables and
+    trace stay in the library's spools until read."""
 
     @property
     def fio_json(self) -> str: ...
     @property
     def summary(self) -> str: ...
     @property
-    def tables(self) -> List[Tuple[str, str]]: ...
+    def tables(self) -> List[str]:
+        """The CSV tables' names (``jobs``, ``iostat``, then each controller's)."""
+    def csv(self, name: str) -> str:
+        """Table ``name``'s CSV text, whole (``ValueError``: no such table)."""
+    def read(self, name: str, pos: int, size: int) -> bytes:
+        """Up to ``size`` bytes of table ``name``'s CSV text from byte ``pos``."""
     @property
     def io_stat(self) -> str: ...
     @property
-    def trace(self) -> List[str]: ...
+    def trace(self) -> List[str]:
+        """The event log's lines, read back."""
     @property
     def warnings(self) -> List[str]: ...
 

@@ -17,12 +17,15 @@
 //! stops within milliseconds, and is raised. Every other error is the library's typed
 //! [`api::Error`], raised as `ScenarioError` (a `ValueError`) with its message, the
 //! command line's. A sweep's plan is checked once per process and kept for its slices
-//! ([`plan`]).
+//! ([`plan`]). A run's result ([`RunOutput`]) stays in the process that ran it, its
+//! tables in the library's spools: Python reads a table's text whole or a range of
+//! bytes at a time, when it asks for it.
 
 use blkcg_sim::api::{self, Cancel, RunRequest, Source, SweepPlan};
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -148,9 +151,22 @@ fn load_json(json: &str, file: &str) -> PyResult<(String, String)> {
 }
 
 /// One run's outputs, as `blkcg_sim.Result` reads them: the library's own
-/// [`api::RunResult`], read through getters.
+/// [`api::RunResult`], read through getters; its tables and trace stay spooled
+/// until read.
 #[pyclass(frozen, module = "blkcg_sim._native")]
 struct RunOutput(api::RunResult);
+
+impl RunOutput {
+    fn table(&self, name: &str) -> PyResult<&api::Table> {
+        self.0.table(name).ok_or_else(|| {
+            let names: Vec<&str> = self.0.tables.iter().map(|t| t.name).collect();
+            PyValueError::new_err(format!(
+                "{name}: no such table; one of {}",
+                names.join(", ")
+            ))
+        })
+    }
+}
 
 #[pymethods]
 impl RunOutput {
@@ -162,23 +178,36 @@ impl RunOutput {
     fn summary(&self) -> &str {
         &self.0.summary
     }
-    /// Every CSV table as `(name, text)`: `jobs`, `iostat`, then every controller's
-    /// stream in the registry's order (`throttle`, `timeline`, `iolatency`, ...).
+    /// The CSV tables' names: `jobs`, `iostat`, then every controller's stream in the
+    /// registry's order (`throttle`, `timeline`, `iolatency`, ...).
     #[getter]
-    fn tables(&self) -> Vec<(&'static str, &str)> {
-        self.0
-            .tables
-            .iter()
-            .map(|t| (t.name, t.csv.as_str()))
-            .collect()
+    fn tables(&self) -> Vec<&'static str> {
+        self.0.tables.iter().map(|t| t.name).collect()
+    }
+    /// Table `name`'s CSV text, whole.
+    fn csv(&self, name: &str) -> PyResult<String> {
+        self.table(name)?.csv().map_err(err)
+    }
+    /// Up to `size` bytes of table `name`'s CSV text from byte `pos` (none at its end).
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        pos: u64,
+        size: usize,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let text = &self.table(name)?.text;
+        let mut buf = vec![0; size.min(text.len().saturating_sub(pos) as usize)];
+        let n = text.read_at(pos, &mut buf)?;
+        Ok(PyBytes::new(py, &buf[..n]))
     }
     #[getter]
     fn io_stat(&self) -> &str {
         &self.0.io_stat
     }
     #[getter]
-    fn trace(&self) -> Vec<&str> {
-        self.0.trace.iter().map(String::as_str).collect()
+    fn trace(&self) -> PyResult<Vec<String>> {
+        self.0.trace_lines().map_err(err)
     }
     #[getter]
     fn warnings(&self) -> Vec<&str> {

@@ -1,6 +1,8 @@
-"""Long runs from Python: Ctrl-C stops a run or a sweep under way. Each runs in a
-fresh interpreter (SIGINT goes to it alone)."""
+"""Long runs from Python: a day-long run's result stays small until its tables are
+read, and Ctrl-C stops a run or a sweep under way. Each runs in a fresh interpreter
+(its peak RSS is its own; SIGINT goes to it alone)."""
 
+import json
 import signal
 import subprocess
 import sys
@@ -35,6 +37,36 @@ fio = "fio --name=b --rw=randread --bs=4k --ioengine=libaio --iodepth=4 --rate_i
 
 def child(code, *args, **popen):
     return subprocess.Popen([sys.executable, "-c", code, *map(str, args)], text=True, **popen)
+
+
+# peak RSS (KiB) once the day has run and its iostat table is read, then the rows of
+# iostat and of timeline (counted through r.open, never whole), then peak RSS again
+DAY_RUN = """
+import json, resource, sys
+import blkcg_sim
+peak = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+r = blkcg_sim.run(sys.argv[1])
+iostat = len(r.iostat)
+print(json.dumps({"rss": peak()}), flush=True)
+timeline = sum(1 for _ in r.open("timeline")) - 1
+print(json.dumps({"iostat": iostat, "timeline": timeline, "rss": peak()}))
+"""
+
+
+def test_a_day_long_run_stays_under_100_mb(tmp_path):
+    sc = tmp_path / "day.toml"
+    sc.write_text(scenario(DAY))
+    p = child(DAY_RUN, sc, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = p.communicate(timeout=600)
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert lines, err
+    assert lines[0]["rss"] < 100 * 1024, f"peak RSS {lines[0]['rss']} KiB after run() of a day"
+    assert p.returncode == 0, err
+    last = lines[1]
+    assert last["iostat"] == DAY
+    # one row per cgroup per period; a 1 s period lasts 1.001 s (HZ=1000)
+    assert abs(last["timeline"] - 2 * DAY / 1.001) <= 4, last
+    assert last["rss"] < 100 * 1024, f"peak RSS {last['rss']} KiB after reading the timeline"
 
 
 # prints "started" just before the call, then how it ended
