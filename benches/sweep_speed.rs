@@ -22,7 +22,7 @@ fn run_all(s: &Sweep, jobs: usize) -> usize {
     pool::ordered(
         s.runs(),
         jobs,
-        |r| s.run(r).map(|(rec, _)| rec.jobs.len()),
+        |r| s.run(r, &Default::default()).map(|(rec, _)| rec.jobs.len()),
         |_, jobs| {
             n += jobs?;
             Ok(())

@@ -15,11 +15,20 @@
 //! - [`run`]: one variant with overrides. The overrides are `sweep --set` keys with
 //!   one value each (`crate::sweep::keys`), so the run is the one-point sweep of
 //!   those values; that point is prepared once and simulated by `run`'s
-//!   `prepare()` / `simulate()`, keeping every timeline row in memory
-//!   (`RecordOptions::keep`); the CSV tables are then written with the same row
-//!   functions that stream `iostat.csv`, `timeline.csv` and `throttle.csv` to a
-//!   folder, and `jobs.csv` with `run`'s own. So a run's memory grows with its
-//!   simulated time here (the caller asked for every row), unlike the command line's.
+//!   `prepare()` / `simulate()`. Its tables are not kept as rows: the recorder
+//!   streams each CSV file's text (`iostat.csv` and every policy's and elevator's,
+//!   made by the very code that writes a run's folder) into a spool as the rows come
+//!   (`RecordOptions::spool_tables`: memory up to 1 MiB, then an unlinked temporary
+//!   file), the trace likewise only when asked for, and `jobs.csv` is written with
+//!   `run`'s own function. A [`RunResult`] holds those spools ([`Spooled`]) and a
+//!   table's text is read back only when the caller reads it ([`Table::csv`], or a
+//!   range of bytes at a time), so a result costs about the same memory for an hour
+//!   or a day of simulated time.
+//! - **Cancelling**: [`RunRequest::cancel`] and [`SweepPlan::rows`]'s `cancel` are a
+//!   [`Cancel`] the caller may set from another thread (the Python binding does on
+//!   Ctrl-C): a run ends at its next progress check (a few milliseconds), a sweep
+//!   starts no new run, and the call returns [`Error::Cancelled`]. A run never
+//!   cancelled is byte-identical to one without the flag.
 //! - [`check`]: every variant (or one) prepared as `check` prepares it.
 //! - [`SweepPlan`]: `sweep`'s plan (`crate::sweep::Sweep`): the runs are enumerated here, in one
 //!   order, and any contiguous slice of them is run with [`SweepPlan::rows`] into
@@ -34,9 +43,9 @@
 //! - **Errors** are typed: [`Error`] says which kind of refusal it is (a scenario
 //!   that does not load, with its file, line and key; a file not read; a name that
 //!   is no scenario; a run, check or sweep refused; a request the facade cannot
-//!   serve), and its `Display` is the command line's message, `file:line` included
-//!   where the scenario writes the culprit (`blkcg-sim: ` then this text is what the
-//!   command line prints).
+//!   serve; a run or sweep cancelled), and its `Display` is the command line's
+//!   message, `file:line` included where the scenario writes the culprit
+//!   (`blkcg-sim: ` then this text is what the command line prints).
 //! - **Warnings** come back as values: [`RunResult::warnings`], [`check`]'s lists.
 //! - **Nothing is printed**: no call here writes to stdout or stderr, and none shows
 //!   progress (the runs are simulated with `Reporter::Quiet`). The commands built on
@@ -48,11 +57,15 @@
 use std::ops::Range;
 use std::path::Path;
 
+/// A caller's request to stop a run or a sweep (see the module's design).
+pub use crate::progress::Cancel;
 use crate::progress::Reporter;
 use crate::report::fio::json::to_json;
 use crate::report::outputs::{job_lines, summary_text};
-use crate::report::record::RecordOptions;
-use crate::report::summary::{IOSTAT_CSV_HEADER, iostat_csv_row};
+/// A text a run made as it went, read back when asked (see the module's design).
+pub use crate::report::record::Spooled;
+use crate::report::record::{RecordOptions, Spool};
+use crate::report::summary::IOSTAT_CSV_HEADER;
 use crate::report::timeline::jobs_csv;
 use crate::run::{Prepared, prepare, simulate};
 use crate::scenario::embedded;
@@ -98,6 +111,9 @@ pub enum Error {
     /// scenario has several, runs outside the sweep).
     #[error("{0}")]
     Invalid(String),
+    /// The caller's [`Cancel`] was set: the run or sweep stopped early, with no result.
+    #[error("{}", crate::progress::CANCELLED)]
+    Cancelled,
 }
 
 impl Error {
@@ -305,22 +321,40 @@ pub struct RunRequest {
     pub overrides: Vec<(String, String)>,
     /// Keep the controllers' event log (`trace.txt`).
     pub trace: bool,
+    /// Stop the run early once set (from another thread): [`Error::Cancelled`].
+    pub cancel: Cancel,
 }
 
 /// One CSV table of a run, as its file holds it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub struct Table {
     /// Its name (`jobs`, `iostat`, then each stream's of the registry: `throttle`,
     /// `timeline` (blk-iocost), `iolatency`, `deadline`, ...).
     pub name: &'static str,
     /// Its file in a run's folder (`jobs.csv`).
     pub file: &'static str,
-    /// The CSV text, with its header even when it has no row.
-    pub csv: String,
+    /// The CSV text, with its header even when it has no row, spooled: read it whole
+    /// with [`Table::csv`], or a range at a time with [`Spooled::read_at`].
+    pub text: Spooled,
+}
+
+impl Table {
+    /// The CSV text, read back whole.
+    pub fn csv(&self) -> Result<String, Error> {
+        read_back(self.file, &self.text)
+    }
+}
+
+/// The text of `file` as spooled.
+fn read_back(file: &str, text: &Spooled) -> Result<String, Error> {
+    text.text().map_err(|source| Error::Io {
+        path: format!("{file} (spooled)"),
+        source,
+    })
 }
 
 /// Everything one run produced, as the files of `run --output` hold it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub struct RunResult {
     /// fio's JSON document (`fio.json`).
     pub fio_json: String,
@@ -331,20 +365,33 @@ pub struct RunResult {
     pub tables: Vec<Table>,
     /// `io.stat` of every cgroup that did I/O.
     pub io_stat: String,
-    /// The controllers' event log, one line each (empty unless asked for).
-    pub trace: Vec<String>,
+    /// The controllers' event log as `trace.txt` holds it, one line each, spooled
+    /// (empty unless asked for).
+    pub trace: Spooled,
     /// What `run` prints as warnings.
     pub warnings: Vec<String>,
 }
 
 impl RunResult {
-    /// The CSV text of table `name` (`jobs`, `iostat`, `throttle`, ...).
-    pub fn table(&self, name: &str) -> Option<&str> {
-        self.tables
-            .iter()
-            .find(|t| t.name == name)
-            .map(|t| t.csv.as_str())
+    /// Table `name` (`jobs`, `iostat`, `throttle`, ...).
+    pub fn table(&self, name: &str) -> Option<&Table> {
+        self.tables.iter().find(|t| t.name == name)
     }
+
+    /// The event log's lines, read back.
+    pub fn trace_lines(&self) -> Result<Vec<String>, Error> {
+        let text = read_back("trace.txt", &self.trace)?;
+        Ok(text.lines().map(String::from).collect())
+    }
+}
+
+/// A run's error `e`: [`Error::Cancelled`] once `cancel` is set (whatever the run
+/// stopped with), else the refusal.
+fn run_error(cancel: &Cancel, e: String) -> Error {
+    if cancel.is_cancelled() {
+        return Error::Cancelled;
+    }
+    Error::Refused(e)
 }
 
 /// `--set KEY=V1,V2,...` with the values' commas and backslashes escaped.
@@ -411,41 +458,48 @@ pub fn run(sc: &Scenario, req: &RunRequest) -> Result<RunResult, Error> {
         req.trace,
     )?;
     let sc = point.as_ref().unwrap_or(sc);
-    // every table in memory: the rows, the trace, and each job's timeline (jobs.csv)
-    let keep = RecordOptions {
-        keep: true,
-        keep_trace: true,
+    // every file's text spooled as it comes (the trace only when asked for), and each
+    // job's timeline (bounded) for jobs.csv
+    let record = RecordOptions {
+        spool_tables: true,
+        spool_trace: req.trace,
         keep_job_timelines: true,
         ..RecordOptions::default()
     };
-    let run = simulate(sc, prepared, &Reporter::Quiet, keep)?;
-    let mut iostat_csv = IOSTAT_CSV_HEADER.to_string();
-    for row in &run.record.iostat {
-        iostat_csv_row(&mut iostat_csv, row);
-    }
+    let cancel = &req.cancel;
+    let mut run = simulate(sc, prepared, &Reporter::Quiet, record, cancel)
+        .map_err(|e| run_error(cancel, e))?;
+    let mut spooled = std::mem::take(&mut run.record.spooled);
+    // a file the run never made is its header alone
+    let mut text = |file: &str, header: &str| match spooled.iter().position(|(f, _)| *f == file) {
+        Some(i) => spooled.swap_remove(i).1,
+        None => Spooled::from(header.to_string()),
+    };
+    let mut jobs = Spool::default();
+    jobs.push(&jobs_csv(&job_lines(&run)));
     let mut tables = vec![
         Table {
             name: "jobs",
             file: "jobs.csv",
-            csv: jobs_csv(&job_lines(&run)),
+            text: jobs.finish()?,
         },
         Table {
             name: "iostat",
             file: "iostat.csv",
-            csv: iostat_csv,
+            text: text("iostat.csv", IOSTAT_CSV_HEADER),
         },
     ];
     tables.extend(registry::streams().map(|def| Table {
         name: def.name,
         file: def.csv,
-        csv: run.record.csv(def, &run.resolved.tree),
+        text: text(def.csv, def.header),
     }));
     Ok(RunResult {
         fio_json: to_json(&run.fio, false),
         summary: summary_text(&run),
         tables,
         io_stat: run.io_stat.clone(),
-        trace: run.record.trace.clone(),
+        trace: text("trace.txt", ""),
         warnings: run.warnings.clone(),
     })
 }
@@ -499,8 +553,15 @@ impl SweepPlan {
     }
 
     /// The CSV rows of runs `range` (one per job of each run), in run order, run on
-    /// `workers` threads; the first failing run's error, in run order.
-    pub fn rows(&self, range: Range<usize>, workers: usize) -> Result<String, Error> {
+    /// `workers` threads; the first failing run's error, in run order, or
+    /// [`Error::Cancelled`] once `cancel` is set (no new run starts, those under way
+    /// stop).
+    pub fn rows(
+        &self,
+        range: Range<usize>,
+        workers: usize,
+        cancel: &Cancel,
+    ) -> Result<String, Error> {
         if range.end > self.runs() || range.start > range.end {
             return Err(Error::Invalid(format!(
                 "runs {}..{}: the sweep has runs 0..{}",
@@ -513,12 +574,13 @@ impl SweepPlan {
         pool::ordered(
             range.len(),
             workers,
-            |i| self.sweep.run(range.start + i).map(|(rec, _)| rec),
+            |i| self.sweep.run(range.start + i, cancel).map(|(rec, _)| rec),
             |_, rec| {
                 out.push_str(&rec?.csv_rows());
                 Ok(())
             },
-        )?;
+        )
+        .map_err(|e| run_error(cancel, e))?;
         Ok(out)
     }
 }
@@ -585,13 +647,21 @@ seed = 9
         );
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(throttle.lines().count() > 1 && timeline.lines().count() > 1);
-        assert_eq!(mem.table("iostat"), Some(iostat.as_str()));
-        assert_eq!(mem.table("timeline"), Some(timeline.as_str()));
-        assert_eq!(mem.table("throttle"), Some(throttle.as_str()));
+        let csv = |name: &str| mem.table(name).unwrap().csv().unwrap();
+        assert_eq!(csv("iostat"), iostat);
+        assert_eq!(csv("timeline"), timeline);
+        assert_eq!(csv("throttle"), throttle);
         assert!(!mem.trace.is_empty());
-        assert_eq!(mem.trace.join("\n") + "\n", trace);
+        assert_eq!(mem.trace.text().unwrap(), trace);
+        assert_eq!(mem.trace_lines().unwrap().join("\n") + "\n", trace);
         assert_eq!(mem.fio_json, to_json(&filed.fio, false));
-        let jobs = mem.table("jobs").unwrap();
+        // no trace unless asked for
+        let untraced = RunRequest {
+            trace: false,
+            ..req.clone()
+        };
+        assert!(run(&sc, &untraced).unwrap().trace.is_empty());
+        let jobs = csv("jobs");
         assert!(jobs.starts_with("t_s,job,ios,iops,lat_mean_ms\n"));
         assert!(jobs.contains(",a,") && jobs.contains(",b,"));
     }
@@ -612,6 +682,10 @@ seed = 9
             mem.summary
         );
         assert!(last.contains(" gc_erases="), "{last}");
+        // iostat.csv with the FTL's own columns, as the folder's file has them
+        let iostat = mem.table("iostat").unwrap().csv().unwrap();
+        let header = iostat.lines().next().unwrap();
+        assert!(header.ends_with(",nand_w_mib_s,wa,free_blocks"), "{header}");
     }
 
     #[test]
@@ -643,7 +717,7 @@ seed = 9
             1,
         )
         .unwrap()
-        .run(0)
+        .run(0, &Cancel::default())
         .unwrap()
         .1;
         assert_eq!(limited.fio_json, to_json(&point.fio, false));
@@ -688,11 +762,75 @@ seed = 9
             plan.header()
                 .starts_with("point,seed,variant,cgroup.a.io.max:riops,job,")
         );
-        let whole = plan.rows(0..8, 3).unwrap();
-        let parts = plan.rows(0..3, 1).unwrap() + &plan.rows(3..8, 2).unwrap();
+        let go = Cancel::default();
+        let whole = plan.rows(0..8, 3, &go).unwrap();
+        let parts = plan.rows(0..3, 1, &go).unwrap() + &plan.rows(3..8, 2, &go).unwrap();
         assert_eq!(whole, parts);
         assert_eq!(whole.lines().count(), 16);
-        assert!(plan.rows(7..9, 1).is_err());
+        assert!(plan.rows(7..9, 1, &go).is_err());
+    }
+
+    /// Two cgroups at 20 IOPS each under blk-iocost for `secs` simulated seconds: a
+    /// day takes a couple of seconds to simulate.
+    fn long(secs: u64) -> Scenario {
+        let text = format!(
+            r#"name = "long"
+duration = {secs}
+[device]
+model = "nullb"
+irqmode = 2
+completion_nsec = 200000
+[root]
+"io.cost.qos" = "252:0 enable=1 ctrl=user rpct=90 rlat=500000 wpct=90 wlat=500000 min=50 max=150"
+"io.cost.model" = "252:0 ctrl=user model=linear rbps=400000000 rseqiops=20000 rrandiops=20000 wbps=400000000 wseqiops=20000 wrandiops=20000"
+[cgroup.a]
+fio = "fio --name=a --rw=randread --bs=4k --ioengine=libaio --iodepth=4 --rate_iops=20 --time_based --runtime={secs}"
+[cgroup.b]
+"io.weight" = "default 300"
+fio = "fio --name=b --rw=randread --bs=4k --ioengine=libaio --iodepth=4 --rate_iops=20 --time_based --runtime={secs}"
+"#
+        );
+        load(Source::Text {
+            text: &text,
+            file: "long.toml",
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_cancelled_run_or_sweep_stops_with_cancelled() {
+        use std::time::{Duration, Instant};
+        // thirty simulated days (a minute or more to simulate), cancelled after 0.3 s
+        let sc = long(30 * 86_400);
+        let plan = SweepPlan::new(&sc, &[], 2).unwrap();
+        let stopped = |call: &dyn Fn(&Cancel) -> Result<(), Error>| {
+            let cancel = Cancel::default();
+            let started = Instant::now();
+            let e = std::thread::scope(|s| {
+                s.spawn(|| {
+                    std::thread::sleep(Duration::from_millis(300));
+                    cancel.cancel();
+                });
+                call(&cancel).unwrap_err()
+            });
+            let took = started.elapsed();
+            assert!(matches!(e, Error::Cancelled), "{e:?}");
+            assert_eq!(e.to_string(), "cancelled by the caller");
+            assert!(took < Duration::from_secs(20), "stopped after {took:?}");
+        };
+        stopped(&|cancel| {
+            let req = RunRequest {
+                cancel: cancel.clone(),
+                ..RunRequest::default()
+            };
+            run(&sc, &req).map(drop)
+        });
+        stopped(&|cancel| plan.rows(0..2, 2, cancel).map(drop));
+        // cancelled before it starts: nothing runs
+        let cancel = Cancel::default();
+        cancel.cancel();
+        let e = plan.rows(0..2, 1, &cancel).unwrap_err();
+        assert!(matches!(e, Error::Cancelled), "{e:?}");
     }
 
     #[test]

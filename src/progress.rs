@@ -15,9 +15,17 @@
 //! writes one line every [`LINE_EVERY`] to the sink the reporter holds (the command
 //! line's prints it on stderr; the library prints nothing itself). Progress never goes
 //! to stdout, so it never changes what a command prints there.
+//!
+//! A caller that may stop waiting (the Python binding, on Ctrl-C) holds a [`Cancel`]:
+//! the pipeline asks it at every progress update (once per simulated second, and
+//! every [`crate::sim::engine::Pipeline::run`]'s fixed number of events, so a slow
+//! second is no slower to stop) and ends the run early when it is set; `simulate` then
+//! returns [`CANCELLED`] instead of the run's outputs, and a sweep starts no new run.
+//! A run never cancelled is exactly the run without one.
 
 use std::io::IsTerminal;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
@@ -197,6 +205,35 @@ impl Progress {
                 }
             }
         }
+    }
+}
+
+/// The error of a run or sweep stopped by its [`Cancel`] (the library facade turns it
+/// into `api::Error::Cancelled`).
+pub const CANCELLED: &str = "cancelled by the caller";
+
+/// A caller's request to stop runs early, shared by its clones (see the module's
+/// design); a new one is never set until [`Cancel::cancel`].
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    /// Ask every run holding this (or a clone) to stop.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`Cancel::cancel`] was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// [`CANCELLED`] once cancelled.
+    pub fn check(&self) -> Result<(), String> {
+        if self.is_cancelled() {
+            return Err(CANCELLED.to_string());
+        }
+        Ok(())
     }
 }
 

@@ -99,7 +99,7 @@ fn a_point_is_the_scenario_run_alone_with_its_values_set_by_hand() {
     let sweep = Sweep::new(&sc, &sets, 2).unwrap();
     // axes: variant (implicit), max, iodepth, bs; point 0 = heavy, 80, 8, 128k
     assert_eq!(sweep.points(), 16);
-    let (rec, run) = sweep.run(0).unwrap();
+    let (rec, run) = sweep.run(0, &Default::default()).unwrap();
     assert_eq!(rec.seed, 3);
     let hand = tmp("by-hand.toml");
     std::fs::write(&hand, BY_HAND).unwrap();

@@ -21,8 +21,10 @@ and values, and a simulation runs without holding the GIL, so Python threads run
 simulations on every core.
 
 - :func:`run` runs one scenario (a path, a built-in name, TOML text or a dict) and
-  returns a :class:`Result`: fio's JSON as a dict, the CSV files as DataFrames, the
-  summary table, the controllers' trace.
+  returns a :class:`Result`: fio's JSON as a dict, the CSV files as DataFrames (each
+  parsed when first read; until then its text waits in the library, on disk past
+  1 MiB, so a day-long run's result is small), the summary table, the controllers'
+  trace.
 - :func:`sweep` runs a scenario over a grid of values and seeds (the KEY grammar of
   ``blkcg-sim sweep --set``), in this process or on Ray or Dask, and returns the rows
   of ``blkcg-sim sweep --format csv`` as one DataFrame.
@@ -30,15 +32,18 @@ simulations on every core.
 - :func:`scenarios` lists the built-in scenarios.
 
 Every refusal raises :class:`ScenarioError` (a ``ValueError``) with the command
-line's message: ``file:line``, the key, what is accepted, the kernel's errno.
+line's message: ``file:line``, the key, what is accepted, the kernel's errno. Ctrl-C
+stops a :func:`run` or :func:`sweep` under way within a fraction of a second
+(``KeyboardInterrupt``).
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import pandas as pd
 
@@ -94,6 +99,61 @@ def _frame(csv: str) -> pd.DataFrame:
     return pd.read_csv(io.StringIO(csv))
 
 
+class _TableFile(io.RawIOBase):
+    """Table ``name``'s CSV text as a binary file, read from the library's spool a
+    range of bytes at a time (never whole)."""
+
+    def __init__(self, out: "_native.RunOutput", name: str) -> None:
+        super().__init__()
+        self._out, self._name, self._pos = out, name, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        data = self._out.read(self._name, self._pos, len(b))
+        n = len(data)
+        b[:n] = data
+        self._pos += n
+        return n
+
+
+def _open(out: "_native.RunOutput", name: str) -> io.BufferedReader:
+    out.read(name, 0, 0)  # ValueError now if there is no such table
+    return io.BufferedReader(_TableFile(out, name), 1 << 16)
+
+
+class _Tables(Mapping[str, pd.DataFrame]):
+    """Every CSV table of a run by name, each parsed into a DataFrame when first read
+    (then kept): the names cost nothing, a table costs its DataFrame."""
+
+    def __init__(self, out: "_native.RunOutput") -> None:
+        self._out = out
+        self._names: List[str] = list(out.tables)
+        self._frames: Dict[str, pd.DataFrame] = {}
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        if name not in self._frames:
+            if name not in self._names:
+                raise KeyError(name)
+            with _open(self._out, name) as f:
+                self._frames[name] = pd.read_csv(f)
+        return self._frames[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __repr__(self) -> str:
+        read = [n for n in self._names if n in self._frames]
+        return f"<tables {', '.join(self._names)} ({len(read)} read: {', '.join(read) or 'none'})>"
+
+
 class Result:
     """Everything one run produced, as the files of ``blkcg-sim run --output`` hold it.
 
@@ -102,25 +162,30 @@ class Result:
         summary: the summary table (``summary.txt``), ending with the device line of
             an FTL drive (its write amplification).
         io_stat: ``io.stat`` of every cgroup that did I/O.
-        trace: the controllers' event log, one line each (``trace=True``).
+        trace: the controllers' event log, one line each (``trace=True``; read when
+            first asked for).
         warnings: what ``blkcg-sim run`` prints as warnings.
-        tables: every CSV table by name, as a DataFrame: ``jobs``, ``iostat``, then
-            each controller's timeline, whether or not the run used it (empty then):
-            ``throttle`` (blk-throttle), ``timeline`` (blk-iocost), ``iolatency``
-            (blk-iolatency), ``deadline`` (mq-deadline).
+        tables: every CSV table by name, as a DataFrame parsed when first read (then
+            kept): ``jobs``, ``iostat``, then each controller's timeline, whether or not
+            the run used it (empty then): ``throttle`` (blk-throttle), ``timeline``
+            (blk-iocost), ``iolatency`` (blk-iolatency), ``deadline`` (mq-deadline).
+            Until read, a table's text waits in the library (memory up to 1 MiB, then an
+            unlinked temporary file); :meth:`open` reads it as a file instead.
         jobs, timeline, iostat, throttle: four of them, as properties (below).
     """
 
     def __init__(self, out: "_native.RunOutput") -> None:
+        self._out = out
         self.fio: Dict[str, Any] = json.loads(out.fio_json)
         self.summary: str = out.summary
         self.io_stat: str = out.io_stat
-        self.trace: List[str] = list(out.trace)
         self.warnings: List[str] = list(out.warnings)
-        self._csv: Dict[str, str] = dict(out.tables)
-        self.tables: Dict[str, pd.DataFrame] = {
-            name: _frame(text) for name, text in self._csv.items()
-        }
+        self.tables: Mapping[str, pd.DataFrame] = _Tables(out)
+
+    @functools.cached_property
+    def trace(self) -> List[str]:
+        """The controllers' event log (``trace.txt``), one line each (``trace=True``)."""
+        return list(self._out.trace)
 
     @property
     def jobs(self) -> pd.DataFrame:
@@ -143,10 +208,16 @@ class Result:
         return self.tables["throttle"]
 
     def csv(self, name: str) -> str:
-        """The text of CSV table ``name`` (one of :attr:`tables`)."""
-        if name not in self._csv:
-            raise ValueError(f"{name}: one of {', '.join(self._csv)}")
-        return self._csv[name]
+        """The text of CSV table ``name`` (one of :attr:`tables`), byte for byte the
+        file ``blkcg-sim run --output`` writes."""
+        return self._out.csv(name)
+
+    def open(self, name: str) -> io.BufferedReader:
+        """CSV table ``name`` as a binary file, read from the library a piece at a time:
+        what reads a long run's table in bounded memory, e.g.
+        ``pd.read_csv(r.open("timeline"), usecols=["t_s", "cgroup", "hweight_inuse"])`` or
+        ``pd.read_csv(r.open("timeline"), chunksize=100_000)``."""
+        return _open(self._out, name)
 
     def __repr__(self) -> str:
         return f"<blkcg_sim.Result: {len(self.fio.get('jobs', []))} fio job(s)>"

@@ -7,18 +7,25 @@ class ScenarioError(ValueError):
     with ``file:line`` where the problem is written."""
 
 class RunOutput:
-    """One run's outputs, as :class:`blkcg_sim.Result` reads them."""
+    """One run's outputs, as :class:`blkcg_sim.Result` reads them; its tables and
+    trace stay in the library's spools until read."""
 
     @property
     def fio_json(self) -> str: ...
     @property
     def summary(self) -> str: ...
     @property
-    def tables(self) -> List[Tuple[str, str]]: ...
+    def tables(self) -> List[str]:
+        """The CSV tables' names (``jobs``, ``iostat``, then each controller's)."""
+    def csv(self, name: str) -> str:
+        """Table ``name``'s CSV text, whole (``ValueError``: no such table)."""
+    def read(self, name: str, pos: int, size: int) -> bytes:
+        """Up to ``size`` bytes of table ``name``'s CSV text from byte ``pos``."""
     @property
     def io_stat(self) -> str: ...
     @property
-    def trace(self) -> List[str]: ...
+    def trace(self) -> List[str]:
+        """The event log's lines, read back."""
     @property
     def warnings(self) -> List[str]: ...
 
@@ -40,7 +47,8 @@ def run(
     overrides: List[Tuple[str, str]],
     trace: bool,
 ) -> RunOutput:
-    """Run one variant with overrides (the GIL is released while it simulates)."""
+    """Run one variant with overrides (the GIL is released while it simulates;
+    Ctrl-C stops it with ``KeyboardInterrupt``)."""
 
 def check(
     text: str, file: str, variant: Optional[str], overrides: List[Tuple[str, str]]
@@ -63,7 +71,8 @@ def sweep_rows(
     workers: int,
 ) -> str:
     """The CSV rows of runs ``start..end``, in run order, on ``workers`` threads; the
-    plan is checked at the process's first slice (or its ``sweep_plan``) and reused."""
+    plan is checked at the process's first slice (or its ``sweep_plan``) and reused.
+    Ctrl-C stops it with ``KeyboardInterrupt``."""
 
 def scenarios() -> List[Tuple[str, str]]:
     """The built-in scenarios: ``(name, description)``."""

@@ -10,16 +10,25 @@
 //! loads it once ([`load`], [`load_json`]) and every call parses that text again, so
 //! a worker needs neither the file nor the driver's working folder (an `include`
 //! still reads relative to `file`). Each call releases the GIL while it simulates
-//! ([`Python::detach`]), so Python threads run simulations on every core. Every
-//! error is the library's typed [`api::Error`], raised as `ScenarioError` (a
-//! `ValueError`) with its message, the command line's. A sweep's plan is checked once
-//! per process and kept for its slices ([`plan`]).
+//! ([`Python::detach`]), so Python threads run simulations on every core. A run or a
+//! sweep's slice simulates on a thread of its own while the calling thread checks for
+//! signals every [`SIGNAL_POLL`] ([`interruptible`]): Ctrl-C's `KeyboardInterrupt`
+//! (any exception a signal handler raises) cancels the work ([`api::Cancel`]), which
+//! stops within milliseconds, and is raised. Every other error is the library's typed
+//! [`api::Error`], raised as `ScenarioError` (a `ValueError`) with its message, the
+//! command line's. A sweep's plan is checked once per process and kept for its slices
+//! ([`plan`]). A run's result ([`RunOutput`]) stays in the process that ran it, its
+//! tables in the library's spools: Python reads a table's text whole or a range of
+//! bytes at a time, when it asks for it.
 
-use blkcg_sim::api::{self, RunRequest, Source, SweepPlan};
+use blkcg_sim::api::{self, Cancel, RunRequest, Source, SweepPlan};
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 create_exception!(
     blkcg_sim._native,
@@ -32,6 +41,50 @@ create_exception!(
 /// Every library error is raised as `ScenarioError` with its message.
 fn err(e: api::Error) -> PyErr {
     ScenarioError::new_err(e.to_string())
+}
+
+/// How often a long call checks for signals (Ctrl-C).
+const SIGNAL_POLL: Duration = Duration::from_millis(100);
+
+/// `work(cancel)` without the GIL, on a thread of its own, while this thread checks
+/// for signals every [`SIGNAL_POLL`]: a signal handler's exception (Ctrl-C's
+/// `KeyboardInterrupt`) sets `cancel`, the work stops at its next check, and the
+/// exception is raised. Python runs signal handlers on its main thread only: a call
+/// made on another Python thread runs to its end, as a blocking call of Python's own.
+fn interruptible<T: Send>(
+    py: Python<'_>,
+    work: impl FnOnce(&Cancel) -> Result<T, api::Error> + Send,
+) -> PyResult<T> {
+    let cancel = &Cancel::default();
+    py.detach(|| {
+        std::thread::scope(|s| {
+            let (tx, rx) = mpsc::channel();
+            let worker = s.spawn(move || {
+                let _ = tx.send(work(cancel));
+            });
+            let mut raised = None;
+            loop {
+                match rx.recv_timeout(SIGNAL_POLL) {
+                    Ok(done) => return raised.map_or_else(|| done.map_err(err), Err),
+                    Err(RecvTimeoutError::Timeout) if raised.is_none() => {
+                        if let Err(e) = Python::attach(|py| py.check_signals()) {
+                            cancel.cancel();
+                            raised = Some(e);
+                        }
+                    }
+                    Err(RecvTimeoutError::Timeout) => {}
+                    // the work panicked (it sends its result before it ends): its panic
+                    // goes on here, and PyO3 raises it
+                    Err(RecvTimeoutError::Disconnected) => {
+                        let panic = worker.join().err();
+                        std::panic::resume_unwind(
+                            panic.unwrap_or_else(|| Box::new("the simulation gave no result")),
+                        );
+                    }
+                }
+            }
+        })
+    })
 }
 
 fn parse(text: &str, file: &str) -> PyResult<blkcg_sim::scenario::Scenario> {
@@ -98,9 +151,22 @@ fn load_json(json: &str, file: &str) -> PyResult<(String, String)> {
 }
 
 /// One run's outputs, as `blkcg_sim.Result` reads them: the library's own
-/// [`api::RunResult`], read through getters.
+/// [`api::RunResult`], read through getters; its tables and trace stay spooled
+/// until read.
 #[pyclass(frozen, module = "blkcg_sim._native")]
 struct RunOutput(api::RunResult);
+
+impl RunOutput {
+    fn table(&self, name: &str) -> PyResult<&api::Table> {
+        self.0.table(name).ok_or_else(|| {
+            let names: Vec<&str> = self.0.tables.iter().map(|t| t.name).collect();
+            PyValueError::new_err(format!(
+                "{name}: no such table; one of {}",
+                names.join(", ")
+            ))
+        })
+    }
+}
 
 #[pymethods]
 impl RunOutput {
@@ -112,23 +178,36 @@ impl RunOutput {
     fn summary(&self) -> &str {
         &self.0.summary
     }
-    /// Every CSV table as `(name, text)`: `jobs`, `iostat`, then every controller's
-    /// stream in the registry's order (`throttle`, `timeline`, `iolatency`, ...).
+    /// The CSV tables' names: `jobs`, `iostat`, then every controller's stream in the
+    /// registry's order (`throttle`, `timeline`, `iolatency`, ...).
     #[getter]
-    fn tables(&self) -> Vec<(&'static str, &str)> {
-        self.0
-            .tables
-            .iter()
-            .map(|t| (t.name, t.csv.as_str()))
-            .collect()
+    fn tables(&self) -> Vec<&'static str> {
+        self.0.tables.iter().map(|t| t.name).collect()
+    }
+    /// Table `name`'s CSV text, whole.
+    fn csv(&self, name: &str) -> PyResult<String> {
+        self.table(name)?.csv().map_err(err)
+    }
+    /// Up to `size` bytes of table `name`'s CSV text from byte `pos` (none at its end).
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        pos: u64,
+        size: usize,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let text = &self.table(name)?.text;
+        let mut buf = vec![0; size.min(text.len().saturating_sub(pos) as usize)];
+        let n = text.read_at(pos, &mut buf)?;
+        Ok(PyBytes::new(py, &buf[..n]))
     }
     #[getter]
     fn io_stat(&self) -> &str {
         &self.0.io_stat
     }
     #[getter]
-    fn trace(&self) -> Vec<&str> {
-        self.0.trace.iter().map(String::as_str).collect()
+    fn trace(&self) -> PyResult<Vec<String>> {
+        self.0.trace_lines().map_err(err)
     }
     #[getter]
     fn warnings(&self) -> Vec<&str> {
@@ -151,16 +230,18 @@ fn run(
     trace: bool,
 ) -> PyResult<RunOutput> {
     let sc = parse(text, file)?;
-    let req = RunRequest {
-        variant,
-        kernel,
-        seed,
-        overrides,
-        trace,
-    };
-    py.detach(|| api::run(&sc, &req))
-        .map(RunOutput)
-        .map_err(err)
+    interruptible(py, |cancel| {
+        let req = RunRequest {
+            variant,
+            kernel,
+            seed,
+            overrides,
+            trace,
+            cancel: cancel.clone(),
+        };
+        api::run(&sc, &req)
+    })
+    .map(RunOutput)
 }
 
 /// Check the scenario `(text, file)` as `blkcg-sim check` does: per variant, its
@@ -205,8 +286,9 @@ fn sweep_rows(
     end: usize,
     workers: usize,
 ) -> PyResult<String> {
-    py.detach(|| plan(text, file, grid, seeds)?.rows(start..end, workers))
-        .map_err(err)
+    interruptible(py, |cancel| {
+        plan(text, file, grid, seeds)?.rows(start..end, workers, cancel)
+    })
 }
 
 /// The built-in scenarios: `(name, description)`.

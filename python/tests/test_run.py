@@ -1,9 +1,11 @@
 """run / check / scenarios: the library gives what the command line gives."""
 
+import io
 import json
 import subprocess
 import threading
 
+import pandas as pd
 import pytest
 
 import blkcg_sim
@@ -55,6 +57,27 @@ def test_tables_have_the_csv_columns_even_when_empty():
     assert r.fio["jobs"][0]["jobname"] == "file1"
     assert r.trace == []
     assert blkcg_sim.run("throttle-iops-tail-latency", variant="after", trace=True).trace
+
+
+def test_tables_are_parsed_when_first_read(small):
+    r = blkcg_sim.run(small, variant="one")
+    names = ["jobs", "iostat", "throttle", "timeline", "iolatency", "deadline"]
+    assert list(r.tables) == names and len(r.tables) == len(names)
+    assert "timeline" in r.tables and "nope" not in r.tables
+    assert "(0 read: none)" in repr(r.tables)
+    text = r.csv("timeline")
+    assert r.open("timeline").read().decode() == text
+    chunks = pd.concat(pd.read_csv(r.open("timeline"), chunksize=7), ignore_index=True)
+    assert "(0 read: none)" in repr(r.tables)
+    pd.testing.assert_frame_equal(r.timeline, pd.read_csv(io.StringIO(text)))
+    pd.testing.assert_frame_equal(chunks, r.timeline)
+    assert r.tables["timeline"] is r.timeline
+    assert "(1 read: timeline)" in repr(r.tables)
+    for read in (r.csv, r.open):
+        with pytest.raises(ValueError, match="^nope: no such table; one of jobs, iostat, throttle"):
+            read("nope")
+    with pytest.raises(KeyError):
+        r.tables["nope"]
 
 
 def test_overrides_seed_kernel_and_dict_scenarios(small):

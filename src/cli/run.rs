@@ -133,6 +133,8 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<Vec<VariantRun>, Str
                 .transpose()?,
             keep: false,
             keep_trace: false,
+            spool_tables: false,
+            spool_trace: false,
             keep_job_timelines: false,
             timeline_text: o.timeline,
             trace_live: trace_to_stderr.then(|| {
@@ -210,7 +212,7 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<Vec<VariantRun>, Str
             }
         }
         if o.timeline {
-            run.record.timeline_text.drain(&mut emit)?;
+            run.record.timeline_text.each_line(&mut emit)?;
             emit(&run.io_stat)?;
             for (name, text) in &run.reports {
                 if !name.ends_with(".json") {

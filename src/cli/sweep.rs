@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::cli::Stderr;
-use crate::progress::{Horizon, Reporter};
+use crate::progress::{Cancel, Horizon, Reporter};
 use crate::report::outdir::{OutDir, OutFile};
 use crate::scenario::Scenario;
 use crate::sweep::record::csv_header;
@@ -95,11 +95,13 @@ pub fn sweep_command(sc: &Scenario, o: &SweepOptions) -> Result<u8, String> {
         .start("sweep", Horizon::Count(range.len() as u64));
     let mut pictures = (o.output.is_some() && o.shard.is_none()).then(|| Pictures::new(&sweep));
     let first = range.start;
+    // the command line is stopped by its signals, never cancelled
+    let never = Cancel::default();
     let mut done = 0;
     pool::ordered(
         range.len(),
         o.jobs,
-        |i| sweep.run(first + i).map(|(rec, _)| rec),
+        |i| sweep.run(first + i, &never).map(|(rec, _)| rec),
         |_, rec| {
             let rec = rec?;
             let json = rec.json_line();

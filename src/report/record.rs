@@ -17,13 +17,18 @@
 //!   pictures' series (device throughput, and each stream's [`Series`]) are fed as rows
 //!   come, each of bounded size (`crate::report::decimate`); without one they are not
 //!   kept at all;
-//! - with `keep`, every row is also kept in memory (the library API, tests,
-//!   `validate` and `repro`, whose runs are short): typed per stream
-//!   ([`Recorded::rows`]), or as CSV text ([`Recorded::csv`]); with `keep_trace` every
-//!   trace line; the command line keeps no row: `run --timeline` asks for
-//!   `timeline_text`, the device timeline's printed lines formatted as each second
-//!   comes into a [`Spool`] (memory up to 1 MiB, then an unlinked temporary file), read
-//!   back once after the fio report;
+//! - with `spool_tables` (the library API: `crate::api::run`), the text of every CSV
+//!   file — exactly what the folder's file would hold, header first, made by the same
+//!   code as the file's — also goes, as rows come, into a [`Spool`] per file (memory up
+//!   to 1 MiB, then an unlinked temporary file), and with `spool_trace` the trace's;
+//!   each is handed back as a [`Spooled`] text in [`Recorded::spooled`], read back
+//!   (whole, a line or a range of bytes at a time) only when the caller reads it;
+//! - with `keep`, every row is also kept in memory, typed per stream
+//!   ([`Recorded::rows`]), and with `keep_trace` every trace line (tests, `validate`
+//!   and `repro`, whose runs are short); the command line keeps no row: `run
+//!   --timeline` asks for `timeline_text`, the device timeline's printed lines
+//!   formatted as each second comes into a [`Spool`], read back once after the fio
+//!   report;
 //! - trace lines go to stderr as they come when the user asked for `--trace` without
 //!   an output folder.
 //!
@@ -53,6 +58,11 @@ pub struct RecordOptions {
     pub keep: bool,
     /// Keep every trace line in memory too.
     pub keep_trace: bool,
+    /// Spool every CSV file's text too (`iostat.csv` and each stream's, as the output
+    /// folder's file holds it) into [`Recorded::spooled`].
+    pub spool_tables: bool,
+    /// Spool `trace.txt`'s text too into [`Recorded::spooled`].
+    pub spool_trace: bool,
     /// Hand each trace line to this sink as it comes (the command line prints them
     /// on stderr).
     pub trace_live: Option<crate::notify::TraceSink>,
@@ -68,7 +78,7 @@ impl RecordOptions {
     /// Whether trace lines go anywhere (a file, memory, stderr); when not, the
     /// policies need not format them.
     pub fn takes_trace(&self) -> bool {
-        self.out.is_some() || self.keep_trace || self.trace_live.is_some()
+        self.out.is_some() || self.keep_trace || self.spool_trace || self.trace_live.is_some()
     }
 
     /// Whether anything reads each job's completions over time (the pictures and
@@ -105,7 +115,11 @@ pub struct Recorded {
     /// The folder the files streamed to, for the run's other outputs.
     pub out: Option<OutDir>,
     /// With `timeline_text`: the device timeline's text (`summary::iostat_text`).
-    pub timeline_text: Spool,
+    pub timeline_text: Spooled,
+    /// With `spool_tables` (and `spool_trace`): each file's text by its name
+    /// (`iostat.csv`, `timeline.csv`, `trace.txt`), for the files the run made, and
+    /// `iostat.csv` always (its header if no row).
+    pub spooled: Vec<(&'static str, Spooled)>,
     /// Device throughput in MiB/s, read and write, decimated (with an output folder).
     pub read_mib: Decimated,
     pub write_mib: Decimated,
@@ -123,59 +137,65 @@ impl Recorded {
             .and_then(|r| r.as_any().downcast_ref::<Vec<T>>())
             .map_or(&[], Vec::as_slice)
     }
-
-    /// With `keep`: stream `def`'s CSV text as its file holds it (the header alone if
-    /// it made no row).
-    pub fn csv(&self, def: &StreamDef, tree: &CgroupTree) -> String {
-        let mut out = def.header.to_string();
-        if let Some(rows) = self
-            .streams
-            .iter()
-            .find(|s| s.def.csv == def.csv)
-            .and_then(|s| s.rows.as_ref())
-        {
-            rows.csv(&mut out, tree);
-        }
-        out
-    }
 }
 
-/// One streamed file: created at its first line.
+/// One file's text as the run makes it: into the output folder (the file created at
+/// its first line) and into a spool, each where asked, its header first.
 struct Stream {
     name: &'static str,
     header: String,
+    /// Whether its first line came (and its header went out before it).
+    started: bool,
     file: Option<BufWriter<File>>,
+    spool: Option<Spool>,
 }
 
 impl Stream {
-    fn new(name: &'static str, header: &str) -> Self {
+    /// The stream of file `name`, spooled if `spool`.
+    fn new(name: &'static str, header: &str, spool: bool) -> Self {
         Stream {
             name,
             header: header.to_string(),
+            started: false,
             file: None,
+            spool: spool.then(Spool::default),
         }
     }
 
-    fn write(&mut self, dir: &OutDir, text: &str) -> Result<(), String> {
-        let file = match &mut self.file {
-            Some(f) => f,
-            None => {
+    /// Append `text` to the file in `dir` and to the spool, the header first.
+    fn write(&mut self, dir: Option<&OutDir>, text: &str) -> Result<(), String> {
+        if !self.started {
+            self.started = true;
+            if let Some(sp) = &mut self.spool {
+                sp.push(&self.header);
+            }
+            if let Some(dir) = dir {
                 let mut f = BufWriter::new(dir.create(self.name)?);
                 f.write_all(self.header.as_bytes())
                     .map_err(|e| format!("{}: {e}", dir.path().join(self.name).display()))?;
-                self.file.insert(f)
+                self.file = Some(f);
             }
-        };
-        file.write_all(text.as_bytes())
-            .map_err(|e| format!("{}: {e}", dir.path().join(self.name).display()))
+        }
+        if let Some(sp) = &mut self.spool {
+            sp.push(text);
+        }
+        match (&mut self.file, dir) {
+            (Some(f), Some(dir)) => f
+                .write_all(text.as_bytes())
+                .map_err(|e| format!("{}: {e}", dir.path().join(self.name).display())),
+            _ => Ok(()),
+        }
     }
 
-    fn finish(&mut self, dir: &OutDir) -> Result<(), String> {
-        match self.file.take() {
-            Some(mut f) => f
-                .flush()
-                .map_err(|e| format!("{}: {e}", dir.path().join(self.name).display())),
-            None => Ok(()),
+    /// The run has ended: flush the file; the spooled text, if it was spooled and made.
+    fn finish(&mut self, dir: Option<&OutDir>) -> Result<Option<Spooled>, String> {
+        if let (Some(mut f), Some(dir)) = (self.file.take(), dir) {
+            f.flush()
+                .map_err(|e| format!("{}: {e}", dir.path().join(self.name).display()))?;
+        }
+        match self.spool.take().filter(|_| self.started) {
+            Some(sp) => sp.finish().map(Some),
+            None => Ok(None),
         }
     }
 }
@@ -215,6 +235,8 @@ pub struct RunRecorder {
     opts: RecordOptions,
     iostat: Stream,
     trace: Stream,
+    /// `run --timeline`'s text: spooled only, never a file.
+    timeline_text: Stream,
     /// The policies' and elevator's streams, at their first rows.
     streams: Vec<Live>,
     /// `q->nr_requests`, for rows drawn against it (blk-iolatency's unlimited depth).
@@ -232,9 +254,10 @@ impl RunRecorder {
     pub fn new(tree: &CgroupTree, opts: RecordOptions) -> Self {
         RunRecorder {
             tree: tree.clone(),
+            iostat: Stream::new("iostat.csv", IOSTAT_CSV_HEADER, opts.spool_tables),
+            trace: Stream::new("trace.txt", "", opts.spool_trace),
+            timeline_text: Stream::new("timeline", &iostat_text_header(), opts.timeline_text),
             opts,
-            iostat: Stream::new("iostat.csv", IOSTAT_CSV_HEADER),
-            trace: Stream::new("trace.txt", ""),
             streams: Vec::new(),
             nr_requests: u32::MAX,
             line: String::new(),
@@ -276,39 +299,45 @@ impl RunRecorder {
         self.opts.out.is_some()
     }
 
-    /// `self.line` into `stream`, remembering the first error.
-    fn emit(out: &Option<OutDir>, stream: &mut Stream, line: &str, error: &mut Option<String>) {
-        let Some(dir) = out else {
-            return;
-        };
-        if let Err(e) = stream.write(dir, line) {
+    /// `line` into `stream`, remembering the first error.
+    fn emit(out: Option<&OutDir>, stream: &mut Stream, line: &str, error: &mut Option<String>) {
+        if let Err(e) = stream.write(out, line) {
             error.get_or_insert(e);
         }
     }
 
-    /// The run has ended: flush the files; what was kept, or the first write error.
+    /// The run has ended: flush the files and spools; what was kept, or the first
+    /// write error.
     pub fn finish(mut self) -> Result<Recorded, String> {
-        if self.opts.timeline_text && self.rec.timeline_text.is_empty() {
-            self.rec.timeline_text.push(&iostat_text_header());
+        let dir = self.opts.out.take();
+        // iostat.csv is always made, if only its header; so is the timeline's text
+        // (never a file)
+        if !self.iostat.started {
+            Self::emit(dir.as_ref(), &mut self.iostat, "", &mut self.error);
         }
-        if let Some(dir) = self.opts.out.take() {
-            // iostat.csv is always written, if only its header
-            if self.iostat.file.is_none()
-                && let Err(e) = self.iostat.write(&dir, "")
-            {
+        if !self.timeline_text.started {
+            Self::emit(None, &mut self.timeline_text, "", &mut self.error);
+        }
+        match self.timeline_text.finish(None) {
+            Ok(text) => self.rec.timeline_text = text.unwrap_or_default(),
+            Err(e) => {
                 self.error.get_or_insert(e);
             }
-            let streams = self.streams.iter_mut().map(|s| &mut s.file);
-            for s in [&mut self.iostat, &mut self.trace]
-                .into_iter()
-                .chain(streams)
-            {
-                if let Err(e) = s.finish(&dir) {
+        }
+        let streams = self.streams.iter_mut().map(|s| &mut s.file);
+        for s in [&mut self.iostat, &mut self.trace]
+            .into_iter()
+            .chain(streams)
+        {
+            match s.finish(dir.as_ref()) {
+                Ok(Some(text)) => self.rec.spooled.push((s.name, text)),
+                Ok(None) => {}
+                Err(e) => {
                     self.error.get_or_insert(e);
                 }
             }
-            self.rec.out = Some(dir);
         }
+        self.rec.out = dir;
         self.rec.streams = self.streams.into_iter().map(|s| s.kept).collect();
         match self.error {
             Some(e) => Err(e),
@@ -324,29 +353,22 @@ impl Recorder for RunRecorder {
             self.rec.read_mib.add(t, row.r_bytes as f64 / 1048576.0);
             self.rec.write_mib.add(t, row.w_bytes as f64 / 1048576.0);
         }
-        if self.iostat.file.is_none() && !row.dev_cols.is_empty() {
+        if !self.iostat.started && !row.dev_cols.is_empty() {
             // the device model's columns, known from the first row, before any is written
             self.iostat.header = device_columns_header(row.dev_cols);
         }
+        let out = self.opts.out.as_ref();
         self.line.clear();
         iostat_csv_row(&mut self.line, row);
         device_columns_values(&mut self.line, &row.dev_vals);
-        Self::emit(
-            &self.opts.out,
-            &mut self.iostat,
-            &self.line,
-            &mut self.error,
-        );
+        Self::emit(out, &mut self.iostat, &self.line, &mut self.error);
         if self.opts.keep {
             self.rec.iostat.push(row.clone());
         }
         if self.opts.timeline_text {
-            if self.rec.timeline_text.is_empty() {
-                self.rec.timeline_text.push(&iostat_text_header());
-            }
             self.line.clear();
             iostat_text_row(&mut self.line, &self.dev_name, row);
-            self.rec.timeline_text.push(&self.line);
+            Self::emit(None, &mut self.timeline_text, &self.line, &mut self.error);
         }
     }
 
@@ -362,7 +384,7 @@ impl Recorder for RunRecorder {
                     .map(|p| (p.series)());
                 let rows = self.opts.keep.then(|| row.new_store());
                 self.streams.push(Live {
-                    file: Stream::new(def.csv, def.header),
+                    file: Stream::new(def.csv, def.header, self.opts.spool_tables),
                     kept: RecordedStream { def, series, rows },
                 });
                 self.streams.len() - 1
@@ -376,11 +398,12 @@ impl Recorder for RunRecorder {
         if let Some(s) = &mut live.kept.series {
             s.add(row.as_any(), &ctx);
         }
-        // a row's lines are formatted only when there is a file to write them to
-        if self.opts.out.is_some() {
+        // a row's lines are formatted only when there is a file or a spool for them
+        if self.opts.out.is_some() || self.opts.spool_tables {
             self.line.clear();
             row.write_csv(&mut self.line, &self.tree);
-            Self::emit(&self.opts.out, &mut live.file, &self.line, &mut self.error);
+            let out = self.opts.out.as_ref();
+            Self::emit(out, &mut live.file, &self.line, &mut self.error);
         }
         if let Some(kept) = &mut live.kept.rows {
             kept.push(row.as_any());
@@ -394,16 +417,18 @@ impl Recorder for RunRecorder {
         self.line.clear();
         self.line.push_str(&line);
         self.line.push('\n');
-        Self::emit(&self.opts.out, &mut self.trace, &self.line, &mut self.error);
+        let out = self.opts.out.as_ref();
+        Self::emit(out, &mut self.trace, &self.line, &mut self.error);
         if self.opts.keep_trace {
             self.rec.trace.push(line);
         }
     }
 }
 
-/// Text made as a run goes and read once after it: in memory up to [`Spool::MEMORY`]
-/// bytes, then in an unnamed temporary file (unlinked at creation), so what a long
-/// run prints does not stay in memory; in memory still if no file can be made.
+/// Text made as a run goes: in memory up to [`Spool::MEMORY`] bytes, then in an
+/// unnamed temporary file (unlinked at creation), so what a long run makes does not
+/// stay in memory; in memory still if no file can be made. [`Spool::finish`] hands it
+/// back as a [`Spooled`] to read.
 #[derive(Debug, Default)]
 pub struct Spool {
     mem: String,
@@ -449,29 +474,111 @@ impl Spool {
         Some(w)
     }
 
-    /// Whether nothing was pushed.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
+    /// The text is whole: to be read back, as often as wanted.
+    pub fn finish(self) -> Result<Spooled, String> {
+        let file = match self.file {
+            Some(w) => Some(w.into_inner().map_err(|e| spool_error(e.into_error()))?),
+            None => None,
+        };
+        Ok(Spooled {
+            file_len: (self.len - self.mem.len()) as u64,
+            file,
+            mem: self.mem,
+        })
+    }
+}
+
+fn spool_error(e: std::io::Error) -> String {
+    format!("the run's spooled text: {e}")
+}
+
+/// A [`Spool`]'s text once made: its first `file_len` bytes in the file, the rest in
+/// memory. Read at any offset (`pread`, no shared cursor), so readers never disturb
+/// one another; the file goes with it.
+#[derive(Debug, Default)]
+pub struct Spooled {
+    file: Option<File>,
+    file_len: u64,
+    mem: String,
+}
+
+impl From<String> for Spooled {
+    /// A short text, held in memory (a table's header alone).
+    fn from(mem: String) -> Self {
+        Spooled {
+            mem,
+            ..Spooled::default()
+        }
+    }
+}
+
+impl Spooled {
+    /// Its length in bytes.
+    pub fn len(&self) -> u64 {
+        self.file_len + self.mem.len() as u64
     }
 
-    /// Hand the text, in order, to `emit` a piece at a time.
-    pub fn drain(
-        &mut self,
+    /// Whether it is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Up to `buf.len()` bytes from byte `pos` into `buf`: how many (0 at the end).
+    pub fn read_at(&self, pos: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+        use std::os::unix::fs::FileExt;
+        if let (Some(f), true) = (&self.file, pos < self.file_len) {
+            let left = usize::try_from(self.file_len - pos).unwrap_or(usize::MAX);
+            let n = buf.len().min(left);
+            return f.read_at(&mut buf[..n], pos);
+        }
+        let rest = usize::try_from(pos.saturating_sub(self.file_len))
+            .ok()
+            .and_then(|at| self.mem.as_bytes().get(at..))
+            .unwrap_or_default();
+        let n = rest.len().min(buf.len());
+        buf[..n].copy_from_slice(&rest[..n]);
+        Ok(n)
+    }
+
+    /// A reader of the text from its start.
+    pub fn reader(&self) -> impl std::io::BufRead + '_ {
+        std::io::BufReader::with_capacity(1 << 16, At { text: self, pos: 0 })
+    }
+
+    /// The whole text.
+    pub fn text(&self) -> std::io::Result<String> {
+        let mut s = String::with_capacity(self.len() as usize);
+        std::io::Read::read_to_string(&mut self.reader(), &mut s)?;
+        Ok(s)
+    }
+
+    /// Hand the text, in order, to `emit` a line at a time.
+    pub fn each_line(
+        &self,
         emit: &mut dyn FnMut(&str) -> Result<(), String>,
     ) -> Result<(), String> {
-        use std::io::{BufRead, Seek};
-        let err = |e: std::io::Error| format!("the run's spooled text: {e}");
-        if let Some(w) = self.file.take() {
-            let mut f = w.into_inner().map_err(|e| err(e.into_error()))?;
-            f.rewind().map_err(err)?;
-            let mut r = std::io::BufReader::new(f);
-            let mut line = String::new();
-            while r.read_line(&mut line).map_err(err)? > 0 {
-                emit(&line)?;
-                line.clear();
-            }
+        use std::io::BufRead;
+        let mut r = self.reader();
+        let mut line = String::new();
+        while r.read_line(&mut line).map_err(spool_error)? > 0 {
+            emit(&line)?;
+            line.clear();
         }
-        emit(&self.mem)
+        Ok(())
+    }
+}
+
+/// A [`Spooled`] read from `pos` on.
+struct At<'a> {
+    text: &'a Spooled,
+    pos: u64,
+}
+
+impl std::io::Read for At<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.text.read_at(self.pos, buf)?;
+        self.pos += n as u64;
+        Ok(n)
     }
 }
 
@@ -482,21 +589,77 @@ mod tests {
     #[test]
     fn a_spool_gives_back_what_it_was_given_past_its_memory() {
         let mut sp = Spool::default();
-        assert!(sp.is_empty());
         let line = "x".repeat(99) + "\n";
         let n = Spool::MEMORY / 100 * 3;
         for _ in 0..n {
             sp.push(&line);
         }
         assert!(sp.mem.len() <= Spool::MEMORY + 100, "spilled to a file");
-        let mut back = String::new();
-        sp.drain(&mut |s| {
-            back.push_str(s);
+        let text = sp.finish().unwrap();
+        assert!(text.file.is_some() && text.len() == (n * 100) as u64);
+        // read back whole, a line at a time, and at any offset, as often as wanted
+        let back = text.text().unwrap();
+        assert_eq!(back.len(), n * 100);
+        assert!(back.lines().all(|l| l.len() == 99));
+        let mut lines = 0;
+        text.each_line(&mut |l| {
+            assert_eq!(l, line);
+            lines += 1;
             Ok(())
         })
         .unwrap();
-        assert_eq!(back.len(), n * 100);
-        assert!(back.lines().all(|l| l.len() == 99));
+        assert_eq!(lines, n);
+        let mut buf = [0u8; 150];
+        let at = text.file_len - 50;
+        assert_eq!(text.read_at(at, &mut buf).unwrap(), 50, "the file's end");
+        assert_eq!(
+            text.read_at(at + 50, &mut buf).unwrap(),
+            text.mem.len().min(150)
+        );
+        assert_eq!(text.read_at(text.len(), &mut buf).unwrap(), 0);
+        assert_eq!(text.text().unwrap(), back);
+    }
+
+    #[test]
+    fn spooled_tables_are_the_files_byte_for_byte() {
+        let dir = std::env::temp_dir().join(format!("blkcg-record-sp-{}", std::process::id()));
+        let out = OutDir::open(&dir, "v").unwrap();
+        let path = out.path().join("iostat.csv");
+        let opts = RecordOptions {
+            out: Some(out),
+            spool_tables: true,
+            ..RecordOptions::default()
+        };
+        let mut rec = RunRecorder::new(&CgroupTree::default(), opts);
+        for t in 0..40_000 {
+            rec.iostat(&IostatRow {
+                t,
+                r_ios: t,
+                dev_cols: &["wa"],
+                dev_vals: vec![1.5],
+                ..IostatRow::default()
+            });
+        }
+        let kept = rec.finish().unwrap();
+        let file = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(file.len() > Spool::MEMORY, "past the spool's memory");
+        let [(name, text)] = &kept.spooled[..] else {
+            panic!("iostat.csv alone: {:?}", kept.spooled)
+        };
+        assert_eq!(*name, "iostat.csv");
+        assert_eq!(text.text().unwrap(), file);
+        assert!(kept.iostat.is_empty(), "no row kept");
+        // without rows, the header alone
+        let opts = RecordOptions {
+            spool_tables: true,
+            ..RecordOptions::default()
+        };
+        let empty = RunRecorder::new(&CgroupTree::default(), opts)
+            .finish()
+            .unwrap();
+        assert_eq!(empty.spooled.len(), 1);
+        assert_eq!(empty.spooled[0].1.text().unwrap(), IOSTAT_CSV_HEADER);
     }
 
     #[test]
@@ -522,6 +685,12 @@ mod tests {
         }
         rec.finish().unwrap();
         let csv = std::fs::read_to_string(&path).unwrap();
+        // the folder holds the files with something in them, and nothing else
+        let files: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(files, ["iostat.csv"]);
         std::fs::remove_dir_all(&dir).unwrap();
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(

@@ -35,7 +35,7 @@ use crate::device::{BlockDevice, QueueLimits};
 use crate::error::KeyError;
 use crate::ioprio::{BlkIoprio, prio_label};
 use crate::kernel_version::{Distro, KernelVersion, named};
-use crate::progress::{Horizon, Reporter};
+use crate::progress::{Cancel, Horizon, Reporter};
 use crate::report::assumed::Assumed;
 use crate::report::fio::{self as fioreport, FioMessage, JobReport, RunReport};
 use crate::report::io_stat::io_stat_text;
@@ -557,16 +557,17 @@ pub fn run_variant_traced(
     record: RecordOptions,
 ) -> Result<VariantRun, String> {
     let prepared = prepare(sc, variant, kernel_version, seed, trace_on)?;
-    simulate(sc, prepared, progress, record)
+    simulate(sc, prepared, progress, record, &Cancel::default())
 }
 
 /// Run a prepared variant to its end and gather its outputs; its timelines go where
-/// `record` says.
+/// `record` says. A run `cancel` stops ends early with `progress::CANCELLED`.
 pub fn simulate(
     sc: &Scenario,
     p: Prepared,
     progress: &Reporter,
     record: RecordOptions,
+    cancel: &Cancel,
 ) -> Result<VariantRun, String> {
     let (r, devs, mut warnings) = (p.resolved, p.devs, p.warnings);
     let (mut pipe, later) = build_pipeline(
@@ -609,10 +610,18 @@ pub fn simulate(
                 }
             }
         },
-        |now, done_bytes| shown.update(now, done_bytes),
+        |now, done_bytes| {
+            shown.update(now, done_bytes);
+            if cancel.is_cancelled() {
+                std::ops::ControlFlow::Break(())
+            } else {
+                std::ops::ControlFlow::Continue(())
+            }
+        },
         &mut recorder,
     );
     shown.finish();
+    cancel.check()?;
     // every write was accepted before the run on the same controllers in the same
     // order; one refused now is a simulator bug, not a scenario error
     if let Some(e) = late_errors.into_iter().next() {

@@ -67,6 +67,8 @@
 //! `submit_returned()`) in `crate::sim::fio`, the device's per-second accounting in
 //! `crate::sim::iostat`, the host's costs in `crate::scenario::host`.
 
+use std::ops::ControlFlow;
+
 use crate::device::fault::BadblocksWrite;
 use crate::device::{BlockDevice, DevRq, QueueLimits};
 use crate::scenario::host::HostCosts;
@@ -213,6 +215,10 @@ const WORKER: u32 = 0;
 /// 60,000 0.96× (setup included), 100,000 1.04×.
 const LOOKAHEAD_JOBS: std::ops::RangeInclusive<usize> = 8192..=65536;
 const SAMPLE_TICK: Ns = 100 * NSEC_PER_MSEC;
+/// Events between two calls of `run`'s `progress` within a simulated second: a few
+/// milliseconds of wall time, so a caller's cancel is seen soon even where a simulated
+/// second takes long to simulate (thousands of busy jobs).
+pub const PROGRESS_EVENTS: u32 = 1 << 16;
 
 impl Pipeline {
     /// About how many bytes a running pipeline takes for job `p`: its state, its I/O
@@ -396,12 +402,14 @@ impl Pipeline {
     }
 
     /// Run until every job has ended (or the duration cap). `on_config` applies a
-    /// scheduled interface write; `progress` is called once per simulated second with
-    /// the simulated time and the bytes completed so far.
+    /// scheduled interface write; `progress` is called once per simulated second, and
+    /// every [`PROGRESS_EVENTS`] events, with the simulated time and the bytes completed
+    /// so far; when it breaks, the run ends there (the caller cancelled it: what it
+    /// returns then is not a run's output to report).
     pub fn run(
         mut self,
         mut on_config: impl FnMut(&mut Pipeline, u32),
-        mut progress: impl FnMut(Ns, u64),
+        mut progress: impl FnMut(Ns, u64) -> ControlFlow<()>,
         rec: &mut dyn Recorder,
     ) -> RunOutput {
         // the hints pay where the records no longer fit in cache and something on the
@@ -421,6 +429,7 @@ impl Pipeline {
         self.start_ready();
         self.q.push(SAMPLE_TICK, Event::Sample);
         let mut last_progress = 0;
+        let mut events: u32 = 0;
         let mut capped_at = None;
         while let Some((now, ev)) = self.q.pop() {
             if let Some(d) = self.duration.filter(|&d| now > d) {
@@ -458,9 +467,13 @@ impl Pipeline {
                 }
                 Event::Config(i) => on_config(&mut self, i),
             }
-            if now >= last_progress + NSEC_PER_SEC {
+            events += 1;
+            if now >= last_progress + NSEC_PER_SEC || events == PROGRESS_EVENTS {
                 last_progress = now;
-                progress(now, self.dev_acct.done_bytes);
+                events = 0;
+                if progress(now, self.dev_acct.done_bytes).is_break() {
+                    break;
+                }
             }
             if self.jobs_done == self.jobs.len() {
                 break;
@@ -1197,7 +1210,7 @@ mod tests {
     ) -> (RunOutput, Recorded) {
         let p = Pipeline::new(dev(lat, depth), jobs, 1, host, 1);
         let mut rec = RunRecorder::keep_all(&CgroupTree::default());
-        let out = p.run(|_, _| {}, |_, _| {}, &mut rec);
+        let out = p.run(|_, _| {}, |_, _| ControlFlow::Continue(()), &mut rec);
         (out, rec.finish().expect("nothing to write"))
     }
 
@@ -1313,7 +1326,7 @@ mod tests {
             ..Stack::default()
         });
         let mut rec = RunRecorder::keep_all(&CgroupTree::default());
-        let out = p.run(|_, _| {}, |_, _| {}, &mut rec);
+        let out = p.run(|_, _| {}, |_, _| ControlFlow::Continue(()), &mut rec);
         let d = &out.jobs[0].1.dd[0];
         // one request on the device at a time, 100 µs each: 10,000 IOPS, not QD8's
         // 80,000; the submitter sleeps for the tag, in slat

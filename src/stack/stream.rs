@@ -11,9 +11,10 @@
 //! [`Recorder`](super::Recorder) through [`Recorder::row`](super::Recorder::row) as
 //! `&dyn` [`AnyRow`], which every `TimelineRow` is. The recorder then, per stream:
 //! writes the CSV lines (creating the file at its first row), feeds the picture's
-//! series (only where pictures are drawn), and keeps the rows whole in a
-//! [`KeptRows`] (a `Vec` of the row type) for callers that asked: those read them back
-//! typed with `Recorded::rows::<T>()` or as CSV text.
+//! series (only where pictures are drawn), spools the CSV lines for the library API
+//! (`RecordOptions::spool_tables`), and keeps the rows whole in a [`KeptRows`] (a `Vec`
+//! of the row type) for callers that asked: those read them back typed with
+//! `Recorded::rows::<T>()`.
 //!
 //! This is the exporter pattern (one implementation per format behind one trait): a
 //! new policy's rows need their own type, a `StreamDef` in its folder and a line in
@@ -108,8 +109,6 @@ pub trait KeptRows: Any + Debug + Send {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// Every row's CSV lines, appended to `out`.
-    fn csv(&self, out: &mut String, tree: &CgroupTree);
     /// The store, to be downcast to `Vec<T>`.
     fn as_any(&self) -> &dyn Any;
     /// A copy.
@@ -124,11 +123,6 @@ impl<T: TimelineRow> KeptRows for Vec<T> {
     }
     fn len(&self) -> usize {
         Vec::len(self)
-    }
-    fn csv(&self, out: &mut String, tree: &CgroupTree) {
-        for r in self {
-            r.csv(out, tree);
-        }
     }
     fn as_any(&self) -> &dyn Any {
         self

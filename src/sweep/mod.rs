@@ -35,7 +35,7 @@ use keys::{Axis, Target};
 use record::{Record, Values};
 
 use crate::notify::Notify;
-use crate::progress::Reporter;
+use crate::progress::{Cancel, Reporter};
 use crate::report::outdir::OutDir;
 use crate::report::plot::{Panel, Series, plot_panels};
 use crate::report::record::RecordOptions;
@@ -258,8 +258,10 @@ impl Sweep {
         Ok(())
     }
 
-    /// Run `r`: point `r / seeds` with seed `scenario seed + r % seeds`.
-    pub fn run(&self, r: usize) -> Result<(Record, VariantRun), String> {
+    /// Run `r`: point `r / seeds` with seed `scenario seed + r % seeds`; once `cancel`
+    /// is set, it does not start, or ends early, with `progress::CANCELLED`.
+    pub fn run(&self, r: usize, cancel: &Cancel) -> Result<(Record, VariantRun), String> {
+        cancel.check()?;
         let p = r / self.seeds as usize;
         let values = self.values(p);
         let at = |e: String| {
@@ -274,8 +276,8 @@ impl Sweep {
             .unwrap_or(1) as u64;
         let seed = base + (r % self.seeds as usize) as u64;
         let prepared = prepare(&sc, None, None, Some(seed), false).map_err(at)?;
-        let run =
-            simulate(&sc, prepared, &Reporter::Quiet, RecordOptions::default()).map_err(at)?;
+        let record = RecordOptions::default();
+        let run = simulate(&sc, prepared, &Reporter::Quiet, record, cancel).map_err(at)?;
         Ok((Record::of(p, seed, values.clone(), &run), run))
     }
 }
@@ -473,7 +475,7 @@ fio = "fio --name=a --rw=randread --bs=4k --iodepth=4 --ioengine=libaio --runtim
                 .contains("--iodepth=2")
         );
         // seeds from the scenario's
-        let (rec, _) = s.run(3).unwrap();
+        let (rec, _) = s.run(3, &Cancel::default()).unwrap();
         assert_eq!((rec.point, rec.seed), (1, 6));
     }
 

@@ -28,7 +28,7 @@
 use serde_json::Value as Json;
 
 use super::{Machine, py_round};
-use crate::progress::{Horizon, Reporter};
+use crate::progress::{Cancel, Horizon, Reporter};
 use crate::report::fio::json::to_json;
 use crate::report::record::RecordOptions;
 use crate::run::{prepare, simulate};
@@ -209,6 +209,7 @@ pub(crate) fn run_fio(machine: &Machine, cmd: &str) -> Result<(Json, String, boo
         prepare(&sc, None, None, None, false)?,
         &Reporter::Quiet,
         RecordOptions::default(),
+        &Cancel::default(),
     )?;
     let doc = serde_json::from_str(&to_json(&run.fio, false))
         .map_err(|e| format!("internal error: fio JSON does not parse: {e}"))?;

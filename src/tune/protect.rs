@@ -37,7 +37,7 @@ use std::path::PathBuf;
 
 use toml::{Table, Value};
 
-use crate::progress::{Horizon, Reporter};
+use crate::progress::{Cancel, Horizon, Reporter};
 use crate::report::record::RecordOptions;
 use crate::report::summary::fmt_figure;
 use crate::run::{VariantRun, prepare, simulate};
@@ -333,7 +333,7 @@ impl Protection {
                     keep_job_timelines: true,
                     ..RecordOptions::default()
                 };
-                let run = simulate(&s, p, &Reporter::Quiet, record)?;
+                let run = simulate(&s, p, &Reporter::Quiet, record, &Cancel::default())?;
                 Ok::<_, String>((
                     Sample::of(seed, &run, &self.protect),
                     measure(r / self.seeds, &run),
