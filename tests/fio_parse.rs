@@ -241,10 +241,91 @@ fn bssplit_rules() {
     );
     assert_eq!(j.bssplit[2].len(), 2);
     assert_eq!(j.bs_max[1], 16384);
-    for bad in ["4k/60:8k/60", "4k/10:8k/20", "4k/x"] {
+    for bad in ["4k/60:8k/60:16k:32k", "4k/10:8x/20"] {
         let e = parse_err(&format!("[a]\nbssplit={bad}\n"));
         assert!(e.starts_with("t.fio:2: bssplit:"), "{bad}: {e}");
     }
+}
+
+/// Issue 32 item 15: bssplit as fio 3.33's options.c `bssplit_ddir()` reads it and
+/// io_u.c `get_next_buflen()` draws from it: each entry's share of the I/Os.
+/// [run here] fio 3.33, ioengine=null, 10,000 randread I/Os, sizes from write_iolog:
+/// `4k/50:8k/60` 5026/4974; `4k/10:8k/20` 1021/8979; `4k/60:8k/60:16k` 16k 9999 (one
+/// 4k where 16k did not fit before the end); `4k/-5:8k` 4k 10000; `4k/x:8k`
+/// 5026/4974; `4k/30:8k/30:16k/` 3037/3041/3922; `4k/60:8k/60:16k:32k` "bssplit
+/// percentages add to more than 100%"; 65 blank entries 4k..260k: none larger than
+/// 256k ("hit max of 64 split entries").
+#[test]
+fn bssplit_shares_follow_fio() {
+    let shares = |v: &str| -> (Vec<(u64, u32)>, Vec<String>) {
+        let f = parse(&format!("[a]\nbssplit={v}\n"));
+        let s = f.jobs[0].bssplit[0]
+            .iter()
+            .map(|b| (b.size, b.pct))
+            .collect();
+        (s, f.warnings)
+    };
+    let k = |n: u64| n * 1024;
+    // over 100 with no blank: the largest entries get what is left of 100
+    let (s, w) = shares("4k/50:8k/60");
+    assert_eq!(s, [(k(4), 50), (k(8), 50)]);
+    assert_eq!(w.len(), 1, "one note for the three directions: {w:?}");
+    assert!(
+        w[0].contains("add to 110, not 100") && w[0].ends_with("4k 50%, 8k 50%"),
+        "{w:?}"
+    );
+    // under 100: the last entry drawn (the largest percentage) gets the rest
+    assert_eq!(shares("4k/10:8k/20").0, [(k(4), 10), (k(8), 90)]);
+    // over 100 with one blank: its 100 - 120 wraps around, sorts first as an int and
+    // takes every I/O
+    let (s, w) = shares("4k/60:8k/60:16k");
+    assert_eq!(s, [(k(16), 100), (k(4), 0), (k(8), 0)]);
+    assert!(w[0].contains("wraps around"), "{w:?}");
+    // atoi(): a negative is over 100 once unsigned; text after the digits is ignored
+    let (s, w) = shares("4k/-5:8k");
+    assert_eq!(s, [(k(8), 0), (k(4), 100)]);
+    assert!(w[0].contains("`-5`"), "{w:?}");
+    let (s, w) = shares("4k/x:8k/50%");
+    assert_eq!(s, [(k(4), 50), (k(8), 50)]);
+    assert!(
+        w[0].contains("atoi() stops at `x`, so it is 0: blank"),
+        "{w:?}"
+    );
+    assert!(w[1].contains("atoi() stops at `%`, so it is 50"), "{w:?}");
+    // over 100 is 100, 0 is blank: a lone entry is every I/O either way
+    assert_eq!(shares("4k/200").0, [(k(4), 100)]);
+    assert_eq!(shares("4k/0").0, [(k(4), 100)]);
+    // blanks share the rest evenly; what integer division leaves goes to the last
+    assert_eq!(
+        shares("4k/30:8k/30:16k/").0,
+        [(k(4), 30), (k(8), 30), (k(16), 40)]
+    );
+    let (s, w) = shares("4k:8k:16k");
+    assert_eq!(s, [(k(4), 33), (k(8), 33), (k(16), 34)]);
+    assert!(w.is_empty(), "{w:?}");
+    // BSSPLIT_MAX: the first 64 entries, the rest ignored with a note
+    let many: Vec<String> = (1..=65).map(|i| format!("{}k", 4 * i)).collect();
+    let f = parse(&format!("[a]\nbssplit={}\n", many.join(":")));
+    let j = &f.jobs[0];
+    assert_eq!((j.bssplit[0].len(), j.bs_max[0]), (64, k(256)));
+    assert_eq!(
+        j.bssplit[0].last(),
+        Some(&BsSplit {
+            size: k(256),
+            pct: 37
+        })
+    );
+    assert!(
+        f.warnings[0].contains("has 65 entries; fio keeps the first 64"),
+        "{:?}",
+        f.warnings
+    );
+    // given percentages over 100 leave nothing for two blanks: fio refuses it
+    let e = parse_err("[a]\nbssplit=4k/60:8k/60:16k:32k\n");
+    assert!(
+        e.starts_with("t.fio:2: bssplit: `4k/60:8k/60:16k:32k`: the percentages given add to 120"),
+        "{e}"
+    );
 }
 
 #[test]
