@@ -5,7 +5,7 @@
 use blkcg_sim::workload::fio::units::{self, SizeOrPct};
 use blkcg_sim::workload::fio::{
     BsSplit, Env, FioJobs, IoEngine, JobSpec, NsRange, Origin, RandomDist, Reader, RwMode,
-    RwSuffix, UnifiedRw, parse_cmdline, parse_cmdline_with, parse_jobfile,
+    RwSuffix, UnifiedRw, parse_cmdline, parse_cmdline_with, parse_jobfile, program_option,
 };
 use proptest::prelude::*;
 
@@ -28,6 +28,7 @@ fn rd<'a>(
         env: Env::Vars(env),
         read_file: files,
         quote_job_files: true,
+        honours_program_options: true,
     }
 }
 
@@ -593,7 +594,7 @@ fn args(v: &[&str]) -> Vec<String> {
 fn command_line() {
     let f = parse_cmdline(&args(&[
         "--rw=randrw",
-        "--output-format=json",
+        "--eta=never",
         "--name=a",
         "--bs=8k",
         "--name=global",
@@ -658,6 +659,7 @@ fn env_vars_as_fio_or_refused() {
         env: Env::Off,
         read_file: &no_files,
         quote_job_files: false,
+        honours_program_options: false,
     };
     let e = parse_jobfile("[a]\n\nfilename=/dev/${DEV}\n", &at("s.toml"), &off).unwrap_err();
     assert_eq!(e.line, 3);
@@ -690,6 +692,40 @@ fn reserved_keywords_with_arithmetic() {
     assert!(e.starts_with("t.fio:2: size: `(4*2)MiB`"), "{e}");
 }
 
+/// Issue 32 item 15: fio reads its program options anywhere on its command line. Acting
+/// as fio, `--output-format` is the caller's (the last one given), read without the
+/// "ignored" warning a scenario's fio text still gets for it.
+#[test]
+fn output_format_is_the_last_anywhere_and_honoured_acting_as_fio() {
+    let a = args(&[
+        "--output-format=json",
+        "--name=a",
+        "-output-format",
+        "json+",
+        "--rw=read",
+    ]);
+    assert_eq!(
+        program_option(&a, "output-format").as_deref(),
+        Some("json+")
+    );
+    assert_eq!(program_option(&args(&["--name=a"]), "output-format"), None);
+    let f = parse_cmdline(&a).unwrap_or_else(|e| panic!("{e}"));
+    assert!(f.warnings.is_empty(), "{:?}", f.warnings);
+    let scenario = Reader {
+        env: Env::Off,
+        read_file: &no_files,
+        quote_job_files: false,
+        honours_program_options: false,
+    };
+    let f = parse_cmdline_with(&a, &at("s.toml"), &scenario).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(f.warnings.len(), 2, "{:?}", f.warnings);
+    assert!(
+        f.warnings[1].starts_with("s.toml:3: `--output-format` is an fio program option"),
+        "{:?}",
+        f.warnings
+    );
+}
+
 /// getopt: an option with a required argument and no `=` takes the next word
 /// (`--bs 4k`); a flag (`FIO_OPT_STR_SET`) takes a value only after `=`, so the word
 /// after it is a job file, as fio 3.33 reads `--time_based 1` ("unable to open '1'
@@ -717,7 +753,8 @@ fn command_line_options_take_the_next_word() {
     );
     assert!(j.time_based);
     assert_eq!(j.runtime, 5 * S);
-    assert_eq!(f.warnings.len(), 1, "--output-format: {:?}", f.warnings);
+    // `json` is its value, not a job file; acting as fio it is honoured, unwarned
+    assert!(f.warnings.is_empty(), "{:?}", f.warnings);
     let e = parse_cmdline(&args(&["--name=a", "--time_based", "1"])).unwrap_err();
     assert_eq!(e.line, 3);
     assert!(e.msg.starts_with("cannot read job file `1`"), "{e}");
@@ -796,6 +833,7 @@ fn files_read_by_name_are_not_quoted() {
         env: Env::Off,
         read_file: &read,
         quote_job_files: false,
+        honours_program_options: false,
     };
     let e = parse_cmdline_with(&cmd, &at("<cmdline>"), &scenario).unwrap_err();
     assert_eq!((e.file.as_str(), e.line), ("d/shadow", 1));

@@ -35,8 +35,8 @@ mod syntax;
 pub mod units;
 
 pub use syntax::{
-    Env, Origin, PROGRAM_OPTIONS, Reader, getopt_words, parse_cmdline, parse_cmdline_with,
-    parse_jobfile,
+    Env, HONOURED_PROGRAM_OPTIONS, Origin, PROGRAM_OPTIONS, Reader, getopt_words, parse_cmdline,
+    parse_cmdline_with, parse_jobfile, program_option,
 };
 pub use units::SizeOrPct;
 
