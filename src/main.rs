@@ -143,6 +143,8 @@ enum Cmd {
         /// An io.max line for the job's cgroup (e.g. "252:0 riops=100").
         #[arg(long = "io-max")]
         io_max: Option<String>,
+        /// Also honoured among the fio arguments, as fio honours it anywhere (the last
+        /// one given wins).
         #[arg(long, value_enum, default_value = "normal")]
         output_format: Format,
         /// Kernel version preset (6.10, newest), or a distribution's kernel (debian-12,
@@ -369,6 +371,27 @@ fn exit_with_runs(runs: Vec<blkcg_sim::run::VariantRun>) -> u8 {
     0
 }
 
+/// The output format of `blkcg-sim fio`: fio reads its program options anywhere on its
+/// command line (init.c `parse_cmd_line()`), so an `--output-format` among the fio
+/// arguments overrides the one before them, the last given winning as fio's
+/// `parse_output_format()` starts over each time.
+fn fio_format(before: Format, args: &[String]) -> Result<Format, String> {
+    let Some(v) = blkcg_sim::workload::fio::program_option(args, "output-format") else {
+        return Ok(before);
+    };
+    Format::from_str(&v, false).map_err(|_| {
+        let accepted: Vec<String> = Format::value_variants()
+            .iter()
+            .filter_map(|f| f.to_possible_value())
+            .map(|p| p.get_name().to_string())
+            .collect();
+        format!(
+            "fio argument `--output-format={v}`: accepted: {} (one of them)",
+            accepted.join(", ")
+        )
+    })
+}
+
 fn main() -> ExitCode {
     // `blkcg-sim ... | head` ends quietly, as any Unix tool does, instead of panicking
     // on the closed pipe: Rust ignores SIGPIPE by default.
@@ -407,15 +430,18 @@ fn main() -> ExitCode {
             output_format,
             kernel,
             args,
-        } => cli::fio::fio_command(
-            &device,
-            io_max.as_deref(),
-            kernel.as_deref(),
-            &args,
-            output_format.into(),
-            progress,
-        )
-        .map(exit_with_runs),
+        } => fio_format(output_format, &args)
+            .and_then(|format| {
+                cli::fio::fio_command(
+                    &device,
+                    io_max.as_deref(),
+                    kernel.as_deref(),
+                    &args,
+                    format.into(),
+                    progress,
+                )
+            })
+            .map(exit_with_runs),
         Cmd::Check { scenario, variant } => {
             load(&scenario).and_then(|sc| cli::check::check_command(&sc, &variant))
         }

@@ -48,6 +48,34 @@ fn fio_drop_in_prints_fio_json() {
     assert!((9000.0..10000.0).contains(&iops), "{iops}");
 }
 
+/// Issue 32 item 15: fio honours `--output-format` anywhere on its command line, the
+/// last one winning; so does `blkcg-sim fio`, without calling it ignored.
+#[test]
+fn fio_output_format_among_the_fio_arguments_is_honoured() {
+    let job = ["--name=a", "--rw=randread", "--size=1m"];
+    let out = ok({
+        let mut cmd = bin();
+        cmd.args(["fio", "--device", "nullb"])
+            .args(job)
+            .args(["--output-format", "json"]);
+        cmd
+    });
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["jobs"][0]["jobname"], "a");
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(!e.contains("output-format"), "{e}");
+    // the last one given wins, whichever side of the fio arguments it is on
+    let out = ok({
+        let mut cmd = bin();
+        cmd.args(["fio", "--device", "nullb", "--output-format=json"])
+            .args(job)
+            .arg("-output-format=normal");
+        cmd
+    });
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("a: (g=0): rw=randread"), "{text}");
+}
+
 #[test]
 fn same_seed_byte_identical_output() {
     let a = bin()

@@ -5,7 +5,7 @@
 use blkcg_sim::workload::fio::units::{self, SizeOrPct};
 use blkcg_sim::workload::fio::{
     BsSplit, Env, FioJobs, IoEngine, JobSpec, NsRange, Origin, RandomDist, Reader, RwMode,
-    RwSuffix, UnifiedRw, parse_cmdline, parse_cmdline_with, parse_jobfile,
+    RwSuffix, UnifiedRw, parse_cmdline, parse_cmdline_with, parse_jobfile, program_option,
 };
 use proptest::prelude::*;
 
@@ -28,6 +28,7 @@ fn rd<'a>(
         env: Env::Vars(env),
         read_file: files,
         quote_job_files: true,
+        honours_program_options: true,
     }
 }
 
@@ -241,10 +242,91 @@ fn bssplit_rules() {
     );
     assert_eq!(j.bssplit[2].len(), 2);
     assert_eq!(j.bs_max[1], 16384);
-    for bad in ["4k/60:8k/60", "4k/10:8k/20", "4k/x"] {
+    for bad in ["4k/60:8k/60:16k:32k", "4k/10:8x/20"] {
         let e = parse_err(&format!("[a]\nbssplit={bad}\n"));
         assert!(e.starts_with("t.fio:2: bssplit:"), "{bad}: {e}");
     }
+}
+
+/// Issue 32 item 15: bssplit as fio 3.33's options.c `bssplit_ddir()` reads it and
+/// io_u.c `get_next_buflen()` draws from it: each entry's share of the I/Os.
+/// [run here] fio 3.33, ioengine=null, 10,000 randread I/Os, sizes from write_iolog:
+/// `4k/50:8k/60` 5026/4974; `4k/10:8k/20` 1021/8979; `4k/60:8k/60:16k` 16k 9999 (one
+/// 4k where 16k did not fit before the end); `4k/-5:8k` 4k 10000; `4k/x:8k`
+/// 5026/4974; `4k/30:8k/30:16k/` 3037/3041/3922; `4k/60:8k/60:16k:32k` "bssplit
+/// percentages add to more than 100%"; 65 blank entries 4k..260k: none larger than
+/// 256k ("hit max of 64 split entries").
+#[test]
+fn bssplit_shares_follow_fio() {
+    let shares = |v: &str| -> (Vec<(u64, u32)>, Vec<String>) {
+        let f = parse(&format!("[a]\nbssplit={v}\n"));
+        let s = f.jobs[0].bssplit[0]
+            .iter()
+            .map(|b| (b.size, b.pct))
+            .collect();
+        (s, f.warnings)
+    };
+    let k = |n: u64| n * 1024;
+    // over 100 with no blank: the largest entries get what is left of 100
+    let (s, w) = shares("4k/50:8k/60");
+    assert_eq!(s, [(k(4), 50), (k(8), 50)]);
+    assert_eq!(w.len(), 1, "one note for the three directions: {w:?}");
+    assert!(
+        w[0].contains("add to 110, not 100") && w[0].ends_with("4k 50%, 8k 50%"),
+        "{w:?}"
+    );
+    // under 100: the last entry drawn (the largest percentage) gets the rest
+    assert_eq!(shares("4k/10:8k/20").0, [(k(4), 10), (k(8), 90)]);
+    // over 100 with one blank: its 100 - 120 wraps around, sorts first as an int and
+    // takes every I/O
+    let (s, w) = shares("4k/60:8k/60:16k");
+    assert_eq!(s, [(k(16), 100), (k(4), 0), (k(8), 0)]);
+    assert!(w[0].contains("wraps around"), "{w:?}");
+    // atoi(): a negative is over 100 once unsigned; text after the digits is ignored
+    let (s, w) = shares("4k/-5:8k");
+    assert_eq!(s, [(k(8), 0), (k(4), 100)]);
+    assert!(w[0].contains("`-5`"), "{w:?}");
+    let (s, w) = shares("4k/x:8k/50%");
+    assert_eq!(s, [(k(4), 50), (k(8), 50)]);
+    assert!(
+        w[0].contains("atoi() stops at `x`, so it is 0: blank"),
+        "{w:?}"
+    );
+    assert!(w[1].contains("atoi() stops at `%`, so it is 50"), "{w:?}");
+    // over 100 is 100, 0 is blank: a lone entry is every I/O either way
+    assert_eq!(shares("4k/200").0, [(k(4), 100)]);
+    assert_eq!(shares("4k/0").0, [(k(4), 100)]);
+    // blanks share the rest evenly; what integer division leaves goes to the last
+    assert_eq!(
+        shares("4k/30:8k/30:16k/").0,
+        [(k(4), 30), (k(8), 30), (k(16), 40)]
+    );
+    let (s, w) = shares("4k:8k:16k");
+    assert_eq!(s, [(k(4), 33), (k(8), 33), (k(16), 34)]);
+    assert!(w.is_empty(), "{w:?}");
+    // BSSPLIT_MAX: the first 64 entries, the rest ignored with a note
+    let many: Vec<String> = (1..=65).map(|i| format!("{}k", 4 * i)).collect();
+    let f = parse(&format!("[a]\nbssplit={}\n", many.join(":")));
+    let j = &f.jobs[0];
+    assert_eq!((j.bssplit[0].len(), j.bs_max[0]), (64, k(256)));
+    assert_eq!(
+        j.bssplit[0].last(),
+        Some(&BsSplit {
+            size: k(256),
+            pct: 37
+        })
+    );
+    assert!(
+        f.warnings[0].contains("has 65 entries; fio keeps the first 64"),
+        "{:?}",
+        f.warnings
+    );
+    // given percentages over 100 leave nothing for two blanks: fio refuses it
+    let e = parse_err("[a]\nbssplit=4k/60:8k/60:16k:32k\n");
+    assert!(
+        e.starts_with("t.fio:2: bssplit: `4k/60:8k/60:16k:32k`: the percentages given add to 120"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -512,7 +594,7 @@ fn args(v: &[&str]) -> Vec<String> {
 fn command_line() {
     let f = parse_cmdline(&args(&[
         "--rw=randrw",
-        "--output-format=json",
+        "--eta=never",
         "--name=a",
         "--bs=8k",
         "--name=global",
@@ -577,6 +659,7 @@ fn env_vars_as_fio_or_refused() {
         env: Env::Off,
         read_file: &no_files,
         quote_job_files: false,
+        honours_program_options: false,
     };
     let e = parse_jobfile("[a]\n\nfilename=/dev/${DEV}\n", &at("s.toml"), &off).unwrap_err();
     assert_eq!(e.line, 3);
@@ -609,6 +692,40 @@ fn reserved_keywords_with_arithmetic() {
     assert!(e.starts_with("t.fio:2: size: `(4*2)MiB`"), "{e}");
 }
 
+/// Issue 32 item 15: fio reads its program options anywhere on its command line. Acting
+/// as fio, `--output-format` is the caller's (the last one given), read without the
+/// "ignored" warning a scenario's fio text still gets for it.
+#[test]
+fn output_format_is_the_last_anywhere_and_honoured_acting_as_fio() {
+    let a = args(&[
+        "--output-format=json",
+        "--name=a",
+        "-output-format",
+        "json+",
+        "--rw=read",
+    ]);
+    assert_eq!(
+        program_option(&a, "output-format").as_deref(),
+        Some("json+")
+    );
+    assert_eq!(program_option(&args(&["--name=a"]), "output-format"), None);
+    let f = parse_cmdline(&a).unwrap_or_else(|e| panic!("{e}"));
+    assert!(f.warnings.is_empty(), "{:?}", f.warnings);
+    let scenario = Reader {
+        env: Env::Off,
+        read_file: &no_files,
+        quote_job_files: false,
+        honours_program_options: false,
+    };
+    let f = parse_cmdline_with(&a, &at("s.toml"), &scenario).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(f.warnings.len(), 2, "{:?}", f.warnings);
+    assert!(
+        f.warnings[1].starts_with("s.toml:3: `--output-format` is an fio program option"),
+        "{:?}",
+        f.warnings
+    );
+}
+
 /// getopt: an option with a required argument and no `=` takes the next word
 /// (`--bs 4k`); a flag (`FIO_OPT_STR_SET`) takes a value only after `=`, so the word
 /// after it is a job file, as fio 3.33 reads `--time_based 1` ("unable to open '1'
@@ -636,7 +753,8 @@ fn command_line_options_take_the_next_word() {
     );
     assert!(j.time_based);
     assert_eq!(j.runtime, 5 * S);
-    assert_eq!(f.warnings.len(), 1, "--output-format: {:?}", f.warnings);
+    // `json` is its value, not a job file; acting as fio it is honoured, unwarned
+    assert!(f.warnings.is_empty(), "{:?}", f.warnings);
     let e = parse_cmdline(&args(&["--name=a", "--time_based", "1"])).unwrap_err();
     assert_eq!(e.line, 3);
     assert!(e.msg.starts_with("cannot read job file `1`"), "{e}");
@@ -715,6 +833,7 @@ fn files_read_by_name_are_not_quoted() {
         env: Env::Off,
         read_file: &read,
         quote_job_files: false,
+        honours_program_options: false,
     };
     let e = parse_cmdline_with(&cmd, &at("<cmdline>"), &scenario).unwrap_err();
     assert_eq!((e.file.as_str(), e.line), ("d/shadow", 1));

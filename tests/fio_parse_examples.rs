@@ -42,6 +42,7 @@ fn parse_all(
             env: Env::Vars(&example_env),
             read_file: read,
             quote_job_files: true,
+            honours_program_options: true,
         };
         match parse_jobfile(
             &text,
@@ -166,6 +167,7 @@ fn own(name: &str) -> FioJobs {
         env: Env::Vars(&own_env),
         read_file: &read,
         quote_job_files: true,
+        honours_program_options: true,
     };
     let file = p.to_string_lossy();
     parse_jobfile(

@@ -166,65 +166,148 @@ fn rw(spec: &mut JobSpec, v: &str, notes: &mut Vec<String>) -> Result<(), String
     Ok(())
 }
 
-/// `bssplit=` (options.c `str_bssplit_cb` → `str_split_parse` → `bssplit_ddir`).
-/// Stricter than fio in one way: percentages must add to 100 (blanks filled evenly
-/// as fio does, integer division, so `4k:8k:16k` gives 33/33/33 and is accepted).
+/// `bssplit=` (options.c `str_bssplit_cb` → `str_split_parse` → `split_parse_ddir` →
+/// `bssplit_ddir`, fio 3.33), each direction resolved to the share of I/Os each size
+/// gets as io_u.c `get_next_buflen()` draws them. fio's rules: entries split at `:`
+/// (an empty one ends the list; past 64, `BSSPLIT_MAX`, the rest are ignored); a
+/// percentage is read by `atoi()`, over 100 (or negative: it lands in an unsigned)
+/// is 100, 0 or none is blank; blanks share `100 - given` evenly (integer division,
+/// unsigned: over 100 with one blank wraps around), a lone blank entry gets 0 (it
+/// is the only size anyway); only given percentages over 100 with two blanks or more
+/// are refused. Entries are sorted by percentage as an `int` (`bs_cmp`; stable
+/// here, as glibc's merge sort is), and each I/O takes the first entry whose running
+/// sum reaches its draw, else the last with a percentage: sums over 100 starve the
+/// largest entries, sums under 100 give the rest to the last.
 fn bssplit(spec: &mut JobSpec, v: &str, notes: &mut Vec<String>) -> Result<(), String> {
     let kb = spec.kb_base;
-    for (d, part) in units::per_dir(v)?.into_iter().enumerate() {
-        let Some(part) = part else { continue };
-        let mut entries: Vec<(u64, Option<u32>)> = Vec::new();
-        for e in part.split(':') {
-            if e.is_empty() {
-                break; // split_parse_ddir stops at an empty entry
-            }
-            if entries.len() == 64 {
-                return Err("more than 64 bssplit entries (BSSPLIT_MAX)".into());
-            }
+    let parts = units::per_dir(v)?;
+    for (d, part) in parts.iter().enumerate() {
+        let Some(part) = *part else { continue };
+        // this direction's notes: none where a direction before had the same text
+        let mut mine = Vec::new();
+        let written: Vec<&str> = part.split(':').take_while(|e| !e.is_empty()).collect();
+        if written.len() > BSSPLIT_MAX {
+            mine.push(format!(
+                "bssplit `{part}` has {} entries; fio keeps the first {BSSPLIT_MAX} \
+                 (BSSPLIT_MAX) and ignores the rest",
+                written.len()
+            ));
+        }
+        // (size as written, bytes, percentage; None: blank)
+        let mut entries: Vec<(&str, u64, Option<u32>)> = Vec::new();
+        for e in written.into_iter().take(BSSPLIT_MAX) {
             let (size, pct) = match e.split_once('/') {
-                // `1k/` (empty percentage) is blank, as fio's atoi("") = 0
-                Some((s, "")) => (s, None),
-                Some((s, p)) => {
-                    let p = units::int(p).map_err(|e| format!("bssplit percentage: {e}"))?;
-                    // atoi(); > 100 clamps, 0 means "blank"
-                    (
-                        s,
-                        if p == 0 {
-                            None
-                        } else {
-                            Some(p.clamp(0, 100) as u32)
-                        },
-                    )
-                }
+                Some((s, p)) => (s, percentage(p, &mut mine)),
                 None => (e, None),
             };
-            entries.push((units::bytes(size, kb, notes)?, pct));
+            entries.push((size, units::bytes(size, kb, notes)?, pct));
         }
         if entries.is_empty() {
             continue;
         }
-        let given: u32 = entries.iter().filter_map(|e| e.1).sum();
-        let missing = entries.iter().filter(|e| e.1.is_none()).count() as u32;
-        if given > 100 || (missing == 0 && given != 100) {
+        let given: u32 = entries.iter().filter_map(|e| e.2).sum();
+        let blanks = entries.iter().filter(|e| e.2.is_none()).count() as u32;
+        if given > 100 && blanks > 1 {
             return Err(format!(
-                "bssplit `{part}` percentages add to {given}; they must total 100 \
-                 (entries without a percentage share what is left)"
+                "`{part}`: the percentages given add to {given}, more than 100, \
+                 leaving nothing for its {blanks} blank entries (fio: \"bssplit percentages \
+                 add to more than 100%\"); accepted: given percentages up to 100 in all, \
+                 blanks sharing the rest"
             ));
         }
-        let fill = (100 - given).checked_div(missing).unwrap_or(0);
-        let mut list: Vec<BsSplit> = entries
+        // fio's unsigned int arithmetic, wrap-around included
+        let fill = match (blanks, entries.len()) {
+            (0, _) | (1, 1) => 0,
+            (b, _) => 100u32.wrapping_sub(given) / b,
+        };
+        let mut pcts: Vec<(&str, u64, u32)> = entries
             .iter()
-            .map(|&(size, p)| BsSplit {
-                size,
-                pct: p.unwrap_or(fill),
-            })
+            .map(|&(w, size, p)| (w, size, p.unwrap_or(fill)))
             .collect();
-        spec.bs_min[d] = list.iter().map(|b| b.size).min().unwrap_or(4096);
-        spec.bs_max[d] = list.iter().map(|b| b.size).max().unwrap_or(4096);
-        list.sort_by_key(|b| b.pct); // bs_cmp; stable here for determinism
+        spec.bs_min[d] = pcts.iter().map(|e| e.1).min().unwrap_or(4096);
+        spec.bs_max[d] = pcts.iter().map(|e| e.1).max().unwrap_or(4096);
+        pcts.sort_by_key(|e| e.2 as i32);
+        let mut list = Vec::with_capacity(pcts.len());
+        let mut sum = 0u64;
+        for &(_, size, p) in &pcts {
+            let before = sum.min(100) as u32;
+            sum += u64::from(p);
+            list.push(BsSplit {
+                size,
+                pct: sum.min(100) as u32 - before,
+            });
+        }
+        // a draw past every running sum keeps the last entry with a percentage
+        let rest = 100 - sum.min(100) as u32;
+        let last = pcts
+            .iter()
+            .rposition(|e| e.2 != 0)
+            .unwrap_or(pcts.len() - 1);
+        list[last].pct += rest;
+        if given > 100 || (blanks == 0 && given != 100) {
+            let shares: Vec<String> = pcts
+                .iter()
+                .zip(&list)
+                .map(|(e, b)| format!("{} {}%", e.0, b.pct))
+                .collect();
+            mine.push(format!(
+                "bssplit `{part}`: the percentages given add to {given}, not 100{}; fio \
+                 draws sizes from the smallest percentage up, so the shares are {}",
+                if blanks > 0 {
+                    format!(
+                        ", and the blank entry's 100 - {given} wraps around in fio's \
+                         unsigned arithmetic"
+                    )
+                } else {
+                    String::new()
+                },
+                shares.join(", ")
+            ));
+        }
         spec.bssplit[d] = list;
+        if !parts[..d].contains(&Some(part)) {
+            notes.append(&mut mine);
+        }
     }
     Ok(())
+}
+
+/// fio's `BSSPLIT_MAX`: the entries one direction of a bssplit keeps.
+const BSSPLIT_MAX: usize = 64;
+
+/// A bssplit percentage as `split_parse_ddir()` reads it: `atoi()` (the leading
+/// integer; text after it is ignored, with a note), then over 100 — a negative too,
+/// once in fio's unsigned — is 100, and 0 is blank (None).
+fn percentage(p: &str, notes: &mut Vec<String>) -> Option<u32> {
+    let t = p.trim_start();
+    let (neg, digits) = match t.strip_prefix(['-', '+']) {
+        Some(d) => (t.starts_with('-'), d),
+        None => (false, t),
+    };
+    let end = digits
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(digits.len());
+    let n = digits[..end].bytes().fold(0u64, |n, b| {
+        n.saturating_mul(10).saturating_add(u64::from(b - b'0'))
+    });
+    let value = match (neg, n) {
+        (_, 0) => None,
+        (true, _) | (false, 101..) => Some(100),
+        (false, n) => Some(n as u32),
+    };
+    let what = value.map_or("0: blank".to_string(), |v| v.to_string());
+    if end < digits.len() {
+        notes.push(format!(
+            "bssplit percentage `{p}`: fio's atoi() stops at `{}`, so it is {what}",
+            &digits[end..]
+        ));
+    } else if neg && n > 0 {
+        notes.push(format!(
+            "bssplit percentage `{p}`: fio keeps it unsigned, where a negative is over \
+             100, so it is 100"
+        ));
+    }
+    value
 }
 
 fn dist_params(v: &str, dflt: f64) -> Result<(f64, Option<f64>), String> {

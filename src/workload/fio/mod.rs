@@ -35,8 +35,8 @@ mod syntax;
 pub mod units;
 
 pub use syntax::{
-    Env, Origin, PROGRAM_OPTIONS, Reader, getopt_words, parse_cmdline, parse_cmdline_with,
-    parse_jobfile,
+    Env, HONOURED_PROGRAM_OPTIONS, Origin, PROGRAM_OPTIONS, Reader, getopt_words, parse_cmdline,
+    parse_cmdline_with, parse_jobfile, program_option,
 };
 pub use units::SizeOrPct;
 
@@ -281,8 +281,9 @@ pub struct JobSpec {
     pub bs_min: [u64; 3],
     /// Max block size per direction, default 4096.
     pub bs_max: [u64; 3],
-    /// `bssplit` per direction, sorted by percentage ascending as fio does
-    /// (options.c `bssplit_ddir()`); empty = not used.
+    /// `bssplit` per direction in fio's order (options.c `bssplit_ddir()`: by the
+    /// percentage written, ascending), each entry with its share of the I/Os as io_u.c
+    /// `get_next_buflen()` draws them (the shares add to 100); empty = not used.
     pub bssplit: [Vec<BsSplit>; 3],
     /// `bs_unaligned`: sizes in a bsrange need not be multiples of the min.
     pub bs_unaligned: bool,

@@ -11,8 +11,8 @@
 //! Moving parts: [`Builder`] holds the global spec and the group-id counters and
 //! turns each finished section into jobs; [`read_ini`] flattens one file (and its
 //! includes) into sections of [`Entry`]s that remember their file and line. A
-//! [`Reader`] says where `${VAR}` and named files come from and which lines errors may
-//! quote; an [`Origin`] maps the text's lines to its file's (fio text inside a
+//! [`Reader`] says where `${VAR}` and named files come from, which lines errors may
+//! quote and whether the caller acts on fio's `--output-format`; an [`Origin`] maps the text's lines to its file's (fio text inside a
 //! scenario).
 
 use std::borrow::Cow;
@@ -50,6 +50,14 @@ pub const PROGRAM_OPTIONS: &[&str] = &[
     "aux-path",
 ];
 
+/// The [`PROGRAM_OPTIONS`] acting as fio honours wherever they are on the command
+/// line, as fio does (init.c `parse_cmd_line()` reads every option, before the job
+/// options or after them): `blkcg-sim fio` prints in the last `--output-format` of its
+/// fio arguments ([`program_option`]), and a [`Reader`] that
+/// [`honours_program_options`](Reader::honours_program_options) reads them without
+/// the "ignored" warning the others get.
+pub const HONOURED_PROGRAM_OPTIONS: &[&str] = &["output-format"];
+
 /// The [`PROGRAM_OPTIONS`] getopt gives no argument or an optional one (init.c
 /// `l_opts`): a value only after `=`. The others take the next word without one.
 const PROGRAM_FLAGS: &[&str] = &[
@@ -85,16 +93,21 @@ pub struct Reader<'a> {
     /// line of an `include`d file is never quoted: any file on the machine can be
     /// included, and the first line of one that is not a job file is the error.
     pub quote_job_files: bool,
+    /// Whether the caller acts on the [`HONOURED_PROGRAM_OPTIONS`] (acting as fio): yes
+    /// for `blkcg-sim fio`, no for a scenario, whose output is `run`'s to choose.
+    pub honours_program_options: bool,
 }
 
 impl Reader<'static> {
     /// Acting as fio: `${VAR}` from the process environment, files from the file
-    /// system, job files named on a command line quoted in errors.
+    /// system, job files named on a command line quoted in errors, the
+    /// [`HONOURED_PROGRAM_OPTIONS`] the caller's.
     pub fn fio() -> Self {
         Reader {
             env: Env::Vars(&process_env),
             read_file: &read_fs,
             quote_job_files: true,
+            honours_program_options: true,
         }
     }
 
@@ -105,6 +118,7 @@ impl Reader<'static> {
             env: Env::Off,
             read_file: &read_fs,
             quote_job_files: false,
+            honours_program_options: false,
         }
     }
 }
@@ -681,10 +695,13 @@ pub fn parse_cmdline_with(args: &[String], at: &Origin, rd: &Reader) -> Result<F
         }
         let e = split_entry(opt, &file_rc, line, true, Vec::new());
         if PROGRAM_OPTIONS.contains(&e.key.as_str()) {
-            b.out.warnings.push(format!(
-                "{file}:{line}: `--{}` is an fio program option, not a job option; ignored",
-                e.key
-            ));
+            let honoured = HONOURED_PROGRAM_OPTIONS.contains(&e.key.as_str());
+            if !(honoured && rd.honours_program_options) {
+                b.out.warnings.push(format!(
+                    "{file}:{line}: `--{}` is an fio program option, not a job option; ignored",
+                    e.key
+                ));
+            }
             continue;
         }
         if e.key == "name" {
@@ -708,6 +725,19 @@ pub fn parse_cmdline_with(args: &[String], at: &Origin, rd: &Reader) -> Result<F
         jobfile_into(&mut b, rd, &text, &job_file, rd.quote_job_files)?;
     }
     Ok(b.out)
+}
+
+/// The value of the last `--NAME=VALUE` among `args` as fio's getopt reads them
+/// ([`getopt_words`]: `--NAME VALUE`, `-NAME=VALUE` too), None if there is none: a
+/// program option given twice is the last, as fio's `parse_output_format()` starts
+/// over each time.
+pub fn program_option(args: &[String], name: &str) -> Option<String> {
+    getopt_words(args).into_iter().rev().find_map(|(_, w)| {
+        w.strip_prefix("--")
+            .and_then(|o| o.strip_prefix(name))
+            .and_then(|v| v.strip_prefix('='))
+            .map(str::to_string)
+    })
 }
 
 /// [`parse_cmdline_with`] acting as fio: arguments numbered as `<cmdline>:N`, job
