@@ -518,3 +518,54 @@ fn help_names_every_controller_and_device_model() {
         assert!(short.contains(w), "-h does not name {w}:\n{short}");
     }
 }
+
+/// Issue 31: buffered I/O (fio's default `direct=0`, `buffered=1`, `ioengine=mmap`) is
+/// run as direct I/O, and says so on stderr and in the summary; `direct=1` and the
+/// null engine (no page cache either way) say nothing.
+#[test]
+fn buffered_io_is_said_to_be_unmodelled() {
+    let run = |extra: &[&str]| {
+        let mut c = bin();
+        c.args([
+            "fio",
+            "--quiet",
+            "--device",
+            "nullb",
+            "--output-format",
+            "summary",
+        ]);
+        c.args([
+            "--name=a",
+            "--rw=write",
+            "--bs=4k",
+            "--runtime=1",
+            "--time_based",
+        ]);
+        c.args(extra);
+        let out = ok(c);
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for (extra, what) in [
+        (&[][..], "direct=0, fio's default"),
+        (&["--buffered=1"][..], "direct=0, fio's default"),
+        (&["--direct=1", "--ioengine=mmap"][..], "ioengine=mmap"),
+    ] {
+        let (summary, stderr) = run(extra);
+        let line = format!("job `a`: buffered I/O ({what}) is not modelled");
+        assert!(stderr.contains(&line), "{extra:?}: {stderr}");
+        assert!(
+            summary.contains("warning: <cmdline>:") && summary.contains(&line),
+            "{extra:?}: {summary}"
+        );
+    }
+    for extra in [&["--direct=1"][..], &["--ioengine=null"][..]] {
+        let (summary, stderr) = run(extra);
+        assert!(
+            !stderr.contains("buffered I/O") && !summary.contains("buffered I/O"),
+            "{extra:?}: {stderr}"
+        );
+    }
+}
