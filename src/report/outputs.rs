@@ -43,17 +43,10 @@ pub fn job_lines(run: &VariantRun) -> Vec<JobLine<'_>> {
 }
 
 /// A run's summary as `summary.txt` holds it and `run` prints it: what the run assumed
-/// (`crate::report::assumed`), its warnings (what was accepted but not modelled, as
-/// `run` prints them on stderr), the table, then the device's whole-run figures (an
+/// (`crate::report::assumed`), the table, then the device's whole-run figures (an
 /// FTL's write amplification) if it has any.
 pub fn summary_text(run: &VariantRun) -> String {
-    let warnings: String = run
-        .warnings
-        .iter()
-        .map(|w| format!("warning: {w}\n"))
-        .collect();
     run.assumed.to_string()
-        + &warnings
         + &summary::summary_table(&run.summaries)
         + &summary::device_summary(&run.limits.name, &run.fio.device)
 }

@@ -20,7 +20,7 @@ use std::rc::Rc;
 
 use super::apply::{self, Outcome};
 use super::units;
-use super::{FioError, FioJobs, IoEngine, JobSpec, SIM_MB_MEMORY, SIM_NCPUS, SIM_PAGESIZE};
+use super::{FioError, FioJobs, JobSpec, SIM_MB_MEMORY, SIM_NCPUS, SIM_PAGESIZE};
 
 /// Maximum include nesting (guards against `include` loops).
 const MAX_INCLUDE_DEPTH: usize = 16;
@@ -307,33 +307,6 @@ impl Builder {
             for e in &entries {
                 self.apply_entry(&mut spec, e)?;
             }
-        }
-        // buffered I/O is accepted and run as direct I/O: say so, once per job, at the
-        // line that asked for it (direct=0 / buffered=1 / ioengine=mmap) or the job's
-        // first, since fio's default is buffered
-        // (the null engine touches no page cache either way)
-        let page_cache =
-            spec.ioengine == IoEngine::Mmap || (!spec.direct && spec.ioengine != IoEngine::Null);
-        if page_cache {
-            let asked = entries
-                .iter()
-                .rev()
-                .find(|e| matches!(apply::canonical(&e.key), "direct" | "buffered" | "ioengine"));
-            let place = asked
-                .or(entries.first())
-                .map_or(String::new(), |e| format!("{}:{}: ", e.file, e.line));
-            self.out.warnings.push(format!(
-                "{place}job `{}`: buffered I/O ({}) is not modelled: every I/O goes to the \
-                 device as with direct=1 (no page cache, dirty throttling or writeback, so \
-                 a buffered writer's latency and io.max's effect on it differ from a real \
-                 kernel's); write direct=1 to run what is simulated",
-                spec.name,
-                if spec.ioengine == IoEngine::Mmap {
-                    "ioengine=mmap"
-                } else {
-                    "direct=0, fio's default"
-                }
-            ));
         }
         spec.options = entries.into_iter().map(Self::record).collect();
         apply::fixup(&mut spec);
