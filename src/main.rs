@@ -322,16 +322,19 @@ enum Cmd {
         #[arg(long)]
         list: bool,
     },
-    /// Answer "what should I write?": io.cost.model and io.cost.qos for a simulated disk.
+    /// Answer "what should I write?": from a goal to a setting, or io.cost.* and io.max.
     ///
-    /// `tune model` runs the kernel's tools/cgroup/iocost_coef_gen.py procedure;
-    /// `tune qos` runs resctl-bench's iocost-qos/iocost-tune procedure over a scenario's
-    /// own workloads; `tune iomax` finds the loosest io.max on a neighbour that keeps a
-    /// cgroup isolated. See `blkcg-sim tune <model|qos|iomax> --help`.
-    Tune {
-        #[command(subcommand)]
-        what: cli::tune::TuneCmd,
-    },
+    /// `tune SCENARIO --goal FIGURE<=VALUE --maximize FIGURE --over KEY=RANGE` searches
+    /// sweep keys for the best setting meeting the goals (see below); `tune model` runs
+    /// the kernel's tools/cgroup/iocost_coef_gen.py procedure; `tune qos` runs
+    /// resctl-bench's iocost-qos/iocost-tune procedure over a scenario's own workloads;
+    /// `tune iomax` finds the loosest io.max on a neighbour that keeps a cgroup
+    /// isolated. See `blkcg-sim tune <model|qos|iomax> --help`.
+    #[command(
+        args_conflicts_with_subcommands = true,
+        after_long_help = cli::tune::GOAL_HELP
+    )]
+    Tune(Box<cli::tune::TuneArgs>),
     /// List the built-in scenarios, or print one (`blkcg-sim scenarios NAME`).
     Scenarios { name: Option<String> },
     /// Kernels built from source for `validate`: build, list, clean.
@@ -503,7 +506,7 @@ fn main() -> ExitCode {
             };
             cli::sweep::sweep_command(&sc, &opts)
         }),
-        Cmd::Tune { what } => cli::tune::tune_command(what, progress),
+        Cmd::Tune(t) => cli::tune::tune_args_command(*t, progress),
         Cmd::Kernel(k) => cli::kernel::kernel_command(k, cli.quiet),
         Cmd::Device(d) => cli::device::device_command(d),
         Cmd::Scenarios { name } => cli::scenarios::scenarios_command(name.as_deref()),

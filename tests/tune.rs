@@ -4,7 +4,7 @@
 //! runs.
 
 mod common;
-use common::{bin, one_line_error, stdout_of};
+use common::{bin, one_line_error, shell, stdout_of};
 
 use std::path::{Path, PathBuf};
 
@@ -15,29 +15,6 @@ fn scratch(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-/// Runs a line a tuner printed as a user pastes it into a shell in `dir`, with this
-/// build's blkcg-sim first on the PATH; its stdout.
-fn shell(dir: &Path, line: &str) -> String {
-    let bins = Path::new(env!("CARGO_BIN_EXE_blkcg-sim")).parent().unwrap();
-    let path = format!(
-        "{}:{}",
-        bins.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let out = std::process::Command::new("sh")
-        .args(["-c", line])
-        .current_dir(dir)
-        .env("PATH", path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{line}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 /// The table row of `label` (`  40.00`, `as written`) in a tuner's report.

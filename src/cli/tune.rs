@@ -1,7 +1,8 @@
-//! `blkcg-sim tune ...`: "what should I write?", as a clap subcommand group
-//! ([`TuneCmd`]): `model` (the kernel's iocost_coef_gen.py), `qos` (resctl-bench's
-//! iocost-qos / iocost-tune), `iomax` (the loosest io.max keeping a cgroup isolated).
-//! The work is `crate::tune`'s; here the options become its option structs.
+//! `blkcg-sim tune ...`: "what should I write?": `tune SCENARIO --goal ... --over ...`
+//! ([`GoalArgs`], from a goal to a setting), or a clap subcommand ([`TuneCmd`]):
+//! `model` (the kernel's iocost_coef_gen.py), `qos` (resctl-bench's iocost-qos /
+//! iocost-tune), `iomax` (the loosest io.max keeping a cgroup isolated). The work is
+//! `crate::tune`'s; here the options become its option structs.
 
 // The doc comments below are the commands' --help text, verbatim (`[device]`,
 // `IOCOST_MODEL_<SOL>` are meant for a terminal, not links or HTML).
@@ -17,7 +18,142 @@ use crate::scenario::Scenario;
 use crate::sweep;
 use crate::tune;
 
-/// `blkcg-sim tune`.
+/// `blkcg-sim tune`: a goal's search, or one of the subcommands.
+#[derive(Args)]
+pub struct TuneArgs {
+    #[command(subcommand)]
+    what: Option<TuneCmd>,
+    #[command(flatten)]
+    goal: GoalArgs,
+}
+
+/// `tune --help`'s text on the goal search, after the options.
+pub const GOAL_HELP: &str = "\
+From a goal to a setting:
+  blkcg-sim tune SCENARIO --goal 'FIGURE OP VALUE' [--goal ...] [--maximize FIGURE | --minimize FIGURE]
+                 --over KEY=RANGE [--over ...] [--seeds N] [--refine N] [--output DIR]
+
+A FIGURE is WHO.DIR.STAT: WHO a cgroup (all its jobs) or cgroup/job; DIR read, write,
+trim or total; STAT iops, bw (MiB/s), clat_mean, clat_max, lat_mean, slat_mean or
+clat_pN (ms; clat_p99, clat_p99.9, from the jobs' clat histograms merged). A latency
+where nothing completed is infinite (a starved cgroup misses a latency goal). OP is <=,
+<, >= or >; VALUE in the figure's unit, or with one: 5ms, 500us; 40MiB/s, 10MB/s; 3k.
+
+KEY is any key of `blkcg-sim sweep --set` (io.cost.qos fields, io.weight, io.max and
+io.latency tokens, elevator tunables, switches, kernel.version); RANGE a list V1,V2,...
+or LO..HI:STEP or LO..HI/N (N values evenly spaced). Every point of the grid runs with
+--seeds seeds; a point meets the goals when every seed does (the worst seed is judged);
+the objective is the mean over seeds; the best point is the met one with the best
+objective (without one: the largest margin). --refine N rounds then try the midpoints
+around the best point on each numeric axis.
+
+Prints what the runs assumed (kernel version and HZ, host, the device's latency model,
+and the distributions' presets when a default no distribution ships was used), every
+point, the best setting with its margin to each goal, how the goals fare one step either
+side of it on each axis, and the setting as lines to write: cgroupfs echos, a systemd
+slice drop-in (IOWeight=, IO*Max=, IODeviceLatencyTargetSec=), an udev hwdb entry for
+the root's io.cost lines, the elevator's sysfs file, and the `blkcg-sim sweep` run of it.
+Exit status 1 when no point meets the goals. --output DIR writes tune-goal.txt,
+tune-goal.csv (every run), tune-goal.png/svg (the front: the objective against the first
+goal's figure) and best.toml (the scenario with the setting, for run and validate).
+
+Example (docs/examples/p20.toml: two tenants on an Azure P20-like disk's null_blk stand-in):
+  blkcg-sim tune p20.toml --variant nullb --goal 'web.read.clat_p99 <= 5ms' \\
+      --maximize batch.write.bw --over cgroup.web.io.weight=100..1000:300 \\
+      --over root.io.cost.qos:rlat=1000..9000:2000 --output out/";
+
+/// The goal search's options: `tune SCENARIO --goal ... --over ...`.
+#[derive(Args)]
+pub struct GoalArgs {
+    /// The scenario to tune (a file or a built-in name), with --goal and --over.
+    scenario: Option<String>,
+    /// FIGURE OP VALUE, e.g. 'web.read.clat_p99 <= 5ms' (repeatable: all must hold).
+    #[arg(long, value_name = "GOAL")]
+    goal: Vec<String>,
+    /// The figure to make as large as the goals allow, e.g. batch.write.bw.
+    #[arg(long, value_name = "FIGURE", conflicts_with = "minimize")]
+    maximize: Option<String>,
+    /// The figure to make as small as the goals allow.
+    #[arg(long, value_name = "FIGURE")]
+    minimize: Option<String>,
+    /// KEY=V1,V2,... | KEY=LO..HI:STEP | KEY=LO..HI/N: an axis of the search (repeatable).
+    #[arg(long, value_name = "KEY=RANGE")]
+    over: Vec<String>,
+    /// The variant to tune (needed when the scenario has variants).
+    #[arg(long)]
+    variant: Option<String>,
+    /// Seeds per point (device jitter, random offsets); the worst is judged.
+    #[arg(long, default_value_t = 3)]
+    seeds: u32,
+    /// Rounds of midpoints around the best point on the numeric axes.
+    #[arg(long, default_value_t = 1)]
+    refine: u32,
+    /// Worker threads (default: the machine's cores).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Write tune-goal.txt, tune-goal.csv, the front picture and best.toml here.
+    #[arg(long)]
+    output: Option<PathBuf>,
+}
+
+/// `blkcg-sim tune ...`: a subcommand, or the goal search.
+pub fn tune_args_command(t: TuneArgs, progress: Reporter) -> Result<u8, String> {
+    if let Some(what) = t.what {
+        return tune_command(what, progress);
+    }
+    let g = t.goal;
+    let Some(scenario) = g.scenario else {
+        return Err(
+            "tune: give a scenario with --goal and --over, or a subcommand: model, qos, iomax (blkcg-sim tune --help)"
+                .into(),
+        );
+    };
+    check_jobs("", g.jobs)?;
+    bound("", "seeds", g.seeds, 1, 1000, "seeds")?;
+    bound("", "refine", g.refine, 0, 10, "rounds")?;
+    let goals = g
+        .goal
+        .iter()
+        .map(|s| tune::goal::Goal::parse(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let objective = match (g.maximize, g.minimize) {
+        (Some(f), _) => Some((f, true)),
+        (None, Some(f)) => Some((f, false)),
+        _ => None,
+    }
+    .map(|(f, maximize)| {
+        tune::goal::Figure::parse(&f)
+            .map(|figure| tune::goal::Objective { figure, maximize })
+            .map_err(|e| format!("--{} {e}", if maximize { "maximize" } else { "minimize" }))
+    })
+    .transpose()?;
+    let sc = load(&scenario)?;
+    let o = tune::goal::GoalOptions {
+        file: scenario_file(scenario),
+        variant: g.variant,
+        goals,
+        objective,
+        over: g.over,
+        seeds: g.seeds,
+        refine: g.refine,
+        jobs: g.jobs.unwrap_or_else(sweep::pool::cores),
+        output: g.output,
+        progress,
+    };
+    tune::goal::goal_command(&sc, &o, &mut |s| print!("{s}"), &Stderr)
+}
+
+/// How the printed commands name `given`: as `load` reads it, a path that exists,
+/// else a built-in scenario's name.
+fn scenario_file(given: String) -> tune::protect::ScenarioFile {
+    if std::path::Path::new(&given).exists() {
+        tune::protect::ScenarioFile::Path(given)
+    } else {
+        tune::protect::ScenarioFile::BuiltIn(given.trim_end_matches(".toml").into())
+    }
+}
+
+/// `blkcg-sim tune`'s subcommands.
 #[derive(Subcommand)]
 pub enum TuneCmd {
     /// io.cost.model for a device, as the kernel's tools/cgroup/iocost_coef_gen.py finds it.
@@ -231,12 +367,7 @@ impl ProtectTarget {
         progress: Reporter,
     ) -> Result<(Scenario, tune::protect::ProtectOptions), String> {
         let sc = load(&self.scenario)?;
-        // as `load` reads it: a path that exists, else a built-in scenario's name
-        let file = if std::path::Path::new(&self.scenario).exists() {
-            tune::protect::ScenarioFile::Path(self.scenario)
-        } else {
-            tune::protect::ScenarioFile::BuiltIn(self.scenario.trim_end_matches(".toml").into())
-        };
+        let file = scenario_file(self.scenario);
         let o = tune::protect::ProtectOptions {
             file,
             variant: self.variant,
@@ -267,8 +398,14 @@ fn bound<T: PartialOrd + std::fmt::Display>(
     if v >= lo && v <= hi {
         return Ok(v);
     }
+    // "" is the goal search, `tune SCENARIO ...`
+    let sub = if cmd.is_empty() {
+        String::new()
+    } else {
+        format!(" {cmd}")
+    };
     Err(format!(
-        "tune {cmd}: --{opt} {v} is not accepted: expected {what} in {lo}..={hi}"
+        "tune{sub}: --{opt} {v} is not accepted: expected {what} in {lo}..={hi}"
     ))
 }
 

@@ -14,6 +14,7 @@
 use serde::Serialize;
 use serde::ser::SerializeMap;
 
+use crate::report::csv_field;
 use crate::report::summary::{JobSummary, job_label};
 use crate::run::VariantRun;
 
@@ -152,9 +153,9 @@ impl Record {
         let mut s = String::new();
         for j in &self.jobs {
             let mut row = vec![self.point.to_string(), self.seed.to_string()];
-            row.extend(self.values.0.iter().map(|(_, v)| csv_field(v)));
+            row.extend(self.values.0.iter().map(|(_, v)| csv_field(v).into_owned()));
             row.extend([
-                csv_field(&j.job),
+                csv_field(&j.job).into_owned(),
                 j.iops.to_string(),
                 j.mib_s.to_string(),
                 j.slat_mean_ms.to_string(),
@@ -178,17 +179,8 @@ impl Record {
 /// The CSV header for a sweep over `keys`.
 pub fn csv_header(keys: &[String]) -> String {
     let mut cols = vec!["point".to_string(), "seed".to_string()];
-    cols.extend(keys.iter().map(|k| csv_field(k)));
+    cols.extend(keys.iter().map(|k| csv_field(k).into_owned()));
     format!("{},{JOB_COLUMNS}\n", cols.join(","))
-}
-
-/// A CSV field, quoted when it holds a comma, a quote or a line break (RFC 4180).
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
 }
 
 #[cfg(test)]

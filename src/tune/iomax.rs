@@ -36,7 +36,7 @@
 
 use std::fmt::Write as _;
 
-use super::protect::{ProtectOptions, Protection, Row, mean_sd, mean_sd_text};
+use super::protect::{ProtectOptions, Protection, Row, echo_line, mean_sd, mean_sd_text};
 use crate::notify::Notify;
 use crate::report::outdir::OutDir;
 use crate::report::plot::{Panel, Series, plot_panels};
@@ -347,7 +347,11 @@ pub fn iomax_command(
                 }
             );
             for l in lines {
-                let _ = writeln!(s, "  echo \"{l}\" > /sys/fs/cgroup/{limited}/io.max");
+                let _ = writeln!(
+                    s,
+                    "  {}",
+                    echo_line(&l, &format!("/sys/fs/cgroup/{limited}/io.max"))
+                );
             }
             if let Some(note) = o.common.file.copy_note() {
                 let _ = writeln!(s, "  ({note})");

@@ -22,11 +22,15 @@
 //!   the controllers' rows each run keeps (what was in force: blk-iocost's vrate,
 //!   blk-throttle's queues), the refusal of a `[[schedule]]` entry rewriting what they
 //!   tune, and the runnable `blkcg-sim sweep FILE --set ...` they print;
+//! - `goal.rs`  — `tune SCENARIO --goal ... --over ...`: a grid (then refined) over
+//!   sweep keys and seeds, the best setting meeting the goals, its margin, how the
+//!   goals fail just outside it, the lines to write and the front picture;
 //! - `fit.rs`   — resctl-bench's piecewise-linear fits and the searches on them;
 //! - here       — the machine a tuner measures: a device, with the kernel and host
 //!   costs of a scenario when one is given.
 
 pub mod fit;
+pub mod goal;
 pub mod iomax;
 pub mod model;
 pub mod protect;

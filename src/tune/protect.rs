@@ -126,6 +126,18 @@ impl ScenarioFile {
     }
 }
 
+/// `echo "LINE" > PATH`: writing an interface line on a machine, as a tuner prints
+/// it (the line in double quotes, as the kernel's documentation writes them; single
+/// quotes where the shell would expand something inside double ones).
+pub fn echo_line(line: &str, path: &str) -> String {
+    let quoted = if line.contains(['"', '$', '`', '\\', '!']) {
+        shell_quote(line)
+    } else {
+        format!("\"{line}\"")
+    };
+    format!("echo {quoted} > {}", shell_quote(path))
+}
+
 /// A tuner's protected cgroup, the others, and how it judges isolation.
 pub struct Protection {
     /// The scenario's table with the chosen variant merged in.

@@ -91,7 +91,7 @@ use toml::{Table, Value};
 
 use super::fit::{self, End, Fit, Pt, Shape};
 use super::model::{CoefGen, ModelParams, measure};
-use super::protect::{ProtectOptions, Protection, Row, mean_sd, mean_sd_text};
+use super::protect::{ProtectOptions, Protection, Row, echo_line, mean_sd, mean_sd_text};
 use super::{Machine, py_round};
 use crate::iocost::ctl::PeriodRow;
 use crate::iocost::period::VRATE_CLAMP_ADJ_PCT;
@@ -803,8 +803,8 @@ fn report_text(a: &Analysis, c: &Context) -> String {
         );
         let model = scaled_model_line(c.model_line, &sol.model);
         let qos = format!("{} enable=1 ctrl=user {}", c.dev, qos_params(&sol.qos));
-        let _ = writeln!(s, "  echo \"{model}\" > /sys/fs/cgroup/io.cost.model");
-        let _ = writeln!(s, "  echo \"{qos}\" > /sys/fs/cgroup/io.cost.qos");
+        let _ = writeln!(s, "  {}", echo_line(&model, "/sys/fs/cgroup/io.cost.model"));
+        let _ = writeln!(s, "  {}", echo_line(&qos, "/sys/fs/cgroup/io.cost.qos"));
         let _ = writeln!(
             s,
             "  {}",

@@ -17,6 +17,31 @@ pub fn run(args: &[&str]) -> Output {
     bin().args(args).output().unwrap()
 }
 
+/// Runs `line` as a user pastes a printed command into a shell in `dir`, with this
+/// build's blkcg-sim first on the PATH; its stdout (the line must succeed).
+pub fn shell(dir: &std::path::Path, line: &str) -> String {
+    let bins = std::path::Path::new(env!("CARGO_BIN_EXE_blkcg-sim"))
+        .parent()
+        .unwrap();
+    let path = format!(
+        "{}:{}",
+        bins.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new("sh")
+        .args(["-c", line])
+        .current_dir(dir)
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{line}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 /// The standard output of `blkcg-sim ARGS`, which must succeed.
 pub fn stdout_of(args: &[&str]) -> String {
     let out = run(args);
