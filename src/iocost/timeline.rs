@@ -10,8 +10,8 @@ use super::ctl::PeriodRow;
 use crate::blkcg::CgroupTree;
 use crate::report::csv_field;
 use crate::report::decimate::{Decimated, Lines};
-use crate::report::plot::{Panel, Series as Line, plot_panels};
-use crate::report::timeline::{JobLine, cg_name, first_lines, job_panels};
+use crate::report::plot::{Panel, Series as Line};
+use crate::report::timeline::{cg_name, first_lines, job_panels, plot_run};
 use crate::stack::stream::{PictureDef, PlotCtx, RowCtx, Series, StreamDef, TimelineRow};
 
 /// blk-iocost's stream.
@@ -81,14 +81,15 @@ fn iocost_csv_rows(out: &mut String, r: &PeriodRow, tree: &CgroupTree) {
 }
 
 /// vrate and busy_level over time, each cgroup's hweight_inuse, and each job's IOPS
-/// and latency under it; the controller's series come decimated (`record.rs`).
+/// and latency under it; the controller's series come decimated (`record.rs`). A
+/// cgroup's line has the colour of the job named like it (`timeline::plot_run`).
 fn plot_iocost(
     base: &Path,
     title: &str,
     series: &IocostSeries,
-    tree: &CgroupTree,
-    jobs: &[JobLine],
+    ctx: &PlotCtx,
 ) -> Result<(), String> {
+    let tree = ctx.tree;
     let mut panels = vec![
         Panel {
             y_label: "vrate %".into(),
@@ -119,8 +120,8 @@ fn plot_iocost(
             log_y: false,
         },
     ];
-    panels.extend(job_panels(jobs));
-    plot_panels(base, title, "time (s)", &panels)
+    panels.extend(job_panels(ctx.jobs));
+    plot_run(base, title, &panels, ctx)
 }
 
 /// blk-iocost's series for its picture, decimated as the periods arrive.
@@ -150,7 +151,7 @@ impl Series for IocostSeries {
         }
     }
     fn plot(&self, base: &Path, title: &str, ctx: &PlotCtx) -> Result<(), String> {
-        plot_iocost(base, title, self, ctx.tree, ctx.jobs)
+        plot_iocost(base, title, self, ctx)
     }
 }
 

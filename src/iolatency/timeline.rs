@@ -12,8 +12,8 @@ use super::grp::DEFAULT_SCALE_COOKIE;
 use crate::blkcg::CgroupTree;
 use crate::report::csv_field;
 use crate::report::decimate::Lines;
-use crate::report::plot::{Panel, Series as Line, plot_panels};
-use crate::report::timeline::{JobLine, cg_name, first_lines, job_panels};
+use crate::report::plot::{Panel, Series as Line};
+use crate::report::timeline::{cg_name, first_lines, job_panels, plot_run};
 use crate::stack::stream::{PictureDef, PlotCtx, RowCtx, Series, StreamDef, TimelineRow};
 
 /// blk-iolatency's stream.
@@ -132,14 +132,16 @@ impl IolatencySeries {
 
 /// Each group's `max_depth` over time, its windows' mean latency against its target,
 /// the missed share of its windows (non-rotational), the cookie each group saw, and
-/// each job's IOPS and latency under them.
+/// each job's IOPS and latency under them. A group's lines are named by its path
+/// alone (its target `PATH target`), so they have one colour in every panel, the
+/// colour of the job named like it (`timeline::plot_run`).
 fn plot_iolatency(
     base: &Path,
     title: &str,
     series: &IolatencySeries,
-    tree: &CgroupTree,
-    jobs: &[JobLine],
+    ctx: &PlotCtx,
 ) -> Result<(), String> {
+    let tree = ctx.tree;
     let lines = |m: &Lines<u32>, suffix: &str| -> Vec<Line> {
         m.iter()
             .map(|(cg, d)| Line {
@@ -148,7 +150,7 @@ fn plot_iolatency(
             })
             .collect()
     };
-    let mut latency = lines(&series.window_ms, " window mean");
+    let mut latency = lines(&series.window_ms, "");
     latency.extend(lines(&series.target_ms, " target"));
     let mut panels = vec![
         Panel {
@@ -157,7 +159,7 @@ fn plot_iolatency(
             log_y: false,
         },
         Panel {
-            y_label: first_lines("window latency (ms)", &series.window_ms),
+            y_label: first_lines("window mean latency (ms)", &series.window_ms),
             series: latency,
             log_y: true,
         },
@@ -174,8 +176,8 @@ fn plot_iolatency(
         series: lines(&series.cookie, ""),
         log_y: false,
     });
-    panels.extend(job_panels(jobs));
-    plot_panels(base, title, "time (s)", &panels)
+    panels.extend(job_panels(ctx.jobs));
+    plot_run(base, title, &panels, ctx)
 }
 
 impl Series for IolatencySeries {
@@ -185,6 +187,6 @@ impl Series for IolatencySeries {
         }
     }
     fn plot(&self, base: &Path, title: &str, ctx: &PlotCtx) -> Result<(), String> {
-        plot_iolatency(base, title, self, ctx.tree, ctx.jobs)
+        plot_iolatency(base, title, self, ctx)
     }
 }

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use crate::notify::Notify;
 use crate::report::fio::{self as fioreport};
 use crate::report::outdir::OutDir;
-use crate::report::plot::{Panel, Series, plot_panels};
+use crate::report::plot::{Panel, Picture, Series, XScale, plot_picture};
 use crate::report::summary::{self};
 use crate::report::timeline::{self, JobLine};
 use crate::run::VariantRun;
@@ -68,35 +68,45 @@ pub fn write_outputs(out: &OutDir, run: &VariantRun, notify: &dyn Notify) -> Res
     write("io.stat", &run.io_stat)?;
     let jobs = job_lines(run);
     write("jobs.csv", &timeline::jobs_csv(&jobs))?;
-    if let Err(e) = plot_panels(
-        &dir.join("jobs"),
-        &format!("jobs: {}", run.label),
-        "time (s)",
-        &timeline::job_panels(&jobs),
-    ) {
-        notify.warning(&format!("plot not drawn: {e}"));
-    }
-    if let Err(e) = plot_panels(
-        &dir.join("clat"),
-        &format!("clat percentiles: {}", run.label),
-        "percentile",
-        &[summary::clat_percentile_panel(&run.summaries)],
-    ) {
-        notify.warning(&format!("plot not drawn: {e}"));
-    }
+    let events = timeline::schedule_events(&run.resolved.writes, &run.resolved.device_writes, tree);
+    let ctx = PlotCtx {
+        tree,
+        jobs: &jobs,
+        events: &events,
+    };
+    let plot = |stem: &str, drawn: Result<(), String>| {
+        if let Err(e) = drawn {
+            notify.warning(&format!("plot not drawn ({stem}): {e}"));
+        }
+    };
+    plot(
+        "jobs",
+        timeline::plot_run(
+            &dir.join("jobs"),
+            &format!("jobs: {}", run.label),
+            &timeline::job_panels(&jobs),
+            &ctx,
+        ),
+    );
+    let classes = timeline::job_classes(&jobs);
+    let clat = [summary::clat_percentile_panel(&run.summaries)];
+    let title = format!("clat percentiles: {}", run.label);
+    let pic = Picture {
+        x_scale: XScale::Percentile,
+        classes: &classes,
+        ..Picture::new(&title, "percentile (log scale of 1 − p)", &clat)
+    };
+    plot("clat", plot_picture(&dir.join("clat"), &pic));
     for (name, text) in &run.reports {
         write(name, text)?;
     }
     // each policy's and elevator's picture, from its stream's series
-    let ctx = PlotCtx { tree, jobs: &jobs };
     for s in &run.record.streams {
         let (Some(series), Some(pic)) = (&s.series, &s.def.picture) else {
             continue;
         };
         let title = format!("{}: {}", pic.title, run.label);
-        if let Err(e) = series.plot(&dir.join(pic.stem), &title, &ctx) {
-            notify.warning(&format!("plot not drawn: {e}"));
-        }
+        plot(pic.stem, series.plot(&dir.join(pic.stem), &title, &ctx));
     }
     let iostat_panels = vec![Panel {
         y_label: "MiB/s".into(),
@@ -112,13 +122,14 @@ pub fn write_outputs(out: &OutDir, run: &VariantRun, notify: &dyn Notify) -> Res
         ],
         log_y: false,
     }];
-    if let Err(e) = plot_panels(
-        &dir.join("iostat"),
-        &format!("device throughput: {}", run.label),
-        "time (s)",
-        &iostat_panels,
-    ) {
-        notify.warning(&format!("plot not drawn: {e}"));
-    }
+    plot(
+        "iostat",
+        timeline::plot_run(
+            &dir.join("iostat"),
+            &format!("device throughput: {}", run.label),
+            &iostat_panels,
+            &ctx,
+        ),
+    );
     Ok(())
 }

@@ -3,7 +3,7 @@
 //! style device timeline, the clat percentile picture, and the A/B table that sets the
 //! runs of several variants or kernels side by side.
 
-use crate::report::plot::{Panel, Series};
+use crate::report::plot::{Panel, Series, percentile_x};
 use crate::sim::iostat::IostatRow;
 
 /// One job's headline figures, as the seed scripts extract them from fio's JSON.
@@ -56,7 +56,10 @@ pub fn job_label(cgroup: &str, job: &str, round: u32) -> String {
 
 /// Each job's clat percentiles as fio reports them (1st to 99.99th), latency on a log
 /// axis: the latency CDF turned on its side, so tails of cgroups that differ by orders
-/// of magnitude stay readable.
+/// of magnitude stay readable. Each percentile `p` is at x = `plot::percentile_x(p)`,
+/// for a picture drawn with `plot::XScale::Percentile`: p90, p99, p99.9 and p99.99
+/// evenly apart, the tail as wide as the body (a 100th percentile, at infinity, is
+/// left out).
 pub fn clat_percentile_panel(rows: &[JobSummary]) -> Panel {
     Panel {
         y_label: "clat (ms)".into(),
@@ -64,7 +67,12 @@ pub fn clat_percentile_panel(rows: &[JobSummary]) -> Panel {
             .iter()
             .map(|r| Series {
                 name: job_label(&r.cgroup, &r.job, r.round),
-                points: r.clat_pct_ms.clone(),
+                points: r
+                    .clat_pct_ms
+                    .iter()
+                    .filter(|(p, _)| *p < 100.0)
+                    .map(|&(p, ms)| (percentile_x(p), ms))
+                    .collect(),
             })
             .collect(),
         log_y: true,

@@ -144,6 +144,8 @@ pub struct PlotCtx<'a> {
     pub tree: &'a CgroupTree,
     /// Each job's IOPS and latency over time, drawn under the policy's panels.
     pub jobs: &'a [JobLine<'a>],
+    /// The run's scheduled events, marked on the pictures' time axis.
+    pub events: &'a [crate::report::plot::Event],
 }
 
 /// A picture's data, bounded whatever the run's length (`crate::report::decimate`).

@@ -37,7 +37,7 @@ use record::{Record, Values};
 use crate::notify::Notify;
 use crate::progress::{Cancel, Reporter};
 use crate::report::outdir::OutDir;
-use crate::report::plot::{Panel, Series, plot_panels};
+use crate::report::plot::{Panel, Picture, Series, plot_picture};
 use crate::report::record::RecordOptions;
 use crate::run::{VariantRun, prepare, simulate};
 use crate::scenario::Scenario;
@@ -353,7 +353,8 @@ impl Pictures {
 
 /// One picture per axis (the first [`MAX_PICTURES`]): each job's IOPS, MiB/s and clat
 /// p99 against the axis's values, the other axes at their first value, mean over
-/// seeds. Values that are not all numbers are placed at their index.
+/// seeds, each swept value marked. Values that are not all numbers are placed at
+/// their index.
 pub fn draw(sweep: &Sweep, pictures: &Pictures, out: &OutDir, notify: &dyn Notify) {
     for ((ai, axis), sums) in sweep.axes.iter().enumerate().zip(&pictures.axes) {
         let numeric: Option<Vec<f64>> = axis.values.iter().map(|v| v.parse().ok()).collect();
@@ -405,7 +406,12 @@ pub fn draw(sweep: &Sweep, pictures: &Pictures, out: &OutDir, notify: &dyn Notif
             }
         };
         let base = out.path().join(format!("sweep-axis-{}", ai + 1));
-        if let Err(e) = plot_panels(&base, &title, &x_label, &panels) {
+        // a marker on each swept value: the lines between them are not measured
+        let pic = Picture {
+            markers: true,
+            ..Picture::new(&title, &x_label, &panels)
+        };
+        if let Err(e) = plot_picture(&base, &pic) {
             notify.warning(&format!("plot not drawn: {e}"));
         }
     }

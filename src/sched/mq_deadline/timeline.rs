@@ -11,7 +11,7 @@ use super::DdPrio;
 use super::elevator::DeadlineRow;
 use crate::blkcg::CgroupTree;
 use crate::report::decimate::Decimated;
-use crate::report::plot::{COLORS, Panel, Series as Line, plot_panels_in};
+use crate::report::plot::{COLORS, Event, Panel, Picture, Series as Line, plot_picture};
 use crate::report::timeline::{JobLine, job_panels};
 use crate::sim::Ns;
 use crate::stack::stream::{PictureDef, PlotCtx, RowCtx, Series, StreamDef, TimelineRow};
@@ -94,7 +94,7 @@ impl DeadlineSeries {
 }
 
 /// A priority level's colour in every deadline picture, whichever levels a run has:
-/// `rt` red, `be` blue, `idle` grey.
+/// `rt` red, `be` blue, `idle` dark teal.
 fn class_colour(p: DdPrio) -> RGBColor {
     match p {
         DdPrio::Rt => COLORS[3],
@@ -106,12 +106,13 @@ fn class_colour(p: DdPrio) -> RGBColor {
 /// Per level: requests waiting in mq-deadline, and its dispatch rate, each level in its
 /// own colour (`class_colour`); then each job's IOPS and latency under them, the jobs
 /// in the other colours, so a job never reads as a level (a job `rt` is not the level
-/// `rt`: its bios' class is the summary's `PRIO`).
+/// `rt`: its bios' class is the summary's `PRIO`); the run's scheduled `events` marked.
 fn plot_deadline(
     base: &Path,
     title: &str,
     series: &DeadlineSeries,
     jobs: &[JobLine],
+    events: &[Event],
 ) -> Result<(), String> {
     let lines = |m: &BTreeMap<DdPrio, Decimated>| -> (Vec<Line>, Vec<_>) {
         m.iter()
@@ -145,7 +146,12 @@ fn plot_deadline(
     panels.extend(job_panels(jobs));
     let mut palettes = vec![&queued_colours[..], &rate_colours[..]];
     palettes.resize(panels.len(), &job_colours[..]);
-    plot_panels_in(base, title, "time (s)", &panels, &palettes)
+    let pic = Picture {
+        palettes: Some(&palettes),
+        events,
+        ..Picture::new(title, "time (s)", &panels)
+    };
+    plot_picture(base, &pic)
 }
 
 impl Series for DeadlineSeries {
@@ -155,7 +161,7 @@ impl Series for DeadlineSeries {
         }
     }
     fn plot(&self, base: &Path, title: &str, ctx: &PlotCtx) -> Result<(), String> {
-        plot_deadline(base, title, self, ctx.jobs)
+        plot_deadline(base, title, self, ctx.jobs, ctx.events)
     }
 }
 
@@ -192,7 +198,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("blkcg-sim-dd-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let base = dir.join("deadline");
-        let drawn = plot_deadline(&base, "t", &series, &jobs);
+        let drawn = plot_deadline(&base, "t", &series, &jobs, &[]);
         let svg = std::fs::read_to_string(base.with_extension("svg"));
         std::fs::remove_dir_all(&dir).unwrap();
         drawn.unwrap();
