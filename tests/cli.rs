@@ -518,3 +518,91 @@ fn help_names_every_controller_and_device_model() {
         assert!(short.contains(w), "-h does not name {w}:\n{short}");
     }
 }
+
+/// Issue 31: buffered I/O (fio's default `direct=0`, `buffered=1`, `ioengine=mmap`)
+/// runs as direct I/O, and the run says so once per job, on stderr and in its summary
+/// (`summary.txt`, the printed summary, report.html); `direct=1` and the null engine
+/// (no page cache either way) do not. An option accepted but not modelled says so too.
+#[test]
+fn what_is_accepted_but_not_modelled_is_said() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("blkcg-sim-said-{}", std::process::id()));
+    let run = |n: usize, extra: &str| {
+        let sc = scenario_file(
+            &format!("said-{n}.toml"),
+            &format!(
+                "name = \"said\"\n[device]\nmodel = \"nullb\"\n[cgroup.a]\nfio = \"fio \
+                 --name=a --rw=write --bs=4k --runtime=1 --time_based --numjobs=2 {extra}\"\n"
+            ),
+        );
+        let out_dir = dir.join(n.to_string());
+        let out = ok({
+            let mut c = bin();
+            c.args([
+                "run",
+                "--quiet",
+                &sc,
+                "--output-format",
+                "summary",
+                "--output",
+            ]);
+            c.arg(&out_dir);
+            c
+        });
+        let read = |f: &str| std::fs::read_to_string(out_dir.join(f)).unwrap();
+        (
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            read("default/summary.txt"),
+            read("report.html"),
+        )
+    };
+    let cases = [
+        ("", Some("direct=0, fio's default; or buffered=1")),
+        (
+            "--buffered=1",
+            Some("direct=0, fio's default; or buffered=1"),
+        ),
+        ("--direct=1 --ioengine=mmap", Some("ioengine=mmap")),
+        ("--direct=1", None),
+        ("--ioengine=null", None),
+    ];
+    for (n, (extra, what)) in cases.into_iter().enumerate() {
+        let (stderr, printed, summary, html) = run(n, extra);
+        let said = |text: &str| {
+            text.matches("is not modelled: the job runs as direct I/O")
+                .count()
+        };
+        match what {
+            Some(what) => {
+                let line = format!("job `a`: buffered I/O ({what}) is not modelled");
+                // once per job, not once per numjobs clone
+                assert_eq!(said(&stderr), 1, "{extra}: {stderr}");
+                assert!(stderr.contains(&line), "{extra}: {stderr}");
+                for text in [&printed, &summary, &html] {
+                    assert!(text.contains("warning: "), "{extra}: {text}");
+                    assert_eq!(said(text), 1, "{extra}: {text}");
+                }
+                assert!(summary.contains(&line), "{extra}: {summary}");
+            }
+            None => {
+                for text in [&stderr, &printed, &summary] {
+                    assert!(!text.contains("buffered I/O"), "{extra}: {text}");
+                }
+            }
+        }
+    }
+    // options fio knows that are stored but not modelled: stderr and the summary
+    let (stderr, _, summary, _) = run(
+        9,
+        "--direct=1 --ioengine=libaio --iodepth=8 --iodepth_low=2 --randseed=7",
+    );
+    for w in [
+        "job `a`: iodepth_low=2 is not modelled",
+        "job `a`: randseed=7 is not modelled",
+    ] {
+        assert!(stderr.contains(w), "{w}: {stderr}");
+        assert!(summary.contains(w), "{w}: {summary}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
