@@ -63,7 +63,7 @@ enum Format {
     /// fio JSON with latency histogram bins
     #[value(name = "json+")]
     JsonPlus,
-    /// only the seeds' summary table (CGROUP IOPS MB/s slat clat ...)
+    /// only the seeds' summary table (CGROUP IOPS MiB/s slat(ms) clat(ms) ... P99.99(ms))
     Summary,
 }
 
