@@ -1,8 +1,8 @@
 //! The seeds' summary table (`CGROUP IOPS MiB/s slat-avg clat-avg clat-max P90 P99
 //! P99.9 P99.99`, as the iocost seed's `get_result` prints it — whose `MB/s` is
 //! `bw_bytes / 1024 / 1024`, so here it is headed MiB/s, and every latency column with
-//! its unit, ms), the `iostat -x 1` style device timeline, the clat percentile picture, and the A/B table that sets the
-//! runs of several variants or kernels side by side.
+//! its unit, ms), the `iostat -x 1` style device timeline, the clat percentile picture,
+//! and the A/B table that sets the runs of several variants or kernels side by side.
 
 use crate::report::plot::{Panel, Series};
 use crate::sim::iostat::IostatRow;
