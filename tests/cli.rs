@@ -494,7 +494,10 @@ fn help_names_every_controller_and_device_model() {
             );
         }
     }
-    for w in EVERY_DEVICE {
+    for w in EVERY_DEVICE
+        .iter()
+        .chain(&blkcg_sim::device::config::MODELS)
+    {
         assert!(help.contains(w), "--help does not name {w}:\n{help}");
     }
     // the one-line summary (`-h`) names every interface file's controller too
@@ -605,4 +608,103 @@ fn what_is_accepted_but_not_modelled_is_said() {
         assert!(summary.contains(w), "{w}: {summary}");
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `blkcg-sim [COMMAND...] --help` of the tool and of every command it lists, as
+/// (command, help), commands found by reading each help's `Commands:` section.
+fn every_help() -> Vec<(String, String)> {
+    let help_of = |words: &[String]| {
+        let out = ok({
+            let mut c = bin();
+            c.args(words).arg("--help");
+            c
+        });
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let mut todo: Vec<Vec<String>> = vec![vec![]];
+    let mut out = Vec::new();
+    while let Some(words) = todo.pop() {
+        let help = help_of(&words);
+        let commands = help
+            .lines()
+            .skip_while(|l| !l.starts_with("Commands:"))
+            .skip(1)
+            .take_while(|l| l.starts_with("  "))
+            // a description's second line is indented further
+            .filter(|l| !l.starts_with("   "))
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|&c| c != "help")
+            .map(str::to_string);
+        for c in commands {
+            let mut w = words.clone();
+            w.push(c);
+            todo.push(w);
+        }
+        out.push((words.join(" "), help));
+    }
+    out
+}
+
+/// Issue 31: every environment variable the tool reads (`env::var("NAME")` or
+/// `env::var_os("NAME")` in src/, outside test modules) is named in some `--help`.
+#[test]
+fn every_environment_variable_the_tool_reads_is_named_in_a_help() {
+    fn sources(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                sources(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    sources(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut files,
+    );
+    let mut read = std::collections::BTreeSet::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        // what a file's test module reads is the tests', not the tool's
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for call in ["env::var(\"", "env::var_os(\""] {
+            for (at, _) in code.match_indices(call) {
+                let name = &code[at + call.len()..];
+                read.insert(name[..name.find('"').unwrap()].to_string());
+            }
+        }
+    }
+    assert!(read.contains("BLKCG_SIM_CACHE"), "{read:?}");
+    let helps = every_help();
+    assert!(helps.len() > 10, "{:?}", helps.iter().map(|h| &h.0));
+    for v in &read {
+        assert!(
+            helps
+                .iter()
+                .any(|(_, h)| h.contains(&format!("${v}")) || h.contains(&format!("{v} "))),
+            "no --help names ${v}, which the tool reads"
+        );
+    }
+}
+
+/// Issue 31: the help of every command that takes a device names every device model
+/// (`blkcg-sim fio --device`, `device plot --model`, and the top-level help). `tune
+/// model --device` takes the same SPEC and says so ("as `blkcg-sim fio --device`").
+#[test]
+fn every_device_model_is_named_where_a_device_is_taken() {
+    let helps = every_help();
+    for cmd in ["", "fio", "device plot"] {
+        let (_, help) = helps
+            .iter()
+            .find(|(c, _)| c == cmd)
+            .unwrap_or_else(|| panic!("no `{cmd} --help`"));
+        for m in blkcg_sim::device::config::MODELS {
+            assert!(
+                help.contains(m),
+                "`blkcg-sim {cmd} --help` does not name the device model {m}:\n{help}"
+            );
+        }
+    }
 }
