@@ -43,7 +43,14 @@ without it a run is the newest upstream at HZ=1000, and every run says what it a
 Start with:\n  blkcg-sim scenarios                 list the scenarios built into the binary\n  \
 blkcg-sim repro                     reproduce the seed kernel patches beside their published numbers\n  \
 blkcg-sim run throttle-iops-tail-latency --variant after\n  \
-blkcg-sim fio --device nullb --name=a --rw=randread --bs=4k --iodepth=8 --runtime=5 --time_based"
+blkcg-sim fio --device nullb --name=a --rw=randread --bs=4k --iodepth=8 --runtime=5 --time_based
+
+Environment:
+  BLKCG_SIM_CACHE  where validate and kernel build keep kernels (default: $XDG_CACHE_HOME/blkcg-sim, else $HOME/.cache/blkcg-sim)
+  XDG_CACHE_HOME   see BLKCG_SIM_CACHE
+  HOME             see BLKCG_SIM_CACHE
+  PATH             where validate and kernel build find their tools (qemu, fio, make, ...)
+  ${VAR}           in `blkcg-sim fio`'s arguments and job files: any, as fio expands it (scenario files read no environment)"
 )]
 struct Cli {
     /// No progress on stderr (by default: a bar on a terminal, else a status line every
@@ -63,7 +70,7 @@ enum Format {
     /// fio JSON with latency histogram bins
     #[value(name = "json+")]
     JsonPlus,
-    /// only the seeds' summary table (CGROUP IOPS MB/s slat clat ...)
+    /// only the seeds' summary table (CGROUP IOPS MiB/s slat(ms) clat(ms) ... P99.99(ms))
     Summary,
 }
 
@@ -92,16 +99,20 @@ enum Cmd {
     /// json prints exactly one fio JSON document holding every job of every cgroup, so
     /// `jq '.jobs[] | select(.jobname=="cgB")'` works. --output DIR writes, per variant,
     /// DIR/<variant>/{fio.json,fio.txt,summary.txt,io.stat,iostat.csv,jobs.csv} and,
-    /// with a controller on, timeline.csv, trace.txt (blk-iocost) or throttle.csv, plus
+    /// with a controller on, its timeline: throttle.csv (blk-throttle), timeline.csv,
+    /// iocost_monitor.txt and iocost_monitor.json (blk-iocost), iolatency.csv
+    /// (blk-iolatency), deadline.csv (mq-deadline); trace.txt with --trace; plus
     /// pictures as PNG and SVG: jobs (each job's IOPS and latency over time), clat
-    /// (percentiles), iostat, and iocost (vrate, busy_level and hweights over the jobs).
+    /// (percentiles), iostat, iocost (vrate, busy_level and hweights over the jobs),
+    /// iolatency (windows, depths) and deadline (the priority levels' queues).
     /// With several variants or kernels the summary ends with an A/B table: each job's
     /// IOPS, bandwidth, slat and clat of every run beside the first run's, with ratios
     /// (also DIR/ab.txt with --output). DIR/report.html puts it all on one page to open
     /// in a browser: the scenario's description, the A/B table, each run's summary and
     /// pictures, and links to its files. What each run assumed (kernel version and HZ,
     /// host costs, the device's latency model, and who set each) heads its summary, and
-    /// goes to stderr when no summary is printed.
+    /// goes to stderr when no summary is printed; then every warning of the run (what
+    /// it was given but does not model: buffered I/O runs as direct I/O), as on stderr.
     Run {
         scenario: String,
         /// Run only this variant (repeatable).
@@ -134,9 +145,14 @@ enum Cmd {
     },
     /// Act as fio against a simulated device: `blkcg-sim fio --device SPEC [fio args | jobfile]`.
     ///
-    /// SPEC is a model name with optional key=value settings, e.g. `nullb`,
-    /// `nullb:irqmode=2,completion_nsec=100000`, `cloud:preset=azure-p20`, `ssd:channels=8`.
-    /// The fio arguments are exactly fio's (`--name=a --rw=randread ...` or a job file).
+    /// SPEC is a model name with optional key=value settings: nullb (null_blk), ssd
+    /// (simple, or mode=ftl with a flash translation layer), hdd, or cloud; e.g. `nullb`,
+    /// `nullb:irqmode=2,completion_nsec=100000`, `cloud:preset=azure-p20`, `ssd:channels=8`,
+    /// `ssd:preset=dc-nvme`, `hdd:rpm=5400`.
+    /// The fio arguments are exactly fio's (`--name=a --rw=randread ...` or a job file);
+    /// `${VAR}` in them or in a job file expands from the environment, as in fio.
+    /// What fio accepts but blkcg-sim does not model is a warning (buffered I/O,
+    /// direct=0 being fio's default, runs as direct I/O).
     Fio {
         #[arg(long)]
         device: String,
@@ -180,7 +196,8 @@ enum Cmd {
     },
     /// Run a scenario on a real Linux kernel under qemu, and beside its simulation.
     ///
-    /// Boots a Debian kernel (downloaded once with apt-get into ~/.cache/blkcg-sim),
+    /// Boots a Debian kernel (downloaded once with apt-get into ~/.cache/blkcg-sim:
+    /// $BLKCG_SIM_CACHE, else $XDG_CACHE_HOME/blkcg-sim, else $HOME/.cache/blkcg-sim),
     /// recreates the scenario's null_blk device and cgroups in the guest, writes every
     /// interface line to the real files (a refused write is shown with the kernel's
     /// error), runs the same fio jobs with the real fio inside their cgroups, and prints
@@ -189,8 +206,8 @@ enum Cmd {
     /// simulation runs with kernel.version and hz of the booted kernel.
     ///
     /// Needs (Debian): apt-get install -y qemu-system-x86 busybox-static fio cpio xz-utils zstd kmod
-    /// (checked first: a missing tool stops the run before any download, with the
-    /// apt-get line that installs it).
+    /// (checked first, on $PATH: a missing tool stops the run before any download, with
+    /// the apt-get line that installs it).
     ///
     /// Example: blkcg-sim validate validate-iomax-riops
     ///

@@ -494,7 +494,10 @@ fn help_names_every_controller_and_device_model() {
             );
         }
     }
-    for w in EVERY_DEVICE {
+    for w in EVERY_DEVICE
+        .iter()
+        .chain(&blkcg_sim::device::config::MODELS)
+    {
         assert!(help.contains(w), "--help does not name {w}:\n{help}");
     }
     // the one-line summary (`-h`) names every interface file's controller too
@@ -516,5 +519,192 @@ fn help_names_every_controller_and_device_model() {
         "mq-deadline",
     ] {
         assert!(short.contains(w), "-h does not name {w}:\n{short}");
+    }
+}
+
+/// Issue 31: buffered I/O (fio's default `direct=0`, `buffered=1`, `ioengine=mmap`)
+/// runs as direct I/O, and the run says so once per job, on stderr and in its summary
+/// (`summary.txt`, the printed summary, report.html); `direct=1` and the null engine
+/// (no page cache either way) do not. An option accepted but not modelled says so too.
+#[test]
+fn what_is_accepted_but_not_modelled_is_said() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("blkcg-sim-said-{}", std::process::id()));
+    let run = |n: usize, extra: &str| {
+        let sc = scenario_file(
+            &format!("said-{n}.toml"),
+            &format!(
+                "name = \"said\"\n[device]\nmodel = \"nullb\"\n[cgroup.a]\nfio = \"fio \
+                 --name=a --rw=write --bs=4k --runtime=1 --time_based --numjobs=2 {extra}\"\n"
+            ),
+        );
+        let out_dir = dir.join(n.to_string());
+        let out = ok({
+            let mut c = bin();
+            c.args([
+                "run",
+                "--quiet",
+                &sc,
+                "--output-format",
+                "summary",
+                "--output",
+            ]);
+            c.arg(&out_dir);
+            c
+        });
+        let read = |f: &str| std::fs::read_to_string(out_dir.join(f)).unwrap();
+        (
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            read("default/summary.txt"),
+            read("report.html"),
+        )
+    };
+    let cases = [
+        ("", Some("direct=0, fio's default; or buffered=1")),
+        (
+            "--buffered=1",
+            Some("direct=0, fio's default; or buffered=1"),
+        ),
+        ("--direct=1 --ioengine=mmap", Some("ioengine=mmap")),
+        ("--direct=1", None),
+        ("--ioengine=null", None),
+    ];
+    for (n, (extra, what)) in cases.into_iter().enumerate() {
+        let (stderr, printed, summary, html) = run(n, extra);
+        let said = |text: &str| {
+            text.matches("is not modelled: the job runs as direct I/O")
+                .count()
+        };
+        match what {
+            Some(what) => {
+                let line = format!("job `a`: buffered I/O ({what}) is not modelled");
+                // once per job, not once per numjobs clone
+                assert_eq!(said(&stderr), 1, "{extra}: {stderr}");
+                assert!(stderr.contains(&line), "{extra}: {stderr}");
+                for text in [&printed, &summary, &html] {
+                    assert!(text.contains("warning: "), "{extra}: {text}");
+                    assert_eq!(said(text), 1, "{extra}: {text}");
+                }
+                assert!(summary.contains(&line), "{extra}: {summary}");
+            }
+            None => {
+                for text in [&stderr, &printed, &summary] {
+                    assert!(!text.contains("buffered I/O"), "{extra}: {text}");
+                }
+            }
+        }
+    }
+    // options fio knows that are stored but not modelled: stderr and the summary
+    let (stderr, _, summary, _) = run(
+        9,
+        "--direct=1 --ioengine=libaio --iodepth=8 --iodepth_low=2 --randseed=7",
+    );
+    for w in [
+        "job `a`: iodepth_low=2 is not modelled",
+        "job `a`: randseed=7 is not modelled",
+    ] {
+        assert!(stderr.contains(w), "{w}: {stderr}");
+        assert!(summary.contains(w), "{w}: {summary}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `blkcg-sim [COMMAND...] --help` of the tool and of every command it lists, as
+/// (command, help), commands found by reading each help's `Commands:` section.
+fn every_help() -> Vec<(String, String)> {
+    let help_of = |words: &[String]| {
+        let out = ok({
+            let mut c = bin();
+            c.args(words).arg("--help");
+            c
+        });
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let mut todo: Vec<Vec<String>> = vec![vec![]];
+    let mut out = Vec::new();
+    while let Some(words) = todo.pop() {
+        let help = help_of(&words);
+        let commands = help
+            .lines()
+            .skip_while(|l| !l.starts_with("Commands:"))
+            .skip(1)
+            .take_while(|l| l.starts_with("  "))
+            // a description's second line is indented further
+            .filter(|l| !l.starts_with("   "))
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|&c| c != "help")
+            .map(str::to_string);
+        for c in commands {
+            let mut w = words.clone();
+            w.push(c);
+            todo.push(w);
+        }
+        out.push((words.join(" "), help));
+    }
+    out
+}
+
+/// Issue 31: every environment variable the tool reads (`env::var("NAME")` or
+/// `env::var_os("NAME")` in src/, outside test modules) is named in some `--help`.
+#[test]
+fn every_environment_variable_the_tool_reads_is_named_in_a_help() {
+    fn sources(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                sources(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    sources(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut files,
+    );
+    let mut read = std::collections::BTreeSet::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        // what a file's test module reads is the tests', not the tool's
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for call in ["env::var(\"", "env::var_os(\""] {
+            for (at, _) in code.match_indices(call) {
+                let name = &code[at + call.len()..];
+                read.insert(name[..name.find('"').unwrap()].to_string());
+            }
+        }
+    }
+    assert!(read.contains("BLKCG_SIM_CACHE"), "{read:?}");
+    let helps = every_help();
+    assert!(helps.len() > 10, "{:?}", helps.iter().map(|h| &h.0));
+    for v in &read {
+        assert!(
+            helps
+                .iter()
+                .any(|(_, h)| h.contains(&format!("${v}")) || h.contains(&format!("{v} "))),
+            "no --help names ${v}, which the tool reads"
+        );
+    }
+}
+
+/// Issue 31: the help of every command that takes a device names every device model
+/// (`blkcg-sim fio --device`, `device plot --model`, and the top-level help). `tune
+/// model --device` takes the same SPEC and says so ("as `blkcg-sim fio --device`").
+#[test]
+fn every_device_model_is_named_where_a_device_is_taken() {
+    let helps = every_help();
+    for cmd in ["", "fio", "device plot"] {
+        let (_, help) = helps
+            .iter()
+            .find(|(c, _)| c == cmd)
+            .unwrap_or_else(|| panic!("no `{cmd} --help`"));
+        for m in blkcg_sim::device::config::MODELS {
+            assert!(
+                help.contains(m),
+                "`blkcg-sim {cmd} --help` does not name the device model {m}:\n{help}"
+            );
+        }
     }
 }

@@ -179,3 +179,47 @@ fn check_and_sweep_on_the_command_line_take_every_file() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Issue 31: every file `run --output` writes for any controller — its tables, reports
+/// and pictures (PNG and SVG, named by their stem), the trace, report.html — is named
+/// in `run --help`.
+#[test]
+fn run_help_names_every_output_file_of_every_controller() {
+    let help = common::stdout_of(&["run", "--help"]);
+    let dir = std::env::temp_dir().join(format!("blkcg-sim-outputs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for c in api::controllers() {
+        let path = dir.join(format!("{}.toml", c.name));
+        std::fs::write(&path, scenario_of(&c)).unwrap();
+        let out = dir.join(format!("{}-out", c.name));
+        let (p, o) = (path.to_str().unwrap(), out.to_str().unwrap());
+        common::stdout_of(&["run", p, "--output", o, "--trace", "--quiet"]);
+        let mut files = Vec::new();
+        let mut todo = vec![out.clone()];
+        while let Some(d) = todo.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    todo.push(p);
+                } else {
+                    files.push(p.file_name().unwrap().to_string_lossy().into_owned());
+                }
+            }
+        }
+        for t in &c.tables {
+            assert!(files.contains(&format!("{t}.csv")), "{}: {files:?}", c.name);
+        }
+        for f in files {
+            let named = match f.rsplit_once('.') {
+                Some((stem, "png" | "svg")) => stem.to_string(),
+                _ => f.clone(),
+            };
+            assert!(
+                help.contains(&named),
+                "{}: `run --output` wrote {f}, which `run --help` does not name",
+                c.name
+            );
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

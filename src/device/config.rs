@@ -274,6 +274,10 @@ impl<'a> Keys<'a> {
 /// keys that have no effect as configured (warnings).
 pub type Resolved = (Box<dyn BlockDevice>, Vec<(String, String)>, Vec<KeyError>);
 
+/// Every device model, as `[device] model` and `--device MODEL:...` name it (the
+/// help of each command that takes a device names them all: tests/cli.rs).
+pub const MODELS: [&str; 4] = ["nullb", "ssd", "hdd", "cloud"];
+
 /// Build the device described by `table`, returning its resolved key list and
 /// warnings too.
 pub fn resolve(table: &toml::Table, seed: u64) -> Result<Resolved, KeyError> {
@@ -283,7 +287,10 @@ pub fn resolve(table: &toml::Table, seed: u64) -> Result<Resolved, KeyError> {
         Some(v) => {
             return Err(KeyError::new(
                 "device.model",
-                format!("`{v}` is not accepted: expected a string: nullb, ssd, hdd, cloud"),
+                format!(
+                    "`{v}` is not accepted: expected a string: {}",
+                    MODELS.join(", ")
+                ),
             ));
         }
     };
@@ -303,7 +310,7 @@ pub fn resolve(table: &toml::Table, seed: u64) -> Result<Resolved, KeyError> {
         m => {
             return Err(KeyError::new(
                 "device.model",
-                format!("`{m}` is not accepted: expected nullb, ssd, hdd or cloud"),
+                format!("`{m}` is not accepted: expected {}", MODELS.join(", ")),
             ));
         }
     };

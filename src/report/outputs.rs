@@ -1,6 +1,6 @@
 //! Every output file of one run under `--output DIR/<label>/` besides the timelines
 //! (which stream there during the run): fio's reports, the summary (what the run
-//! assumed at its top), io.stat, the jobs'
+//! assumed and its warnings at its top), io.stat, the jobs'
 //! timeline and the pictures (the device's, the jobs', and each policy's and elevator's
 //! from its stream's series), the policies' reports (blk-iocost's monitor views). All
 //! writes go through `crate::report::outdir::OutDir`.
@@ -42,11 +42,18 @@ pub fn job_lines(run: &VariantRun) -> Vec<JobLine<'_>> {
     jobs
 }
 
-/// A run's summary as `summary.txt` holds it and `run` prints it: what the run assumed
-/// (`crate::report::assumed`), the table, then the device's whole-run figures (an
-/// FTL's write amplification) if it has any.
+/// A run's summary as `summary.txt` holds it, `run` prints it and report.html shows
+/// it: what the run assumed (`crate::report::assumed`), every warning of the run (what
+/// it was given but does not model, as `run` prints them on stderr), the table, then
+/// the device's whole-run figures (an FTL's write amplification) if it has any.
 pub fn summary_text(run: &VariantRun) -> String {
+    let warnings: String = run
+        .warnings
+        .iter()
+        .map(|w| format!("warning: {w}\n"))
+        .collect();
     run.assumed.to_string()
+        + &warnings
         + &summary::summary_table(&run.summaries)
         + &summary::device_summary(&run.limits.name, &run.fio.device)
 }

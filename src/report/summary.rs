@@ -1,7 +1,8 @@
-//! The seeds' summary table (`CGROUP IOPS MB/s slat-avg clat-avg clat-max P90 P99
-//! P99.9 P99.99`, as the iocost seed's `get_result` prints it), the `iostat -x 1`
-//! style device timeline, the clat percentile picture, and the A/B table that sets the
-//! runs of several variants or kernels side by side.
+//! The seeds' summary table (`CGROUP IOPS MiB/s slat-avg clat-avg clat-max P90 P99
+//! P99.9 P99.99`, as the iocost seed's `get_result` prints it — whose `MB/s` is
+//! `bw_bytes / 1024 / 1024`, so here it is headed MiB/s, and every latency column with
+//! its unit, ms), the `iostat -x 1` style device timeline, the clat percentile picture,
+//! and the A/B table that sets the runs of several variants or kernels side by side.
 
 use crate::report::plot::{Panel, Series, percentile_x};
 use crate::sim::iostat::IostatRow;
@@ -164,21 +165,21 @@ pub fn summary_table(rows: &[JobSummary]) -> String {
     let prio = rows.iter().any(|r| r.prio.is_some());
     let mut s = String::new();
     s.push_str(&format!(
-        "{:<14} {:>7} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+        "{:<14} {:>7} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10}\n",
         "", "", "", "slat", "clat", "clat", "clat", "clat", "clat", "clat"
     ));
     s.push_str(&format!(
-        "{:<14} {:>7} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}{}\n",
+        "{:<14} {:>7} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10}{}\n",
         "CGROUP",
         "IOPS",
-        "MB/s",
+        "MiB/s",
         "avg(ms)",
         "avg(ms)",
         "max(ms)",
         "P90(ms)",
-        "P99",
-        "P99.9",
-        "P99.99",
+        "P99(ms)",
+        "P99.9(ms)",
+        "P99.99(ms)",
         if prio { "  PRIO" } else { "" }
     ));
     for r in rows {
@@ -194,7 +195,7 @@ pub fn summary_table(rows: &[JobSummary]) -> String {
             (None, false) => String::new(),
         };
         s.push_str(&format!(
-            "{:<14} {:>7.0} {:>8.2} {:>9.2} {:>9.2} {:>9.2} {:>9} {:>9} {:>9} {:>9}{prio}\n",
+            "{:<14} {:>7.0} {:>8.2} {:>9.2} {:>9.2} {:>9.2} {:>9} {:>9} {:>10} {:>10}{prio}\n",
             label,
             r.iops,
             r.mib_s,

@@ -18,7 +18,9 @@
 //! it and gathers fio's report, summaries, io.stat (`crate::report::io_stat`) and the
 //! policies' views.
 //! What the variant assumes (kernel, host, device latency model) is said once, here,
-//! by `crate::report::assumed` for `check` and the run's summary.
+//! by `crate::report::assumed` for `check` and the run's summary; so is what it was
+//! given but does not model (buffered I/O first: `crate::workload::job::unmodelled`,
+//! once per fio job), a warning `run` prints on stderr and in the summary.
 //! [`reproduce`] runs a built-in seed's variants and evaluates its bands.
 //!
 //! It lives apart from `crate::scenario` (the scenario file: parse, resolve, variants)
@@ -437,7 +439,13 @@ pub fn prepare(
             if p.filename.is_empty() {
                 p.filename = format!("/dev/{}", limits.name);
             }
-            warnings.extend(w.into_iter().map(|w| format!("{where_}: {w}")));
+            // once per job: its numjobs clones would only say it again
+            if spec.clone_index == 0 {
+                let unmodelled = crate::workload::job::unmodelled(&spec)
+                    .into_iter()
+                    .map(|u| format!("job `{}`: {u}", spec.name));
+                warnings.extend(unmodelled.chain(w).map(|w| format!("{where_}: {w}")));
+            }
             needed += Pipeline::job_memory(&p);
             if needed > memory_limit {
                 return Err(format!(

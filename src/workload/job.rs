@@ -20,12 +20,16 @@
 //!   `cmdprio_percentage` / `cmdprio_class` / `cmdprio`;
 //! - [`JobParams::from_spec`] — a parsed fio job ([`JobSpec`]) resolved against the
 //!   device (size and offset percentages, `io_size`, `loops`) into what the runtime
-//!   needs.
+//!   needs;
+//! - [`unmodelled`]       — what a job asks for that the runtime does not do (buffered
+//!   I/O first), for the run's warnings.
 
 use crate::blkcg::ioprio::{Ioprio, IoprioClass};
+use crate::sim::fio::FIO_SAMPLE;
 use crate::sim::{Dir, Ns, SimRng};
 use crate::workload::fio::{
-    DDIR_READ, DDIR_WRITE, IoEngine, JobSpec, RandomDist, RateProcess, SizeOrPct, ThinkBlocksType,
+    DDIR_READ, DDIR_WRITE, IoEngine, JobSpec, RandomDist, RateProcess, RwSuffix, SizeOrPct,
+    SubmitMode, ThinkBlocksType,
 };
 
 /// Everything the runtime needs to know about one fio job. Laid out by hand
@@ -615,6 +619,130 @@ impl JobParams {
             warnings,
         ))
     }
+}
+
+/// What a job asks for that blkcg-sim accepts but does not model, one sentence each,
+/// buffered I/O first: the run says so (`crate::run::prepare`, once per job, on stderr
+/// and in the summary), so that a figure the simulator cannot give is never printed
+/// silently as if it could. Options fio knows that the option table ignores warn where
+/// they are parsed (`crate::workload::fio`); these are the ones it stores and nothing
+/// reads, a non-default value each. The null engine touches no page cache: no
+/// buffered-I/O warning for it (it has its own in [`JobParams::from_spec`]).
+pub fn unmodelled(spec: &JobSpec) -> Vec<String> {
+    let mut out = Vec::new();
+    let buffered = match spec.ioengine {
+        IoEngine::Mmap => Some("ioengine=mmap"),
+        IoEngine::Null => None,
+        _ => (!spec.direct).then_some("direct=0, fio's default; or buffered=1"),
+    };
+    if let Some(what) = buffered {
+        out.push(format!(
+            "buffered I/O ({what}) is not modelled: the job runs as direct I/O, every I/O \
+             going to the device as with direct=1 (no page cache, dirty throttling or \
+             writeback, so a buffered writer's latency and io.max's effect on it differ \
+             from a real kernel's); write direct=1 to run what is simulated"
+        ));
+    }
+    let mut option = |set: bool, what: String, instead: &str| {
+        if set {
+            out.push(format!("{what} is not modelled; {instead}"));
+        }
+    };
+    if let IoEngine::Other(e) = &spec.ioengine {
+        option(
+            true,
+            format!("ioengine={e}"),
+            "run as an asynchronous engine (as libaio)",
+        );
+    }
+    let suffix = match spec.rw_suffix {
+        RwSuffix::Every(n) => (n != 1).then(|| format!("a new offset every {n} I/Os")),
+        RwSuffix::Hole(b) => (b != 0).then(|| format!("a {b}-byte skip after each I/O")),
+    };
+    if let Some(s) = suffix {
+        option(
+            true,
+            format!("rw=...:N ({s})"),
+            "every I/O takes the next offset",
+        );
+    }
+    option(
+        spec.bs_unaligned,
+        "bs_unaligned".into(),
+        "sizes of a bsrange stay multiples of its minimum",
+    );
+    option(
+        spec.iodepth_batch_submit > 1,
+        format!("iodepth_batch_submit={}", spec.iodepth_batch_submit),
+        "I/Os are submitted one at a time",
+    );
+    option(
+        spec.iodepth_batch_complete_min > 1,
+        format!(
+            "iodepth_batch_complete_min={}",
+            spec.iodepth_batch_complete_min
+        ),
+        "completions are reaped as they come",
+    );
+    option(
+        spec.iodepth_low < spec.iodepth,
+        format!("iodepth_low={}", spec.iodepth_low),
+        "the queue is refilled at every completion",
+    );
+    option(
+        spec.number_ios > 0,
+        format!("number_ios={}", spec.number_ios),
+        "the job ends by size or runtime",
+    );
+    option(
+        spec.rate_min
+            .iter()
+            .chain(&spec.rate_iops_min)
+            .any(|&r| r > 0),
+        "rate_min / rate_iops_min".into(),
+        "a job below its minimum rate is not stopped",
+    );
+    option(
+        spec.rate_ignore_thinktime,
+        "rate_ignore_thinktime".into(),
+        "the rate schedule includes thinktime",
+    );
+    option(
+        spec.thinktime_iotime > 0,
+        "thinktime_iotime".into(),
+        "thinktime follows thinktime_blocks alone",
+    );
+    option(
+        spec.startdelay.hi > spec.startdelay.lo,
+        "a startdelay range".into(),
+        "the job starts at its lower bound",
+    );
+    option(
+        spec.filesize.is_some(),
+        "filesize".into(),
+        "the job's region is size (or the device)",
+    );
+    option(
+        spec.io_submit_mode == SubmitMode::Offload,
+        "io_submit_mode=offload".into(),
+        "I/Os are submitted inline",
+    );
+    option(
+        spec.randseed_set,
+        format!("randseed={}", spec.randseed),
+        "random offsets come from the scenario's seed (`seed`, `--seed`)",
+    );
+    option(
+        spec.bwavgtime != FIO_SAMPLE || spec.iopsavgtime != FIO_SAMPLE,
+        "bwavgtime / iopsavgtime".into(),
+        "bandwidth and IOPS samples are 500 ms apart",
+    );
+    option(
+        spec.unit_base == 8,
+        "unit_base=8".into(),
+        "bandwidth is printed in bytes",
+    );
+    out
 }
 
 /// fio's start order within one job file: a `stonewall` job waits for every job

@@ -46,7 +46,7 @@ use crate::sim::{Bio, Dir, Event, IoErr, NSEC_PER_MSEC, Ns, SimRng};
 use crate::workload::job::{BsGen, JobParams, OffsetGen, RateDecision, RateState, RwMix};
 
 /// How often fio's bw/iops logs take a sample (`bwavgtime`, `iopsavgtime`: 500 ms).
-pub(super) const FIO_SAMPLE: Ns = 500 * NSEC_PER_MSEC;
+pub(crate) const FIO_SAMPLE: Ns = 500 * NSEC_PER_MSEC;
 
 /// How an I/O ended, as the completion event (aio `res`) tells fio.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
