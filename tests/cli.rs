@@ -690,12 +690,12 @@ fn every_environment_variable_the_tool_reads_is_named_in_a_help() {
 }
 
 /// Issue 31: the help of every command that takes a device names every device model
-/// (`blkcg-sim fio --device`, `device plot --model`, and the top-level help). `tune
-/// model --device` takes the same SPEC and says so ("as `blkcg-sim fio --device`").
+/// (`blkcg-sim fio --device`, `device plot --model`, `tune model --device`, and the
+/// top-level help).
 #[test]
 fn every_device_model_is_named_where_a_device_is_taken() {
     let helps = every_help();
-    for cmd in ["", "fio", "device plot"] {
+    for cmd in ["", "fio", "device plot", "tune model"] {
         let (_, help) = helps
             .iter()
             .find(|(c, _)| c == cmd)

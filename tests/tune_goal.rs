@@ -320,3 +320,74 @@ fn bad_goals_ranges_and_figures_are_refused_on_one_line() {
     let e = one_line_error(&["tune"]);
     assert!(e.contains("or a subcommand: model, qos, iomax"), "{e}");
 }
+
+#[test]
+fn a_schedule_rewriting_a_searched_key_is_refused_and_warned_of_by_sweep() {
+    let dir = scratch("schedule");
+    let text = std::fs::read_to_string(dir.join("p20.toml")).unwrap();
+    let text =
+        format!("{text}\n[[schedule]]\nat = \"4s\"\ncgroup = \"web\"\n\"io.weight\" = \"500\"\n");
+    let sc = dir.join("sched.toml");
+    std::fs::write(&sc, &text).unwrap();
+    let line = text
+        .lines()
+        .position(|l| l == "\"io.weight\" = \"500\"")
+        .unwrap()
+        + 1;
+    let path = sc.to_str().unwrap();
+    let e = one_line_error(&[
+        "tune",
+        path,
+        "--variant",
+        "nullb",
+        "--goal",
+        "web.read.clat_p99 <= 5ms",
+        "--over",
+        "cgroup.web.io.weight=100,200",
+    ]);
+    assert!(
+        e.contains(&format!(
+            "--over cgroup.web.io.weight: the [[schedule]] entry at 4.000 s ({path}:{line}) writes `500` to `web`'s io.weight, so each value tried would be in force only for the first 4.000 s of each run"
+        )),
+        "{e}"
+    );
+    // a key the schedule leaves alone is searched (the answer: the schedule's weight
+    // of 500 from 4 s on makes web miss, whatever rlat)
+    let (code, out) = tune_in(
+        &dir,
+        &[
+            "tune",
+            "sched.toml",
+            "--variant",
+            "nullb",
+            "--goal",
+            "web.read.clat_p99 <= 5ms",
+            "--over",
+            "root.io.cost.qos:rlat=3000",
+            "--quiet",
+        ],
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("no setting tried meets the goal"), "{out}");
+    // sweep runs it, and says so
+    let out = bin()
+        .args([
+            "sweep",
+            path,
+            "--set",
+            "variant=nullb",
+            "--set",
+            "cgroup.web.io.weight=100,200",
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("warning: --set cgroup.web.io.weight: the [[schedule]] entry at 4.000 s")
+            && err
+                .contains("so each value swept is in force only for the first 4.000 s of each run"),
+        "{err}"
+    );
+}

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::cli::Stderr;
+use crate::notify::Notify;
 use crate::progress::{Cancel, Horizon, Reporter};
 use crate::report::outdir::{OutDir, OutFile};
 use crate::scenario::Scenario;
@@ -43,6 +44,12 @@ pub fn sweep_command(sc: &Scenario, o: &SweepOptions) -> Result<u8, String> {
         );
     }
     let sweep = Sweep::new(sc, &o.sets, o.seeds)?;
+    for (key, r) in sweep.rewritten_by_schedule()? {
+        Stderr.warning(&format!(
+            "--set {key}: {r}, so each value swept is in force {}: the records name the value set at 0 s",
+            r.held()
+        ));
+    }
     let total = sweep.runs();
     let shard = o.shard.unwrap_or(Shard { index: 1, count: 1 });
     let range = shard.range(total);

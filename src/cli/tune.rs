@@ -43,9 +43,9 @@ KEY is any key of `blkcg-sim sweep --set` (io.cost.qos fields, io.weight, io.max
 io.latency tokens, elevator tunables, switches, kernel.version); RANGE a list V1,V2,...
 or LO..HI:STEP or LO..HI/N (N values evenly spaced). Every point of the grid runs with
 --seeds seeds; a point meets the goals when every seed does (the worst seed is judged);
-the objective is the mean over seeds; the best point is the met one with the best
-objective (without one: the largest margin). --refine N rounds then try the midpoints
-around the best point on each numeric axis.
+the objective is the mean over seeds; the best point is the met one with the largest
+margin among those within 1% of the best objective (without one: the largest margin).
+--refine N rounds then try the midpoints around the best point on each numeric axis.
 
 Prints what the runs assumed (kernel version and HZ, host, the device's latency model,
 and the distributions' presets when a default no distribution ships was used), every
@@ -182,8 +182,9 @@ pub enum TuneCmd {
     ///   blkcg-sim tune model --device my.toml     (its [device], [kernel] and [host])
     #[command(verbatim_doc_comment)]
     Model {
-        /// A device SPEC (MODEL[:key=value,...], as `blkcg-sim fio --device`) or a
-        /// scenario (file or built-in name) whose [device], [kernel] and [host] to use.
+        /// A device SPEC (MODEL[:key=value,...] with MODEL nullb, ssd, hdd or cloud, as
+        /// `blkcg-sim fio --device`) or a scenario (file or built-in name) whose [device],
+        /// [kernel] and [host] to use.
         #[arg(long, value_name = "SPEC|SCENARIO")]
         device: String,
         /// Also print rd-agent's QoS heuristic as an io.cost.qos line.

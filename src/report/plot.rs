@@ -348,23 +348,31 @@ impl Figure for MarkChart<'_> {
             let mut chart = builder
                 .build_cartesian_2d((lo..hi).log_scale(), (y0 - ypad)..(y1 + ypad))
                 .map_err(|e| e.to_string())?;
-            self.fill(&mut chart, lo)
+            let fx = |x: f64| (x.ln() - lo.ln()) / (hi.ln() - lo.ln());
+            let fy = |y: f64| (y - y0 + ypad) / (y1 - y0 + 2.0 * ypad);
+            let corner = emptiest_corner(pts().map(|p| (fx(p.0), fy(p.1))));
+            self.fill(&mut chart, lo, corner)
         } else {
             let xpad = (x1 - x0) * 0.05;
             let mut chart = builder
                 .build_cartesian_2d((x0 - xpad)..(x1 + xpad), (y0 - ypad)..(y1 + ypad))
                 .map_err(|e| e.to_string())?;
-            self.fill(&mut chart, x0 - xpad)
+            let fx = |x: f64| (x - x0 + xpad) / (x1 - x0 + 2.0 * xpad);
+            let fy = |y: f64| (y - y0 + ypad) / (y1 - y0 + 2.0 * ypad);
+            let corner = emptiest_corner(pts().map(|p| (fx(p.0), fy(p.1))));
+            self.fill(&mut chart, x0 - xpad, corner)
         }
     }
 }
 
 impl MarkChart<'_> {
-    /// Mesh, marks, error bars and legend, whatever the x axis (`x_floor`: its left end).
+    /// Mesh, marks, error bars and legend (in `corner`), whatever the x axis
+    /// (`x_floor`: its left end).
     fn fill<'a, DB, X>(
         &self,
         chart: &mut ChartContext<'a, DB, Cartesian2d<X, RangedCoordf64>>,
         x_floor: f64,
+        corner: SeriesLabelPosition,
     ) -> Result<(), String>
     where
         DB: DrawingBackend + 'a,
@@ -402,7 +410,7 @@ impl MarkChart<'_> {
                 v
             });
             chart.draw_series(bars).map_err(|e| e.to_string())?;
-            let size = m.size;
+            let (size, joined) = (m.size, m.joined);
             chart
                 .draw_series(
                     points
@@ -411,16 +419,48 @@ impl MarkChart<'_> {
                 )
                 .map_err(|e| e.to_string())?
                 .label(m.name.as_str())
-                .legend(move |(x, y)| Circle::new((x + 9, y), size.min(6), color.filled()));
+                .legend(move |(x, y)| -> DynElement<'static, _, _> {
+                    // a line for a line, a dot for dots
+                    if joined && size < 3 {
+                        PathElement::new(vec![(x, y), (x + 18, y)], color).into_dyn()
+                    } else {
+                        Circle::new((x + 9, y), size.min(6), color.filled()).into_dyn()
+                    }
+                });
         }
         chart
             .configure_series_labels()
             .background_style(WHITE.mix(0.8))
             .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperLeft)
+            .position(corner)
             .draw()
             .map_err(|e| e.to_string())
     }
+}
+
+/// The corner of a chart its legend hides the fewest points in, from the points'
+/// places as fractions of the plotting area (0,0 lower left): a legend box covers
+/// about 45% of the width and 30% of the height; ties go to upper left, upper right,
+/// lower right, lower left, in that order.
+fn emptiest_corner(points: impl Iterator<Item = (f64, f64)>) -> SeriesLabelPosition {
+    let corners = [
+        (SeriesLabelPosition::UpperLeft, false, true),
+        (SeriesLabelPosition::UpperRight, true, true),
+        (SeriesLabelPosition::LowerRight, true, false),
+        (SeriesLabelPosition::LowerLeft, false, false),
+    ];
+    let mut hidden = [0usize; 4];
+    for (x, y) in points {
+        for (k, &(_, right, upper)) in corners.iter().enumerate() {
+            let in_x = if right { x >= 0.55 } else { x <= 0.45 };
+            let in_y = if upper { y >= 0.7 } else { y <= 0.3 };
+            if in_x && in_y {
+                hidden[k] += 1;
+            }
+        }
+    }
+    let k = (0..4).min_by_key(|&k| (hidden[k], k)).unwrap_or(0);
+    corners[k].0.clone()
 }
 
 /// The finite x values' span, (0, 1) when there are none.
@@ -749,6 +789,23 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_legend_goes_where_it_hides_the_fewest_points() {
+        let pos = |pts: &[(f64, f64)]| format!("{:?}", emptiest_corner(pts.iter().copied()));
+        // empty: upper left
+        assert_eq!(pos(&[]), format!("{:?}", SeriesLabelPosition::UpperLeft));
+        // points up left: upper right
+        assert_eq!(
+            pos(&[(0.1, 0.9), (0.2, 0.8)]),
+            format!("{:?}", SeriesLabelPosition::UpperRight)
+        );
+        // both upper corners taken: lower right
+        assert_eq!(
+            pos(&[(0.1, 0.9), (0.9, 0.9), (0.5, 0.5)]),
+            format!("{:?}", SeriesLabelPosition::LowerRight)
+        );
+    }
 
     #[test]
     fn ticks_print_short() {

@@ -21,6 +21,11 @@
 //! header; records carry the global point index). Nothing in an output depends on
 //! wall time or on the machine.
 //!
+//! A `[[schedule]]` entry writing a swept interface line (or its token) replaces the
+//! point's value from its `at` on, so the record would name a value not in force for
+//! the whole run: [`schedule_rewrite`] finds such an entry, `sweep` warns of it, and the
+//! tuners (`tune --goal`, `tune qos`, `tune iomax`) refuse it.
+//!
 //! - `keys.rs`   — the KEY grammar and how a value is written into a scenario table;
 //! - `record.rs` — one run as a JSON line and CSV rows;
 //! - `pool.rs`   — ordered parallel runs (also under `tune`);
@@ -279,6 +284,145 @@ impl Sweep {
         let record = RecordOptions::default();
         let run = simulate(&sc, prepared, &Reporter::Quiet, record, cancel).map_err(at)?;
         Ok((Record::of(p, seed, values.clone(), &run), run))
+    }
+}
+
+/// An interface line a sweep or a tuner writes for every run: `file` of `cgroup`
+/// (None: the root), or only its `token`.
+pub struct LineTarget<'a> {
+    pub cgroup: Option<&'a str>,
+    pub file: &'a str,
+    pub token: Option<&'a str>,
+}
+
+/// A `[[schedule]]` entry that writes a line a sweep or tuner sets for every run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rewrite {
+    /// When, in seconds.
+    pub at_s: f64,
+    /// The entry's place (file:line) and the line it writes.
+    pub place: String,
+    pub line: String,
+    what: String,
+}
+
+impl Rewrite {
+    /// How long the value set for the run holds: `only for the first 5.000 s of each
+    /// run`, `at no time of the run`.
+    pub fn held(&self) -> String {
+        if self.at_s > 0.0 {
+            format!("only for the first {:.3} s of each run", self.at_s)
+        } else {
+            "at no time of the run".to_string()
+        }
+    }
+}
+
+impl std::fmt::Display for Rewrite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the [[schedule]] entry at {:.3} s ({}) writes `{}` to {}",
+            self.at_s, self.place, self.line, self.what
+        )
+    }
+}
+
+/// The first `[[schedule]]` entry of `table` (the scenario's table with `variant`
+/// merged in) that writes `target` — for a token, a line with that token, as
+/// `tg_set_limit()` and `ioc_qos_write()` change only the tokens written — from its
+/// `at` on replacing the value a sweep or tuner set for the whole run.
+pub fn schedule_rewrite(
+    sc: &Scenario,
+    table: &toml::Table,
+    variant: Option<&str>,
+    target: &LineTarget,
+) -> Option<Rewrite> {
+    use crate::scenario::{BareNumber, parse_duration};
+    use toml::Value;
+    let entries = table.get("schedule").and_then(Value::as_array)?;
+    let owner = target.cgroup.unwrap_or("").trim_matches('/');
+    let file = target.file;
+    entries.iter().enumerate().find_map(|(i, e)| {
+        let of = e.get("cgroup").and_then(Value::as_str).unwrap_or("");
+        if of.trim_matches('/') != owner {
+            return None;
+        }
+        let lines: Vec<&str> = match e.get(file) {
+            Some(Value::String(l)) => vec![l.as_str()],
+            Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
+            _ => return None,
+        };
+        let line = lines.into_iter().find(|l| {
+            target.token.is_none_or(|t| {
+                l.split_whitespace()
+                    .any(|w| w.split_once('=').is_some_and(|(k, _)| k == t))
+            })
+        })?;
+        // an `at` the scenario refuses is refused with the scenario's own message
+        let at = e
+            .get("at")
+            .and_then(|v| parse_duration(v, BareNumber::Seconds).ok())?;
+        let i = i.to_string();
+        Some(Rewrite {
+            at_s: at as f64 / 1e9,
+            place: sc
+                .place(sc.line_in(variant, &["schedule", &i, file]))
+                .to_string(),
+            line: line.to_string(),
+            what: format!(
+                "{}'s {file}{}",
+                target
+                    .cgroup
+                    .map_or("the root".to_string(), |c| format!("`{c}`")),
+                target
+                    .token
+                    .map(|t| format!(" (its {t})"))
+                    .unwrap_or_default()
+            ),
+        })
+    })
+}
+
+impl Sweep {
+    /// Each axis's value that a `[[schedule]]` entry rewrites during a run (in each
+    /// variant swept): `(key, what the entry does)`, for `sweep` to warn of and a
+    /// tuner to refuse — the records would name a value that was not in force.
+    pub fn rewritten_by_schedule(&self) -> Result<Vec<(String, Rewrite)>, String> {
+        let variant_axis = self.axes.iter().position(|a| a.target == Target::Variant);
+        let variants: Vec<Option<&str>> = match variant_axis {
+            Some(i) => self.axes[i]
+                .values
+                .iter()
+                .map(|v| Some(v.as_str()))
+                .collect(),
+            None => vec![None],
+        };
+        let mut found = Vec::new();
+        for v in variants {
+            let table = self.sc.merged(v).map_err(|e| e.to_string())?;
+            for a in &self.axes {
+                let Target::Line {
+                    cgroup,
+                    file,
+                    token,
+                } = &a.target
+                else {
+                    continue;
+                };
+                let target = LineTarget {
+                    cgroup: cgroup.as_deref(),
+                    file,
+                    token: token.as_deref(),
+                };
+                if let Some(r) = schedule_rewrite(&self.sc, &table, v, &target)
+                    && !found.iter().any(|(k, _): &(String, Rewrite)| *k == a.key)
+                {
+                    found.push((a.key.clone(), r));
+                }
+            }
+        }
+        Ok(found)
     }
 }
 

@@ -3,8 +3,12 @@
 //!
 //! Design
 //! ------
-//! `jobs` workers of a rayon pool take run indices from one counter, so runs start in
-//! index order and at most `jobs` are under way. A finished run goes to the calling
+//! `jobs` worker threads take run indices from one counter, so runs start in index
+//! order and at most `jobs` are under way. They are plain scoped threads, not a rayon
+//! pool: a worker blocks while it waits for the window, and a rayon worker that blocks
+//! can be the one a run's own parallel work (`run::in_parallel`) is waiting on, or
+//! steal another worker's loop into its stack — a deadlock seen under `tune`. A run's
+//! own parallel work goes to rayon's global pool. A finished run goes to the calling
 //! thread, which holds it in a small reorder buffer until every run before it is out,
 //! then hands it on: output is in index order — byte-identical whatever `jobs` — and
 //! streams while later runs go on. A worker does not start run `i` until run
@@ -34,21 +38,17 @@ pub fn ordered<T: Send>(
 ) -> Result<(), String> {
     let jobs = jobs.clamp(1, n.max(1));
     let window = 8 * jobs;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs)
-        .build()
-        .map_err(|e| format!("cannot start {jobs} worker threads: {e}"))?;
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     // how many results are out, and the condition workers wait on for the window
     let out = (Mutex::new(0usize), Condvar::new());
     let (tx, rx) = mpsc::channel::<(usize, T)>();
     let mut result = Ok(());
-    pool.in_place_scope(|s| {
+    std::thread::scope(|s| {
         for _ in 0..jobs {
             let tx = tx.clone();
             let (next, stop, out, run) = (&next, &stop, &out, &run);
-            s.spawn(move |_| {
+            let spawned = std::thread::Builder::new().spawn_scoped(s, move || {
                 loop {
                     let i = next.fetch_add(1, Ordering::SeqCst);
                     if i >= n || stop.load(Ordering::SeqCst) {
@@ -65,11 +65,19 @@ pub fn ordered<T: Send>(
                     }
                 }
             });
+            if let Err(e) = spawned {
+                result = Err(format!("cannot start {jobs} worker threads: {e}"));
+                stop.store(true, Ordering::SeqCst);
+                break;
+            }
         }
         drop(tx);
         let mut pending = BTreeMap::new();
         let mut first = 0;
         for (i, r) in rx.iter() {
+            if result.is_err() {
+                break;
+            }
             pending.insert(i, r);
             while let Some(r) = pending.remove(&first) {
                 if let Err(e) = emit(first, r) {
@@ -82,10 +90,13 @@ pub fn ordered<T: Send>(
                 out.1.notify_all();
             }
             if result.is_err() {
-                out.1.notify_all();
                 break;
             }
         }
+        // wake the workers waiting for the window (`stop` is set when `emit` failed),
+        // so that the scope can end
+        let _guard = out.0.lock().unwrap_or_else(|p| p.into_inner());
+        out.1.notify_all();
     });
     result
 }
@@ -115,6 +126,42 @@ mod tests {
             let want: Vec<(usize, usize)> = (0..40).map(|i| (i, i * 10)).collect();
             assert_eq!(seen, want, "jobs={jobs}");
         }
+    }
+
+    /// A run that does its own work in parallel (`prepare()` parses fio texts with
+    /// rayon) while other workers wait for the window. On a rayon pool of workers, the
+    /// first worker's run, waiting for its parallel pieces, could take the second
+    /// worker's loop (not yet started by an idle thread) into its own stack; that loop
+    /// then waits for the window, which waits for the run beneath it: a deadlock, at
+    /// the start of about one `tune` in five. Many starts, then, each watched.
+    #[test]
+    fn runs_that_use_rayon_themselves_never_deadlock_the_workers() {
+        use rayon::prelude::*;
+        let (done_tx, done_rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut sums = Vec::new();
+            for _ in 0..300 {
+                let mut sum = 0;
+                let r = ordered(
+                    40,
+                    2,
+                    |i| (0..64usize).into_par_iter().map(|x| x ^ i).sum::<usize>(),
+                    |_, v| {
+                        sum += v;
+                        Ok(())
+                    },
+                );
+                sums.push((r, sum));
+            }
+            let _ = done_tx.send(sums);
+        });
+        let sums = done_rx
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .expect("ordered() did not finish: deadlocked");
+        let want: usize = (0..40usize)
+            .map(|i| (0..64usize).map(|x| x ^ i).sum::<usize>())
+            .sum();
+        assert!(sums.iter().all(|s| *s == (Ok(()), want)));
     }
 
     #[test]

@@ -32,8 +32,10 @@
 //! written in by hand), on [`pool::ordered`], so the answer does not depend on the
 //! number of workers. A point meets the goals when every seed meets every goal (the
 //! worst seed is the one judged, and the margin is the worst seed's); the objective is
-//! the mean over seeds. The best point is the met one with the best objective (without
-//! an objective: the largest smallest relative margin); ties go to the point run first.
+//! the mean over seeds. The best point is the met one with the largest margin (the
+//! smallest relative margin over the goals) among those whose objective is within 1% of
+//! the best objective: a setting on the edge of the goal is not worth 0.1% more
+//! throughput. Ties go to the point run first.
 //!
 //! What it prints: what the runs assumed (`crate::report::assumed`, with the
 //! distributions' presets where a default no distribution ships was used), every point
@@ -42,8 +44,9 @@
 //! to write: cgroupfs `echo`s, a systemd slice drop-in where systemd has the setting,
 //! an udev hwdb entry for blk-iocost's root lines, the elevator's sysfs file, and the
 //! `blkcg-sim sweep FILE --set ...` run of it. `--output DIR` adds `tune-goal.txt`,
-//! `tune-goal.csv` (every run), `tune-goal.png/svg` (the front: the objective against
-//! the first goal's figure, the bound, the best point) and `best.toml` (the scenario
+//! `tune-goal.csv` (every run), `tune-goal.png/svg` (every point: the objective
+//! against the first goal's figure, met or not, the front of the trade-off, the bound,
+//! the best point) and `best.toml` (the scenario
 //! with the setting written in, for `run` and `validate`).
 
 use std::collections::BTreeMap;
@@ -70,6 +73,9 @@ use crate::tune::protect::{ScenarioFile, echo_line, mean_sd};
 const MAX_POINTS: usize = 10_000;
 /// The most values one `--over` range may expand to.
 const MAX_RANGE_VALUES: usize = 1000;
+/// Objectives within this fraction of the best are taken as equal, and the larger
+/// margin chosen among them: 0.1% more throughput is not worth a thinner margin.
+const OBJECTIVE_TIE: f64 = 0.01;
 /// The most points the printed table shows; `tune-goal.csv` has them all.
 const MAX_SHOWN: usize = 40;
 
@@ -581,6 +587,13 @@ impl Search<'_> {
     /// Run `sets` (a sweep's axes, one value each at least) for the points not run yet.
     fn round(&mut self, sets: &[String], round: u32) -> Result<(), String> {
         let sweep = Sweep::new(self.sc, sets, self.o.seeds)?;
+        // a value the schedule replaces mid-run is not the value the answer would name
+        if let Some((key, r)) = sweep.rewritten_by_schedule()?.into_iter().next() {
+            return Err(format!(
+                "--over {key}: {r}, so each value tried would be in force {}; tune a copy of the scenario without that entry",
+                r.held()
+            ));
+        }
         if sweep.points() > MAX_POINTS {
             return Err(format!(
                 "the grid has {} points, more than {MAX_POINTS}: use fewer values, then --refine",
@@ -709,25 +722,31 @@ impl Search<'_> {
         Sweep::new(self.sc, &self.setting(i, true), 1).and_then(|sw| sw.scenario(0))
     }
 
-    /// The best point: met, best objective (or slack); else None.
+    /// The best point: among the met ones, the largest margin of those within
+    /// [`OBJECTIVE_TIE`] of the best objective (without an objective: the largest
+    /// margin); the first run of equals; None when none is met.
     fn best(&self, judged: &[Judged]) -> Option<usize> {
-        let mut best: Option<usize> = None;
-        for (i, j) in judged.iter().enumerate() {
-            if !j.met {
-                continue;
+        let met = || (0..judged.len()).filter(|&i| judged[i].met);
+        let near = match &self.o.objective {
+            Some(o) => {
+                let means = || met().filter_map(|i| judged[i].objective.map(|(m, _)| m));
+                let top = means().reduce(|a, b| if o.better(b, a) { b } else { a })?;
+                let tol = OBJECTIVE_TIE * top.abs();
+                Box::new(move |i: usize| {
+                    judged[i]
+                        .objective
+                        .is_some_and(|(m, _)| !o.better(top, m) || (top - m).abs() <= tol)
+                }) as Box<dyn Fn(usize) -> bool>
             }
-            let better = match best {
-                None => true,
-                Some(b) => match (&self.o.objective, j.objective, judged[b].objective) {
-                    (Some(o), Some((a, _)), Some((c, _))) => o.better(a, c),
-                    _ => j.slack > judged[b].slack,
-                },
-            };
-            if better {
-                best = Some(i);
+            None => Box::new(|_| true),
+        };
+        met().filter(|&i| near(i)).reduce(|b, i| {
+            if judged[i].slack > judged[b].slack {
+                i
+            } else {
+                b
             }
-        }
-        best
+        })
     }
 
     /// The next round's axes around point `b`: midpoints on numeric axes, the best
@@ -1408,6 +1427,27 @@ fn front(out: &OutDir, s: &Search, judged: &[Judged], best: Option<usize>, notif
             .collect()
     };
     let (met, missed) = (of(true), of(false));
+    // the trade-off's front: every point no other beats on both axes (the goal's figure
+    // toward its bound's good side, the objective toward its sense)
+    let x_low_good = g0.op.is_upper();
+    let y_high_good = s.o.objective.as_ref().is_none_or(|o| o.maximize);
+    let mut all: Vec<(f64, f64, f64, f64)> = met.iter().chain(&missed).copied().collect();
+    all.sort_by(|a, b| {
+        let (ax, bx) = if x_low_good { (a.0, b.0) } else { (-a.0, -b.0) };
+        let (ay, by) = if y_high_good {
+            (-a.1, -b.1)
+        } else {
+            (a.1, b.1)
+        };
+        ax.total_cmp(&bx).then(ay.total_cmp(&by))
+    });
+    let mut pareto: Vec<(f64, f64, f64, f64)> = Vec::new();
+    for p in all {
+        let better = |y: f64, than: f64| if y_high_good { y > than } else { y < than };
+        if pareto.last().is_none_or(|q| better(p.1, q.1)) {
+            pareto.push((p.0, p.1, 0.0, 0.0));
+        }
+    }
     let ys: Vec<f64> = met.iter().chain(&missed).map(|p| p.1).collect();
     let (lo, hi) = (
         ys.iter().copied().fold(f64::INFINITY, f64::min),
@@ -1427,6 +1467,14 @@ fn front(out: &OutDir, s: &Search, judged: &[Judged], best: Option<usize>, notif
             size: 4,
         },
     ];
+    if pareto.len() > 1 {
+        marks.push(Marks {
+            name: "the front (no point beats these on both)".into(),
+            points: pareto,
+            joined: true,
+            size: 0,
+        });
+    }
     if lo.is_finite() {
         marks.push(Marks {
             name: format!("the bound: {}", g0.text()),

@@ -41,10 +41,10 @@ use crate::progress::{Cancel, Horizon, Reporter};
 use crate::report::record::RecordOptions;
 use crate::report::summary::fmt_figure;
 use crate::run::{VariantRun, prepare, simulate};
-use crate::scenario::{BareNumber, Scenario, parse_duration};
+use crate::scenario::Scenario;
 use crate::sim::fio::stats::{LatHist, percentiles};
-use crate::sweep::pool;
 use crate::sweep::record::Totals;
+use crate::sweep::{LineTarget, pool, schedule_rewrite};
 use crate::workload::cmdline::shell_quote;
 
 /// What every protecting tuner is asked: the scenario's file, `--variant`,
@@ -246,50 +246,18 @@ impl Protection {
         file: &str,
         token: Option<&str>,
     ) -> Result<(), String> {
-        let Some(entries) = self.base.get("schedule").and_then(Value::as_array) else {
-            return Ok(());
+        let target = LineTarget {
+            cgroup,
+            file,
+            token,
         };
-        let owner = cgroup.unwrap_or("");
-        for (i, e) in entries.iter().enumerate() {
-            let of = e.get("cgroup").and_then(Value::as_str).unwrap_or("");
-            if of.trim_matches('/') != owner {
-                continue;
-            }
-            let lines: Vec<&str> = match e.get(file) {
-                Some(Value::String(l)) => vec![l.as_str()],
-                Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
-                _ => continue,
-            };
-            let Some(line) = lines.into_iter().find(|l| {
-                token.is_none_or(|t| {
-                    l.split_whitespace()
-                        .any(|w| w.split_once('=').is_some_and(|(k, _)| k == t))
-                })
-            }) else {
-                continue;
-            };
-            // an `at` the scenario refuses is refused with the scenario's own message
-            let Some(at) = e
-                .get("at")
-                .and_then(|v| parse_duration(v, BareNumber::Seconds).ok())
-            else {
-                continue;
-            };
-            let at = at as f64 / 1e9;
-            let i = i.to_string();
-            let place = sc.place(sc.line_in(self.variant.as_deref(), &["schedule", &i, file]));
-            let held = if at > 0.0 {
-                format!("only for the first {at:.3} s of each run")
-            } else {
-                "at no time of the run".to_string()
-            };
-            return Err(format!(
-                "{key}: the [[schedule]] entry at {at:.3} s ({place}) writes `{line}` to {}'s {file}{}, so each value tried would be in force {held}; tune a copy of the scenario without that entry",
-                cgroup.map_or("the root".to_string(), |c| format!("`{c}`")),
-                token.map(|t| format!(" (its {t})")).unwrap_or_default()
-            ));
+        match schedule_rewrite(sc, &self.base, self.variant.as_deref(), &target) {
+            Some(r) => Err(format!(
+                "{key}: {r}, so each value tried would be in force {}; tune a copy of the scenario without that entry",
+                r.held()
+            )),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Run `kinds` kinds of scenario with every seed (see the module's design):
