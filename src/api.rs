@@ -546,6 +546,12 @@ impl SweepPlan {
         self.sweep.runs()
     }
 
+    /// What `sweep` warns of before it runs: a `[[schedule]]` entry rewriting a swept
+    /// line mid-run, so that the rows would name a value not in force all along.
+    pub fn warnings(&self) -> Result<Vec<String>, Error> {
+        Ok(self.sweep.schedule_warnings()?)
+    }
+
     /// The CSV header `sweep --format csv` prints.
     pub fn header(&self) -> String {
         let keys: Vec<String> = self.sweep.axes.iter().map(|a| a.key.clone()).collect();

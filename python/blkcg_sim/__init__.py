@@ -43,6 +43,7 @@ import functools
 import io
 import json
 import os
+import warnings
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import pandas as pd
@@ -310,6 +311,10 @@ def sweep(
             Dask client, else a local cluster).
         chunk: runs per Ray task or Dask future (default: about four per worker).
 
+    Warns:
+        UserWarning: a ``[[schedule]]`` entry rewrites a swept line mid-run (the rows
+            name the value set at 0 s), as ``blkcg-sim sweep`` warns on stderr.
+
     Raises:
         ScenarioError: a bad key or value, before anything runs; a run's error.
     """
@@ -317,6 +322,8 @@ def sweep(
 
     text, file = _load(scenario)
     pairs = _grid(grid)
-    runs, header = _native.sweep_plan(text, file, pairs, seeds)
+    runs, header, planned = _native.sweep_plan(text, file, pairs, seeds)
+    for w in planned:
+        warnings.warn(w, stacklevel=2)
     rows = _backends.rows(backend, (text, file, pairs, seeds), runs, workers, address, chunk)
     return _frame(header + rows)

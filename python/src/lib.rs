@@ -259,7 +259,7 @@ fn check(
         .map_err(err)
 }
 
-/// Plan a sweep: `(runs, csv_header)`; every key and value is checked.
+/// Plan a sweep: `(runs, csv_header, warnings)`; every key and value is checked.
 #[pyfunction]
 fn sweep_plan(
     py: Python<'_>,
@@ -267,9 +267,9 @@ fn sweep_plan(
     file: &str,
     grid: Vec<(String, Vec<String>)>,
     seeds: u32,
-) -> PyResult<(usize, String)> {
+) -> PyResult<(usize, String, Vec<String>)> {
     let plan = py.detach(|| plan(text, file, grid, seeds)).map_err(err)?;
-    Ok((plan.runs(), plan.header()))
+    Ok((plan.runs(), plan.header(), plan.warnings().map_err(err)?))
 }
 
 /// The CSV rows of runs `start..end` of a sweep, run on `workers` threads.

@@ -71,3 +71,10 @@ def test_bad_grids_are_refused_before_anything_runs(small):
         blkcg_sim.sweep(small, {"variant": "one"}, backend="dask", chunk=0)
     with pytest.raises(ValueError, match="workers=0"):
         blkcg_sim.sweep(small, {"variant": "one"}, workers=0)
+
+
+def test_a_schedule_rewriting_a_swept_line_warns(small):
+    """As `blkcg-sim sweep` warns on stderr: the rows name the value set at 0 s."""
+    text = small + '[[schedule]]\nat = "0.5s"\ncgroup = "a"\n"io.max" = "252:0 riops=50"\n'
+    with pytest.warns(UserWarning, match=r"--set cgroup\.a\.io\.max:riops: the \[\[schedule\]\] entry at 0\.500 s"):
+        blkcg_sim.sweep(text, {"variant": "one", "cgroup.a.io.max:riops": [100, 200]})

@@ -44,11 +44,8 @@ pub fn sweep_command(sc: &Scenario, o: &SweepOptions) -> Result<u8, String> {
         );
     }
     let sweep = Sweep::new(sc, &o.sets, o.seeds)?;
-    for (key, r) in sweep.rewritten_by_schedule()? {
-        Stderr.warning(&format!(
-            "--set {key}: {r}, so each value swept is in force {}: the records name the value set at 0 s",
-            r.held()
-        ));
+    for w in sweep.schedule_warnings()? {
+        Stderr.warning(&w);
     }
     let total = sweep.runs();
     let shard = o.shard.unwrap_or(Shard { index: 1, count: 1 });

@@ -424,6 +424,21 @@ impl Sweep {
         }
         Ok(found)
     }
+
+    /// What `sweep` (and the library's sweep) warns of: each
+    /// [`Sweep::rewritten_by_schedule`] as one line.
+    pub fn schedule_warnings(&self) -> Result<Vec<String>, String> {
+        Ok(self
+            .rewritten_by_schedule()?
+            .into_iter()
+            .map(|(key, r)| {
+                format!(
+                    "--set {key}: {r}, so each value swept is in force {}: the records name the value set at 0 s",
+                    r.held()
+                )
+            })
+            .collect())
+    }
 }
 
 /// Pictures' files: one per axis, `sweep-axis-N.{png,svg}`, for the first this many.
