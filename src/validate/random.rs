@@ -329,8 +329,7 @@ pub fn scenario(family: Family, seed: u64, index: usize) -> String {
     };
     let (parents, leaf_paths) = hierarchy(&mut rng, leaves);
     let name = format!(
-        "random-{}-s{seed}-{}",
-        family.name(),
+        "random-s{seed}-{}",
         file_name(index, family).trim_end_matches(".toml")
     );
     let mut t = format!(
@@ -606,4 +605,214 @@ pub fn random_command(
         append(&r.output, &line)?;
     }
     Ok(u8::from(failed > 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::notify::Ignore;
+    use crate::validate::{HostProfile, Timing};
+
+    fn opts(dry_run: bool) -> ValidateOptions<'static> {
+        ValidateOptions {
+            variant: None,
+            kernels: Vec::new(),
+            runs: 1,
+            timing: Timing::Icount,
+            output: None,
+            host: HostProfile::Guest,
+            trace_events: Vec::new(),
+            dry_run,
+            notify: &Ignore,
+        }
+    }
+
+    fn temp(what: &str) -> PathBuf {
+        let d =
+            std::env::temp_dir().join(format!("blkcg-sim-random-{what}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn the_set_is_deterministic_for_its_seed() {
+        for family in Family::ALL {
+            let a = scenarios(6, family, 7, None);
+            assert_eq!(a, scenarios(6, family, 7, None));
+            assert_ne!(a, scenarios(6, family, 8, None));
+            // scenario i does not depend on N
+            assert_eq!(a[..3], scenarios(3, family, 7, None)[..]);
+            assert_eq!(a[0].0, format!("0001-{}.toml", family.name()));
+        }
+        // the files written are the texts, byte for byte, and rewritten the same
+        let d = temp("det");
+        let set = scenarios(4, Family::Mixed, 3, None);
+        write_scenarios(&d, &set).unwrap();
+        write_scenarios(&d, &set).unwrap();
+        for (name, text) in &set {
+            assert_eq!(
+                &std::fs::read_to_string(d.join("scenarios").join(name)).unwrap(),
+                text
+            );
+        }
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// Every family's scenarios pass the simulator's own checks (`run::prepare`) and
+    /// every other check of `validate --dry-run`, for 200 seeds.
+    #[test]
+    fn every_scenario_prepares_and_dry_runs_cleanly() {
+        let o = opts(true);
+        for family in Family::ALL {
+            for seed in 0..200 {
+                for (name, text) in scenarios(2, family, seed, None) {
+                    let sc = Scenario::parse(&text, &name)
+                        .unwrap_or_else(|e| panic!("{name} seed {seed}: {e}\n{text}"));
+                    let checked = crate::validate::check(&sc, &o)
+                        .unwrap_or_else(|e| panic!("{name} seed {seed}: {e}\n{text}"));
+                    assert!(!checked.plan.fio.is_empty());
+                }
+            }
+        }
+    }
+
+    /// The grammar reaches what its header says it covers.
+    #[test]
+    fn the_grammar_covers_its_keys() {
+        let all: String = Family::ALL
+            .into_iter()
+            .flat_map(|f| scenarios(40, f, 1, None))
+            .map(|(_, t)| t)
+            .collect();
+        for needle in [
+            "irqmode = 1",
+            "irqmode = 2",
+            "mbps = ",
+            "rotational = 1",
+            "cgroup.\"p0/q/j",
+            "rbps=",
+            "wiops=",
+            "=max",
+            "io.cost.model",
+            "io.weight",
+            "io.latency",
+            "mq-deadline",
+            "nr_requests",
+            "fifo_batch",
+            "--ioengine=psync",
+            "--rate_iops=",
+            "--rate=",
+            "--thinktime=",
+            "--prioclass=",
+            "--bs=1m",
+            "--rwmixread=",
+        ] {
+            assert!(all.contains(needle), "no scenario has `{needle}`");
+        }
+    }
+
+    #[test]
+    fn shards_cover_the_set_once() {
+        let whole = scenarios(23, Family::Throttle, 5, None);
+        for count in [1, 2, 3, 7, 23, 30] {
+            let parts: Vec<(String, String)> = (1..=count)
+                .flat_map(|index| scenarios(23, Family::Throttle, 5, Some(Shard { index, count })))
+                .collect();
+            assert_eq!(parts, whole, "{count} shards");
+        }
+    }
+
+    /// A rerun skips what random.jsonl holds, including a line of an error; a line cut
+    /// short by an interruption does not count, and the next line starts afresh.
+    #[test]
+    fn a_rerun_resumes_after_what_random_jsonl_holds() {
+        let d = temp("resume");
+        std::fs::create_dir_all(&d).unwrap();
+        let names: Vec<String> = scenarios(4, Family::Iocost, 1, None)
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(pending(&d, &names).len(), 4);
+        let one = KernelFigures {
+            name: "Linux 6.1".into(),
+            real: Vec::new(),
+            sim: Vec::new(),
+        };
+        append(
+            &d,
+            &result_line("scenarios/0002-iocost.toml", Family::Iocost, &[one]),
+        )
+        .unwrap();
+        append(
+            &d,
+            &json!({"file": "scenarios/0004-iocost.toml", "error": "x"}).to_string(),
+        )
+        .unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(d.join(RESULTS))
+            .unwrap();
+        f.write_all(b"{\"file\": \"scenarios/0001-iocost.toml\", \"fam")
+            .unwrap();
+        assert_eq!(
+            pending(&d, &names),
+            ["0001-iocost.toml", "0003-iocost.toml"]
+        );
+        append(
+            &d,
+            &json!({"file": "scenarios/0003-iocost.toml"}).to_string(),
+        )
+        .unwrap();
+        assert_eq!(pending(&d, &names), ["0001-iocost.toml"]);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_result_line_has_every_figure_and_its_ratio() {
+        let fig = |iops: f64| {
+            let mut f = Figures::new();
+            let mut v = vec![None; compare::FIGURES.len()];
+            v[0] = Some(iops);
+            v[7] = Some(200.0);
+            f.insert(("j0".to_string(), "read".to_string()), v);
+            f
+        };
+        let k = KernelFigures {
+            name: "Linux 6.12".into(),
+            real: vec![fig(100.0), fig(300.0)],
+            sim: vec![fig(100.0)],
+        };
+        let v: Value = serde_json::from_str(&result_line(
+            "scenarios/0001-mixed.toml",
+            Family::Mixed,
+            &[k],
+        ))
+        .unwrap();
+        let job = &v["kernels"][0]["jobs"][0];
+        assert_eq!(v["family"], "mixed");
+        assert_eq!(job["real"]["iops"], 200.0);
+        assert_eq!(job["ratio"]["iops"], 0.5);
+        assert_eq!(job["ratio"]["p99_us"], 1.0);
+        assert!(job["ratio"]["p50_us"].is_null());
+    }
+
+    #[test]
+    fn bad_options_are_one_line_errors() {
+        let e = "bogus".parse::<Family>().unwrap_err();
+        assert!(
+            e.contains("--family") && e.contains("throttle, iocost"),
+            "{e}"
+        );
+        for n in [0, MAX_SCENARIOS + 1] {
+            let r = RandomOptions {
+                n,
+                family: Family::Throttle,
+                seed: 1,
+                output: temp("bad"),
+                shard: None,
+            };
+            let e = random_command(&r, &opts(true), &mut |_| {}).unwrap_err();
+            assert!(e.contains("--random") && !e.contains('\n'), "{e}");
+        }
+    }
 }
