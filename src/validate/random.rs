@@ -21,7 +21,7 @@
 //!   file, the family, per kernel, job and direction the real (mean of the boots) and
 //!   simulated (mean of the seeds) IOPS, clat mean, p50 and p99 (µs) and the ratio
 //!   sim/real; or the error that stopped it. `--dry-run` runs `validate --dry-run`'s
-//!   checks ([`super::check`]) on each and prints what would run.
+//!   checks (`validate::check`) on each and prints what would run.
 //!
 //! What the grammar covers: null_blk in timer mode (completion 20 µs–1 ms) or softirq
 //! mode, 1–64 driver tags, `mbps` caps, rotational or not; one to three leaf cgroups
