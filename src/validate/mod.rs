@@ -17,6 +17,8 @@
 //! - `console.rs` — the `@@blkcg-sim` marker protocol read back;
 //! - `compare.rs` — both sides' fio JSON read by one reader, lined up with ratios, plus
 //!   the vrate trajectories and, with several kernels, a before/after table;
+//! - `random.rs`  — `validate --random N`: scenarios drawn from a grammar, each
+//!   validated as above, their figures appended to `random.jsonl` (resumable, sharded);
 //! - `build.rs`, `kconfig.rs` — `blkcg-sim kernel build`: a guest kernel from source
 //!   with patches, cached as an unpacked package (`--kernel built:KEY`).
 //!
@@ -46,6 +48,7 @@ pub mod console;
 pub mod guest;
 pub mod kconfig;
 pub mod kernel;
+pub mod random;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -834,6 +837,29 @@ pub fn validate_command(
     o: &ValidateOptions<'_>,
     out: &mut dyn FnMut(&str),
 ) -> Result<u8, String> {
+    validate_figures(sc, o, out).map(|_| 0)
+}
+
+/// One kernel's outcome of a validate run: its name as the report gives it, the real
+/// figures of each boot and the simulated ones of each seed.
+#[derive(Debug, Clone)]
+pub struct KernelFigures {
+    pub name: String,
+    pub real: Vec<Figures>,
+    pub sim: Vec<Figures>,
+}
+
+/// What `validate` checks before anything slow, in its order, and what they give: the
+/// resolved variant, the kernels to run on and the guest's plan.
+pub(crate) struct Checked {
+    resolved: Resolved,
+    targets: Vec<Target>,
+    pub(crate) plan: GuestPlan,
+}
+
+/// The checks of `validate` and its dry run: `--runs`, the checks `run` makes (as the
+/// simulation side makes them for each kernel), what only the guest needs.
+pub(crate) fn check(sc: &Scenario, o: &ValidateOptions<'_>) -> Result<Checked, String> {
     if o.runs == 0 {
         return Err(
             "validate: --runs 0: give at least 1 (boots of each kernel, and as many \
@@ -860,11 +886,29 @@ pub fn validate_command(
     let mut plan = GuestPlan::from_resolved(&resolved).map_err(|e| format!("{}: {e}", sc.file))?;
     plan.extra_events = trace_events(&o.trace_events)?;
     check_fio(sc, &resolved)?;
+    Ok(Checked {
+        resolved,
+        targets,
+        plan,
+    })
+}
+
+/// [`validate_command`], handing back each kernel's figures (none with `--dry-run`).
+pub fn validate_figures(
+    sc: &Scenario,
+    o: &ValidateOptions<'_>,
+    out: &mut dyn FnMut(&str),
+) -> Result<Vec<KernelFigures>, String> {
+    let Checked {
+        resolved,
+        targets,
+        plan,
+    } = check(sc, o)?;
     if o.dry_run {
         for t in &targets {
             out(&dry_run(&plan, t)?);
         }
-        return Ok(0);
+        return Ok(Vec::new());
     }
     // everything checkable is checked before a 70 MB download and the simulation
     for t in &targets {
@@ -925,17 +969,21 @@ pub fn validate_command(
             page.pre(&text);
             page.files(&f.take_written());
         }
-        before_after.push((name, compare::mean(&real.runs), compare::mean(&sim.figures)));
+        before_after.push(KernelFigures {
+            name,
+            real: real.runs,
+            sim: sim.figures,
+        });
     }
     if several {
         out("\nbefore/after: each kernel's real (mean of its runs) and simulated figures\n");
-        for (n, (name, _, _)) in before_after.iter().enumerate() {
-            out(&format!("  {}: {name}\n", column(n)));
+        for (n, k) in before_after.iter().enumerate() {
+            out(&format!("  {}: {}\n", column(n), k.name));
         }
         let labels: Vec<String> = (0..before_after.len()).map(column).collect();
         let sides: Vec<(compare::Figures, compare::Figures)> = before_after
-            .into_iter()
-            .map(|(_, real, sim)| (real, sim))
+            .iter()
+            .map(|k| (compare::mean(&k.real), compare::mean(&k.sim)))
             .collect();
         let ab = compare::ab_table(&labels, &sides);
         out(&ab);
@@ -945,7 +993,7 @@ pub fn validate_command(
     if let Some(f) = files.as_mut() {
         f.write("report.html", &page.finish())?;
     }
-    Ok(0)
+    Ok(before_after)
 }
 
 #[cfg(test)]

@@ -1,0 +1,818 @@
+//! `blkcg-sim validate --random N`: differential validation against scenarios nobody
+//! chose.
+//!
+//! Design
+//! ------
+//! A grammar draws N scenarios over what both the simulator and a real kernel support
+//! on null_blk; each is written as a scenario file, then validated exactly as
+//! `blkcg-sim validate FILE` does ([`super::validate_figures`]: the same checks, the
+//! same simulation, the same boots and comparison), and its figures are appended to a
+//! JSON-lines file as it finishes. The moving parts, all here:
+//!
+//! - [`Family`] and [`scenario`] — the grammar: scenario `i` of family `F` under seed
+//!   `S` comes from its own [`SimRng`] stream (`validate-random/F/i`), so the set is
+//!   deterministic for (N, F, S) and scenario `i` does not depend on N;
+//! - [`write_scenarios`] — `DIR/scenarios/NNNN-FAMILY.toml`, names of our own only,
+//!   through [`OutDir`] (never through a symlink);
+//! - [`pending`] — resuming: the shard's scenarios ([`Shard`], contiguous slices)
+//!   less those `DIR/random.jsonl` already holds;
+//! - [`random_command`] — the loop: each pending scenario validated (its boots' files
+//!   in `DIR/runs/NNNN-FAMILY/`), then one line appended to `DIR/random.jsonl`: the
+//!   file, the family, per kernel, job and direction the real (mean of the boots) and
+//!   simulated (mean of the seeds) IOPS, clat mean, p50 and p99 (µs) and the ratio
+//!   sim/real; or the error that stopped it. `--dry-run` runs `validate --dry-run`'s
+//!   checks (`validate::check`) on each and prints what would run.
+//!
+//! What the grammar covers: null_blk in timer mode (completion 20 µs–1 ms) or softirq
+//! mode, 1–64 driver tags, `mbps` caps, rotational or not; one to three leaf cgroups
+//! at depth one to three, with intermediate cgroups that may carry lines too; fio
+//! jobs with every rw pattern (read, write, randread, randwrite, rw and randrw with a
+//! mix), block sizes from 4 KiB to 1 MiB (128 KiB and above split at null_blk's 255
+//! sectors), depths 1–32, libaio or psync, `rate`/`rate_iops` and `thinktime`, 2–3 s
+//! time-based runs. Per family:
+//! - throttle: `io.max` of one to four keys (mixed bps and iops), limits that bind
+//!   and limits far above the device, `max`;
+//! - iocost: `io.cost.model` (linear) at ¼, ½, 1, 2 or 4 times the device's speed,
+//!   `io.cost.qos` (percentiles, latency targets, vrate bounds), `io.weight`;
+//! - iolatency: `io.latency` targets (50 µs–10 ms) on siblings of unprotected jobs
+//!   (the real side needs a kernel with CONFIG_BLK_CGROUP_IOLATENCY: `kernel build`);
+//! - deadline: mq-deadline with its tunables, `nr_requests`, fio `prioclass`;
+//! - mixed: one of iocost, iolatency or deadline with `io.max` lines added.
+//!
+//! Not yet: successive fio runs, interface writes scheduled mid-run (`[[schedule]]`),
+//! `io.prio.class` (Debian's kernels lack CONFIG_BLK_CGROUP_IOPRIO), bfq and kyber,
+//! iocost's auto model, several jobs per fio, `nr_requests` without a scheduler.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::io::{Read, Seek, SeekFrom, Write as _};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use super::compare::{self, Figures};
+use super::{KernelFigures, ValidateOptions};
+use crate::report::outdir::OutDir;
+use crate::scenario::Scenario;
+use crate::sim::rng::SimRng;
+use crate::sweep::Shard;
+
+/// The most scenarios one `--random` may ask for (a typo, not a campaign).
+pub const MAX_SCENARIOS: usize = 9999;
+
+/// What the scenarios exercise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    Throttle,
+    Iocost,
+    Iolatency,
+    Deadline,
+    Mixed,
+}
+
+impl Family {
+    pub const ALL: [Family; 5] = [
+        Family::Throttle,
+        Family::Iocost,
+        Family::Iolatency,
+        Family::Deadline,
+        Family::Mixed,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Throttle => "throttle",
+            Family::Iocost => "iocost",
+            Family::Iolatency => "iolatency",
+            Family::Deadline => "deadline",
+            Family::Mixed => "mixed",
+        }
+    }
+}
+
+impl std::str::FromStr for Family {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Family, String> {
+        Family::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| {
+                format!("--family `{s}`: accepted: throttle, iocost, iolatency, deadline, mixed")
+            })
+    }
+}
+
+/// One of `choices`, uniformly.
+fn pick<T: Copy>(rng: &mut SimRng, choices: &[T]) -> T {
+    choices[rng.below(choices.len() as u64) as usize]
+}
+
+/// True with probability 1/`n`.
+fn one_in(rng: &mut SimRng, n: u64) -> bool {
+    rng.below(n) == 0
+}
+
+/// The null_blk drawn for a scenario, and its rough speed for the cost model.
+struct Device {
+    text: String,
+    /// 4 KiB random reads per second, roughly.
+    iops: u64,
+    /// Bytes per second, roughly.
+    bps: u64,
+}
+
+fn device(rng: &mut SimRng, deadline: bool) -> Device {
+    let timer = !one_in(rng, 4);
+    let completion_nsec = pick(rng, &[20_000u64, 50_000, 100_000, 250_000, 1_000_000]);
+    let tags = if deadline {
+        pick(rng, &[1u64, 2, 4, 8])
+    } else {
+        pick(rng, &[1u64, 2, 4, 8, 16, 32, 64])
+    };
+    let mbps = if one_in(rng, 3) {
+        pick(rng, &[50u64, 100, 200, 400])
+    } else {
+        0
+    };
+    let mut t = String::from("[device]\nmodel = \"nullb\"\ndev = \"252:0\"\n");
+    let mut iops = if timer {
+        let _ = writeln!(t, "irqmode = 2\ncompletion_nsec = {completion_nsec}");
+        tags * 1_000_000_000 / completion_nsec
+    } else {
+        t.push_str("irqmode = 1\n");
+        // the guest's CPU bounds it
+        50_000
+    };
+    iops = iops.min(80_000);
+    let _ = writeln!(t, "hw_queue_depth = {tags}");
+    let mut bps = iops * 128 * 1024;
+    if mbps > 0 {
+        let _ = writeln!(t, "mbps = {mbps}");
+        bps = bps.min(mbps << 20);
+        iops = iops.min(bps / 4096);
+    }
+    if one_in(rng, 6) {
+        t.push_str("rotational = 1\n");
+    }
+    if deadline {
+        t.push_str("scheduler = \"mq-deadline\"\n");
+        if one_in(rng, 2) {
+            let _ = writeln!(
+                t,
+                "nr_requests = {}",
+                pick(rng, &[4u64, 8, 16, 32, 64, 128, 256])
+            );
+        }
+        let mut iosched = String::new();
+        for (key, values) in [
+            ("read_expire", &[100u64, 500][..]),
+            ("write_expire", &[1000, 5000]),
+            ("fifo_batch", &[1, 16]),
+            ("writes_starved", &[1, 2, 4]),
+            ("front_merges", &[0, 1]),
+            ("prio_aging_expire", &[500, 2000, 10_000]),
+        ] {
+            if one_in(rng, 3) {
+                let _ = writeln!(iosched, "{key} = {}", pick(rng, values));
+            }
+        }
+        if !iosched.is_empty() {
+            let _ = write!(t, "[device.iosched]\n{iosched}");
+        }
+    }
+    Device { text: t, iops, bps }
+}
+
+/// The cgroups: `leaves` leaf paths (each running one fio job) at depth one to three,
+/// and every intermediate cgroup, parents first.
+fn hierarchy(rng: &mut SimRng, leaves: usize) -> (Vec<String>, Vec<String>) {
+    let mut parents = BTreeSet::new();
+    let mut leaf_paths = Vec::new();
+    for i in 0..leaves {
+        let top = format!("p{}", rng.below(2));
+        let path = match rng.below(3) {
+            0 => format!("j{i}"),
+            1 => format!("{top}/j{i}"),
+            _ => format!("{top}/q/j{i}"),
+        };
+        let mut at = String::new();
+        for part in path.split('/').take(path.split('/').count() - 1) {
+            if !at.is_empty() {
+                at.push('/');
+            }
+            at.push_str(part);
+            parents.insert(at.clone());
+        }
+        leaf_paths.push(path);
+    }
+    (parents.into_iter().collect(), leaf_paths)
+}
+
+/// One fio command line for job `name`.
+fn fio(rng: &mut SimRng, name: &str, reads_mostly: bool, prioclass: bool) -> String {
+    let rw = if reads_mostly && !one_in(rng, 3) {
+        pick(rng, &["read", "randread"])
+    } else {
+        pick(
+            rng,
+            &["read", "randread", "write", "randwrite", "rw", "randrw"],
+        )
+    };
+    let bs = pick(
+        rng,
+        &[
+            "4k", "4k", "4k", "4k", "8k", "16k", "64k", "128k", "256k", "1m",
+        ],
+    );
+    let psync = one_in(rng, 4);
+    let mut f = format!("fio --name={name} --rw={rw} --bs={bs} --direct=1");
+    if psync {
+        f.push_str(" --ioengine=psync");
+    } else {
+        let _ = write!(
+            f,
+            " --ioengine=libaio --iodepth={}",
+            pick(rng, &[1u32, 2, 4, 8, 16, 32])
+        );
+    }
+    if rw.contains("rw") {
+        let _ = write!(f, " --rwmixread={}", pick(rng, &[30u32, 50, 70]));
+    }
+    match rng.below(6) {
+        0 => {
+            let _ = write!(f, " --rate_iops={}", pick(rng, &[100u32, 500, 2000]));
+        }
+        1 => {
+            let _ = write!(f, " --rate={}", pick(rng, &["1m", "4m", "16m"]));
+        }
+        _ => {}
+    }
+    if one_in(rng, 6) {
+        let _ = write!(f, " --thinktime={}", pick(rng, &[100u32, 1000, 5000]));
+    }
+    if prioclass && one_in(rng, 2) {
+        let _ = write!(f, " --prioclass={}", pick(rng, &[1u32, 2, 3]));
+    }
+    let _ = write!(f, " --runtime={} --time_based", pick(rng, &[2u32, 3]));
+    f
+}
+
+/// An `io.max` line of one to four keys, each binding or far above the device.
+fn io_max(rng: &mut SimRng, dev: &Device) -> String {
+    let mut line = String::from("252:0");
+    let keys = ["rbps", "wbps", "riops", "wiops"];
+    let first = rng.below(4) as usize;
+    let count = 1 + rng.below(4) as usize;
+    for k in 0..count {
+        let key = keys[(first + k) % 4];
+        let value = if one_in(rng, 8) {
+            "max".to_string()
+        } else if key.ends_with("bps") {
+            let binding = dev.bps / pick(rng, &[2u64, 4, 16, 64]);
+            let free = dev.bps.saturating_mul(4);
+            (if one_in(rng, 3) { free } else { binding })
+                .max(65_536)
+                .to_string()
+        } else {
+            let binding = dev.iops / pick(rng, &[2u64, 4, 16, 64]);
+            (if one_in(rng, 3) {
+                dev.iops * 4
+            } else {
+                binding
+            })
+            .max(10)
+            .to_string()
+        };
+        let _ = write!(line, " {key}={value}");
+    }
+    line
+}
+
+/// The root's `io.cost.model` and `io.cost.qos`: a linear model at a multiple of the
+/// device's speed.
+fn iocost_root(rng: &mut SimRng, dev: &Device) -> String {
+    let (num, den) = pick(rng, &[(1u64, 4u64), (1, 2), (1, 1), (2, 1), (4, 1)]);
+    let iops = (dev.iops * num / den).max(1);
+    let bps = (dev.bps * num / den).max(4096);
+    let pct = pick(rng, &[90u32, 95, 99]);
+    let lat = pick(rng, &[1000u32, 5000, 25_000]);
+    let min = pick(rng, &[25u32, 50, 100]);
+    let max = pick(rng, &[100u32, 150, 200]);
+    format!(
+        "[root]\n\"io.cost.model\" = \"252:0 ctrl=user model=linear rbps={bps} \
+         rseqiops={iops} rrandiops={iops} wbps={bps} wseqiops={iops} wrandiops={iops}\"\n\
+         \"io.cost.qos\" = \"252:0 enable=1 ctrl=user rpct={pct} rlat={lat} wpct={pct} \
+         wlat={lat} min={min} max={max}\"\n"
+    )
+}
+
+/// The file name of scenario `index` (from 0) of `family`: `NNNN-FAMILY.toml`.
+pub fn file_name(index: usize, family: Family) -> String {
+    format!("{:04}-{}.toml", index + 1, family.name())
+}
+
+/// Scenario `index` (from 0) of `family` under `seed`: the text of its file.
+pub fn scenario(family: Family, seed: u64, index: usize) -> String {
+    let mut rng = SimRng::new(seed, &format!("validate-random/{}/{index}", family.name()));
+    let base = match family {
+        Family::Mixed => pick(
+            &mut rng,
+            &[Family::Iocost, Family::Iolatency, Family::Deadline],
+        ),
+        f => f,
+    };
+    let throttle = matches!(family, Family::Throttle | Family::Mixed);
+    let dev = device(&mut rng, base == Family::Deadline);
+    let leaves = match base {
+        Family::Iolatency => 2 + rng.below(2) as usize,
+        _ => 1 + rng.below(3) as usize,
+    };
+    let (parents, leaf_paths) = hierarchy(&mut rng, leaves);
+    let name = format!(
+        "random-s{seed}-{}",
+        file_name(index, family).trim_end_matches(".toml")
+    );
+    let mut t = format!(
+        "# generated by `blkcg-sim validate --random`: family {}, seed {seed}, scenario {}\n\
+         name = \"{name}\"\n\
+         description = \"\"\"\nA random {} scenario (blkcg-sim validate --random, seed {seed}).\n\"\"\"\n\
+         seed = {}\n\n{}\n[kernel]\nhz = 250\n\n",
+        family.name(),
+        index + 1,
+        family.name(),
+        1 + rng.below(1_000_000),
+        dev.text
+    );
+    if base == Family::Iocost {
+        t.push_str(&iocost_root(&mut rng, &dev));
+        t.push('\n');
+    }
+    let mut io_max_lines = 0;
+    let mut latency_targets = 0;
+    let n_nodes = parents.len() + leaf_paths.len();
+    for (k, path) in parents.iter().chain(&leaf_paths).enumerate() {
+        let leaf = k >= parents.len();
+        let last = k + 1 == n_nodes;
+        let _ = writeln!(t, "[cgroup.\"{path}\"]");
+        if throttle
+            && ((leaf && one_in(&mut rng, 2))
+                || (!leaf && one_in(&mut rng, 3))
+                || (last && io_max_lines == 0))
+        {
+            let _ = writeln!(t, "\"io.max\" = \"{}\"", io_max(&mut rng, &dev));
+            io_max_lines += 1;
+        }
+        if base == Family::Iocost && !one_in(&mut rng, 3) {
+            let _ = writeln!(
+                t,
+                "\"io.weight\" = \"default {}\"",
+                pick(&mut rng, &[25u32, 50, 100, 200, 400, 1000])
+            );
+        }
+        // a target on some leaves, never all: io.latency protects against siblings
+        if base == Family::Iolatency
+            && leaf
+            && (latency_targets == 0 || (!last && one_in(&mut rng, 3)))
+        {
+            let _ = writeln!(
+                t,
+                "\"io.latency\" = \"252:0 target={}\"",
+                pick(&mut rng, &[50u32, 120, 500, 2000, 10_000])
+            );
+            latency_targets += 1;
+        }
+        if leaf {
+            let job = path.rsplit('/').next().unwrap_or(path);
+            let _ = writeln!(
+                t,
+                "fio = \"{}\"",
+                fio(
+                    &mut rng,
+                    job,
+                    base == Family::Iolatency,
+                    base == Family::Deadline
+                )
+            );
+        }
+        t.push('\n');
+    }
+    t
+}
+
+/// The scenarios of this shard among `n` (file name, text), in order.
+pub fn scenarios(
+    n: usize,
+    family: Family,
+    seed: u64,
+    shard: Option<Shard>,
+) -> Vec<(String, String)> {
+    let range = shard.map_or(0..n, |s| s.range(n));
+    range
+        .map(|i| (file_name(i, family), scenario(family, seed, i)))
+        .collect()
+}
+
+/// The JSON-lines file of results under `--output`.
+pub const RESULTS: &str = "random.jsonl";
+
+/// The scenario files (`scenarios/NAME`) `DIR/random.jsonl` holds a line for; a line
+/// cut short by an interruption is not one.
+pub fn done(dir: &Path) -> BTreeSet<String> {
+    let text = std::fs::read_to_string(dir.join(RESULTS)).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| v.get("file")?.as_str().map(str::to_string))
+        .collect()
+}
+
+/// Of `names` (file names under `scenarios/`), those `DIR/random.jsonl` does not hold
+/// yet: what a rerun still has to validate.
+pub fn pending<'a>(dir: &Path, names: &'a [String]) -> Vec<&'a String> {
+    let done = done(dir);
+    names
+        .iter()
+        .filter(|n| !done.contains(&format!("scenarios/{n}")))
+        .collect()
+}
+
+/// Write the scenarios into `DIR/scenarios/` (each file replaced, nothing else
+/// touched).
+pub fn write_scenarios(dir: &Path, set: &[(String, String)]) -> Result<(), String> {
+    let names: Vec<&str> = set.iter().map(|(n, _)| n.as_str()).collect();
+    let out = OutDir::top_owning(&dir.join("scenarios"), &names)?;
+    for (name, text) in set {
+        out.write(name, text)?;
+    }
+    Ok(())
+}
+
+/// Append one line to `DIR/random.jsonl` in one write (after a newline if an
+/// interrupted run left the last line unfinished); never through a symlink.
+fn append(dir: &Path, line: &str) -> Result<(), String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join(RESULTS);
+    let err = |e: std::io::Error| format!("{}: {e}", path.display());
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+        .map_err(err)?;
+    let len = f.seek(SeekFrom::End(0)).map_err(err)?;
+    let mut text = String::new();
+    if len > 0 {
+        let mut last = [0u8; 1];
+        f.seek(SeekFrom::Start(len - 1)).map_err(err)?;
+        f.read_exact(&mut last).map_err(err)?;
+        if last[0] != b'\n' {
+            text.push('\n');
+        }
+    }
+    text.push_str(line);
+    text.push('\n');
+    f.write_all(text.as_bytes()).map_err(err)
+}
+
+/// The figures the results keep: (name, index in [`compare::FIGURES`]).
+const KEPT: [(&str, usize); 4] = [
+    ("iops", 0),
+    ("clat_mean_us", 3),
+    ("p50_us", 4),
+    ("p99_us", 7),
+];
+
+fn figures_json(f: Option<&Vec<Option<f64>>>) -> Value {
+    let mut m = serde_json::Map::new();
+    for (name, i) in KEPT {
+        m.insert(name.into(), json!(f.and_then(|v| v[i])));
+    }
+    Value::Object(m)
+}
+
+/// One scenario's result line: per kernel, job and direction, real and simulated
+/// figures (means over boots and seeds) and the ratio sim/real.
+pub fn result_line(file: &str, family: Family, kernels: &[KernelFigures]) -> String {
+    let kernels: Vec<Value> = kernels
+        .iter()
+        .map(|k| {
+            let (real, sim): (Figures, Figures) = (compare::mean(&k.real), compare::mean(&k.sim));
+            let keys: BTreeSet<&(String, String)> = real.keys().chain(sim.keys()).collect();
+            let jobs: Vec<Value> = keys
+                .into_iter()
+                .map(|key| {
+                    let (r, s) = (real.get(key), sim.get(key));
+                    let mut ratio = serde_json::Map::new();
+                    for (name, i) in KEPT {
+                        let q = match (r.and_then(|v| v[i]), s.and_then(|v| v[i])) {
+                            (Some(r), Some(s)) if r > 0.0 => Some(s / r),
+                            _ => None,
+                        };
+                        ratio.insert(name.into(), json!(q));
+                    }
+                    json!({
+                        "job": key.0,
+                        "dir": key.1,
+                        "real": figures_json(r),
+                        "sim": figures_json(s),
+                        "ratio": ratio,
+                    })
+                })
+                .collect();
+            json!({"kernel": k.name, "jobs": jobs})
+        })
+        .collect();
+    json!({"file": file, "family": family.name(), "kernels": kernels}).to_string()
+}
+
+/// `validate --random` options (the rest are validate's own, in `validate`).
+#[derive(Debug, Clone)]
+pub struct RandomOptions {
+    pub n: usize,
+    pub family: Family,
+    pub seed: u64,
+    pub output: PathBuf,
+    pub shard: Option<Shard>,
+}
+
+/// `blkcg-sim validate --random`: write the shard's scenarios, then validate each one
+/// `DIR/random.jsonl` does not hold yet (with `--dry-run`: check each and say what
+/// would run). Exit status 1 if a scenario could not be validated (its line says why).
+pub fn random_command(
+    r: &RandomOptions,
+    validate: &ValidateOptions<'_>,
+    out: &mut dyn FnMut(&str),
+) -> Result<u8, String> {
+    if r.n == 0 || r.n > MAX_SCENARIOS {
+        return Err(format!(
+            "--random {}: give a number of scenarios from 1 to {MAX_SCENARIOS}",
+            r.n
+        ));
+    }
+    let set = scenarios(r.n, r.family, r.seed, r.shard);
+    write_scenarios(&r.output, &set)?;
+    let names: Vec<String> = set.iter().map(|(n, _)| n.clone()).collect();
+    let todo = pending(&r.output, &names);
+    out(&format!(
+        "validate --random {} --family {} --seed {}: {} scenario(s) in this shard, {} already in {}, {} to {}\n",
+        r.n,
+        r.family.name(),
+        r.seed,
+        set.len(),
+        set.len() - todo.len(),
+        r.output.join(RESULTS).display(),
+        todo.len(),
+        if validate.dry_run {
+            "check"
+        } else {
+            "validate"
+        }
+    ));
+    let mut failed = 0;
+    for (k, name) in todo.iter().enumerate() {
+        let path = r.output.join("scenarios").join(name);
+        let text = &set
+            .iter()
+            .find(|(n, _)| n == *name)
+            .map(|(_, t)| t.as_str())
+            .unwrap_or("");
+        let sc = Scenario::parse(text, &path.display().to_string()).map_err(|e| e.to_string())?;
+        let stem = name.trim_end_matches(".toml");
+        if validate.dry_run {
+            let checked = super::check(&sc, validate)?;
+            out(&format!(
+                "would validate {} ({} fio): {}\n",
+                path.display(),
+                checked.plan.fio.len(),
+                checked.plan.title
+            ));
+            continue;
+        }
+        out(&format!("\n== {name} ({} of {}) ==\n", k + 1, todo.len()));
+        let o = ValidateOptions {
+            output: Some(r.output.join("runs").join(stem)),
+            ..validate.clone()
+        };
+        let file = format!("scenarios/{name}");
+        let line = match super::validate_figures(&sc, &o, out) {
+            Ok(kernels) => result_line(&file, r.family, &kernels),
+            Err(e) => {
+                failed += 1;
+                out(&format!("{name}: {e}\n"));
+                json!({"file": file, "family": r.family.name(), "error": e}).to_string()
+            }
+        };
+        append(&r.output, &line)?;
+    }
+    Ok(u8::from(failed > 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::notify::Ignore;
+    use crate::validate::{HostProfile, Timing};
+
+    fn opts(dry_run: bool) -> ValidateOptions<'static> {
+        ValidateOptions {
+            variant: None,
+            kernels: Vec::new(),
+            runs: 1,
+            timing: Timing::Icount,
+            output: None,
+            host: HostProfile::Guest,
+            trace_events: Vec::new(),
+            dry_run,
+            notify: &Ignore,
+        }
+    }
+
+    fn temp(what: &str) -> PathBuf {
+        let d =
+            std::env::temp_dir().join(format!("blkcg-sim-random-{what}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn the_set_is_deterministic_for_its_seed() {
+        for family in Family::ALL {
+            let a = scenarios(6, family, 7, None);
+            assert_eq!(a, scenarios(6, family, 7, None));
+            assert_ne!(a, scenarios(6, family, 8, None));
+            // scenario i does not depend on N
+            assert_eq!(a[..3], scenarios(3, family, 7, None)[..]);
+            assert_eq!(a[0].0, format!("0001-{}.toml", family.name()));
+        }
+        // the files written are the texts, byte for byte, and rewritten the same
+        let d = temp("det");
+        let set = scenarios(4, Family::Mixed, 3, None);
+        write_scenarios(&d, &set).unwrap();
+        write_scenarios(&d, &set).unwrap();
+        for (name, text) in &set {
+            assert_eq!(
+                &std::fs::read_to_string(d.join("scenarios").join(name)).unwrap(),
+                text
+            );
+        }
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// Every family's scenarios pass the simulator's own checks (`run::prepare`) and
+    /// every other check of `validate --dry-run`, for 200 seeds.
+    #[test]
+    fn every_scenario_prepares_and_dry_runs_cleanly() {
+        let o = opts(true);
+        for family in Family::ALL {
+            for seed in 0..200 {
+                for (name, text) in scenarios(2, family, seed, None) {
+                    let sc = Scenario::parse(&text, &name)
+                        .unwrap_or_else(|e| panic!("{name} seed {seed}: {e}\n{text}"));
+                    let checked = crate::validate::check(&sc, &o)
+                        .unwrap_or_else(|e| panic!("{name} seed {seed}: {e}\n{text}"));
+                    assert!(!checked.plan.fio.is_empty());
+                }
+            }
+        }
+    }
+
+    /// The grammar reaches what its header says it covers.
+    #[test]
+    fn the_grammar_covers_its_keys() {
+        let all: String = Family::ALL
+            .into_iter()
+            .flat_map(|f| scenarios(40, f, 1, None))
+            .map(|(_, t)| t)
+            .collect();
+        for needle in [
+            "irqmode = 1",
+            "irqmode = 2",
+            "mbps = ",
+            "rotational = 1",
+            "cgroup.\"p0/q/j",
+            "rbps=",
+            "wiops=",
+            "=max",
+            "io.cost.model",
+            "io.weight",
+            "io.latency",
+            "mq-deadline",
+            "nr_requests",
+            "fifo_batch",
+            "--ioengine=psync",
+            "--rate_iops=",
+            "--rate=",
+            "--thinktime=",
+            "--prioclass=",
+            "--bs=1m",
+            "--rwmixread=",
+        ] {
+            assert!(all.contains(needle), "no scenario has `{needle}`");
+        }
+    }
+
+    #[test]
+    fn shards_cover_the_set_once() {
+        let whole = scenarios(23, Family::Throttle, 5, None);
+        for count in [1, 2, 3, 7, 23, 30] {
+            let parts: Vec<(String, String)> = (1..=count)
+                .flat_map(|index| scenarios(23, Family::Throttle, 5, Some(Shard { index, count })))
+                .collect();
+            assert_eq!(parts, whole, "{count} shards");
+        }
+    }
+
+    /// A rerun skips what random.jsonl holds, including a line of an error; a line cut
+    /// short by an interruption does not count, and the next line starts afresh.
+    #[test]
+    fn a_rerun_resumes_after_what_random_jsonl_holds() {
+        let d = temp("resume");
+        std::fs::create_dir_all(&d).unwrap();
+        let names: Vec<String> = scenarios(4, Family::Iocost, 1, None)
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(pending(&d, &names).len(), 4);
+        let one = KernelFigures {
+            name: "Linux 6.1".into(),
+            real: Vec::new(),
+            sim: Vec::new(),
+        };
+        append(
+            &d,
+            &result_line("scenarios/0002-iocost.toml", Family::Iocost, &[one]),
+        )
+        .unwrap();
+        append(
+            &d,
+            &json!({"file": "scenarios/0004-iocost.toml", "error": "x"}).to_string(),
+        )
+        .unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(d.join(RESULTS))
+            .unwrap();
+        f.write_all(b"{\"file\": \"scenarios/0001-iocost.toml\", \"fam")
+            .unwrap();
+        assert_eq!(
+            pending(&d, &names),
+            ["0001-iocost.toml", "0003-iocost.toml"]
+        );
+        append(
+            &d,
+            &json!({"file": "scenarios/0003-iocost.toml"}).to_string(),
+        )
+        .unwrap();
+        assert_eq!(pending(&d, &names), ["0001-iocost.toml"]);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_result_line_has_every_figure_and_its_ratio() {
+        let fig = |iops: f64| {
+            let mut f = Figures::new();
+            let mut v = vec![None; compare::FIGURES.len()];
+            v[0] = Some(iops);
+            v[7] = Some(200.0);
+            f.insert(("j0".to_string(), "read".to_string()), v);
+            f
+        };
+        let k = KernelFigures {
+            name: "Linux 6.12".into(),
+            real: vec![fig(100.0), fig(300.0)],
+            sim: vec![fig(100.0)],
+        };
+        let v: Value = serde_json::from_str(&result_line(
+            "scenarios/0001-mixed.toml",
+            Family::Mixed,
+            &[k],
+        ))
+        .unwrap();
+        let job = &v["kernels"][0]["jobs"][0];
+        assert_eq!(v["family"], "mixed");
+        assert_eq!(job["real"]["iops"], 200.0);
+        assert_eq!(job["ratio"]["iops"], 0.5);
+        assert_eq!(job["ratio"]["p99_us"], 1.0);
+        assert!(job["ratio"]["p50_us"].is_null());
+    }
+
+    #[test]
+    fn bad_options_are_one_line_errors() {
+        let e = "bogus".parse::<Family>().unwrap_err();
+        assert!(
+            e.contains("--family") && e.contains("throttle, iocost"),
+            "{e}"
+        );
+        for n in [0, MAX_SCENARIOS + 1] {
+            let r = RandomOptions {
+                n,
+                family: Family::Throttle,
+                seed: 1,
+                output: temp("bad"),
+                shard: None,
+            };
+            let e = random_command(&r, &opts(true), &mut |_| {}).unwrap_err();
+            assert!(e.contains("--random") && !e.contains('\n'), "{e}");
+        }
+    }
+}
