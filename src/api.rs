@@ -505,7 +505,8 @@ pub fn run(sc: &Scenario, req: &RunRequest) -> Result<RunResult, Error> {
 }
 
 /// Prepare `variant` (None: every variant, or the scenario without variants) with
-/// `overrides` as `check` does, refusing what `run` refuses; the warnings of each,
+/// `overrides` as `check` does, refusing what `run` refuses; the warnings of each as
+/// `blkcg-sim check` lists them (the defaults no distribution ships, then the run's),
 /// by variant name (`(base)` without variants).
 pub fn check(
     sc: &Scenario,
@@ -520,7 +521,15 @@ pub fn check(
     let mut out = Vec::new();
     for v in names {
         let (_, p) = prepare_point(sc, v.as_deref(), overrides, None, None, false)?;
-        out.push((v.unwrap_or_else(|| "(base)".into()), p.warnings));
+        // as `blkcg-sim check` lists them: the defaults no distribution ships first
+        let warnings = p
+            .assumed
+            .upstream_defaults()
+            .iter()
+            .chain(&p.warnings)
+            .cloned()
+            .collect();
+        out.push((v.unwrap_or_else(|| "(base)".into()), warnings));
     }
     Ok(out)
 }
@@ -877,6 +886,14 @@ fio = "fio --name=b --rw=randread --bs=4k --ioengine=libaio --iodepth=4 --rate_i
         assert_eq!(t.variants(), ["one", "two"]);
         let checked = check(&t, None, &[]).unwrap();
         assert_eq!(checked.len(), 2);
+        // as `blkcg-sim check` warns: a variant without [kernel] relies on upstream's
+        // newest at the simulator's HZ, which no distribution ships
+        for (_, w) in &checked {
+            assert!(
+                w.iter().any(|l| l.starts_with("no [kernel] version")),
+                "{w:?}"
+            );
+        }
         assert!(scenarios().iter().any(|(n, _)| *n == "iocost-linear-max"));
     }
 }

@@ -257,8 +257,9 @@ def check(
     scenario: ScenarioLike, variant: Optional[str] = None, **overrides: Any
 ) -> Dict[str, List[str]]:
     """Prepare every variant (or ``variant``) as ``blkcg-sim check`` does, refusing
-    exactly what :func:`run` refuses; returns each variant's warnings (``"(base)"``
-    for a scenario without variants).
+    exactly what :func:`run` refuses; returns each variant's warnings as ``blkcg-sim
+    check`` lists them — the defaults no distribution ships (a scenario without
+    ``[kernel]``), then the run's — (``"(base)"`` for a scenario without variants).
 
     Raises:
         ScenarioError: the first refusal, with ``file:line``.
