@@ -785,26 +785,11 @@ seed = 9
         assert!(plan.rows(7..9, 1, &go).is_err());
     }
 
-    /// Two cgroups at 20 IOPS each under blk-iocost for `secs` simulated seconds: a
-    /// day takes a couple of seconds to simulate.
+    /// Two cgroups at 20 IOPS each under blk-iocost for `secs` simulated seconds
+    /// (`tests/data/long-iocost.toml.in`): a day takes a couple of seconds to simulate.
     fn long(secs: u64) -> Scenario {
-        let text = format!(
-            r#"name = "long"
-duration = {secs}
-[device]
-model = "nullb"
-irqmode = 2
-completion_nsec = 200000
-[root]
-"io.cost.qos" = "252:0 enable=1 ctrl=user rpct=90 rlat=500000 wpct=90 wlat=500000 min=50 max=150"
-"io.cost.model" = "252:0 ctrl=user model=linear rbps=400000000 rseqiops=20000 rrandiops=20000 wbps=400000000 wseqiops=20000 wrandiops=20000"
-[cgroup.a]
-fio = "fio --name=a --rw=randread --bs=4k --ioengine=libaio --iodepth=4 --rate_iops=20 --time_based --runtime={secs}"
-[cgroup.b]
-"io.weight" = "default 300"
-fio = "fio --name=b --rw=randread --bs=4k --ioengine=libaio --iodepth=4 --rate_iops=20 --time_based --runtime={secs}"
-"#
-        );
+        let text =
+            include_str!("../tests/data/long-iocost.toml.in").replace("SECS", &secs.to_string());
         load(Source::Text {
             text: &text,
             file: "long.toml",

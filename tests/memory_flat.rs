@@ -9,26 +9,9 @@
 use std::path::Path;
 use std::process::Command;
 
-/// The scenario, running for `secs` seconds.
+/// The scenario, running for `secs` seconds (`tests/data/long-iocost.toml.in`).
 fn scenario(secs: u64) -> String {
-    format!(
-        r#"name = "blk-iocost for {secs} s"
-duration = {secs}
-[device]
-model = "nullb"
-irqmode = 2
-completion_nsec = 200000
-[root]
-"io.cost.qos" = "252:0 enable=1 ctrl=user rpct=90 rlat=500000 wpct=90 wlat=500000 min=50 max=150"
-"io.cost.model" = "252:0 ctrl=user model=linear rbps=400000000 rseqiops=20000 rrandiops=20000 wbps=400000000 wseqiops=20000 wrandiops=20000"
-[cgroup.a]
-"io.weight" = "default 100"
-fio = "fio --name=a --rw=randread --bs=4k --ioengine=libaio --iodepth=4 --rate_iops=20 --time_based --runtime={secs}"
-[cgroup.b]
-"io.weight" = "default 300"
-fio = "fio --name=b --rw=randread --bs=4k --ioengine=libaio --iodepth=4 --rate_iops=20 --time_based --runtime={secs}"
-"#
-    )
+    include_str!("data/long-iocost.toml.in").replace("SECS", &secs.to_string())
 }
 
 /// Run `blkcg-sim run FILE --output OUT`; its peak RSS in KiB (wait4's rusage).

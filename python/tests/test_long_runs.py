@@ -3,6 +3,7 @@ read, and Ctrl-C stops a run or a sweep under way. Each runs in a fresh interpre
 (its peak RSS is its own; SIGINT goes to it alone)."""
 
 import json
+import pathlib
 import signal
 import subprocess
 import sys
@@ -11,28 +12,14 @@ import time
 import pytest
 
 DAY = 86_400
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def scenario(secs):
-    """Two cgroups at 20 IOPS each under blk-iocost with 1 s periods (the shape of
-    tests/memory_flat.rs): a day simulates in a few seconds and makes a 17 MB
-    timeline.csv (172,800 rows)."""
-    return f"""name = "blk-iocost for {secs} s"
-duration = {secs}
-[device]
-model = "nullb"
-irqmode = 2
-completion_nsec = 200000
-[root]
-"io.cost.qos" = "252:0 enable=1 ctrl=user rpct=90 rlat=500000 wpct=90 wlat=500000 min=50 max=150"
-"io.cost.model" = "252:0 ctrl=user model=linear rbps=400000000 rseqiops=20000 rrandiops=20000 wbps=400000000 wseqiops=20000 wrandiops=20000"
-[cgroup.a]
-"io.weight" = "default 100"
-fio = "fio --name=a --rw=randread --bs=4k --ioengine=libaio --iodepth=4 --rate_iops=20 --time_based --runtime={secs}"
-[cgroup.b]
-"io.weight" = "default 300"
-fio = "fio --name=b --rw=randread --bs=4k --ioengine=libaio --iodepth=4 --rate_iops=20 --time_based --runtime={secs}"
-"""
+    """The long run the memory tests share (tests/data/long-iocost.toml.in): two
+    cgroups at 20 IOPS each under blk-iocost with 1 s periods; a day simulates in a few
+    seconds and makes a 17 MB timeline.csv (172,800 rows)."""
+    return (ROOT / "tests" / "data" / "long-iocost.toml.in").read_text().replace("SECS", str(secs))
 
 
 def child(code, *args, **popen):
