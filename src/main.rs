@@ -216,18 +216,24 @@ enum Cmd {
     ///
     /// Differential validation: --random N (instead of a scenario) draws N scenarios
     /// of a --family from a grammar (null_blk modes, hierarchies up to three levels,
-    /// io.max, io.cost.*/io.weight, io.latency, mq-deadline and fio jobs), writes them
-    /// as DIR/scenarios/NNNN-FAMILY.toml (each one `blkcg-sim validate FILE` alone),
-    /// validates each as validate FILE --runs R does (its files in DIR/runs/NNNN-FAMILY/)
-    /// and appends one JSON line per scenario to DIR/random.jsonl: per job and
-    /// direction the real and simulated IOPS, clat mean, p50 and p99 and the ratio
-    /// sim/real, or the error that stopped it. The set is the same for the same
-    /// --random, --family and --seed; rerunning the command resumes (scenarios
-    /// random.jsonl holds are skipped; delete a line to redo it); --shard I/N takes
-    /// the I-th of N contiguous slices, for several machines (concatenate their
-    /// random.jsonl). With --dry-run: writes and checks the scenarios, boots nothing.
+    /// io.max, io.cost.*/io.weight, io.latency, mq-deadline, fio jobs, successive fio
+    /// runs and lines rewritten mid-run), writes them as DIR/scenarios/NNNN-FAMILY.toml
+    /// (each one `blkcg-sim validate FILE` alone), validates each as validate FILE
+    /// --runs R does (R = 2 unless given; its files in DIR/runs/NNNN-FAMILY/) and
+    /// appends one JSON line per scenario to DIR/random.jsonl: per job and direction
+    /// every boot's and every seed's IOPS, clat mean, p50 and p99, or the error that
+    /// stopped it. At the end DIR/report.txt and report.html judge each simulated
+    /// figure against the real boots' range plus a small margin, give the fraction
+    /// within per family and figure, and rank the scenarios by disagreement with the
+    /// command that reproduces each. The set is the same for the same --random,
+    /// --family and --seed; rerunning the command resumes (scenarios random.jsonl
+    /// holds are skipped; delete a line to redo it); --shard I/N takes the I-th of N
+    /// contiguous slices, for several machines (concatenate their random.jsonl and
+    /// rerun the command anywhere for the whole report). --resimulate judges a later
+    /// build against the same real boots. With --dry-run: writes and checks the
+    /// scenarios, boots nothing.
     ///
-    /// Example: blkcg-sim validate --random 20 --family iocost --seed 1 --output camp/ --runs 2
+    /// Example: blkcg-sim validate --random 20 --family iocost --seed 1 --output camp/
     Validate {
         /// A scenario (file or built-in name); none with --random.
         #[arg(required_unless_present = "random", conflicts_with = "random")]
@@ -248,6 +254,12 @@ enum Cmd {
         /// (e.g. 2/4), for splitting a campaign across machines.
         #[arg(long, requires = "random")]
         shard: Option<String>,
+        /// With --random: boot nothing; simulate again, with this build, every scenario
+        /// random.jsonl holds real runs for (into resimulated.jsonl) and report the
+        /// agreement before and after (resimulated.txt, resimulated.html): a fix is
+        /// judged against the campaign's own real boots.
+        #[arg(long, requires = "random")]
+        resimulate: bool,
         #[arg(long)]
         variant: Option<String>,
         /// The kernel: a Debian package name (linux-image-6.12.48+deb12-amd64), a
@@ -262,9 +274,10 @@ enum Cmd {
         #[arg(long = "kernel")]
         kernel: Vec<String>,
         /// Boot this many times to show the real side's run-to-run spread, and simulate as
-        /// many seeds (the scenario's, then the next ones) to show the simulated side's.
-        #[arg(long, default_value_t = 1)]
-        runs: u32,
+        /// many seeds (the scenario's, then the next ones) to show the simulated side's
+        /// [default: 1; with --random 2: each figure is judged against the real spread].
+        #[arg(long)]
+        runs: Option<u32>,
         /// The guest's clock: icount (TCG, guest time by instruction count; runs repeat closely)
         /// or realtime (host time; KVM when it works here, else TCG).
         #[arg(long, value_enum, default_value = "icount")]
@@ -461,6 +474,7 @@ fn random_options(
             "validate --random: give --output DIR (the scenarios and random.jsonl go there)",
         )?,
         shard: shard.map(str::parse).transpose()?,
+        resimulate: false,
     })
 }
 
@@ -534,11 +548,12 @@ fn main() -> ExitCode {
             family,
             seed,
             shard,
+            resimulate,
         } => {
             let opts = validate::ValidateOptions {
                 variant,
                 kernels: kernel,
-                runs,
+                runs: runs.unwrap_or(if random.is_some() { 2 } else { 1 }),
                 timing: match timing {
                     TimingArg::Icount => validate::Timing::Icount,
                     TimingArg::Realtime => validate::Timing::Realtime,
@@ -555,6 +570,7 @@ fn main() -> ExitCode {
             let mut out = |text: &str| print!("{text}");
             match (random, scenario) {
                 (Some(n), _) => random_options(n, &family, seed, shard.as_deref(), output)
+                    .map(|r| validate::random::RandomOptions { resimulate, ..r })
                     .and_then(|r| validate::random::random_command(&r, &opts, &mut out)),
                 (None, Some(scenario)) => {
                     load(&scenario).and_then(|sc| validate::validate_command(&sc, &opts, &mut out))

@@ -576,3 +576,62 @@ fn successive_fio_runs_wait_for_the_run_before() {
     let barrier = at("wait $P\nP=\n");
     assert!(a1 < barrier && b1 < barrier && barrier < a2, "{init}");
 }
+
+/// The differential campaign's smoke run, as CI runs it: three random scenarios of a
+/// fixed seed, each booted twice, from an empty cache. Every scenario is validated
+/// (exit status 0), random.jsonl has a line per scenario with both boots' figures, the
+/// report ranks them, and a rerun resumes with nothing left to boot.
+#[test]
+fn a_random_campaign_of_three_scenarios_runs_resumes_and_reports() {
+    let dir = fresh_dir("validate-random");
+    let (cache, tmp, out_dir) = (dir.join("cache"), dir.join("tmp"), dir.join("camp"));
+    std::fs::create_dir_all(&tmp).expect("mkdir");
+    let args: Vec<&std::ffi::OsStr> = [
+        "--random", "3", "--family", "throttle", "--seed", "1", "--output",
+    ]
+    .iter()
+    .map(|a| a.as_ref())
+    .chain([out_dir.as_os_str()])
+    .collect();
+    if let Some(why) = cannot_boot(&args, &cache, &tmp) {
+        no_boot(&why);
+        return;
+    }
+    let out = validate(&args, &cache, &tmp);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "validate --random failed: {stderr}{stdout}"
+    );
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(out_dir.join("random.jsonl"))
+        .expect("random.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 3);
+    for l in &lines {
+        assert!(l.get("error").is_none(), "{l}");
+        for job in l["kernels"][0]["jobs"].as_array().expect("jobs") {
+            assert_eq!(job["real_runs"].as_array().map(Vec::len), Some(2), "{job}");
+            assert!(job["real"]["iops"].as_f64().is_some(), "{job}");
+        }
+    }
+    for f in ["report.txt", "report.html"] {
+        assert!(out_dir.join(f).is_file(), "{f}");
+    }
+    assert!(
+        stdout.contains("3 scenario(s) judged, 0 could not be validated; up to 2 real boot(s)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("throttle · Linux 6.1"), "{stdout}");
+    let again = validate(&args, &cache, &tmp);
+    let stdout = String::from_utf8_lossy(&again.stdout);
+    assert!(again.status.success());
+    assert!(
+        stdout.contains("3 already in") && stdout.contains("0 to validate"),
+        "{stdout}"
+    );
+    assert_eq!(entries(&tmp), Vec::<String>::new(), "scratch folders left");
+    std::fs::remove_dir_all(&dir).expect("remove the test's folder");
+}

@@ -43,6 +43,7 @@
 
 pub mod boot;
 pub mod build;
+pub mod campaign;
 pub mod compare;
 pub mod console;
 pub mod guest;
@@ -221,6 +222,18 @@ fn check_tools(spec: Option<&str>) -> Result<(), String> {
         tools.extend(FETCH_TOOLS);
     }
     kernel::check_tools(&tools)
+}
+
+/// What `--dry-run` says of the host tools the kernels of `--kernel` (`specs`) need:
+/// `all installed`, or what is missing and how to install it.
+pub(crate) fn host_tools(specs: &[String]) -> String {
+    match Target::all(specs) {
+        Ok(targets) => targets
+            .iter()
+            .find_map(|t| check_tools(t.spec.as_deref()).err())
+            .unwrap_or_else(|| "all installed".into()),
+        Err(e) => e,
+    }
 }
 
 /// Check that the booted kernel has what the scenario uses: the kernel config options
@@ -815,6 +828,14 @@ impl Target {
             .collect()
     }
 
+    /// The kernel as reports name it: `Linux RELEASE`, or `built:KEY (what it has)`.
+    fn name(&self, kernel: &kernel::Kernel) -> String {
+        match &self.built {
+            Some(b) => format!("built:{} ({})", b.key, b.summary()),
+            None => format!("Linux {}", kernel.release),
+        }
+    }
+
     fn behaviours(&self) -> Vec<(String, String)> {
         self.built
             .as_ref()
@@ -956,10 +977,7 @@ pub fn validate_figures(
             out(&format!("== {}: Linux {} ==\n", column(n), kernel.release));
         }
         out(&text);
-        let name = match &t.built {
-            Some(b) => format!("built:{} ({})", b.key, b.summary()),
-            None => format!("Linux {}", kernel.release),
-        };
+        let name = t.name(&kernel);
         if let Some(f) = files.as_mut() {
             page.heading(
                 &format!("kernel-{}", column(n)),
@@ -994,6 +1012,32 @@ pub fn validate_figures(
         f.write("report.html", &page.finish())?;
     }
     Ok(before_after)
+}
+
+/// The simulated side alone, on each kernel `validate` would boot (obtained as it
+/// obtains them, nothing booted): what `validate --random --resimulate` judges
+/// against a campaign's stored real runs. Each kernel's `real` is empty.
+pub fn simulated_figures(
+    sc: &Scenario,
+    o: &ValidateOptions<'_>,
+) -> Result<Vec<KernelFigures>, String> {
+    let Checked {
+        resolved, targets, ..
+    } = check(sc, o)?;
+    targets
+        .iter()
+        .map(|t| {
+            let kernel = kernel::obtain(t.spec.as_deref(), &mut |m| {
+                o.notify.status(&format!("validate: {m}"))
+            })?;
+            let sim = simulate(sc, o, &kernel, &t.behaviours(), resolved.seed)?;
+            Ok(KernelFigures {
+                name: t.name(&kernel),
+                real: Vec::new(),
+                sim: sim.figures,
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -26,22 +26,25 @@
 //! What the grammar covers: null_blk in timer mode (completion 20 µs–1 ms) or softirq
 //! mode, 1–64 driver tags, `mbps` caps, rotational or not; one to three leaf cgroups
 //! at depth one to three, with intermediate cgroups that may carry lines too; fio
-//! jobs with every rw pattern (read, write, randread, randwrite, rw and randrw with a
+//! with every rw pattern (read, write, randread, randwrite, rw and randrw with a
 //! mix), block sizes from 4 KiB to 1 MiB (128 KiB and above split at null_blk's 255
 //! sectors), depths 1–32, libaio or psync, `rate`/`rate_iops` and `thinktime`, 2–3 s
-//! time-based runs. Per family:
+//! time-based runs; sometimes two jobs in one fio process, sometimes a second fio run
+//! after the first (`fio = [...]`), and sometimes one of the family's lines rewritten
+//! one or two seconds in (`[[schedule]]`). Per family:
 //! - throttle: `io.max` of one to four keys (mixed bps and iops), limits that bind
 //!   and limits far above the device, `max`;
-//! - iocost: `io.cost.model` (linear) at ¼, ½, 1, 2 or 4 times the device's speed,
-//!   `io.cost.qos` (percentiles, latency targets, vrate bounds), `io.weight`;
+//! - iocost: `io.cost.model` (linear) at ¼, ½, 1, 2 or 4 times the device's speed or
+//!   the kernel's own (auto) model, `io.cost.qos` (percentiles, latency targets, vrate
+//!   bounds), `io.weight`;
 //! - iolatency: `io.latency` targets (50 µs–10 ms) on siblings of unprotected jobs
 //!   (the real side needs a kernel with CONFIG_BLK_CGROUP_IOLATENCY: `kernel build`);
 //! - deadline: mq-deadline with its tunables, `nr_requests`, fio `prioclass`;
 //! - mixed: one of iocost, iolatency or deadline with `io.max` lines added.
 //!
-//! Not yet: successive fio runs, interface writes scheduled mid-run (`[[schedule]]`),
-//! `io.prio.class` (Debian's kernels lack CONFIG_BLK_CGROUP_IOPRIO), bfq and kyber,
-//! iocost's auto model, several jobs per fio, `nr_requests` without a scheduler.
+//! Not drawn: `io.prio.class` (Debian's kernels lack CONFIG_BLK_CGROUP_IOPRIO; the
+//! hand-written `validate-ioprio-class` covers it on a built kernel), bfq and kyber
+//! (not modelled), `nr_requests` without a scheduler.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -50,6 +53,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+use super::campaign::{self, JUDGED};
 use super::compare::{self, Figures};
 use super::{KernelFigures, ValidateOptions};
 use crate::report::outdir::OutDir;
@@ -208,8 +212,9 @@ fn hierarchy(rng: &mut SimRng, leaves: usize) -> (Vec<String>, Vec<String>) {
     (parents.into_iter().collect(), leaf_paths)
 }
 
-/// One fio command line for job `name`.
-fn fio(rng: &mut SimRng, name: &str, reads_mostly: bool, prioclass: bool) -> String {
+/// One job's options (after its `--name`): pattern, block size, engine and depth, a
+/// rate or thinktime, a priority class.
+fn job_options(rng: &mut SimRng, reads_mostly: bool, prioclass: bool) -> String {
     let rw = if reads_mostly && !one_in(rng, 3) {
         pick(rng, &["read", "randread"])
     } else {
@@ -224,9 +229,8 @@ fn fio(rng: &mut SimRng, name: &str, reads_mostly: bool, prioclass: bool) -> Str
             "4k", "4k", "4k", "4k", "8k", "16k", "64k", "128k", "256k", "1m",
         ],
     );
-    let psync = one_in(rng, 4);
-    let mut f = format!("fio --name={name} --rw={rw} --bs={bs} --direct=1");
-    if psync {
+    let mut f = format!(" --rw={rw} --bs={bs}");
+    if one_in(rng, 4) {
         f.push_str(" --ioengine=psync");
     } else {
         let _ = write!(
@@ -253,7 +257,22 @@ fn fio(rng: &mut SimRng, name: &str, reads_mostly: bool, prioclass: bool) -> Str
     if prioclass && one_in(rng, 2) {
         let _ = write!(f, " --prioclass={}", pick(rng, &[1u32, 2, 3]));
     }
-    let _ = write!(f, " --runtime={} --time_based", pick(rng, &[2u32, 3]));
+    f
+}
+
+/// One fio command line: job `name`, and one time in five a second job `{name}b`
+/// beside it in the same fio process (the options before the first `--name` are
+/// fio's global ones, shared by both).
+fn fio(rng: &mut SimRng, name: &str, reads_mostly: bool, prioclass: bool) -> String {
+    let mut f = format!(
+        "fio --direct=1 --runtime={} --time_based --name={name}",
+        pick(rng, &[2u32, 3])
+    );
+    f.push_str(&job_options(rng, reads_mostly, prioclass));
+    if one_in(rng, 5) {
+        let _ = write!(f, " --name={name}b");
+        f.push_str(&job_options(rng, reads_mostly, prioclass));
+    }
     f
 }
 
@@ -298,11 +317,18 @@ fn iocost_root(rng: &mut SimRng, dev: &Device) -> String {
     let lat = pick(rng, &[1000u32, 5000, 25_000]);
     let min = pick(rng, &[25u32, 50, 100]);
     let max = pick(rng, &[100u32, 150, 200]);
+    // one time in four the kernel's own model (`ctrl=auto`: the autop[] preset it picks)
+    let model = if one_in(rng, 4) {
+        String::new()
+    } else {
+        format!(
+            "\"io.cost.model\" = \"252:0 ctrl=user model=linear rbps={bps} \
+             rseqiops={iops} rrandiops={iops} wbps={bps} wseqiops={iops} wrandiops={iops}\"\n"
+        )
+    };
     format!(
-        "[root]\n\"io.cost.model\" = \"252:0 ctrl=user model=linear rbps={bps} \
-         rseqiops={iops} rrandiops={iops} wbps={bps} wseqiops={iops} wrandiops={iops}\"\n\
-         \"io.cost.qos\" = \"252:0 enable=1 ctrl=user rpct={pct} rlat={lat} wpct={pct} \
-         wlat={lat} min={min} max={max}\"\n"
+        "[root]\n{model}\"io.cost.qos\" = \"252:0 enable=1 ctrl=user rpct={pct} rlat={lat} \
+         wpct={pct} wlat={lat} min={min} max={max}\"\n"
     )
 }
 
@@ -383,18 +409,47 @@ pub fn scenario(family: Family, seed: u64, index: usize) -> String {
         }
         if leaf {
             let job = path.rsplit('/').next().unwrap_or(path);
-            let _ = writeln!(
-                t,
-                "fio = \"{}\"",
-                fio(
-                    &mut rng,
-                    job,
-                    base == Family::Iolatency,
-                    base == Family::Deadline
-                )
-            );
+            let (reads, prio) = (base == Family::Iolatency, base == Family::Deadline);
+            let first = fio(&mut rng, job, reads, prio);
+            // one time in six a second run of fio once the first has exited
+            if one_in(&mut rng, 6) {
+                let second = fio(&mut rng, &format!("{job}r2"), reads, prio);
+                let _ = writeln!(t, "fio = [\n  \"{first}\",\n  \"{second}\",\n]");
+            } else {
+                let _ = writeln!(t, "fio = \"{first}\"");
+            }
         }
         t.push('\n');
+    }
+    // one time in three, a line of the family's rewritten a second in
+    let all: Vec<&String> = parents.iter().chain(&leaf_paths).collect();
+    if one_in(&mut rng, 3) {
+        let at = pick(&mut rng, &[1u32, 2]);
+        let (cgroup, line) = match base {
+            _ if throttle => (
+                pick(&mut rng, &all),
+                format!("\"io.max\" = \"{}\"", io_max(&mut rng, &dev)),
+            ),
+            Family::Iocost => (
+                pick(&mut rng, &all),
+                format!(
+                    "\"io.weight\" = \"default {}\"",
+                    pick(&mut rng, &[25u32, 100, 400, 1000])
+                ),
+            ),
+            Family::Iolatency => (
+                pick(&mut rng, &leaf_paths.iter().collect::<Vec<_>>()),
+                format!(
+                    "\"io.latency\" = \"252:0 target={}\"",
+                    pick(&mut rng, &["50", "500", "5000", "max"])
+                ),
+            ),
+            _ => return t,
+        };
+        let _ = writeln!(
+            t,
+            "[[schedule]]\nat = \"{at}s\"\ncgroup = \"{cgroup}\"\n{line}"
+        );
     }
     t
 }
@@ -415,10 +470,10 @@ pub fn scenarios(
 /// The JSON-lines file of results under `--output`.
 pub const RESULTS: &str = "random.jsonl";
 
-/// The scenario files (`scenarios/NAME`) `DIR/random.jsonl` holds a line for; a line
-/// cut short by an interruption is not one.
-pub fn done(dir: &Path) -> BTreeSet<String> {
-    let text = std::fs::read_to_string(dir.join(RESULTS)).unwrap_or_default();
+/// The scenario files (`scenarios/NAME`) the JSON-lines file `path` holds a line for;
+/// a line cut short by an interruption is not one.
+pub fn done(path: &Path) -> BTreeSet<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
     text.lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter_map(|v| v.get("file")?.as_str().map(str::to_string))
@@ -428,7 +483,7 @@ pub fn done(dir: &Path) -> BTreeSet<String> {
 /// Of `names` (file names under `scenarios/`), those `DIR/random.jsonl` does not hold
 /// yet: what a rerun still has to validate.
 pub fn pending<'a>(dir: &Path, names: &'a [String]) -> Vec<&'a String> {
-    let done = done(dir);
+    let done = done(&dir.join(RESULTS));
     names
         .iter()
         .filter(|n| !done.contains(&format!("scenarios/{n}")))
@@ -436,8 +491,21 @@ pub fn pending<'a>(dir: &Path, names: &'a [String]) -> Vec<&'a String> {
 }
 
 /// Write the scenarios into `DIR/scenarios/` (each file replaced, nothing else
-/// touched).
+/// touched). A file there that differs from what this build draws (the grammar
+/// changed since the campaign began) is refused: its results were for the file.
 pub fn write_scenarios(dir: &Path, set: &[(String, String)]) -> Result<(), String> {
+    for (name, text) in set {
+        let path = dir.join("scenarios").join(name);
+        if let Ok(old) = std::fs::read_to_string(&path)
+            && old != *text
+        {
+            return Err(format!(
+                "{}: differs from the scenario this build draws for it (the grammar changed \
+                 since the campaign began); use a new --output, or the build that began it",
+                path.display()
+            ));
+        }
+    }
     let names: Vec<&str> = set.iter().map(|(n, _)| n.as_str()).collect();
     let out = OutDir::top_owning(&dir.join("scenarios"), &names)?;
     for (name, text) in set {
@@ -446,18 +514,17 @@ pub fn write_scenarios(dir: &Path, set: &[(String, String)]) -> Result<(), Strin
     Ok(())
 }
 
-/// Append one line to `DIR/random.jsonl` in one write (after a newline if an
+/// Append one line to the JSON-lines file `path` in one write (after a newline if an
 /// interrupted run left the last line unfinished); never through a symlink.
-fn append(dir: &Path, line: &str) -> Result<(), String> {
+fn append(path: &Path, line: &str) -> Result<(), String> {
     use std::os::unix::fs::OpenOptionsExt;
-    let path = dir.join(RESULTS);
     let err = |e: std::io::Error| format!("{}: {e}", path.display());
     let mut f = std::fs::OpenOptions::new()
         .read(true)
         .append(true)
         .create(true)
         .custom_flags(libc::O_NOFOLLOW)
-        .open(&path)
+        .open(path)
         .map_err(err)?;
     let len = f.seek(SeekFrom::End(0)).map_err(err)?;
     let mut text = String::new();
@@ -474,24 +541,17 @@ fn append(dir: &Path, line: &str) -> Result<(), String> {
     f.write_all(text.as_bytes()).map_err(err)
 }
 
-/// The figures the results keep: (name, index in [`compare::FIGURES`]).
-const KEPT: [(&str, usize); 4] = [
-    ("iops", 0),
-    ("clat_mean_us", 3),
-    ("p50_us", 4),
-    ("p99_us", 7),
-];
-
 fn figures_json(f: Option<&Vec<Option<f64>>>) -> Value {
     let mut m = serde_json::Map::new();
-    for (name, i) in KEPT {
-        m.insert(name.into(), json!(f.and_then(|v| v[i])));
+    for j in JUDGED {
+        m.insert(j.key.into(), json!(f.and_then(|v| v[j.figure])));
     }
     Value::Object(m)
 }
 
 /// One scenario's result line: per kernel, job and direction, real and simulated
-/// figures (means over boots and seeds) and the ratio sim/real.
+/// figures (means over boots and seeds), the ratio sim/real, and each boot's and each
+/// seed's figures (`real_runs`, `sim_runs`: the spread the report judges against).
 pub fn result_line(file: &str, family: Family, kernels: &[KernelFigures]) -> String {
     let kernels: Vec<Value> = kernels
         .iter()
@@ -503,19 +563,24 @@ pub fn result_line(file: &str, family: Family, kernels: &[KernelFigures]) -> Str
                 .map(|key| {
                     let (r, s) = (real.get(key), sim.get(key));
                     let mut ratio = serde_json::Map::new();
-                    for (name, i) in KEPT {
-                        let q = match (r.and_then(|v| v[i]), s.and_then(|v| v[i])) {
+                    for j in JUDGED {
+                        let q = match (r.and_then(|v| v[j.figure]), s.and_then(|v| v[j.figure])) {
                             (Some(r), Some(s)) if r > 0.0 => Some(s / r),
                             _ => None,
                         };
-                        ratio.insert(name.into(), json!(q));
+                        ratio.insert(j.key.into(), json!(q));
                     }
+                    let each = |runs: &[Figures]| -> Vec<Value> {
+                        runs.iter().map(|f| figures_json(f.get(key))).collect()
+                    };
                     json!({
                         "job": key.0,
                         "dir": key.1,
                         "real": figures_json(r),
                         "sim": figures_json(s),
                         "ratio": ratio,
+                        "real_runs": each(&k.real),
+                        "sim_runs": each(&k.sim),
                     })
                 })
                 .collect();
@@ -533,6 +598,58 @@ pub struct RandomOptions {
     pub seed: u64,
     pub output: PathBuf,
     pub shard: Option<Shard>,
+    /// Boot nothing: simulate again every scenario `random.jsonl` holds real runs for,
+    /// into `resimulated.jsonl`, and report the two side by side.
+    pub resimulate: bool,
+}
+
+/// The files a campaign writes at the top of its folder (besides `random.jsonl`, which
+/// it appends to, and `scenarios/`, `runs/`).
+const REPORTS: [&str; 2] = ["report.txt", "report.html"];
+
+/// What `--resimulate` writes at the top of the campaign's folder.
+pub const RESIMULATED: &str = "resimulated.jsonl";
+const RESIMULATED_REPORTS: [&str; 2] = ["resimulated.txt", "resimulated.html"];
+
+/// The report of `DIR/random.jsonl` written to `DIR/report.{txt,html}`; after
+/// `--resimulate`, that of `resimulated.jsonl` to `resimulated.{txt,html}`, with the
+/// fractions within before (the same scenarios in `random.jsonl`) and after. Returns
+/// the text for the terminal.
+fn write_report(dir: &Path, resimulated: bool) -> Result<String, String> {
+    let shown = dir.display().to_string();
+    let campaign_lines = campaign::read_lines(&dir.join(RESULTS))?;
+    let (report, before, names, title) = if resimulated {
+        let after_lines = campaign::read_lines(&dir.join(RESIMULATED))?;
+        let files: BTreeSet<&str> = after_lines.iter().map(|l| l.file.as_str()).collect();
+        let before_lines: Vec<campaign::Line> = campaign_lines
+            .into_iter()
+            .filter(|l| files.contains(l.file.as_str()))
+            .collect();
+        (
+            campaign::Report::new(&after_lines),
+            Some(campaign::Report::new(&before_lines)),
+            RESIMULATED_REPORTS,
+            "validate --random: the campaign resimulated",
+        )
+    } else {
+        (
+            campaign::Report::new(&campaign_lines),
+            None,
+            REPORTS,
+            "validate --random: the campaign",
+        )
+    };
+    let mut text = report.text(&shown, 10);
+    if let Some(b) = &before {
+        text = format!(
+            "Within tolerance, as random.jsonl has it → as this build simulates it:\n{}\n{text}",
+            b.compare(&report)
+        );
+    }
+    let out = OutDir::top_owning(dir, &names)?;
+    out.write(names[0], &text)?;
+    out.write(names[1], &report.html(title, before.as_ref()))?;
+    Ok(text)
 }
 
 /// `blkcg-sim validate --random`: write the shard's scenarios, then validate each one
@@ -551,6 +668,9 @@ pub fn random_command(
     }
     let set = scenarios(r.n, r.family, r.seed, r.shard);
     write_scenarios(&r.output, &set)?;
+    if r.resimulate {
+        return resimulate(r, &set, validate, out);
+    }
     let names: Vec<String> = set.iter().map(|(n, _)| n.clone()).collect();
     let todo = pending(&r.output, &names);
     out(&format!(
@@ -568,6 +688,12 @@ pub fn random_command(
             "validate"
         }
     ));
+    if validate.dry_run {
+        out(&format!(
+            "host tools: {}\n",
+            super::host_tools(&validate.kernels)
+        ));
+    }
     let mut failed = 0;
     for (k, name) in todo.iter().enumerate() {
         let path = r.output.join("scenarios").join(name);
@@ -602,8 +728,92 @@ pub fn random_command(
                 json!({"file": file, "family": r.family.name(), "error": e}).to_string()
             }
         };
-        append(&r.output, &line)?;
+        append(&r.output.join(RESULTS), &line)?;
     }
+    if !validate.dry_run {
+        out(&format!("\n{}", write_report(&r.output, false)?));
+    }
+    Ok(u8::from(failed > 0))
+}
+
+/// `--resimulate`: every scenario of the shard that `random.jsonl` holds real runs for
+/// and `resimulated.jsonl` does not hold yet, simulated again by this build (on the
+/// kernels of `--kernel`, which must include those the campaign ran on) and judged
+/// against the stored runs; then the report, before and after.
+fn resimulate(
+    r: &RandomOptions,
+    set: &[(String, String)],
+    validate: &ValidateOptions<'_>,
+    out: &mut dyn FnMut(&str),
+) -> Result<u8, String> {
+    let results = r.output.join(RESULTS);
+    if !results.exists() {
+        return Err(format!(
+            "--resimulate: no {} yet: run the campaign first (the same command without \
+             --resimulate)",
+            results.display()
+        ));
+    }
+    let lines = campaign::read_lines(&results)?;
+    let done = done(&r.output.join(RESIMULATED));
+    let todo: Vec<&campaign::Line> = lines
+        .iter()
+        .filter(|l| l.error.is_none() && !done.contains(&l.file))
+        .filter(|l| set.iter().any(|(n, _)| l.file == format!("scenarios/{n}")))
+        .collect();
+    out(&format!(
+        "validate --random --resimulate: {} scenario(s) with real runs to simulate again \
+         ({} already in {})\n",
+        todo.len(),
+        done.len(),
+        r.output.join(RESIMULATED).display(),
+    ));
+    let mut failed = 0;
+    for (k, line) in todo.iter().enumerate() {
+        let path = r.output.join(&line.file);
+        out(&format!("{} ({} of {})\n", line.file, k + 1, todo.len()));
+        let simulated = std::fs::read_to_string(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))
+            .and_then(|text| {
+                Scenario::parse(&text, &path.display().to_string()).map_err(|e| e.to_string())
+            })
+            .and_then(|sc| {
+                let o = ValidateOptions {
+                    output: None,
+                    ..validate.clone()
+                };
+                super::simulated_figures(&sc, &o)
+            })
+            .and_then(|sim| {
+                line.real_runs()
+                    .into_iter()
+                    .map(|(name, real)| {
+                        let s = sim.iter().find(|k| k.name == name).ok_or_else(|| {
+                            format!(
+                                "the campaign ran it on {name}; give that kernel to \
+                                 --resimulate (--kernel)"
+                            )
+                        })?;
+                        Ok(KernelFigures {
+                            name,
+                            real,
+                            sim: s.sim.clone(),
+                        })
+                    })
+                    .collect::<Result<Vec<_>, String>>()
+            });
+        let family = line.family.parse().unwrap_or(r.family);
+        let text = match simulated {
+            Ok(kernels) => result_line(&line.file, family, &kernels),
+            Err(e) => {
+                failed += 1;
+                out(&format!("{}: {e}\n", line.file));
+                json!({"file": line.file, "family": family.name(), "error": e}).to_string()
+            }
+        };
+        append(&r.output.join(RESIMULATED), &text)?;
+    }
+    out(&format!("\n{}", write_report(&r.output, true)?));
     Ok(u8::from(failed > 0))
 }
 
@@ -706,9 +916,20 @@ mod tests {
             "--prioclass=",
             "--bs=1m",
             "--rwmixread=",
+            "b --rw=",
+            "fio = [",
+            "r2 --rw=",
+            "target=max",
         ] {
             assert!(all.contains(needle), "no scenario has `{needle}`");
         }
+        // each family's line is rewritten mid-run somewhere
+        let scheduled: String = all.split("[[schedule]]").skip(1).collect();
+        for file in ["io.max", "io.weight", "io.latency"] {
+            assert!(scheduled.contains(file), "no schedule rewrites {file}");
+        }
+        // the kernel's own model: qos without a model line
+        assert!(all.matches("io.cost.qos").count() > all.matches("io.cost.model").count());
     }
 
     #[test]
@@ -739,12 +960,12 @@ mod tests {
             sim: Vec::new(),
         };
         append(
-            &d,
+            &d.join(RESULTS),
             &result_line("scenarios/0002-iocost.toml", Family::Iocost, &[one]),
         )
         .unwrap();
         append(
-            &d,
+            &d.join(RESULTS),
             &json!({"file": "scenarios/0004-iocost.toml", "error": "x"}).to_string(),
         )
         .unwrap();
@@ -759,7 +980,7 @@ mod tests {
             ["0001-iocost.toml", "0003-iocost.toml"]
         );
         append(
-            &d,
+            &d.join(RESULTS),
             &json!({"file": "scenarios/0003-iocost.toml"}).to_string(),
         )
         .unwrap();
@@ -810,6 +1031,7 @@ mod tests {
                 seed: 1,
                 output: temp("bad"),
                 shard: None,
+                resimulate: false,
             };
             let e = random_command(&r, &opts(true), &mut |_| {}).unwrap_err();
             assert!(e.contains("--random") && !e.contains('\n'), "{e}");
