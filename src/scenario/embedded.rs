@@ -96,6 +96,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/validate-nullb-dispatch.toml"),
     ),
     (
+        "validate-tag-sleeper-preempt",
+        include_str!("../../scenarios/validate-tag-sleeper-preempt.toml"),
+    ),
+    (
         "validate-deadline-tag-race",
         include_str!("../../scenarios/validate-deadline-tag-race.toml"),
     ),

@@ -65,8 +65,19 @@ pub struct HostCosts {
     /// woken task runs at once), 1 = one, as the qemu guest's vCPU. With one, a tag
     /// sleeper woken by a completion waits until every fio job that completions woke to
     /// reap has gone back to waiting (the woken tasks run one after another, the
-    /// reaper first: docs/validation.md §13). Nothing else is serialised.
+    /// reaper first: docs/validation.md §13), or until the reapers have held the CPU
+    /// `tag_sleeper_preempt_ns` since it began to wait. Nothing else is serialised.
     pub cpus: u32,
+    /// With `cpus = 1`: once the reapers have held the CPU this long (their CPU time,
+    /// not the wall time) since a tag sleeper began to wait, it no longer yields to
+    /// them: it runs as soon as it is woken, or at the next completion if it was woken
+    /// before. The scheduler's bound (CFS, `check_preempt_wakeup()`): virtual time
+    /// advances only while a task runs, so the sleeper falls behind by the reapers'
+    /// CPU time and preempts once that is more than the wakeup granularity (1 ms on
+    /// one CPU). A reaper that never leaves the CPU holds a woken task off about that
+    /// long; on a mostly idle CPU the reaper-first order stands (docs/validation.md
+    /// §19).
+    pub tag_sleeper_preempt_ns: Ns,
     /// Successive fio runs (`fio = [...]`): from the last job of run k-1 ending to the
     /// jobs of run k starting, as a script sees it: fio's exit, the script's own work
     /// and the next fio's start-up (fio 3.33 takes ~0.3 s from exec to its first I/O).
@@ -106,6 +117,9 @@ impl std::fmt::Display for HostCosts {
                 " tag_wakeup_ns={} cpus={}",
                 self.tag_wakeup_ns, self.cpus
             )?;
+        }
+        if self.tag_sleeper_preempt_ns != d.tag_sleeper_preempt_ns {
+            write!(f, " tag_sleeper_preempt_ns={}", self.tag_sleeper_preempt_ns)?;
         }
         if self.tag_wakeup_slip_ppm > 0 {
             write!(
@@ -195,6 +209,7 @@ impl Default for HostCosts {
             tag_wakeup_slip_ppm: 0,
             tag_wakeup_slip_ns: 0,
             cpus: 0,
+            tag_sleeper_preempt_ns: NSEC_PER_MSEC,
             fio_restart_ns: 300 * NSEC_PER_MSEC,
         }
     }

@@ -678,13 +678,14 @@ impl Scenario {
                 "wakeup_slip_ns" => h.wakeup_slip_ns = ns,
                 "tag_wakeup_ns" => h.tag_wakeup_ns = ns,
                 "tag_wakeup_slip_ns" => h.tag_wakeup_slip_ns = ns,
+                "tag_sleeper_preempt_ns" => h.tag_sleeper_preempt_ns = ns,
                 "fio_restart_ns" => h.fio_restart_ns = ns,
                 _ => {
                     return Err(self.err_at(
                         &["host"],
                         key,
                         format!(
-                            "unknown `host.{key}`; accepted: submit_ns, submit_page_ns, complete_ns, complete_page_ns, fio_loop_ns, workqueue_ns, timer_slack_ns, wakeup_jitter_ns, wakeup_slip_ppm, wakeup_slip_ns, tag_wakeup_ns, tag_wakeup_slip_ppm, tag_wakeup_slip_ns, cpus, fio_restart_ns"
+                            "unknown `host.{key}`; accepted: submit_ns, submit_page_ns, complete_ns, complete_page_ns, fio_loop_ns, workqueue_ns, timer_slack_ns, wakeup_jitter_ns, wakeup_slip_ppm, wakeup_slip_ns, tag_wakeup_ns, tag_wakeup_slip_ppm, tag_wakeup_slip_ns, tag_sleeper_preempt_ns, cpus, fio_restart_ns"
                         ),
                     ));
                 }

@@ -34,7 +34,10 @@
 //! and the switch to it) and may sleep again. With `[host] cpus = 1` (the qemu guest's
 //! one vCPU) a woken sleeper runs only once the fio jobs that completions woke to reap
 //! have gone back to waiting (`run_tag_sleepers()`): on one CPU the woken tasks run
-//! one after another, and the reaper, woken first by `bio_endio()`, resubmits first.
+//! one after another, and the reaper, woken first by `bio_endio()`, resubmits first
+//! — unless the reapers have held the CPU `[host] tag_sleeper_preempt_ns` (1 ms)
+//! since the sleeper began to wait: the scheduler then lets it preempt them (CFS's
+//! wakeup preemption; [`OneCpu`]).
 //! (Timers expiring a few µs apart complete in one `hrtimer_interrupt()`; requests one
 //! queue run dispatches reach the device here at one instant and complete together.)
 //! A request goes to the elevator and the queue is run (`blk_mq_run_hw_queue()`):
@@ -125,6 +128,63 @@ pub(super) struct Ctx {
 // the context's flags and its inline bios share the first cache line
 const _: () = assert!(std::mem::size_of::<Ctx>() == 64);
 
+/// The one CPU of `[host] cpus = 1` as the woken tasks see it: the reapers (jobs
+/// woken by a completion that have not gone back to waiting, `JobRt::on_cpu`) hold it
+/// and run first; the tag sleepers woken meanwhile wait in wake order until none runs,
+/// or until the reapers have held the CPU `tag_sleeper_preempt_ns` since the sleeper
+/// began to wait. That is CFS's bound: virtual time advances only while a task runs,
+/// so a sleeper falls behind the reapers by the CPU time they used, and once it is
+/// more than the wakeup granularity behind, `check_preempt_wakeup()` lets it preempt
+/// (on a mostly idle CPU that takes long; behind a reaper that never leaves the CPU,
+/// about the granularity).
+#[derive(Debug, Default)]
+pub(super) struct OneCpu {
+    reapers: u32,
+    /// Since when some reaper holds the CPU, and how long reapers held it before that.
+    held_since: Ns,
+    held_ns: Ns,
+    runnable: Vec<u32>,
+    /// Per context (grown as needed): [`OneCpu::held`] when it began to wait for a tag.
+    held_at_wait: Vec<Ns>,
+}
+
+impl OneCpu {
+    /// How long reapers have held the CPU, in all, by `now`.
+    fn held(&self, now: Ns) -> Ns {
+        self.held_ns
+            + if self.reapers > 0 {
+                now.saturating_sub(self.held_since)
+            } else {
+                0
+            }
+    }
+
+    /// A job woken by a completion takes the CPU.
+    pub(super) fn reaper_on(&mut self, now: Ns) {
+        if self.reapers == 0 {
+            self.held_since = now;
+        }
+        self.reapers += 1;
+    }
+
+    /// A reaper goes back to waiting.
+    pub(super) fn reaper_off(&mut self, now: Ns) {
+        self.reapers -= 1;
+        if self.reapers == 0 {
+            self.held_ns += now.saturating_sub(self.held_since);
+        }
+    }
+
+    /// Context `c` begins to wait for a tag.
+    fn tag_wait(&mut self, c: u32, now: Ns) {
+        let c = c as usize;
+        if self.held_at_wait.len() <= c {
+            self.held_at_wait.resize(c + 1, 0);
+        }
+        self.held_at_wait[c] = self.held(now);
+    }
+}
+
 /// Per-cgroup `io.stat` counters kept by blk-cgroup (`blk_cgroup_bio_start()`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CgIoStat {
@@ -174,11 +234,8 @@ pub struct Pipeline {
     pub(super) cg_stat: Vec<CgIoStat>,
     scratch_done: Vec<u32>,
     scratch_ctxs: Vec<u32>,
-    /// `[host] cpus = 1`: jobs woken by a completion that have not gone back to
-    /// waiting (`JobRt::on_cpu`), and the tag sleepers woken meanwhile, in wake order,
-    /// that run once there are none.
-    pub(super) reapers_on_cpu: u32,
-    tag_sleepers_runnable: Vec<u32>,
+    /// `[host] cpus = 1`: who holds the one CPU, and who waits for it.
+    pub(super) one_cpu: OneCpu,
     /// Jobs that have ended (the run stops when all have).
     pub(super) jobs_done: usize,
     /// Jobs not started yet (waiting for their `after` jobs).
@@ -278,8 +335,7 @@ impl Pipeline {
             cg_stat: vec![CgIoStat::default(); nr_cgroups.max(1)],
             scratch_done: Vec::new(),
             scratch_ctxs: Vec::new(),
-            reapers_on_cpu: 0,
-            tag_sleepers_runnable: Vec::new(),
+            one_cpu: OneCpu::default(),
             jobs_done: 0,
             nr_not_started: nr_jobs,
             scratch_bios: Vec::new(),
@@ -703,6 +759,9 @@ impl Pipeline {
                 self.start_request(b, tag, since, now);
             } else {
                 self.tags.prepare_to_wait(c);
+                if stage != Stage::Alloc && self.host.cpus == 1 {
+                    self.one_cpu.tag_wait(c, now);
+                }
                 let ctx = &mut self.ctxs[c as usize];
                 if let Some(front) = ctx.pending.front_mut() {
                     front.1 = Stage::Alloc;
@@ -1000,7 +1059,8 @@ impl Pipeline {
             self.ctxs[c as usize].blocked = false;
             self.prefetch_tag_retry(c);
             if one_cpu {
-                self.tag_sleepers_runnable.push(c);
+                // run_tag_sleepers() below decides: after the reapers, or at once
+                self.one_cpu.runnable.push(c);
             } else {
                 let delay = self.tag_wakeup(c);
                 self.kick_ctx(c, delay);
@@ -1038,18 +1098,34 @@ impl Pipeline {
     }
 
     /// The tag sleepers woken while reapers ran ask again once none runs
-    /// (`[host] cpus = 1`): the woken tasks run one after another.
+    /// (`[host] cpus = 1`): the woken tasks run one after another. One behind which
+    /// the reapers have held the CPU `tag_sleeper_preempt_ns` runs now ([`OneCpu`]).
     pub(super) fn run_tag_sleepers(&mut self) {
-        if self.reapers_on_cpu > 0 {
+        if self.one_cpu.runnable.is_empty() {
             return;
         }
-        let mut woken = std::mem::take(&mut self.tag_sleepers_runnable);
-        for &c in &woken {
-            let delay = self.tag_wakeup(c);
-            self.kick_ctx(c, delay);
+        let now = self.q.now();
+        let cpu = &self.one_cpu;
+        let (all, held, bound) = (
+            cpu.reapers == 0,
+            cpu.held(now),
+            self.host.tag_sleeper_preempt_ns,
+        );
+        let mut woken = std::mem::take(&mut self.one_cpu.runnable);
+        let mut kept = 0;
+        for i in 0..woken.len() {
+            let c = woken[i];
+            let behind = held.saturating_sub(self.one_cpu.held_at_wait[c as usize]);
+            if all || behind >= bound {
+                let delay = self.tag_wakeup(c);
+                self.kick_ctx(c, delay);
+            } else {
+                woken[kept] = c;
+                kept += 1;
+            }
         }
-        woken.clear();
-        self.tag_sleepers_runnable = woken;
+        woken.truncate(kept);
+        self.one_cpu.runnable = woken;
     }
 
     /// When woken tag sleeper `c` asks again: `tag_wakeup_ns`, and now and then a

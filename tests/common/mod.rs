@@ -184,3 +184,24 @@ pub fn fit_files() -> Vec<String> {
     v.sort();
     v
 }
+
+/// The built-in scenario `name` run as `validate` simulates it on Debian's kernel
+/// `release` in its qemu guest: that series' measured host costs and `dispatch_ns`
+/// (`validate::GUEST_HOSTS`), the kernel version pinned.
+pub fn as_validate_simulates(name: &str, release: &str) -> blkcg_sim::run::VariantRun {
+    use toml::Value;
+    let text = blkcg_sim::scenario::embedded::get(name).unwrap();
+    let sc = blkcg_sim::scenario::Scenario::parse(text, name).unwrap();
+    let (_, guest) = blkcg_sim::validate::guest_host(release);
+    let mut pins: Vec<(&[&str], &str, Value)> = guest
+        .host
+        .iter()
+        .map(|(k, v)| (&["host"][..], *k, Value::Integer(*v)))
+        .collect();
+    pins.push((
+        &["device"],
+        "dispatch_ns",
+        Value::Integer(guest.dispatch_ns),
+    ));
+    blkcg_sim::run::run_variant(&sc.pinned(&pins), None, Some(release), None, false).unwrap()
+}

@@ -106,7 +106,9 @@ pub(super) enum Phase {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) enum AfterQuiesce {
     RateSleep(Ns, Dir),
-    Think,
+    /// Think, then count the next `thinktime_blocks` from this many blocks: the
+    /// counter as `handle_thinktime()` read it before `io_u_quiesce()` reaped the rest.
+    Think(u64),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -362,13 +364,10 @@ impl Pipeline {
             let j = iou.job;
             let job = &mut self.jobs[j as usize];
             job.completed.push_back(io);
-            if !job.p.thinktime_count_issue {
-                job.blocks_counter += 1;
-            }
             if matches!(job.phase, Phase::Reap | Phase::Quiesce(_) | Phase::Drain) {
                 if self.host.cpus == 1 && !job.on_cpu {
                     job.on_cpu = true;
-                    self.reapers_on_cpu += 1;
+                    self.one_cpu.reaper_on(self.q.now());
                 }
                 let dir = if iou.dir_write { Dir::Write } else { Dir::Read };
                 job.prefetch_reap_and_loop(dir, self.job_timelines);
@@ -431,7 +430,7 @@ impl Pipeline {
         let job = &mut self.jobs[j as usize];
         if job.on_cpu {
             job.on_cpu = false;
-            self.reapers_on_cpu -= 1;
+            self.one_cpu.reaper_off(self.q.now());
             self.run_tag_sleepers();
         }
     }
@@ -592,8 +591,8 @@ impl Pipeline {
                         continue;
                     }
                     match then {
-                        AfterQuiesce::Think => {
-                            job.last_think_blocks = job.blocks_counter;
+                        AfterQuiesce::Think(b) => {
+                            job.last_think_blocks = b;
                             let mut left = job.p.thinktime;
                             if let Some(e) = job.end {
                                 left = left.min(e.saturating_sub(now));
@@ -721,7 +720,7 @@ impl Pipeline {
         if job.p.thinktime > 0
             && job.blocks_counter >= job.last_think_blocks + job.p.thinktime_blocks.max(1) as u64
         {
-            job.phase = Phase::Quiesce(AfterQuiesce::Think);
+            job.phase = Phase::Quiesce(AfterQuiesce::Think(job.blocks_counter));
         }
     }
 
@@ -750,6 +749,12 @@ impl Pipeline {
                 IoRes::Eof if job.p.sync_engine => Some((IoErr::Eio, ErrSite::FullResid)),
                 IoRes::Eof => None,
             };
+            // io_completed(): a reaped I/O without error counts in io_blocks, which
+            // thinktime_blocks_type=complete counts (not the device's completion: fio
+            // sees an I/O done when it reaps it)
+            if failed.is_none() && !job.p.thinktime_count_issue {
+                job.blocks_counter += 1;
+            }
             if let Some((e, site)) = failed {
                 if logging {
                     job.stats.add_error(dir);
