@@ -747,6 +747,13 @@ fn resimulate(
     out: &mut dyn FnMut(&str),
 ) -> Result<u8, String> {
     let results = r.output.join(RESULTS);
+    if validate.dry_run && !results.exists() {
+        out(&format!(
+            "validate --random --resimulate --dry-run: nothing to simulate again: no {} yet\n",
+            results.display()
+        ));
+        return Ok(0);
+    }
     if !results.exists() {
         return Err(format!(
             "--resimulate: no {} yet: run the campaign first (the same command without \
@@ -768,6 +775,12 @@ fn resimulate(
         done.len(),
         r.output.join(RESIMULATED).display(),
     ));
+    if validate.dry_run {
+        for line in &todo {
+            out(&format!("would simulate {} again\n", line.file));
+        }
+        return Ok(0);
+    }
     let mut failed = 0;
     for (k, line) in todo.iter().enumerate() {
         let path = r.output.join(&line.file);
