@@ -37,7 +37,7 @@
 //! one after another, and the reaper, woken first by `bio_endio()`, resubmits first
 //! — unless the reapers have held the CPU `[host] tag_sleeper_preempt_ns` (1 ms)
 //! since the sleeper began to wait: the scheduler then lets it preempt them (CFS's
-//! wakeup preemption; [`OneCpu`]).
+//! wakeup preemption; `OneCpu`).
 //! (Timers expiring a few µs apart complete in one `hrtimer_interrupt()`; requests one
 //! queue run dispatches reach the device here at one instant and complete together.)
 //! A request goes to the elevator and the queue is run (`blk_mq_run_hw_queue()`):
