@@ -620,6 +620,32 @@ fn a_random_campaign_of_three_scenarios_runs_resumes_and_reports() {
     for f in ["report.txt", "report.html"] {
         assert!(out_dir.join(f).is_file(), "{f}");
     }
+    // every file the page links is there, and a real browser shows the ranked table
+    let page = std::fs::read_to_string(out_dir.join("report.html")).expect("report.html");
+    let hrefs: Vec<&str> = page
+        .split("href=\"")
+        .skip(1)
+        .filter_map(|s| s.split('"').next())
+        .collect();
+    assert_eq!(hrefs.len(), 6, "{hrefs:?}");
+    for h in &hrefs {
+        assert!(
+            out_dir.join(h).is_file(),
+            "report.html links {h}, not there"
+        );
+    }
+    if common::require_tool("chromium", "chromium", "to open the campaign's report.html") {
+        let browser = Command::new("chromium")
+            .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom"])
+            .arg(format!("file://{}", out_dir.join("report.html").display()))
+            .output()
+            .expect("chromium starts");
+        let dom = String::from_utf8_lossy(&browser.stdout);
+        assert!(
+            dom.contains("Scenarios by disagreement") && dom.matches("<tr>").count() >= 3 + 2,
+            "the browser did not show the ranked table: {dom}"
+        );
+    }
     assert!(
         stdout.contains("3 scenario(s) judged, 0 could not be validated; up to 2 real boot(s)"),
         "{stdout}"
