@@ -392,9 +392,11 @@ impl Report {
             }
         );
         let _ = writeln!(t, "{}", tolerance_sentence());
+        let rows = self.rows();
+        let w = name_width(&rows);
         let _ = writeln!(
             t,
-            "\nWithin tolerance (job figures within / judged):\n{:<32} {:>9}{}",
+            "\nWithin tolerance (job figures within / judged):\n{:<w$} {:>9}{}",
             "family · kernel",
             "scenarios",
             JUDGED
@@ -402,8 +404,8 @@ impl Report {
                 .map(|j| format!(" {:>17}", j.label))
                 .collect::<String>()
         );
-        for (name, c) in self.rows() {
-            let _ = write!(t, "{name:<32} {:>9}", c.scenarios);
+        for (name, c) in rows {
+            let _ = write!(t, "{name:<w$} {:>9}", c.scenarios);
             for i in 0..JUDGED.len() {
                 let _ = write!(t, " {:>17}", cell(&c, i));
             }
@@ -518,8 +520,10 @@ impl Report {
 
     /// The fractions within of `self` (before) and `after`, side by side per row.
     pub fn compare(&self, after: &Report) -> String {
+        let rows = after.rows();
+        let w = name_width(&rows);
         let mut t = format!(
-            "{:<32}{}\n",
+            "{:<w$}{}\n",
             "family · kernel",
             JUDGED
                 .iter()
@@ -527,9 +531,9 @@ impl Report {
                 .collect::<String>()
         );
         let before: BTreeMap<String, Counts> = self.rows().into_iter().collect();
-        for (name, a) in after.rows() {
+        for (name, a) in rows {
             let b = before.get(&name).cloned().unwrap_or_default();
-            let _ = write!(t, "{name:<32}");
+            let _ = write!(t, "{name:<w$}");
             for i in 0..JUDGED.len() {
                 let shown = |c: &Counts| c.fraction(i).map_or("-".into(), pct);
                 let _ = write!(t, " {:>22}", format!("{}→{}", shown(&b), shown(&a)));
@@ -538,6 +542,15 @@ impl Report {
         }
         t
     }
+}
+
+/// The width of the rows' first column: the longest name (in characters).
+fn name_width(rows: &[(String, Counts)]) -> usize {
+    rows.iter()
+        .map(|(n, _)| n.chars().count())
+        .chain(["family · kernel".chars().count()])
+        .max()
+        .unwrap_or(0)
 }
 
 fn pct(f: f64) -> String {
