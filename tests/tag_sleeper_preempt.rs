@@ -15,13 +15,7 @@ use serde_json::Value;
 
 /// (IOPS, clat mean µs, clat p99 µs) of `job`'s direction `dir`.
 fn figures(doc: &Value, job: &str, dir: &str) -> (f64, f64, f64) {
-    let j = doc["jobs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|j| j["jobname"] == job)
-        .unwrap();
-    let d = &j[dir];
+    let d = common::fio_job(doc, job, dir);
     (
         d["iops"].as_f64().unwrap(),
         d["clat_ns"]["mean"].as_f64().unwrap() / 1e3,
@@ -30,8 +24,7 @@ fn figures(doc: &Value, job: &str, dir: &str) -> (f64, f64, f64) {
 }
 
 fn simulated() -> Value {
-    let run = common::as_validate_simulates("validate-tag-sleeper-preempt", "6.1.0");
-    serde_json::from_str(&blkcg_sim::report::fio::json::to_json(&run.fio, false)).unwrap()
+    common::as_validate_simulates_json("validate-tag-sleeper-preempt", "6.1.0")
 }
 
 /// j0's writes: real 1,247.96 IO/s, clat mean 1,508 µs, p99 94.9 ms (a throttle slice

@@ -32,7 +32,7 @@
 //! nothing. Each request: O(1), no allocation once the FIFO has grown to the depth.
 
 use super::config::Keys;
-use super::{BlockDevice, DevRq, LatencyModel, QueueLimits};
+use super::{BlockDevice, Completion, DevRq, LatencyModel, QueueLimits};
 use crate::error::KeyError;
 use crate::sim::{
     Dir, Event, EventQueue, NSEC_PER_MSEC, NSEC_PER_SEC, NSEC_PER_USEC, Ns, SimRng, time_text,
@@ -547,7 +547,7 @@ impl BlockDevice for Cloud {
         &self.limits
     }
 
-    fn submit(&mut self, now: Ns, rq: DevRq, q: &mut EventQueue) {
+    fn submit(&mut self, now: Ns, rq: DevRq, q: &mut EventQueue) -> Completion {
         if !self.timer_active {
             // idle time since the timer stopped: full buckets, credits accrued
             self.accrue(now);
@@ -558,6 +558,7 @@ impl BlockDevice for Cloud {
         if !self.backlog.is_empty() {
             self.throttled += 1;
         }
+        Completion::Later
     }
 
     fn on_event(&mut self, now: Ns, token: u64, q: &mut EventQueue, done: &mut Vec<u32>) {

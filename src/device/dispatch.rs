@@ -11,11 +11,14 @@
 //! [`Dispatch`] wraps any model: a request submitted before `dispatch_ns` has passed
 //! since the last completion waits in a FIFO; one `Event::Device(WAKE)` at that time
 //! hands every waiting request to the model at once (one queue run dispatches the whole
-//! list). Everything else is forwarded. O(1) per request; the FIFO holds at most the
-//! queue's tags.
+//! list). A request the model completes inside `submit()` ([`Completion::Inline`]:
+//! null_blk's softirq mode) sets no such gap: its completion path ran in the context
+//! that dispatched it, which pays it (`[host] inline_complete_ns`), and that context
+//! dispatches next. Everything else is forwarded. O(1) per request; the FIFO holds at
+//! most the queue's tags.
 
 use super::fault::Badblocks;
-use super::{BlockDevice, DevRq, LatencyModel, QueueLimits};
+use super::{BlockDevice, Completion, DevRq, LatencyModel, QueueLimits};
 use crate::error::KeyError;
 use crate::sim::{Event, EventQueue, IoErr, Ns, time_text};
 use std::collections::VecDeque;
@@ -31,6 +34,8 @@ pub struct Dispatch {
     next_ok: Ns,
     waiting: VecDeque<DevRq>,
     wake_pending: bool,
+    /// Per tag (grown as needed): its request completed inside `submit()`.
+    inline: Vec<bool>,
 }
 
 impl Dispatch {
@@ -42,7 +47,19 @@ impl Dispatch {
             next_ok: 0,
             waiting: VecDeque::with_capacity(depth),
             wake_pending: false,
+            inline: Vec::new(),
         }
+    }
+
+    /// Hands `rq` to the model, noting whether it completed inside the call.
+    fn pass(&mut self, now: Ns, rq: DevRq, q: &mut EventQueue) -> Completion {
+        let c = self.inner.submit(now, rq, q);
+        let t = rq.tag as usize;
+        if self.inline.len() <= t {
+            self.inline.resize(t + 1, false);
+        }
+        self.inline[t] = c == Completion::Inline;
+        c
     }
 
     fn arm(&mut self, q: &mut EventQueue) {
@@ -58,12 +75,13 @@ impl BlockDevice for Dispatch {
         self.inner.limits()
     }
 
-    fn submit(&mut self, now: Ns, rq: DevRq, q: &mut EventQueue) {
+    fn submit(&mut self, now: Ns, rq: DevRq, q: &mut EventQueue) -> Completion {
         if now >= self.next_ok && self.waiting.is_empty() {
-            self.inner.submit(now, rq, q);
+            self.pass(now, rq, q)
         } else {
             self.waiting.push_back(rq);
             self.arm(q);
+            Completion::Later
         }
     }
 
@@ -76,13 +94,16 @@ impl BlockDevice for Dispatch {
                 return;
             }
             while let Some(rq) = self.waiting.pop_front() {
-                self.inner.submit(now, rq, q);
+                self.pass(now, rq, q);
             }
             return;
         }
         let before = done.len();
         self.inner.on_event(now, token, q, done);
-        if done.len() > before {
+        let gap = done[before..]
+            .iter()
+            .any(|&t| !self.inline.get(t as usize).copied().unwrap_or(false));
+        if gap {
             self.next_ok = now + self.dispatch_ns;
             self.arm(q);
         }

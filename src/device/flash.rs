@@ -50,7 +50,7 @@
 
 use super::config::Keys;
 use super::ftl::{Ftl, GcWork, Geometry, Precondition};
-use super::{BlockDevice, DevRq, LatencyModel, QueueLimits};
+use super::{BlockDevice, Completion, DevRq, LatencyModel, QueueLimits};
 use crate::error::KeyError;
 use crate::sim::{Dir, Event, EventQueue, NSEC_PER_SEC, NSEC_PER_USEC, Ns, SimRng, time_text};
 use std::cmp::Reverse;
@@ -510,7 +510,7 @@ impl BlockDevice for Flash {
         &self.limits
     }
 
-    fn submit(&mut self, now: Ns, rq: DevRq, q: &mut EventQueue) {
+    fn submit(&mut self, now: Ns, rq: DevRq, q: &mut EventQueue) -> Completion {
         self.background_gc(now);
         let done = match rq.dir {
             Dir::Read => self.read(now, &rq),
@@ -520,6 +520,7 @@ impl BlockDevice for Flash {
             done + self.cfg.ctrl_us * NSEC_PER_USEC,
             Event::Device(rq.tag as u64),
         );
+        Completion::Later
     }
 
     fn on_event(&mut self, _now: Ns, token: u64, _q: &mut EventQueue, done: &mut Vec<u32>) {

@@ -13,7 +13,7 @@
 //! Events: one `Event::Device(tag)` per request; the completion starts the next.
 
 use super::config::Keys;
-use super::{BlockDevice, DevRq, LatencyModel, QueueLimits};
+use super::{BlockDevice, Completion, DevRq, LatencyModel, QueueLimits};
 use crate::error::KeyError;
 use crate::sim::{Event, EventQueue, NSEC_PER_SEC, NSEC_PER_USEC, Ns, SimRng, time_text};
 use std::collections::VecDeque;
@@ -121,12 +121,13 @@ impl BlockDevice for Hdd {
         &self.limits
     }
 
-    fn submit(&mut self, now: Ns, rq: DevRq, q: &mut EventQueue) {
+    fn submit(&mut self, now: Ns, rq: DevRq, q: &mut EventQueue) -> Completion {
         if self.busy {
             self.fifo.push_back(rq);
         } else {
             self.start(now, rq, q);
         }
+        Completion::Later
     }
 
     fn on_event(&mut self, now: Ns, token: u64, q: &mut EventQueue, done: &mut Vec<u32>) {

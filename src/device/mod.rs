@@ -116,11 +116,24 @@ pub struct LatencyModel {
     pub keys: Vec<&'static str>,
 }
 
+/// Where a request the driver received completes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Completion {
+    /// Later: an interrupt (or a timer) ends it, and wakes whoever waits for it.
+    Later,
+    /// Inside `->queue_rq()`: the driver completed it at once on the submitting CPU
+    /// (null_blk irqmode 0/1: `end_cmd()`, or `blk_mq_complete_request()` completing
+    /// locally), so the dispatching context runs its completion path.
+    Inline,
+}
+
 /// A device model. See the module comment.
 pub trait BlockDevice {
     fn limits(&self) -> &QueueLimits;
-    /// The driver receives `rq` at `now` (its tag is held until completion).
-    fn submit(&mut self, now: Ns, rq: DevRq, q: &mut EventQueue);
+    /// The driver receives `rq` at `now` (its tag is held until completion). Its
+    /// completion is an `Event::Device` this pushes now or later; `Inline` says the
+    /// driver ended it within this call (the event is at `now`).
+    fn submit(&mut self, now: Ns, rq: DevRq, q: &mut EventQueue) -> Completion;
     /// One of this device's `Event::Device(token)` events fired at `now`; push the
     /// tags of requests that complete now onto `done`.
     fn on_event(&mut self, now: Ns, token: u64, q: &mut EventQueue, done: &mut Vec<u32>);

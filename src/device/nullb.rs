@@ -2,9 +2,13 @@
 //!
 //! Design
 //! ------
-//! - `irqmode` 0 (none) / 1 (softirq) complete a request at once (still through a
-//!   `Event::Device(tag)` at `now`, so completion runs in the event loop); `irqmode` 2
-//!   (timer) completes it `completion_nsec` later (`null_cmd_end_timer()`).
+//! - `irqmode` 0 (none) / 1 (softirq) complete a request at once, inside
+//!   `null_queue_rq()` (`end_cmd()`; `blk_mq_complete_request()` completes on the
+//!   submitting CPU when its hardware context serves only that CPU, as on the guest's
+//!   one vCPU): `submit()` says so ([`Completion::Inline`]), so that the dispatching
+//!   context pays the completion path (`[host] inline_complete_ns`), and the
+//!   `Event::Device(tag)` is at `now`. `irqmode` 2 (timer) completes it
+//!   `completion_nsec` later (`null_cmd_end_timer()`), from an interrupt.
 //! - `mbps` (configfs bandwidth cap): a byte grant reset every 20 ms tick to
 //!   `mb_per_tick(mbps)` (`nullb_bwtimer_fn()`); each dispatched request subtracts its
 //!   bytes; the request that drives the grant below zero is requeued (keeping its tag)
@@ -39,7 +43,7 @@
 
 use super::config::Keys;
 use super::fault::{Badblocks, BadblocksWrite, FaultAttr};
-use super::{BlockDevice, DevRq, LatencyModel, QueueLimits};
+use super::{BlockDevice, Completion, DevRq, LatencyModel, QueueLimits};
 use crate::error::KeyError;
 use crate::sim::{Event, EventQueue, IoErr, NSEC_PER_SEC, Ns, SimRng, time_text};
 use std::collections::VecDeque;
@@ -48,6 +52,18 @@ use std::collections::VecDeque;
 const TICK: u64 = u64::MAX;
 /// Token bit of an injected timeout's expiry (the tag below it).
 const TIMEOUT: u64 = 1 << 62;
+/// What `null_queue_rq()` did with a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dispatched {
+    /// Completed within the call (irqmode 0/1).
+    Completed,
+    /// Started: its completion comes later (the timer of irqmode 2, or the block
+    /// layer's timeout of a request `timeout_inject` picked).
+    Started,
+    /// Over the `mbps` grant: requeued, the queue stopped until the next tick.
+    Requeued,
+}
+
 /// null_blk's tag-set timeout (`set->timeout = 5 * HZ`).
 const RQ_TIMEOUT: Ns = 5 * NSEC_PER_SEC;
 /// null_blk's TICKS_PER_SEC.
@@ -241,23 +257,34 @@ impl NullBlk {
         self.cur_bytes
     }
 
-    fn complete(&mut self, now: Ns, rq: DevRq, fake_timeout: bool, q: &mut EventQueue) {
+    /// mirrors nullb_complete_cmd(): how request `rq`, past the bandwidth cap, ends.
+    fn complete(
+        &mut self,
+        now: Ns,
+        rq: DevRq,
+        fake_timeout: bool,
+        q: &mut EventQueue,
+    ) -> Dispatched {
         if fake_timeout {
             // started, never completed: null_timeout_rq() ends it
             self.fail(rq.tag, IoErr::Etimedout);
             q.push(now + RQ_TIMEOUT, Event::Device(TIMEOUT | u64::from(rq.tag)));
-            return;
+            return Dispatched::Started;
         }
         // null_handle_cmd() -> null_process_cmd() -> null_handle_badblocks()
         if !self.badblocks.is_empty() && self.badblocks.check(rq.sector, rq.bytes.div_ceil(512)) {
             self.fail(rq.tag, IoErr::Eio);
         }
-        let at = if self.cfg.irqmode == 2 {
-            now + self.cfg.completion_nsec
+        if self.cfg.irqmode == 2 {
+            // null_cmd_end_timer()
+            q.push(now + self.cfg.completion_nsec, Event::Device(rq.tag as u64));
+            Dispatched::Started
         } else {
-            now
-        };
-        q.push(at, Event::Device(rq.tag as u64));
+            // end_cmd() (irqmode 0), or blk_mq_complete_request() completing on the
+            // submitting CPU (irqmode 1: one hardware context per CPU, or one CPU)
+            q.push(now, Event::Device(rq.tag as u64));
+            Dispatched::Completed
+        }
     }
 
     /// Request `tag` ends in `err` (`cmd->error`).
@@ -290,8 +317,8 @@ impl NullBlk {
         q.push(at, Event::Device(TICK));
     }
 
-    /// mirrors null_handle_throttled(): false = requeued, queue stopped.
-    fn dispatch(&mut self, now: Ns, rq: DevRq, q: &mut EventQueue) -> bool {
+    /// mirrors null_queue_rq() → null_handle_throttled() → null_handle_cmd().
+    fn dispatch(&mut self, now: Ns, rq: DevRq, q: &mut EventQueue) -> Dispatched {
         // null_queue_rq(): the timeout draw comes first, at every dispatch
         let fake_timeout = self.timeout_inject.probability > 0
             && self.timeout_inject.should_fail(1, &mut self.rng);
@@ -301,11 +328,10 @@ impl NullBlk {
             if self.cur_bytes < 0 {
                 self.stopped = true;
                 self.waiting.push_front(rq);
-                return false;
+                return Dispatched::Requeued;
             }
         }
-        self.complete(now, rq, fake_timeout, q);
-        true
+        self.complete(now, rq, fake_timeout, q)
     }
 }
 
@@ -314,11 +340,14 @@ impl BlockDevice for NullBlk {
         &self.limits
     }
 
-    fn submit(&mut self, now: Ns, rq: DevRq, q: &mut EventQueue) {
+    fn submit(&mut self, now: Ns, rq: DevRq, q: &mut EventQueue) -> Completion {
         if self.stopped {
             self.waiting.push_back(rq);
-        } else {
-            self.dispatch(now, rq, q);
+            return Completion::Later;
+        }
+        match self.dispatch(now, rq, q) {
+            Dispatched::Completed => Completion::Inline,
+            Dispatched::Started | Dispatched::Requeued => Completion::Later,
         }
     }
 
@@ -344,7 +373,7 @@ impl BlockDevice for NullBlk {
         self.tick_pending = true;
         q.push(self.timer_expires, Event::Device(TICK));
         while let Some(rq) = self.waiting.pop_front() {
-            if !self.dispatch(now, rq, q) {
+            if self.dispatch(now, rq, q) == Dispatched::Requeued {
                 break;
             }
         }

@@ -9,7 +9,7 @@
 //! completion frees the channel and starts the FIFO head. O(1) per request.
 
 use super::config::Keys;
-use super::{BlockDevice, DevRq, LatencyModel, QueueLimits};
+use super::{BlockDevice, Completion, DevRq, LatencyModel, QueueLimits};
 use crate::error::KeyError;
 use crate::sim::{Dir, Event, EventQueue, NSEC_PER_SEC, NSEC_PER_USEC, Ns, SimRng, time_text};
 use std::collections::VecDeque;
@@ -104,12 +104,13 @@ impl BlockDevice for Ssd {
         &self.limits
     }
 
-    fn submit(&mut self, now: Ns, rq: DevRq, q: &mut EventQueue) {
+    fn submit(&mut self, now: Ns, rq: DevRq, q: &mut EventQueue) -> Completion {
         if self.free > 0 {
             self.start(now, rq, q);
         } else {
             self.fifo.push_back(rq);
         }
+        Completion::Later
     }
 
     fn on_event(&mut self, now: Ns, token: u64, q: &mut EventQueue, done: &mut Vec<u32>) {

@@ -813,7 +813,9 @@ fn fio_report(
     let mut keys = Vec::with_capacity(out.jobs.len());
     let mut messages = Vec::new();
     for (i, ((p, st, t), mut spec)) in out.jobs.iter().zip(specs).enumerate() {
-        let runtime_ms = t.finished.saturating_sub(t.stats_start).div_ceil(1_000_000);
+        // fio's update_runtime(): whole µs since the start (utime_since_now()), then
+        // rounded up to ms
+        let runtime_ms = (t.finished.saturating_sub(t.stats_start) / 1_000).div_ceil(1_000);
         let engine = spec
             .options
             .iter()

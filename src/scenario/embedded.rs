@@ -96,6 +96,14 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/validate-nullb-dispatch.toml"),
     ),
     (
+        "validate-nullb-softirq",
+        include_str!("../../scenarios/validate-nullb-softirq.toml"),
+    ),
+    (
+        "validate-none-tag-share",
+        include_str!("../../scenarios/validate-none-tag-share.toml"),
+    ),
+    (
         "validate-tag-sleeper-preempt",
         include_str!("../../scenarios/validate-tag-sleeper-preempt.toml"),
     ),

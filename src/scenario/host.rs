@@ -31,6 +31,21 @@ pub struct HostCosts {
     pub complete_ns: Ns,
     /// Added to `complete_ns` for each further 4 KiB page (unpinning, dirtying).
     pub complete_page_ns: Ns,
+    /// `submit_ns` for fio's synchronous engines (psync, sync, pvsync): pread()/
+    /// pwrite() entry to the bio, with no aio control block to set up (the whole call
+    /// is a sync engine's clat). Further pages cost `submit_page_ns`.
+    pub sync_submit_ns: Ns,
+    /// The completion path when the driver ends a request inside `->queue_rq()`
+    /// (null_blk's irqmode 0 and 1 on the submitting CPU: `blk_mq_complete_request()`
+    /// completes locally, no interrupt, no wake-up), for a 4 KiB request: paid by the
+    /// context that dispatched it, so a fio job's own request lands in its slat
+    /// (libaio) or its call (psync). Flat: on the guests a 64 KiB request's costs no
+    /// more than a 4 KiB one's (docs/validation.md §21).
+    pub inline_complete_ns: Ns,
+    /// An async engine's reap of completions that were ready when the job came to
+    /// wait (`io_getevents()` returning at once): lands in clat. A job woken by a
+    /// completion pays `complete_ns` instead.
+    pub reap_ns: Ns,
     /// fio's own work per I/O between reaping and setting up the next one (its
     /// do_io() loop): in neither slat nor clat, but it paces a job at low depth.
     pub fio_loop_ns: Ns,
@@ -128,6 +143,15 @@ impl std::fmt::Display for HostCosts {
                 self.tag_wakeup_slip_ppm, self.tag_wakeup_slip_ns
             )?;
         }
+        if (self.sync_submit_ns, self.inline_complete_ns, self.reap_ns)
+            != (d.sync_submit_ns, d.inline_complete_ns, d.reap_ns)
+        {
+            write!(
+                f,
+                " sync_submit_ns={} inline_complete_ns={} reap_ns={}",
+                self.sync_submit_ns, self.inline_complete_ns, self.reap_ns
+            )?;
+        }
         Ok(())
     }
 }
@@ -137,11 +161,15 @@ impl HostCosts {
     /// the noise on its sleeps, in words (`submit 2 µs + 75 ns/page, ...`).
     pub fn summary(&self) -> String {
         let mut s = format!(
-            "submit {} + {}/page, complete {} + {}/page, timer slack {}",
+            "submit {} + {}/page, sync submit {}, complete {} + {}/page, inline completion {}, \
+             reap {}, timer slack {}",
             time_text(self.submit_ns),
             time_text(self.submit_page_ns),
+            time_text(self.sync_submit_ns),
             time_text(self.complete_ns),
             time_text(self.complete_page_ns),
+            time_text(self.inline_complete_ns),
+            time_text(self.reap_ns),
             time_text(self.timer_slack_ns)
         );
         let mut noise = Vec::new();
@@ -181,6 +209,11 @@ impl HostCosts {
         self.submit_ns + extra_pages(bytes) * self.submit_page_ns
     }
 
+    /// `sync_submit_ns` and `submit_page_ns` for an I/O of `bytes`.
+    pub fn sync_submit_cost(&self, bytes: u64) -> Ns {
+        self.sync_submit_ns + extra_pages(bytes) * self.submit_page_ns
+    }
+
     /// `complete_ns` and `complete_page_ns` for an I/O of `bytes`.
     pub fn complete_cost(&self, bytes: u64) -> Ns {
         self.complete_ns + extra_pages(bytes) * self.complete_page_ns
@@ -199,6 +232,10 @@ impl Default for HostCosts {
             submit_page_ns: 75,
             complete_ns: 1_500,
             complete_page_ns: 20,
+            // the qemu guests' ratios to submit_ns / complete_ns (validate's profiles)
+            sync_submit_ns: 1_400,
+            inline_complete_ns: 400,
+            reap_ns: 400,
             fio_loop_ns: 0,
             workqueue_ns: 2_000,
             timer_slack_ns: 50_000,

@@ -671,6 +671,9 @@ impl Scenario {
                 "submit_page_ns" => h.submit_page_ns = ns,
                 "complete_ns" => h.complete_ns = ns,
                 "complete_page_ns" => h.complete_page_ns = ns,
+                "sync_submit_ns" => h.sync_submit_ns = ns,
+                "inline_complete_ns" => h.inline_complete_ns = ns,
+                "reap_ns" => h.reap_ns = ns,
                 "fio_loop_ns" => h.fio_loop_ns = ns,
                 "workqueue_ns" => h.workqueue_ns = ns,
                 "timer_slack_ns" => h.timer_slack_ns = ns,
@@ -685,7 +688,7 @@ impl Scenario {
                         &["host"],
                         key,
                         format!(
-                            "unknown `host.{key}`; accepted: submit_ns, submit_page_ns, complete_ns, complete_page_ns, fio_loop_ns, workqueue_ns, timer_slack_ns, wakeup_jitter_ns, wakeup_slip_ppm, wakeup_slip_ns, tag_wakeup_ns, tag_wakeup_slip_ppm, tag_wakeup_slip_ns, tag_sleeper_preempt_ns, cpus, fio_restart_ns"
+                            "unknown `host.{key}`; accepted: submit_ns, submit_page_ns, complete_ns, complete_page_ns, sync_submit_ns, inline_complete_ns, reap_ns, fio_loop_ns, workqueue_ns, timer_slack_ns, wakeup_jitter_ns, wakeup_slip_ppm, wakeup_slip_ns, tag_wakeup_ns, tag_wakeup_slip_ppm, tag_wakeup_slip_ns, tag_sleeper_preempt_ns, cpus, fio_restart_ns"
                         ),
                     ));
                 }

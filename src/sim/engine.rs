@@ -51,7 +51,11 @@
 //! CPU time the real stack spends around each I/O — on submission (slat; a 4 KiB cost
 //! plus one per further page pinned), on completion (clat; likewise), and in fio's own
 //! loop between reaping and the next I/O (in neither). They are what a QD1 job's IOPS
-//! come down to on a fast device.
+//! come down to on a fast device. A request the driver ends inside `->queue_rq()`
+//! ([`Completion::Inline`], null_blk's softirq mode) has its completion path paid by
+//! the context that dispatched it (`inline_complete_ns`, `run_ctx()`): a job's own
+//! request is done when its call returns, and fio reaps it for `reap_ns`
+//! (`crate::sim::fio`).
 //!
 //! *Faults.* A request the device fails, and every piece of a split bio, ends its fio
 //! I/O with the first error (`bio_chain()`); fio's handling of a failed I/O (logged,
@@ -73,7 +77,7 @@
 use std::ops::ControlFlow;
 
 use crate::device::fault::BadblocksWrite;
-use crate::device::{BlockDevice, DevRq, QueueLimits};
+use crate::device::{BlockDevice, Completion, DevRq, QueueLimits};
 use crate::scenario::host::HostCosts;
 use crate::sim::fio::stats::{JobStats, LatHist};
 use crate::sim::fio::{FIO_SAMPLE, IoU, JobRt, JobTimes, Phase};
@@ -136,43 +140,68 @@ const _: () = assert!(std::mem::size_of::<Ctx>() == 64);
 /// so a sleeper falls behind the reapers by the CPU time they used, and once it is
 /// more than the wakeup granularity behind, `check_preempt_wakeup()` lets it preempt
 /// (on a mostly idle CPU that takes long; behind a reaper that never leaves the CPU,
-/// about the granularity).
+/// about the granularity). And a sleeper woken together with the reapers runs first
+/// when its job has had no more CPU than any of them: the scheduler picks the task
+/// with the least virtual time, so nobody keeps the tag it freed when the others have
+/// had less CPU (`pick_next_entity()`; docs/validation.md §22).
 #[derive(Debug, Default)]
 pub(super) struct OneCpu {
-    reapers: u32,
+    /// The reapers on the CPU (jobs).
+    reapers: Vec<u32>,
     /// Since when some reaper holds the CPU, and how long reapers held it before that.
     held_since: Ns,
     held_ns: Ns,
     runnable: Vec<u32>,
     /// Per context (grown as needed): [`OneCpu::held`] when it began to wait for a tag.
     held_at_wait: Vec<Ns>,
+    /// Per job (grown as needed): the host CPU time it has spent (its virtual time:
+    /// every job is a nice-0 task).
+    cpu: Vec<Ns>,
 }
 
 impl OneCpu {
     /// How long reapers have held the CPU, in all, by `now`.
     fn held(&self, now: Ns) -> Ns {
         self.held_ns
-            + if self.reapers > 0 {
-                now.saturating_sub(self.held_since)
-            } else {
+            + if self.reapers.is_empty() {
                 0
+            } else {
+                now.saturating_sub(self.held_since)
             }
     }
 
-    /// A job woken by a completion takes the CPU.
-    pub(super) fn reaper_on(&mut self, now: Ns) {
-        if self.reapers == 0 {
+    /// Job `j`, woken by a completion, takes the CPU.
+    pub(super) fn reaper_on(&mut self, j: u32, now: Ns) {
+        if self.reapers.is_empty() {
             self.held_since = now;
         }
-        self.reapers += 1;
+        self.reapers.push(j);
     }
 
-    /// A reaper goes back to waiting.
-    pub(super) fn reaper_off(&mut self, now: Ns) {
-        self.reapers -= 1;
-        if self.reapers == 0 {
+    /// Reaper `j` goes back to waiting.
+    pub(super) fn reaper_off(&mut self, j: u32, now: Ns) {
+        if let Some(i) = self.reapers.iter().position(|&r| r == j) {
+            self.reapers.swap_remove(i);
+        }
+        if self.reapers.is_empty() {
             self.held_ns += now.saturating_sub(self.held_since);
         }
+    }
+
+    /// Job `j` spends `ns` of CPU.
+    pub(super) fn charge(&mut self, j: u32, ns: Ns) {
+        let j = j as usize;
+        if self.cpu.len() <= j {
+            self.cpu.resize(j + 1, 0);
+        }
+        self.cpu[j] += ns;
+    }
+
+    /// Whether job `j` has had no more CPU than every reaper on the CPU.
+    fn leftmost(&self, j: u32) -> bool {
+        let cpu = |j: u32| self.cpu.get(j as usize).copied().unwrap_or(0);
+        let own = cpu(j);
+        self.reapers.iter().all(|&r| own <= cpu(r))
     }
 
     /// Context `c` begins to wait for a tag.
@@ -227,6 +256,9 @@ pub struct Pipeline {
     rqs: Vec<Option<RqSlot>>,
     /// Requests at the driver: at most `hw_queue_depth` (`blk_mq_get_driver_tag()`).
     dispatched: u32,
+    /// CPU time the context being run has spent completing requests the driver ended
+    /// inside `->queue_rq()` ([`Completion::Inline`]); `run_ctx()` charges it.
+    inline_completions: Ns,
     pub(super) ctxs: Vec<Ctx>,
     bio_ctx: Vec<u32>,
     pub(super) jobs: Vec<JobRt>,
@@ -328,6 +360,7 @@ impl Pipeline {
             tags: TagSet::new(tags, None),
             rqs: vec![None; tags as usize],
             dispatched: 0,
+            inline_completions: 0,
             ctxs,
             bio_ctx: Vec::new(),
             jobs,
@@ -692,6 +725,7 @@ impl Pipeline {
     /// that has to wait records the stage it waits at.
     pub(super) fn run_ctx(&mut self, c: u32) {
         let now = self.q.now();
+        self.inline_completions = 0;
         loop {
             let ctx = &self.ctxs[c as usize];
             if ctx.blocked {
@@ -774,16 +808,20 @@ impl Pipeline {
         if let Some(j) = self.ctxs[c as usize].job
             && let Phase::InSubmit(io) = self.jobs[j as usize].phase
         {
-            // blkcg_maybe_throttle_current(): the delay on return to user space is
-            // part of the syscall, so it lands in this I/O's slat
+            // the completions the driver ran inside this call, then
+            // blkcg_maybe_throttle_current(): the delay on return to user space; both
+            // are part of the syscall, so they land in this I/O's slat
             // the I/O's own copy: the job's parameters are a cold line by now
             let cg = self.ios[io as usize].cgroup;
-            let mut delay = 0;
+            let mut user_delay = 0;
             if self.stack.rq_qos_ops.user_delay {
                 for p in &mut self.stack.rq_qos {
-                    delay = delay.max(p.user_delay(now, cg));
+                    user_delay = user_delay.max(p.user_delay(now, cg));
                 }
             }
+            let inline = std::mem::take(&mut self.inline_completions);
+            self.spend(j, inline);
+            let delay = inline + user_delay;
             if delay > 0 {
                 self.kick_ctx(c, delay);
             } else {
@@ -989,7 +1027,10 @@ impl Pipeline {
         for p in &self.stack.rq_qos {
             p.prefetch_done(bio.cgroup);
         }
-        self.dev.submit(now, d, &mut self.q);
+        if self.dev.submit(now, d, &mut self.q) == Completion::Inline {
+            // the driver ended it in this call: whoever dispatched runs its completion
+            self.inline_completions += self.host.inline_complete_ns;
+        }
     }
 
     fn on_device_done(&mut self, tag: u32) {
@@ -1107,7 +1148,7 @@ impl Pipeline {
         let now = self.q.now();
         let cpu = &self.one_cpu;
         let (all, held, bound) = (
-            cpu.reapers == 0,
+            cpu.reapers.is_empty(),
             cpu.held(now),
             self.host.tag_sleeper_preempt_ns,
         );
@@ -1116,7 +1157,10 @@ impl Pipeline {
         for i in 0..woken.len() {
             let c = woken[i];
             let behind = held.saturating_sub(self.one_cpu.held_at_wait[c as usize]);
-            if all || behind >= bound {
+            let leftmost = self.ctxs[c as usize]
+                .job
+                .is_some_and(|j| self.one_cpu.leftmost(j));
+            if all || behind >= bound || leftmost {
                 let delay = self.tag_wakeup(c);
                 self.kick_ctx(c, delay);
             } else {
@@ -1133,15 +1177,23 @@ impl Pipeline {
     fn tag_wakeup(&mut self, c: u32) -> Ns {
         let h = self.host;
         let mut delay = h.tag_wakeup_ns;
-        if h.tag_wakeup_slip_ppm > 0
-            && let Some(j) = self.ctxs[c as usize].job
-        {
+        if let Some(j) = self.ctxs[c as usize].job {
+            self.spend(j, h.tag_wakeup_ns);
             let rng = &mut self.jobs[j as usize].host_rng;
-            if rng.below(1_000_000) < u64::from(h.tag_wakeup_slip_ppm) {
+            if h.tag_wakeup_slip_ppm > 0 && rng.below(1_000_000) < u64::from(h.tag_wakeup_slip_ppm)
+            {
                 delay += (rng.unit_open0() * h.tag_wakeup_slip_ns as f64) as Ns;
             }
         }
         delay
+    }
+
+    /// Job `j` spends `ns` of host CPU: its virtual time on one CPU ([`OneCpu`]).
+    #[inline(always)]
+    pub(super) fn spend(&mut self, j: u32, ns: Ns) {
+        if self.host.cpus == 1 {
+            self.one_cpu.charge(j, ns);
+        }
     }
 
     /// Periodic sampling; returns false once nothing is left to sample.
@@ -1189,14 +1241,21 @@ mod tests {
     struct FixedLat {
         limits: QueueLimits,
         lat: Ns,
+        /// Complete inside `submit()` (null_blk's irqmode 0/1) when `lat` is 0.
+        inline: bool,
     }
 
     impl BlockDevice for FixedLat {
         fn limits(&self) -> &QueueLimits {
             &self.limits
         }
-        fn submit(&mut self, now: Ns, rq: DevRq, q: &mut EventQueue) {
+        fn submit(&mut self, now: Ns, rq: DevRq, q: &mut EventQueue) -> Completion {
             q.push(now + self.lat, Event::Device(rq.tag as u64));
+            if self.inline && self.lat == 0 {
+                Completion::Inline
+            } else {
+                Completion::Later
+            }
         }
         fn on_event(&mut self, _now: Ns, token: u64, _q: &mut EventQueue, done: &mut Vec<u32>) {
             done.push(token as u32);
@@ -1213,6 +1272,10 @@ mod tests {
     }
 
     fn dev(lat: Ns, depth: u32) -> Box<dyn BlockDevice> {
+        dev_of(lat, depth, false)
+    }
+
+    fn dev_of(lat: Ns, depth: u32, inline: bool) -> Box<dyn BlockDevice> {
         Box::new(FixedLat {
             limits: QueueLimits {
                 major: 252,
@@ -1226,6 +1289,7 @@ mod tests {
                 capacity: 1 << 30,
             },
             lat,
+            inline,
         })
     }
 
@@ -1308,6 +1372,71 @@ mod tests {
         // the loop is in neither, but in every I/O's cycle
         let per_io = host.submit_cost(64 << 10) + 100_000 + host.complete_cost(64 << 10) + 3_000;
         let expect = NSEC_PER_SEC / per_io;
+        assert!(
+            d.total_ios.abs_diff(expect) <= expect / 100,
+            "{}",
+            d.total_ios
+        );
+    }
+
+    /// A QD1 job on a driver that completes inside `->queue_rq()`: libaio's slat holds
+    /// the completion path and its clat only the reap; psync's call holds both, with
+    /// its cheaper submission.
+    #[test]
+    fn a_completion_inside_the_submit_call_lands_in_slat() {
+        let host = HostCosts {
+            fio_loop_ns: 1_000,
+            ..HostCosts::default()
+        };
+        let run_inline = |j: JobParams| {
+            let p = Pipeline::new(dev_of(0, 8, true), vec![j], 1, host, 1);
+            let mut rec = RunRecorder::keep_all(&CgroupTree::default());
+            let out = p.run(|_, _| {}, |_, _| ControlFlow::Continue(()), &mut rec);
+            out.jobs[0].1.dd[0].clone()
+        };
+        let aio = run_inline(job("aio"));
+        assert_eq!(
+            aio.slat.mean as u64,
+            host.submit_ns + host.inline_complete_ns
+        );
+        assert_eq!(aio.clat.mean as u64, host.reap_ns);
+        let per_io = host.submit_ns + host.inline_complete_ns + host.reap_ns + 1_000;
+        assert!(
+            aio.total_ios.abs_diff(NSEC_PER_SEC / per_io) <= 2,
+            "{}",
+            aio.total_ios
+        );
+        let mut j = job("sync");
+        j.sync_engine = true;
+        let sync = run_inline(j);
+        assert_eq!(sync.slat.n, 0);
+        assert_eq!(
+            sync.clat.mean as u64,
+            host.sync_submit_ns + host.inline_complete_ns
+        );
+        // a later completion wakes the waiting job: complete_ns, whatever the engine
+        let mut j = job("sync");
+        j.sync_engine = true;
+        let timer = run_on(vec![j], 50_000, 8, host);
+        let d = &timer.jobs[0].1.dd[0];
+        assert_eq!(
+            d.clat.mean as u64,
+            host.sync_submit_ns + 50_000 + host.complete_ns
+        );
+    }
+
+    /// Completions that were ready when a deep job's queue filled cost it the reap
+    /// (`io_getevents()` returning at once), not the wake-up.
+    #[test]
+    fn ready_completions_cost_the_reap() {
+        let mut j = job("deep");
+        j.iodepth = 4;
+        let h = HostCosts::default();
+        let out = run_on(vec![j], 0, 8, h);
+        let d = &out.jobs[0].1.dd[0];
+        // every completion is ready by the time the queue is full again: each I/O
+        // costs its submission and one reap
+        let expect = NSEC_PER_SEC / (h.submit_ns + h.reap_ns);
         assert!(
             d.total_ios.abs_diff(expect) <= expect / 100,
             "{}",

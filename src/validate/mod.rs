@@ -83,7 +83,7 @@ pub enum HostProfile {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GuestHost {
     pub series: (u32, u32),
-    pub host: [(&'static str, i64); 12],
+    pub host: [(&'static str, i64); 15],
     pub dispatch_ns: i64,
 }
 
@@ -112,6 +112,17 @@ pub struct GuestHost {
 ///   6.9 µs;
 /// - 6.12.117: 63.8k at 10 µs, 17.97k at 50 µs: 5.7 µs both.
 ///
+/// The completion inside the submitting call (`inline_complete_ns`, `reap_ns`,
+/// `sync_submit_ns`): null_blk in softirq mode (irqmode=1) ends a request inside
+/// `->queue_rq()` on the guest's one vCPU, so a QD1 libaio job's slat holds the
+/// completion path and its clat only io_getevents() finding the event; psync has no
+/// aio to set up. Measured with `validate-nullb-softirq` (docs/validation.md §21):
+/// 4 KiB QD1 libaio slat less `submit_ns`, its clat, and psync's clat less the inline
+/// completion (64 KiB adds nothing measurable to the inline completion: flat):
+/// - 6.1.0-56: slat 6.05 µs, clat 1.46 µs, psync 4.64 µs: 0.85, 1.46, 3.8 (timer-mode
+///   psync 3.8 + `complete_ns` = 9.8 µs, the campaign's 9.07–9.82);
+/// - 6.12.117: slat 6.90 µs, clat 1.51 µs (p50), psync 5.09 µs: 1.4, 1.51, 3.7.
+///
 /// The tag sleeper's wake-up (`tag_wakeup_ns`, `tag_wakeup_slip_*`, `cpus`): the same
 /// scenario at 50 µs traced (`--trace-event sched:sched_switch`, `timer:*`,
 /// `block:*`, docs/validation.md §15): from the hrtimer's expiry to the woken
@@ -130,6 +141,9 @@ pub const GUEST_HOSTS: [GuestHost; 2] = [
             ("submit_page_ns", 380),
             ("complete_ns", 6_000),
             ("complete_page_ns", 53),
+            ("sync_submit_ns", 3_800),
+            ("inline_complete_ns", 850),
+            ("reap_ns", 1_460),
             ("fio_loop_ns", 2_000),
             ("wakeup_jitter_ns", 0),
             ("wakeup_slip_ppm", 0),
@@ -148,6 +162,9 @@ pub const GUEST_HOSTS: [GuestHost; 2] = [
             ("submit_page_ns", 540),
             ("complete_ns", 6_600),
             ("complete_page_ns", 100),
+            ("sync_submit_ns", 3_700),
+            ("inline_complete_ns", 1_400),
+            ("reap_ns", 1_510),
             ("fio_loop_ns", 2_000),
             ("wakeup_jitter_ns", 0),
             ("wakeup_slip_ppm", 25_862),

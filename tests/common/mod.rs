@@ -205,3 +205,20 @@ pub fn as_validate_simulates(name: &str, release: &str) -> blkcg_sim::run::Varia
     ));
     blkcg_sim::run::run_variant(&sc.pinned(&pins), None, Some(release), None, false).unwrap()
 }
+
+/// [`as_validate_simulates`], as the fio JSON document `validate` reads.
+pub fn as_validate_simulates_json(name: &str, release: &str) -> serde_json::Value {
+    let run = as_validate_simulates(name, release);
+    serde_json::from_str(&blkcg_sim::report::fio::json::to_json(&run.fio, false)).unwrap()
+}
+
+/// Job `job`'s direction `dir` (`"read"`, `"write"`) in a fio JSON document.
+pub fn fio_job<'a>(doc: &'a serde_json::Value, job: &str, dir: &str) -> &'a serde_json::Value {
+    let j = doc["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["jobname"] == job)
+        .unwrap();
+    &j[dir]
+}

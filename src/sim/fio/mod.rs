@@ -8,7 +8,10 @@
 //! (slat), reap only when the queue is full (`wait_for_completions()`), thinktime
 //! after `thinktime_blocks` completions (`handle_thinktime()`), and at the end wait for
 //! everything in flight. A completion is reaped — and its clat ends — when the job
-//! next waits for completions, as in fio. fio's handling of a failed I/O (logged,
+//! next waits for completions, as in fio: after the wake-up (`[host] complete_ns`) when
+//! it woke the waiting job, after `io_getevents()` returning at once (`reap_ns`,
+//! `getevents_call()`) when it was ready as the job came to wait. A sync engine
+//! submits for `sync_submit_ns` and has no reap. fio's handling of a failed I/O (logged,
 //! counted under `continue_on_error`, or stopping the job, which then waits for what
 //! is in flight) is `JobRt::io_error()`; a removed disk is one of size 0 to
 //! `io_submit()` (a read returns 0 bytes, a write ENOSPC).
@@ -135,6 +138,10 @@ pub(super) struct JobRt {
     pub(super) stopped: bool,
     /// Woken by a completion to reap and not yet waiting again (`[host] cpus = 1`).
     pub(super) on_cpu: bool,
+    /// Its io_getevents() is returning with completions: paid by the completion that
+    /// woke it (`[host] complete_ns`) or, when they were ready as it came to wait, by
+    /// `[host] reap_ns`. The next reap takes them at once.
+    pub(super) getevents_paid: bool,
     pub(super) blocks_counter: u64,
     pub(super) last_think_blocks: u64,
     /// Completed at the device, not yet reaped (what a completion adds to).
@@ -243,6 +250,7 @@ impl JobRt {
             finished_at: 0,
             stopped: false,
             on_cpu: false,
+            getevents_paid: false,
             p,
         }
     }
@@ -367,7 +375,7 @@ impl Pipeline {
             if matches!(job.phase, Phase::Reap | Phase::Quiesce(_) | Phase::Drain) {
                 if self.host.cpus == 1 && !job.on_cpu {
                     job.on_cpu = true;
-                    self.one_cpu.reaper_on(self.q.now());
+                    self.one_cpu.reaper_on(j, self.q.now());
                 }
                 let dir = if iou.dir_write { Dir::Write } else { Dir::Read };
                 job.prefetch_reap_and_loop(dir, self.job_timelines);
@@ -379,6 +387,8 @@ impl Pipeline {
                     p.prefetch(iou.cgroup);
                 }
                 let cost = self.host.complete_cost(iou.bytes);
+                self.jobs[j as usize].getevents_paid = true;
+                self.spend(j, cost);
                 self.wake_job(j, cost);
             }
         }
@@ -430,7 +440,7 @@ impl Pipeline {
         let job = &mut self.jobs[j as usize];
         if job.on_cpu {
             job.on_cpu = false;
-            self.one_cpu.reaper_off(self.q.now());
+            self.one_cpu.reaper_off(j, self.q.now());
             self.run_tag_sleepers();
         }
     }
@@ -516,6 +526,7 @@ impl Pipeline {
                     // fio's own per-I/O work before the next I/O is set up
                     if self.host.fio_loop_ns > 0 {
                         job.phase = Phase::Sleeping(Resume::Issue(go));
+                        self.spend(j, self.host.fio_loop_ns);
                         self.wake_job(j, self.host.fio_loop_ns);
                         return;
                     }
@@ -557,7 +568,13 @@ impl Pipeline {
                     self.ctxs[(j + 1) as usize]
                         .pending
                         .push_back((b, Stage::Bio(0)));
-                    self.wake_job(j, self.host.submit_cost(bytes));
+                    let cost = if job.p.sync_engine {
+                        self.host.sync_submit_cost(bytes)
+                    } else {
+                        self.host.submit_cost(bytes)
+                    };
+                    self.spend(j, cost);
+                    self.wake_job(j, cost);
                     return;
                 }
                 Phase::SubmitEnter(io) if self.dead => {
@@ -572,10 +589,10 @@ impl Pipeline {
                     return;
                 }
                 Phase::Reap => {
-                    if job.completed.is_empty() {
+                    let max = job.p.reap_batch_max.max(1) as usize;
+                    if job.completed.is_empty() || self.getevents_call(j) {
                         return;
                     }
-                    let max = job.p.reap_batch_max.max(1) as usize;
                     self.reap(j, max);
                     self.after_reap(j);
                 }
@@ -584,6 +601,9 @@ impl Pipeline {
                         return;
                     }
                     if job.inflight > 0 {
+                        if self.getevents_call(j) {
+                            return;
+                        }
                         self.reap(j, usize::MAX);
                     }
                     let job = &mut self.jobs[j as usize];
@@ -630,6 +650,9 @@ impl Pipeline {
                         return;
                     }
                     if job.inflight > 0 {
+                        if self.getevents_call(j) {
+                            return;
+                        }
                         self.reap(j, usize::MAX);
                     }
                     self.finish_job(j);
@@ -637,6 +660,20 @@ impl Pipeline {
                 }
             }
         }
+    }
+
+    /// Job `j` is about to reap completions that are ready: an async engine's
+    /// io_getevents() call not yet paid for costs `[host] reap_ns` first (true: the
+    /// job resumes then). A sync engine's call returned with its result.
+    fn getevents_call(&mut self, j: u32) -> bool {
+        let job = &mut self.jobs[j as usize];
+        if job.getevents_paid || job.p.sync_engine || self.host.reap_ns == 0 {
+            return false;
+        }
+        job.getevents_paid = true;
+        self.spend(j, self.host.reap_ns);
+        self.wake_job(j, self.host.reap_ns);
+        true
     }
 
     /// How late a sleep of job `j` ends: timer slack plus scheduling noise (an
@@ -772,6 +809,7 @@ impl Pipeline {
             self.free_ios.push(io);
         }
         job.inflight -= n as u32;
+        job.getevents_paid = false;
         job.stats.mark_complete(n as u32);
         if job.stopped && !was_stopped && !job.completed.is_empty() {
             self.reap(j, usize::MAX);
