@@ -64,8 +64,11 @@ fn listing(
         out,
         "kernel",
         &format!(
-            "version={} hz={} throttling_low={}",
-            r.kernel.version, r.kernel.hz, r.kernel.throttling_low
+            "version={} hz={} throttling_low={} {}",
+            r.kernel.version,
+            r.kernel.hz,
+            r.kernel.throttling_low,
+            p.blk_mq()
         ),
     )?;
     for s in &p.setups {

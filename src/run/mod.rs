@@ -48,6 +48,7 @@ use crate::scenario::resolve::{DeviceAction, DeviceWrite, Given, IfaceWrite, Res
 use crate::scenario::{Scenario, ScenarioError, embedded};
 use crate::sim::engine::{Pipeline, RunOutput};
 use crate::sim::fio::stats::percentiles;
+use crate::sim::plug::{self, BlkMqBehaviour};
 use crate::sim::queue::EventQueue;
 use crate::sim::{NSEC_PER_SEC, Ns};
 use crate::stack::registry::{Creation, POLICIES, PolicyDef, PolicySetup};
@@ -224,6 +225,11 @@ impl Prepared {
     pub fn record_device_latency(&mut self) {
         self.parts.device_latency = true;
     }
+
+    /// The block core's switches in force (`blk.*`).
+    pub fn blk_mq(&self) -> BlkMqBehaviour {
+        self.parts.blk
+    }
 }
 
 /// The layers a prepared variant's pipeline is made of. Only `simulate` puts them
@@ -233,6 +239,8 @@ struct PipelineParts {
     dev: Box<dyn BlockDevice>,
     params: Vec<JobParams>,
     elevator: Option<Box<dyn Elevator>>,
+    /// The block core's switches (`crate::sim::plug`).
+    blk: BlkMqBehaviour,
     trace_on: bool,
     device_latency: bool,
 }
@@ -257,6 +265,7 @@ fn build_pipeline(
     };
     let mut pipe = Pipeline::new(parts.dev, parts.params, r.tree.len(), r.host, r.seed);
     pipe.set_duration(r.duration);
+    pipe.set_blk_mq(parts.blk);
     let mut stack = build_stack(POLICIES, r, setups, &r.tree, &q_limits, parts.trace_on);
     stack.elevator = parts.elevator;
     pipe.set_stack(stack);
@@ -368,6 +377,8 @@ pub fn prepare(
         .iter()
         .map(|d| (d.configure)(&r))
         .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| located(&["kernel"], &e))?;
+    let blk = plug::behaviour_for(&r.kernel.version, &r.kernel.switches(plug::SWITCH_PREFIX))
         .map_err(|e| located(&["kernel"], &e))?;
     // fio jobs, in the order the scenario lists cgroups, refused as soon as they
     // could not fit in 90% of the memory available
@@ -519,6 +530,7 @@ pub fn prepare(
             dev,
             params,
             elevator,
+            blk,
             trace_on,
             device_latency: false,
         },

@@ -100,6 +100,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/validate-nullb-softirq.toml"),
     ),
     (
+        "validate-kblockd-queue-run",
+        include_str!("../../scenarios/validate-kblockd-queue-run.toml"),
+    ),
+    (
         "validate-none-tag-share",
         include_str!("../../scenarios/validate-none-tag-share.toml"),
     ),

@@ -676,6 +676,8 @@ impl Scenario {
                 "reap_ns" => h.reap_ns = ns,
                 "fio_loop_ns" => h.fio_loop_ns = ns,
                 "workqueue_ns" => h.workqueue_ns = ns,
+                "sleep_flush_ns" => h.sleep_flush_ns = ns,
+                "elevator_ns" => h.elevator_ns = ns,
                 "timer_slack_ns" => h.timer_slack_ns = ns,
                 "wakeup_jitter_ns" => h.wakeup_jitter_ns = ns,
                 "wakeup_slip_ns" => h.wakeup_slip_ns = ns,
@@ -688,7 +690,7 @@ impl Scenario {
                         &["host"],
                         key,
                         format!(
-                            "unknown `host.{key}`; accepted: submit_ns, submit_page_ns, complete_ns, complete_page_ns, sync_submit_ns, inline_complete_ns, reap_ns, fio_loop_ns, workqueue_ns, timer_slack_ns, wakeup_jitter_ns, wakeup_slip_ppm, wakeup_slip_ns, tag_wakeup_ns, tag_wakeup_slip_ppm, tag_wakeup_slip_ns, tag_sleeper_preempt_ns, cpus, fio_restart_ns"
+                            "unknown `host.{key}`; accepted: submit_ns, submit_page_ns, complete_ns, complete_page_ns, sync_submit_ns, inline_complete_ns, reap_ns, elevator_ns, fio_loop_ns, workqueue_ns, sleep_flush_ns, timer_slack_ns, wakeup_jitter_ns, wakeup_slip_ppm, wakeup_slip_ns, tag_wakeup_ns, tag_wakeup_slip_ppm, tag_wakeup_slip_ns, tag_sleeper_preempt_ns, cpus, fio_restart_ns"
                         ),
                     ));
                 }

@@ -41,7 +41,10 @@
 //! (Timers expiring a few µs apart complete in one `hrtimer_interrupt()`; requests one
 //! queue run dispatches reach the device here at one instant and complete together.)
 //! A request goes to the elevator and the queue is run (`blk_mq_run_hw_queue()`):
-//! whatever it dispatches goes to the device.
+//! whatever it dispatches goes to the device. Who runs it is `crate::sim::plug`'s
+//! answer: the submitting context, or kblockd (`Event::QueueRun`, `[host]
+//! workqueue_ns` later: `kblockd_run_queue()`), for which the submitter's call waits;
+//! with `none` such a request waits in `sw_queue` until then.
 //!
 //! *fio.* The jobs are `crate::sim::fio`'s state machines (fio's `do_io()` loop, its
 //! I/O units and statistics): a job's I/O enters here as a bio pushed by the job's
@@ -83,6 +86,7 @@ use crate::sim::fio::stats::{JobStats, LatHist};
 use crate::sim::fio::{FIO_SAMPLE, IoU, JobRt, JobTimes, Phase};
 use crate::sim::inline_deque::InlineDeque;
 use crate::sim::iostat::DevAcct;
+use crate::sim::plug::{self, BlkMqBehaviour, QueueRun};
 use crate::sim::prefetch::prefetch;
 use crate::sim::sbitmap::TagSet;
 use crate::sim::timebins::TimeBins;
@@ -121,6 +125,9 @@ struct RqSlot {
 pub(super) struct Ctx {
     pub(super) blocked: bool,
     wake_scheduled: bool,
+    /// The call inserted a request for kblockd and returns once kblockd has run the
+    /// queue (`crate::sim::plug`).
+    awaits_queue_run: bool,
     /// The fio job this context belongs to (None: the policies' dispatch worker).
     job: Option<u32>,
     /// When the bio at the front started to wait for a tag (its `alloc_time`).
@@ -256,9 +263,21 @@ pub struct Pipeline {
     rqs: Vec<Option<RqSlot>>,
     /// Requests at the driver: at most `hw_queue_depth` (`blk_mq_get_driver_tag()`).
     dispatched: u32,
-    /// CPU time the context being run has spent completing requests the driver ended
-    /// inside `->queue_rq()` ([`Completion::Inline`]); `run_ctx()` charges it.
-    inline_completions: Ns,
+    /// CPU time the context being run has spent running the queue: each request's way
+    /// through the elevator (`[host] elevator_ns`) and the completions of requests the
+    /// driver ended inside `->queue_rq()` ([`Completion::Inline`]); `run_ctx()` charges
+    /// it to the call, `kblockd_run_queue()` to the calls waiting for it.
+    queue_run_cpu: Ns,
+    /// The block core's version switches (`blk.*`).
+    blk: BlkMqBehaviour,
+    /// kblockd's queue run is scheduled (`Event::QueueRun`; `mod_delayed_work_on()`
+    /// queues `hctx->run_work` once).
+    queue_run_pending: bool,
+    /// Requests inserted for kblockd with `none` (the software queues,
+    /// `blk_mq_insert_requests()`): their tags, in insertion order.
+    sw_queue: Vec<u32>,
+    /// Contexts whose call returns once kblockd has run the queue.
+    queue_run_waiters: Vec<u32>,
     pub(super) ctxs: Vec<Ctx>,
     bio_ctx: Vec<u32>,
     pub(super) jobs: Vec<JobRt>,
@@ -360,7 +379,11 @@ impl Pipeline {
             tags: TagSet::new(tags, None),
             rqs: vec![None; tags as usize],
             dispatched: 0,
-            inline_completions: 0,
+            queue_run_cpu: 0,
+            blk: BlkMqBehaviour::default(),
+            queue_run_pending: false,
+            sw_queue: Vec::new(),
+            queue_run_waiters: Vec::new(),
             ctxs,
             bio_ctx: Vec::new(),
             jobs,
@@ -383,6 +406,11 @@ impl Pipeline {
             cg_ctx: Vec::new(),
             limits,
         }
+    }
+
+    /// The block core's behaviour of the run's kernel (the newest's unless set).
+    pub fn set_blk_mq(&mut self, b: BlkMqBehaviour) {
+        self.blk = b;
     }
 
     /// Stop the run at this time even if jobs are still running.
@@ -555,6 +583,7 @@ impl Pipeline {
                     }
                 }
                 Event::Config(i) => on_config(&mut self, i),
+                Event::QueueRun => self.kblockd_run_queue(),
             }
             events += 1;
             if now >= last_progress + NSEC_PER_SEC || events == PROGRESS_EVENTS {
@@ -725,7 +754,7 @@ impl Pipeline {
     /// that has to wait records the stage it waits at.
     pub(super) fn run_ctx(&mut self, c: u32) {
         let now = self.q.now();
-        self.inline_completions = 0;
+        self.queue_run_cpu = 0;
         loop {
             let ctx = &self.ctxs[c as usize];
             if ctx.blocked {
@@ -790,7 +819,11 @@ impl Pipeline {
             };
             if let Some(tag) = self.get_tag(b) {
                 self.ctxs[c as usize].pending.pop_front();
-                self.start_request(b, tag, since, now);
+                let run = self.queue_run_of(c, b);
+                if run != QueueRun::Caller {
+                    self.ctxs[c as usize].awaits_queue_run = true;
+                }
+                self.start_request(b, tag, since, now, run);
             } else {
                 self.tags.prepare_to_wait(c);
                 if stage != Stage::Alloc && self.host.cpus == 1 {
@@ -808,6 +841,11 @@ impl Pipeline {
         if let Some(j) = self.ctxs[c as usize].job
             && let Phase::InSubmit(io) = self.jobs[j as usize].phase
         {
+            if std::mem::take(&mut self.ctxs[c as usize].awaits_queue_run) {
+                // the call goes on once kblockd has run the queue (kblockd_run_queue())
+                self.queue_run_waiters.push(c);
+                return;
+            }
             // the completions the driver ran inside this call, then
             // blkcg_maybe_throttle_current(): the delay on return to user space; both
             // are part of the syscall, so they land in this I/O's slat
@@ -819,9 +857,9 @@ impl Pipeline {
                     user_delay = user_delay.max(p.user_delay(now, cg));
                 }
             }
-            let inline = std::mem::take(&mut self.inline_completions);
-            self.spend(j, inline);
-            let delay = inline + user_delay;
+            let queue_run = std::mem::take(&mut self.queue_run_cpu);
+            self.spend(j, queue_run);
+            let delay = queue_run + user_delay;
             if delay > 0 {
                 self.kick_ctx(c, delay);
             } else {
@@ -908,6 +946,63 @@ impl Pipeline {
 
     // ------------------------------------------------------------------ device
 
+    /// Who runs the queue for the request of bio `b` that context `c` submits: the
+    /// dispatch worker plugs and flushes in its own context
+    /// (`blk_throtl_dispatch_work_fn()`), a job as `crate::sim::plug` says.
+    fn queue_run_of(&self, c: u32, b: BioId) -> QueueRun {
+        let Some(j) = self.ctxs[c as usize].job else {
+            return QueueRun::Caller;
+        };
+        let bio = self.bios.get(b);
+        plug::queue_run(
+            &self.blk,
+            self.jobs[j as usize].p.sync_engine,
+            bio.dir,
+            self.ios[bio.io as usize].bytes,
+            self.stack.elevator.is_some(),
+        )
+    }
+
+    /// Queue kblockd's run of the hardware queue (`blk_mq_delay_run_hw_queue(hctx, 0)`)
+    /// for a request `run` leaves to it: `[host] workqueue_ns` from now, or
+    /// `sleep_flush_ns` from a sleeping caller's plug; unless a run is queued already.
+    fn kick_kblockd(&mut self, run: QueueRun) {
+        if !self.queue_run_pending {
+            self.queue_run_pending = true;
+            let delay = if run == QueueRun::SleepFlush {
+                self.host.sleep_flush_ns
+            } else {
+                self.host.workqueue_ns
+            };
+            self.q.after(delay, Event::QueueRun);
+        }
+    }
+
+    /// kblockd runs the queue (`blk_mq_run_work_fn()`): what was inserted for it goes
+    /// to the driver, then the callers waiting for it return, after the completions
+    /// the driver ran inline in this run.
+    fn kblockd_run_queue(&mut self) {
+        self.queue_run_pending = false;
+        self.queue_run_cpu = 0;
+        let mut sw = std::mem::take(&mut self.sw_queue);
+        for &tag in &sw {
+            if let Some(slot) = self.rqs[tag as usize] {
+                let rq = self.request(tag, slot);
+                self.dispatch(&rq);
+            }
+        }
+        sw.clear();
+        self.sw_queue = sw;
+        self.run_hw_queue();
+        let cpu = std::mem::take(&mut self.queue_run_cpu);
+        let mut waiters = std::mem::take(&mut self.queue_run_waiters);
+        for &c in &waiters {
+            self.kick_ctx(c, cpu);
+        }
+        waiters.clear();
+        self.queue_run_waiters = waiters;
+    }
+
     /// A free tag for bio `b`, if one is left and the elevator's `limit_depth` lets
     /// its request have one more than are in use.
     fn get_tag(&mut self, b: BioId) -> Option<u32> {
@@ -921,10 +1016,10 @@ impl Pipeline {
     }
 
     /// Bio `b` got `tag` (its submitter asked at `alloc`, got it at `start`): the
-    /// request is tracked and handed to the elevator, and the queue is run; with
-    /// `none` (no elevator) it goes to the driver at once
-    /// (`blk_mq_try_issue_directly()`).
-    fn start_request(&mut self, b: BioId, tag: u32, alloc: Ns, start: Ns) {
+    /// request is tracked and handed to the elevator, and the queue is run by `run`;
+    /// with `none` (no elevator) it goes to the driver at once
+    /// (`blk_mq_try_issue_directly()`), or to the software queue for kblockd.
+    fn start_request(&mut self, b: BioId, tag: u32, alloc: Ns, start: Ns, run: QueueRun) {
         let now = self.q.now();
         let slot = RqSlot {
             bio: b,
@@ -933,7 +1028,7 @@ impl Pipeline {
         };
         self.rqs[tag as usize] = Some(slot);
         let ops = self.stack.rq_qos_ops;
-        if !ops.track && !ops.issue && self.stack.elevator.is_none() {
+        if !ops.track && !ops.issue && self.stack.elevator.is_none() && run == QueueRun::Caller {
             // nothing hears of the request before the driver
             self.queue_rq(tag, b);
             return;
@@ -946,7 +1041,13 @@ impl Pipeline {
             }
         }
         let Some(e) = self.stack.elevator.as_mut() else {
-            self.dispatch(&rq);
+            if run != QueueRun::Caller {
+                // blk_mq_dispatch_plug_list(plug, true) → blk_mq_insert_requests()
+                self.sw_queue.push(tag);
+                self.kick_kblockd(run);
+            } else {
+                self.dispatch(&rq);
+            }
             return;
         };
         e.insert_requests(rq, now);
@@ -954,7 +1055,11 @@ impl Pipeline {
         // %util) counts requests waiting in the elevator too
         self.dev_acct.advance(now);
         self.dev_acct.inflight += 1;
-        self.run_hw_queue();
+        match run {
+            QueueRun::Caller => self.run_hw_queue(),
+            // blk_mq_run_hw_queue(hctx, true)
+            QueueRun::Kblockd | QueueRun::SleepFlush => self.kick_kblockd(run),
+        }
     }
 
     /// `blk_mq_run_hw_queue()` with an elevator: every request it gives goes to the
@@ -971,6 +1076,7 @@ impl Pipeline {
             && e.has_work()
             && let Some(rq) = e.dispatch_request(now)
         {
+            self.queue_run_cpu += self.host.elevator_ns;
             self.dispatch(&rq);
         }
     }
@@ -1029,7 +1135,7 @@ impl Pipeline {
         }
         if self.dev.submit(now, d, &mut self.q) == Completion::Inline {
             // the driver ended it in this call: whoever dispatched runs its completion
-            self.inline_completions += self.host.inline_complete_ns;
+            self.queue_run_cpu += self.host.inline_complete_ns;
         }
     }
 

@@ -25,6 +25,8 @@
 //! - `prefetch.rs` — a cache hint for records the next step of an I/O reads;
 //! - `jiffies.rs` — the kernel's jiffies (`INITIAL_JIFFIES`, ns ↔ jiffies) for the
 //!   policies and the scheduler that count in them;
+//! - `plug.rs` — who runs the queue for a job's request: its own call or kblockd
+//!   (the submitter's plug; the `blk.*` switches);
 //! - `sbitmap.rs` — the tags and who gets a freed one (`sbitmap_queue`);
 //! - `iostat.rs` — the device's per-second accounting (`IostatRow`, as `iostat -x 1`);
 //! - `engine.rs` — the request pipeline of docs/design.md §2 wiring all layers together;
@@ -36,6 +38,7 @@ pub mod fio;
 pub mod inline_deque;
 pub mod iostat;
 pub mod jiffies;
+pub mod plug;
 pub mod prefetch;
 pub mod queue;
 pub mod rng;

@@ -46,6 +46,9 @@ pub enum Event {
     Sample,
     /// A scheduled interface-file write (e.g. an `io.max` change at t).
     Config(u32),
+    /// kblockd runs the hardware queue (`blk_mq_run_work_fn()`): requests inserted
+    /// for it go to the driver (`crate::sim::plug`).
+    QueueRun,
 }
 
 /// Number of sorted FIFO lanes in front of the heap.

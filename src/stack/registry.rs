@@ -294,11 +294,11 @@ pub fn file_names(root: bool) -> String {
     names.join(", ")
 }
 
-/// Every `[kernel]` switch prefix (`throttle.`), policies' then elevators'.
+/// Every `[kernel]` switch prefix (`throttle.`): the block core's
+/// (`crate::sim::plug`), then policies' and elevators'.
 pub fn switch_prefixes() -> impl Iterator<Item = &'static str> {
-    POLICIES
-        .iter()
-        .filter_map(|d| d.switches)
+    std::iter::once(crate::sim::plug::SWITCH_PREFIX)
+        .chain(POLICIES.iter().filter_map(|d| d.switches))
         .chain(ELEVATORS.iter().filter_map(|e| e.switches))
 }
 
@@ -405,7 +405,12 @@ mod tests {
                 .push((format!("{p}no_such_switch"), "x".into()));
             let policies = POLICIES.iter().map(|d| (d.configure)(&res).err());
             let elevators = ELEVATORS.iter().map(|e| (e.configure)(&res.kernel).err());
-            let refused = policies.chain(elevators).flatten().count();
+            let core = crate::sim::plug::behaviour_for(
+                &res.kernel.version,
+                &res.kernel.switches(crate::sim::plug::SWITCH_PREFIX),
+            )
+            .err();
+            let refused = policies.chain(elevators).chain([core]).flatten().count();
             assert_eq!(
                 refused, 1,
                 "`{p}no_such_switch` refused by exactly its owner"

@@ -83,7 +83,7 @@ pub enum HostProfile {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GuestHost {
     pub series: (u32, u32),
-    pub host: [(&'static str, i64); 15],
+    pub host: [(&'static str, i64); 18],
     pub dispatch_ns: i64,
 }
 
@@ -123,6 +123,19 @@ pub struct GuestHost {
 ///   psync 3.8 + `complete_ns` = 9.8 µs, the campaign's 9.07–9.82);
 /// - 6.12.117: slat 6.90 µs, clat 1.51 µs (p50), psync 5.09 µs: 1.4, 1.51, 3.7.
 ///
+/// Who runs the queue (`elevator_ns`, `workqueue_ns`, `sleep_flush_ns`;
+/// `crate::sim::plug`): `validate-kblockd-queue-run` (docs/validation.md §23), QD1
+/// 4 KiB on a softirq null_blk, mq-deadline against `none`:
+/// - 6.1.0-56: an aio write (plugged, flushed as the call returns: the caller runs
+///   the queue) 8.36 µs slat against 6.40: `elevator_ns` 1.9 (the psync writes differ
+///   by 1.35); an aio read (kblockd) 14.23 against 6.03 and a psync read 12.74 against
+///   4.64: 8.1–8.2 µs more, of which the elevator's 1.9: `workqueue_ns` 6.2; a psync
+///   write sleeps with its request in the plug, with `none` too: 14.78 against the
+///   read's 4.64: `sleep_flush_ns` 10.1;
+/// - 6.12.117: every job 1.79–1.90 µs more with mq-deadline (no write plug since 6.5),
+///   split as on 6.1: `elevator_ns` 0.45, `workqueue_ns` 1.4; `sleep_flush_ns` 2.3
+///   (6.1's ratio; no 6.12 path sleeps with a plug).
+///
 /// The tag sleeper's wake-up (`tag_wakeup_ns`, `tag_wakeup_slip_*`, `cpus`): the same
 /// scenario at 50 µs traced (`--trace-event sched:sched_switch`, `timer:*`,
 /// `block:*`, docs/validation.md §15): from the hrtimer's expiry to the woken
@@ -144,6 +157,9 @@ pub const GUEST_HOSTS: [GuestHost; 2] = [
             ("sync_submit_ns", 3_800),
             ("inline_complete_ns", 850),
             ("reap_ns", 1_460),
+            ("elevator_ns", 1_900),
+            ("workqueue_ns", 6_200),
+            ("sleep_flush_ns", 10_100),
             ("fio_loop_ns", 2_000),
             ("wakeup_jitter_ns", 0),
             ("wakeup_slip_ppm", 0),
@@ -165,6 +181,9 @@ pub const GUEST_HOSTS: [GuestHost; 2] = [
             ("sync_submit_ns", 3_700),
             ("inline_complete_ns", 1_400),
             ("reap_ns", 1_510),
+            ("elevator_ns", 450),
+            ("workqueue_ns", 1_400),
+            ("sleep_flush_ns", 2_300),
             ("fio_loop_ns", 2_000),
             ("wakeup_jitter_ns", 0),
             ("wakeup_slip_ppm", 25_862),

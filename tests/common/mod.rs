@@ -189,6 +189,15 @@ pub fn fit_files() -> Vec<String> {
 /// `release` in its qemu guest: that series' measured host costs and `dispatch_ns`
 /// (`validate::GUEST_HOSTS`), the kernel version pinned.
 pub fn as_validate_simulates(name: &str, release: &str) -> blkcg_sim::run::VariantRun {
+    as_validate_simulates_variant(name, None, release)
+}
+
+/// [`as_validate_simulates`] for one of the scenario's variants (`validate --variant`).
+pub fn as_validate_simulates_variant(
+    name: &str,
+    variant: Option<&str>,
+    release: &str,
+) -> blkcg_sim::run::VariantRun {
     use toml::Value;
     let text = blkcg_sim::scenario::embedded::get(name).unwrap();
     let sc = blkcg_sim::scenario::Scenario::parse(text, name).unwrap();
@@ -203,12 +212,21 @@ pub fn as_validate_simulates(name: &str, release: &str) -> blkcg_sim::run::Varia
         "dispatch_ns",
         Value::Integer(guest.dispatch_ns),
     ));
-    blkcg_sim::run::run_variant(&sc.pinned(&pins), None, Some(release), None, false).unwrap()
+    blkcg_sim::run::run_variant(&sc.pinned(&pins), variant, Some(release), None, false).unwrap()
 }
 
 /// [`as_validate_simulates`], as the fio JSON document `validate` reads.
 pub fn as_validate_simulates_json(name: &str, release: &str) -> serde_json::Value {
-    let run = as_validate_simulates(name, release);
+    as_validate_simulates_variant_json(name, None, release)
+}
+
+/// [`as_validate_simulates_variant`], as the fio JSON document `validate` reads.
+pub fn as_validate_simulates_variant_json(
+    name: &str,
+    variant: Option<&str>,
+    release: &str,
+) -> serde_json::Value {
+    let run = as_validate_simulates_variant(name, variant, release);
     serde_json::from_str(&blkcg_sim::report::fio::json::to_json(&run.fio, false)).unwrap()
 }
 
