@@ -838,10 +838,11 @@ impl Pipeline {
                 return;
             }
         }
+        let awaits_queue_run = std::mem::take(&mut self.ctxs[c as usize].awaits_queue_run);
         if let Some(j) = self.ctxs[c as usize].job
             && let Phase::InSubmit(io) = self.jobs[j as usize].phase
         {
-            if std::mem::take(&mut self.ctxs[c as usize].awaits_queue_run) {
+            if awaits_queue_run {
                 // the call goes on once kblockd has run the queue (kblockd_run_queue())
                 self.queue_run_waiters.push(c);
                 return;
