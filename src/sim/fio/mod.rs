@@ -11,7 +11,10 @@
 //! next waits for completions, as in fio: after the wake-up (`[host] complete_ns`) when
 //! it woke the waiting job, after `io_getevents()` returning at once (`reap_ns`,
 //! `getevents_call()`) when it was ready as the job came to wait. A sync engine
-//! submits for `sync_submit_ns` and has no reap. fio's handling of a failed I/O (logged,
+//! submits for `sync_submit_ns` and has no reap. An I/O of more than one bio (over
+//! 1 MiB: `BIO_MAX_VECS` pages) enters the block layer once its first bio's pages are
+//! pinned, and the call pins the rest while the stack works on it (`Phase::Pinning`),
+//! as `__blkdev_direct_IO()` submits bio by bio. fio's handling of a failed I/O (logged,
 //! counted under `continue_on_error`, or stopping the job, which then waits for what
 //! is in flight) is `JobRt::io_error()`; a removed disk is one of size 0 to
 //! `io_submit()` (a read returns 0 bytes, a write ENOSPC).
@@ -38,6 +41,9 @@
 //!   histograms, percentiles, depth maps, errors), which `crate::report::fio` formats.
 
 pub mod stats;
+
+/// The most a bio holds: `BIO_MAX_VECS` (256) pages of 4 KiB.
+const BIO_MAX_BYTES: u64 = 256 * 4096;
 
 use crate::blkcg::ioprio::{Ioprio, IoprioClass, task_ioprio};
 use crate::sim::engine::{Pipeline, Stage};
@@ -95,6 +101,9 @@ pub(super) enum Phase {
     SubmitEnter(u32),
     /// Inside the block layer (context may be sleeping).
     InSubmit(u32),
+    /// io_submit() pins the pages of an I/O past its first bio, the block layer
+    /// already working on the I/O (`__blkdev_direct_IO()` submits bio by bio).
+    Pinning(u32),
     /// Waiting to reap at least one completion (queue full).
     Reap,
     /// io_u_quiesce(): wait for every in-flight I/O, then go on.
@@ -458,7 +467,11 @@ impl Pipeline {
             Phase::Reap | Phase::Quiesce(_) | Phase::Drain => !job.wake_scheduled,
             Phase::InSubmit(_) => self.ctxs[(j + 1) as usize].blocked,
             Phase::NotStarted | Phase::Done => true,
-            Phase::Loop | Phase::Issue(_) | Phase::SubmitEnter(_) | Phase::Sleeping(_) => false,
+            Phase::Loop
+            | Phase::Issue(_)
+            | Phase::SubmitEnter(_)
+            | Phase::Pinning(_)
+            | Phase::Sleeping(_) => false,
         };
         if waits {
             self.off_cpu(j);
@@ -568,10 +581,12 @@ impl Pipeline {
                     self.ctxs[(j + 1) as usize]
                         .pending
                         .push_back((b, Stage::Bio(0)));
+                    // the pages of the first bio; the rest after it went in
+                    let first = bytes.min(BIO_MAX_BYTES);
                     let cost = if job.p.sync_engine {
-                        self.host.sync_submit_cost(bytes)
+                        self.host.sync_submit_cost(first)
                     } else {
-                        self.host.submit_cost(bytes)
+                        self.host.submit_cost(first)
                     };
                     self.spend(j, cost);
                     self.wake_job(j, cost);
@@ -586,6 +601,10 @@ impl Pipeline {
                     job.phase = Phase::InSubmit(io);
                     // run_ctx calls submit_returned() when the context is through
                     self.run_ctx(j + 1);
+                    return;
+                }
+                Phase::Pinning(io) => {
+                    self.submit_returned(j, io);
                     return;
                 }
                 Phase::Reap => {
@@ -724,6 +743,17 @@ impl Pipeline {
     /// io_submit() returned: slat ends, the I/O is in flight.
     #[inline(always)]
     pub(super) fn submit_returned(&mut self, j: u32, io: u32) {
+        // an I/O of more than one bio: its first went in with its pages pinned; the
+        // call pins the rest now, while the block layer works on the first
+        // (`__blkdev_direct_IO()`: bio_iov_iter_get_pages() then submit_bio(), per bio)
+        let bytes = self.ios[io as usize].bytes;
+        if bytes > BIO_MAX_BYTES && matches!(self.jobs[j as usize].phase, Phase::InSubmit(_)) {
+            let rest = (bytes - BIO_MAX_BYTES).div_ceil(4096) * self.host.submit_page_ns;
+            self.jobs[j as usize].phase = Phase::Pinning(io);
+            self.spend(j, rest);
+            self.wake_job(j, rest);
+            return;
+        }
         let now = self.q.now();
         let iou = &mut self.ios[io as usize];
         iou.issued = now;
