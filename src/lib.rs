@@ -19,6 +19,8 @@ pub mod cli;
 #[doc(hidden)]
 pub mod device;
 #[doc(hidden)]
+pub mod host_probe;
+#[doc(hidden)]
 pub mod iocost;
 #[doc(hidden)]
 pub mod iolatency;

@@ -407,6 +407,10 @@ enum Cmd {
     /// (`device fit`), draw one's behaviour (`device plot`).
     #[command(subcommand)]
     Device(cli::device::DeviceCmd),
+    /// The host a run assumes: the built-in profiles (`host list`), or this machine
+    /// measured as one (`host probe`).
+    #[command(subcommand)]
+    Host(cli::host::HostCmd),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -560,8 +564,8 @@ fn main() -> ExitCode {
                 },
                 output: output.clone(),
                 host: match host {
-                    HostArg::Guest => validate::HostProfile::Guest,
-                    HostArg::Scenario => validate::HostProfile::Scenario,
+                    HostArg::Guest => validate::HostSource::Guest,
+                    HostArg::Scenario => validate::HostSource::Scenario,
                 },
                 trace_events: trace_event,
                 dry_run,
@@ -606,6 +610,7 @@ fn main() -> ExitCode {
         Cmd::Tune(t) => cli::tune::tune_args_command(*t, progress),
         Cmd::Kernel(k) => cli::kernel::kernel_command(k, cli.quiet),
         Cmd::Device(d) => cli::device::device_command(d),
+        Cmd::Host(h) => cli::host::host_command(h, cli.quiet),
         Cmd::Scenarios { name } => cli::scenarios::scenarios_command(name.as_deref()),
     };
     match result {

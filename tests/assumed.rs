@@ -76,7 +76,7 @@ fn a_scenario_without_kernel_says_it_runs_the_newest_upstream_at_hz_1000() {
         "kernel 7.0, the newest upstream modelled (default), HZ=1000 (default)"
     );
     assert!(
-        lines[1].starts_with("host defaults: submit 2 µs + 75 ns/page,"),
+        lines[1].starts_with("host profile minimal (default): submit 2 µs + 75 ns/page,"),
         "{summary}"
     );
     // the cloud volume's flat latency is said, and that tails are opt-in

@@ -209,7 +209,7 @@ fn with_noise_the_stock_kernel_collapses_in_some_seeds_the_fix_in_none() {
 fn guest_profile(text: &str) -> String {
     let (_, costs) = guest_host("6.12.117");
     let host: String = costs
-        .host
+        .host()
         .iter()
         .map(|(k, v)| format!("{k} = {v}\n"))
         .collect();

@@ -9,6 +9,8 @@
 //! - `check.rs`     — `check` (build every variant, print what it resolves to);
 //! - `device.rs`    — `device`: `fit` (a model fitted to the user's fio
 //!   measurements), `plot` (pictures of a device model alone);
+//! - `host.rs`      — `host`: `list` (the host profiles), `probe` (this machine
+//!   measured as one);
 //! - `tune.rs`      — `tune`: `model`, `qos`, `iomax` (what to write in io.cost.* and
 //!   io.max);
 //! - `kernel.rs`    — `kernel`: `build`, `list`, `clean` (guest kernels from source);
@@ -20,6 +22,7 @@
 pub mod check;
 pub mod device;
 pub mod fio;
+pub mod host;
 pub mod kernel;
 pub mod repro;
 pub mod run;

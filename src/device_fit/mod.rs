@@ -442,7 +442,7 @@ pub fn fit(paths: &[PathBuf], model: Model, threads: usize) -> Result<Outcome, S
     }
     let fitted = model.fit(&set)?;
     if let Some(m) = &set[jobs::RANDREAD_QD1] {
-        let host = crate::scenario::host::HostCosts::default();
+        let host = crate::scenario::host_profile::default_profile().costs();
         let real = m.figures.values().next().and_then(|v| v[2]).unwrap_or(0.0);
         let _ = writeln!(
             report,

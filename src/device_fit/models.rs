@@ -2,7 +2,8 @@
 //! least squares, and which keys stay at the model's defaults and why.
 //!
 //! Every latency a fio job reports as clat includes the host's completion path; the
-//! simulation adds it back ([`HostCosts::complete_cost`], the default `[host]`), so it
+//! simulation adds it back ([`HostCosts::complete_cost`] of the default host profile,
+//! `crate::scenario::host_profile`), so it
 //! is subtracted first: what is left is the device's own time.
 
 use super::jobs::{
@@ -11,7 +12,7 @@ use super::jobs::{
 };
 use super::{Fitted, Measured, Set};
 use crate::device::cloud::io_units;
-use crate::scenario::host::HostCosts;
+use crate::scenario::host_profile::default_profile;
 
 /// fio's IOPS, bandwidth and clat figures of the figures table (`compare::FIGURES`).
 pub const IOPS: usize = 0;
@@ -22,7 +23,7 @@ pub const CLAT_P99: usize = 7;
 
 /// The host's completion cost of an I/O of `bytes`, µs.
 fn host_us(bytes: u64) -> f64 {
-    HostCosts::default().complete_cost(bytes) as f64 / 1000.0
+    default_profile().costs().complete_cost(bytes) as f64 / 1000.0
 }
 
 /// A measured job's device time per I/O at QD1: clat mean less the host's part, µs.

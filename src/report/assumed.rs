@@ -15,7 +15,7 @@
 //!
 //! ```text
 //! assumed: kernel 7.0, the newest upstream modelled (default), HZ=1000 (default)
-//! assumed: host defaults: submit 2 µs + 75 ns/page, complete 1.5 µs + 20 ns/page, ...
+//! assumed: host profile minimal (default): submit 2 µs + 75 ns/page, complete 1.5 µs + 20 ns/page, ...
 //! assumed: device ssd nvme0n1, model defaults: 80 µs read / 20 µs write + bytes ...
 //! ```
 //!
@@ -69,11 +69,16 @@ impl Assumed {
         if k.throttling_low {
             kernel += ", CONFIG_BLK_DEV_THROTTLING_LOW=y";
         }
+        let profile = format!(
+            "host profile {} ({})",
+            r.host_profile.name,
+            by(r.host_profile_given, None)
+        );
         let host = if r.host_set.is_empty() {
-            format!("host defaults: {}", r.host.summary())
+            format!("{profile}: {}", r.host.summary())
         } else {
             format!(
-                "host [{}] from the scenario: {}",
+                "{profile}, [{}] from the scenario: {}",
                 r.host_set.join(", "),
                 r.host.summary()
             )

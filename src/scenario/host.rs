@@ -68,6 +68,11 @@ pub struct HostCosts {
     /// Every sleep of a fio job (thinktime, rate pacing) ends this much late: the
     /// task's timer slack (Linux default 50 µs for normal tasks).
     pub timer_slack_ns: Ns,
+    /// How late a fio sleep ends, as a measured distribution ([`WakeupLateness`]:
+    /// the timer slack and the scheduling noise together, as `blkcg-sim host probe`
+    /// measures them). When set it replaces `timer_slack_ns` for fio's sleeps;
+    /// `wakeup_jitter_ns` and the slips still add on top when set.
+    pub wakeup_lateness: Option<WakeupLateness>,
     /// Mean of an exponentially distributed extra wake-up delay (scheduling noise of
     /// a busy or virtualised host), drawn from the seeded PRNG. 0 = none.
     pub wakeup_jitter_ns: Ns,
@@ -172,17 +177,81 @@ impl std::fmt::Display for HostCosts {
                 self.elevator_ns, self.sleep_flush_ns
             )?;
         }
+        if let Some(w) = &self.wakeup_lateness {
+            write!(f, " wakeup_lateness={w}")?;
+        }
         Ok(())
     }
 }
 
 impl HostCosts {
+    /// Every `[host]` key, as the errors list them: `profile` (a named set of the
+    /// others, `crate::scenario::host_profile`), the costs and delays (ns), the
+    /// counts (`cpus`, the `_ppm` shares) and the `wakeup_lateness` table.
+    pub const KEYS: [&'static str; 23] = [
+        "profile",
+        "submit_ns",
+        "submit_page_ns",
+        "complete_ns",
+        "complete_page_ns",
+        "sync_submit_ns",
+        "inline_complete_ns",
+        "reap_ns",
+        "elevator_ns",
+        "fio_loop_ns",
+        "workqueue_ns",
+        "sleep_flush_ns",
+        "timer_slack_ns",
+        "wakeup_lateness",
+        "wakeup_jitter_ns",
+        "wakeup_slip_ppm",
+        "wakeup_slip_ns",
+        "tag_wakeup_ns",
+        "tag_wakeup_slip_ppm",
+        "tag_wakeup_slip_ns",
+        "tag_sleeper_preempt_ns",
+        "cpus",
+        "fio_restart_ns",
+    ];
+
+    /// Sets the integer key `key` (a time in ns, or a count) to `v`; false when `key`
+    /// is not one (`profile`, `wakeup_lateness`, or unknown). The caller checks the
+    /// range.
+    pub fn set_integer(&mut self, key: &str, v: u64) -> bool {
+        let count = u32::try_from(v).unwrap_or(u32::MAX);
+        match key {
+            "submit_ns" => self.submit_ns = v,
+            "submit_page_ns" => self.submit_page_ns = v,
+            "complete_ns" => self.complete_ns = v,
+            "complete_page_ns" => self.complete_page_ns = v,
+            "sync_submit_ns" => self.sync_submit_ns = v,
+            "inline_complete_ns" => self.inline_complete_ns = v,
+            "reap_ns" => self.reap_ns = v,
+            "fio_loop_ns" => self.fio_loop_ns = v,
+            "workqueue_ns" => self.workqueue_ns = v,
+            "sleep_flush_ns" => self.sleep_flush_ns = v,
+            "elevator_ns" => self.elevator_ns = v,
+            "timer_slack_ns" => self.timer_slack_ns = v,
+            "wakeup_jitter_ns" => self.wakeup_jitter_ns = v,
+            "wakeup_slip_ns" => self.wakeup_slip_ns = v,
+            "tag_wakeup_ns" => self.tag_wakeup_ns = v,
+            "tag_wakeup_slip_ns" => self.tag_wakeup_slip_ns = v,
+            "tag_sleeper_preempt_ns" => self.tag_sleeper_preempt_ns = v,
+            "fio_restart_ns" => self.fio_restart_ns = v,
+            "cpus" => self.cpus = count,
+            "wakeup_slip_ppm" => self.wakeup_slip_ppm = count,
+            "tag_wakeup_slip_ppm" => self.tag_wakeup_slip_ppm = count,
+            _ => return false,
+        }
+        true
+    }
+
     /// What a run's `assumed:` block says of the host: the costs around each I/O and
     /// the noise on its sleeps, in words (`submit 2 µs + 75 ns/page, ...`).
     pub fn summary(&self) -> String {
         let mut s = format!(
             "submit {} + {}/page, sync submit {}, complete {} + {}/page, inline completion {}, \
-             reap {}, elevator {}, kernel work item {} ({} from a sleeping plug), timer slack {}",
+             reap {}, elevator {}, kernel work item {} ({} from a sleeping plug)",
             time_text(self.submit_ns),
             time_text(self.submit_page_ns),
             time_text(self.sync_submit_ns),
@@ -193,8 +262,14 @@ impl HostCosts {
             time_text(self.elevator_ns),
             time_text(self.workqueue_ns),
             time_text(self.sleep_flush_ns),
-            time_text(self.timer_slack_ns)
         );
+        s += &match &self.wakeup_lateness {
+            Some(w) => format!(
+                ", sleeps end late by {} (timer slack included)",
+                w.summary()
+            ),
+            None => format!(", timer slack {}", time_text(self.timer_slack_ns)),
+        };
         let mut noise = Vec::new();
         if self.wakeup_jitter_ns > 0 {
             noise.push(format!(
@@ -217,7 +292,9 @@ impl HostCosts {
             ));
         }
         if noise.is_empty() {
-            s += ", no wake-up noise";
+            if self.wakeup_lateness.is_none() {
+                s += ", no wake-up noise";
+            }
         } else {
             s += &format!(", {}", noise.join(", "));
         }
@@ -264,6 +341,7 @@ impl Default for HostCosts {
             workqueue_ns: 2_000,
             sleep_flush_ns: 3_000,
             timer_slack_ns: 50_000,
+            wakeup_lateness: None,
             wakeup_jitter_ns: 0,
             wakeup_slip_ppm: 0,
             wakeup_slip_ns: 0,
@@ -273,6 +351,132 @@ impl Default for HostCosts {
             cpus: 0,
             tag_sleeper_preempt_ns: NSEC_PER_MSEC,
             fio_restart_ns: 300 * NSEC_PER_MSEC,
+        }
+    }
+}
+
+/// A measured distribution of how late a sleep ends: points of its inverse CDF,
+/// (percentile in parts per million, lateness), from the 0th to the 100th, linear
+/// between them. `[host] wakeup_lateness = [[0, "52us"], [50, "61us"], ...,
+/// [100, "4ms"]]` (percentiles 0 to 100); `blkcg-sim host probe` prints one measured
+/// on the machine it runs on. Fixed capacity, so that [`HostCosts`] stays `Copy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WakeupLateness {
+    points: [(u32, Ns); WakeupLateness::MAX_POINTS],
+    len: usize,
+}
+
+impl WakeupLateness {
+    /// The most points a table holds.
+    pub const MAX_POINTS: usize = 16;
+
+    /// The table of `(percentile in ppm, lateness)` points, or why it is not one:
+    /// 2 to [`Self::MAX_POINTS`] points, from 0 to 1,000,000 ppm, percentiles rising,
+    /// lateness never falling.
+    pub fn new(points: &[(u32, Ns)]) -> Result<Self, String> {
+        if !(2..=Self::MAX_POINTS).contains(&points.len()) {
+            return Err(format!(
+                "{} point(s), where a table has 2 to {}",
+                points.len(),
+                Self::MAX_POINTS
+            ));
+        }
+        if points[0].0 != 0 || points[points.len() - 1].0 != 1_000_000 {
+            return Err("the first point must be the 0th percentile and the last the 100th".into());
+        }
+        for w in points.windows(2) {
+            if w[1].0 <= w[0].0 {
+                return Err("the percentiles must rise from point to point".into());
+            }
+            if w[1].1 < w[0].1 {
+                return Err(format!(
+                    "the lateness falls from {} to {} ns: a higher percentile cannot be less late",
+                    w[0].1, w[1].1
+                ));
+            }
+        }
+        let mut t = WakeupLateness {
+            points: [(0, 0); Self::MAX_POINTS],
+            len: points.len(),
+        };
+        t.points[..points.len()].copy_from_slice(points);
+        Ok(t)
+    }
+
+    /// The points, (percentile in ppm, lateness).
+    pub fn points(&self) -> &[(u32, Ns)] {
+        &self.points[..self.len]
+    }
+
+    /// The lateness at the quantile `u` in [0, 1): the inverse CDF, linear between
+    /// the points (inverse transform sampling when `u` is uniform).
+    pub fn at(&self, u: f64) -> Ns {
+        let x = u.clamp(0.0, 1.0) * 1e6;
+        let p = self.points();
+        let i = p
+            .partition_point(|&(q, _)| f64::from(q) <= x)
+            .clamp(1, p.len() - 1);
+        let ((q0, l0), (q1, l1)) = (p[i - 1], p[i]);
+        let f = ((x - f64::from(q0)) / f64::from(q1 - q0)).clamp(0.0, 1.0);
+        l0 + ((l1 - l0) as f64 * f) as Ns
+    }
+
+    /// `p50 61 µs, p99 1.1 ms, max 4 ms`: the median, the 99th percentile and the
+    /// largest, in words.
+    pub fn summary(&self) -> String {
+        let max = self.points()[self.len - 1].1;
+        format!(
+            "p50 {}, p99 {}, max {}",
+            time_text(self.at(0.5)),
+            time_text(self.at(0.99)),
+            time_text(max)
+        )
+    }
+}
+
+/// In scenario syntax, percentiles and ns: `[[0,52000],[50,61000],...,[100,4000000]]`.
+impl std::fmt::Display for WakeupLateness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let pts: Vec<String> = self
+            .points()
+            .iter()
+            .map(|&(q, l)| format!("[{},{l}]", f64::from(q) / 10_000.0))
+            .collect();
+        write!(f, "[{}]", pts.join(","))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_inverse_cdf_is_linear_between_the_points() {
+        let w =
+            WakeupLateness::new(&[(0, 50_000), (500_000, 60_000), (1_000_000, 1_060_000)]).unwrap();
+        assert_eq!(w.at(0.0), 50_000);
+        assert_eq!(w.at(0.25), 55_000);
+        assert_eq!(w.at(0.5), 60_000);
+        assert_eq!(w.at(0.75), 560_000);
+        assert_eq!(w.at(0.999_999_999), 1_059_999);
+        assert_eq!(w.at(1.0), 1_060_000);
+        assert_eq!(w.to_string(), "[[0,50000],[50,60000],[100,1060000]]");
+        assert_eq!(w.summary(), "p50 60 µs, p99 1.04 ms, max 1.06 ms");
+    }
+
+    #[test]
+    fn a_table_that_is_not_a_distribution_is_refused() {
+        for (pts, why) in [
+            (&[(0, 1)][..], "2 to 16"),
+            (&[(1, 1), (1_000_000, 2)][..], "0th percentile"),
+            (
+                &[(0, 1), (500_000, 3), (500_000, 4), (1_000_000, 5)][..],
+                "rise",
+            ),
+            (&[(0, 5), (1_000_000, 4)][..], "falls from 5 to 4"),
+        ] {
+            let e = WakeupLateness::new(pts).unwrap_err();
+            assert!(e.contains(why), "{e}");
         }
     }
 }

@@ -25,6 +25,7 @@
 
 pub mod embedded;
 pub mod host;
+pub mod host_profile;
 pub mod repro;
 pub mod resolve;
 pub mod source;

@@ -7,7 +7,8 @@ use super::{BareNumber, Scenario, ScenarioError, parse_duration};
 use crate::blkcg::CgroupTree;
 use crate::device::fault::BadblocksWrite;
 use crate::kernel_version::{Distro, Named, named};
-use crate::scenario::host::HostCosts;
+use crate::scenario::host::{HostCosts, WakeupLateness};
+use crate::scenario::host_profile::{self, HostProfile};
 use crate::sim::Ns;
 use crate::stack::registry::{self, CgroupFile};
 
@@ -195,7 +196,12 @@ pub struct Resolved {
     pub device: Table,
     pub kernel: KernelSettings,
     pub host: HostCosts,
-    /// The `[host]` keys the scenario set (the rest of `host` are defaults).
+    /// The host profile in force: the scenario's `[host] profile`, or the default.
+    pub host_profile: &'static HostProfile,
+    /// Who named it: the scenario, or nobody (the default).
+    pub host_profile_given: Given,
+    /// The `[host]` keys the scenario set over the profile (`profile` itself not
+    /// counted).
     pub host_set: Vec<String>,
     pub state: PriorState,
     pub tree: CgroupTree,
@@ -309,12 +315,16 @@ impl Scenario {
         };
         let mut warnings = Vec::new();
         let kernel = self.kernel_settings(t.get("kernel"), &mut warnings)?;
-        let host = self.host_costs(t.get("host"))?;
+        let (host, host_profile) = self.host_costs(t.get("host"))?;
         let host_set = t
             .get("host")
             .and_then(Value::as_table)
-            .map(|h| h.keys().cloned().collect())
+            .map(|h| h.keys().filter(|k| *k != "profile").cloned().collect())
             .unwrap_or_default();
+        let host_profile_given = match t.get("host").and_then(Value::as_table) {
+            Some(h) if h.contains_key("profile") => Given::Scenario,
+            _ => Given::Default,
+        };
         let state = self.prior_state(t.get("state"))?;
         let mut tree = CgroupTree::default();
         let mut writes = Vec::new();
@@ -484,6 +494,8 @@ impl Scenario {
             device,
             kernel,
             host,
+            host_profile,
+            host_profile_given,
             host_set,
             state,
             tree,
@@ -610,10 +622,30 @@ impl Scenario {
         Ok(k)
     }
 
-    fn host_costs(&self, v: Option<&Value>) -> Result<HostCosts, ScenarioError> {
-        let mut h = HostCosts::default();
-        let Some(t) = self.optional_table(v, "host")? else {
-            return Ok(h);
+    /// The `[host]` table: its `profile` (or the default one) first, then every other
+    /// key over it; with the profile in force.
+    fn host_costs(
+        &self,
+        v: Option<&Value>,
+    ) -> Result<(HostCosts, &'static HostProfile), ScenarioError> {
+        let t = self.optional_table(v, "host")?;
+        let named = match t.and_then(|t| t.get("profile")) {
+            None => host_profile::default_profile(),
+            Some(p) => p.as_str().and_then(host_profile::profile).ok_or_else(|| {
+                self.err_at(
+                    &["host"],
+                    "profile",
+                    format!(
+                        "`host.profile` = {p}: no such host profile; accepted: {} \
+                             (`blkcg-sim host list` shows what each holds)",
+                        host_profile::names()
+                    ),
+                )
+            })?,
+        };
+        let mut h = named.costs();
+        let Some(t) = t else {
+            return Ok((h, named));
         };
         for (key, val) in t {
             // the keys that are not times: shares and a count, integers up to `max`
@@ -630,73 +662,92 @@ impl Scenario {
                     })
             };
             const PPM: &str = "an integer from 0 to 1000000 (parts per million of the wake-ups)";
-            match key.as_str() {
-                "cpus" => {
-                    h.cpus = count(
-                        1,
-                        "0 (every woken task runs at once) or 1 (one CPU, as the qemu guest's vCPU)",
-                    )?;
+            let n = match key.as_str() {
+                "profile" => continue,
+                "wakeup_lateness" => {
+                    h.wakeup_lateness = Some(self.wakeup_lateness(key, val)?);
                     continue;
                 }
-                "wakeup_slip_ppm" => {
-                    h.wakeup_slip_ppm = count(1_000_000, PPM)?;
-                    continue;
-                }
-                "tag_wakeup_slip_ppm" => {
-                    h.tag_wakeup_slip_ppm = count(1_000_000, PPM)?;
-                    continue;
-                }
-                _ => {}
-            }
-            let ns = parse_duration(val, BareNumber::Nanoseconds)
-                .map_err(|m| self.err_at(&["host"], key, format!("`host.{key}`: {m}")))?;
-            // a cost per I/O beyond a second, or a restart beyond an hour, is a typo
-            let max = if key == "fio_restart_ns" {
-                3_600_000_000_000
-            } else {
-                1_000_000_000
-            };
-            if ns > max {
-                return Err(self.err_at(
-                    &["host"],
-                    key,
-                    format!(
-                        "`host.{key}` = {val}: at most {max} ns ({} s) is accepted",
-                        max / 1_000_000_000
-                    ),
-                ));
-            }
-            match key.as_str() {
-                "submit_ns" => h.submit_ns = ns,
-                "submit_page_ns" => h.submit_page_ns = ns,
-                "complete_ns" => h.complete_ns = ns,
-                "complete_page_ns" => h.complete_page_ns = ns,
-                "sync_submit_ns" => h.sync_submit_ns = ns,
-                "inline_complete_ns" => h.inline_complete_ns = ns,
-                "reap_ns" => h.reap_ns = ns,
-                "fio_loop_ns" => h.fio_loop_ns = ns,
-                "workqueue_ns" => h.workqueue_ns = ns,
-                "sleep_flush_ns" => h.sleep_flush_ns = ns,
-                "elevator_ns" => h.elevator_ns = ns,
-                "timer_slack_ns" => h.timer_slack_ns = ns,
-                "wakeup_jitter_ns" => h.wakeup_jitter_ns = ns,
-                "wakeup_slip_ns" => h.wakeup_slip_ns = ns,
-                "tag_wakeup_ns" => h.tag_wakeup_ns = ns,
-                "tag_wakeup_slip_ns" => h.tag_wakeup_slip_ns = ns,
-                "tag_sleeper_preempt_ns" => h.tag_sleeper_preempt_ns = ns,
-                "fio_restart_ns" => h.fio_restart_ns = ns,
-                _ => {
+                "cpus" => u64::from(count(
+                    1,
+                    "0 (every woken task runs at once) or 1 (one CPU, as the qemu guest's vCPU)",
+                )?),
+                "wakeup_slip_ppm" | "tag_wakeup_slip_ppm" => u64::from(count(1_000_000, PPM)?),
+                k if !HostCosts::KEYS.contains(&k) => {
                     return Err(self.err_at(
                         &["host"],
                         key,
                         format!(
-                            "unknown `host.{key}`; accepted: submit_ns, submit_page_ns, complete_ns, complete_page_ns, sync_submit_ns, inline_complete_ns, reap_ns, elevator_ns, fio_loop_ns, workqueue_ns, sleep_flush_ns, timer_slack_ns, wakeup_jitter_ns, wakeup_slip_ppm, wakeup_slip_ns, tag_wakeup_ns, tag_wakeup_slip_ppm, tag_wakeup_slip_ns, tag_sleeper_preempt_ns, cpus, fio_restart_ns"
+                            "unknown `host.{key}`; accepted: {}",
+                            HostCosts::KEYS.join(", ")
                         ),
                     ));
                 }
-            }
+                _ => self.host_time(key, val)?,
+            };
+            h.set_integer(key, n);
         }
-        Ok(h)
+        Ok((h, named))
+    }
+
+    /// A `[host]` time: a duration (a bare number is ns) up to a second, or an hour
+    /// for `fio_restart_ns` (more is a typo).
+    fn host_time(&self, key: &str, val: &Value) -> Result<Ns, ScenarioError> {
+        let ns = parse_duration(val, BareNumber::Nanoseconds)
+            .map_err(|m| self.err_at(&["host"], key, format!("`host.{key}`: {m}")))?;
+        let max = if key == "fio_restart_ns" {
+            3_600_000_000_000
+        } else {
+            1_000_000_000
+        };
+        if ns > max {
+            return Err(self.err_at(
+                &["host"],
+                key,
+                format!(
+                    "`host.{key}` = {val}: at most {max} ns ({} s) is accepted",
+                    max / 1_000_000_000
+                ),
+            ));
+        }
+        Ok(ns)
+    }
+
+    /// `[host] wakeup_lateness = [[0, "52us"], [50, "61us"], ..., [100, "4ms"]]`:
+    /// (percentile, lateness) points of the measured distribution.
+    fn wakeup_lateness(&self, key: &str, val: &Value) -> Result<WakeupLateness, ScenarioError> {
+        let bad = |m: String| {
+            self.err_at(
+                &["host"],
+                key,
+                format!(
+                    "`host.{key}`: {m}; accepted: an array of [percentile, lateness] pairs from \
+                     the 0th to the 100th percentile, e.g. [[0, \"52us\"], [50, \"61us\"], \
+                     [99, \"1.1ms\"], [100, \"4ms\"]] (`blkcg-sim host probe` measures one)"
+                ),
+            )
+        };
+        let arr = val
+            .as_array()
+            .ok_or_else(|| bad(format!("{val} is not an array")))?;
+        let mut points = Vec::with_capacity(arr.len());
+        for p in arr {
+            let pair = p.as_array().filter(|a| a.len() == 2);
+            let Some(pair) = pair else {
+                return Err(bad(format!("{p} is not a [percentile, lateness] pair")));
+            };
+            let pct = match &pair[0] {
+                Value::Integer(i) => *i as f64,
+                Value::Float(f) => *f,
+                other => return Err(bad(format!("the percentile {other} is not a number"))),
+            };
+            if !(0.0..=100.0).contains(&pct) {
+                return Err(bad(format!("the percentile {pct} is not within 0 to 100")));
+            }
+            let ns = self.host_time(key, &pair[1])?;
+            points.push(((pct * 10_000.0).round() as u32, ns));
+        }
+        WakeupLateness::new(&points).map_err(bad)
     }
 
     fn prior_state(&self, v: Option<&Value>) -> Result<PriorState, ScenarioError> {

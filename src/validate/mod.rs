@@ -61,6 +61,7 @@ use crate::report::html::Page;
 use crate::report::outdir::OutDir;
 use crate::run::{VariantRun, run_variant};
 use crate::scenario::Scenario;
+use crate::scenario::host_profile;
 use crate::scenario::resolve::Resolved;
 use crate::stack::registry::{self, Kconfig};
 use crate::workload::cmdline::parse_fio;
@@ -71,24 +72,38 @@ use guest::GuestPlan;
 
 /// Whose host costs the simulation uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HostProfile {
+pub enum HostSource {
     /// The guest's, measured under TCG icount ([`GUEST_HOSTS`]): compares the kernels.
     Guest,
     /// The scenario's `[host]`, as `blkcg-sim run` uses it.
     Scenario,
 }
 
-/// One guest profile: the kernel series it was measured on, `[host]` keys and their
-/// values (ns), and the driver's completion-to-dispatch cost (`[device] dispatch_ns`).
+/// One guest profile: the kernel series it was measured on, its `[host] profile`
+/// (`crate::scenario::host_profile`, where the keys' values live), and the driver's
+/// completion-to-dispatch cost (`[device] dispatch_ns`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GuestHost {
     pub series: (u32, u32),
-    pub host: [(&'static str, i64); 18],
+    pub profile: &'static str,
     pub dispatch_ns: i64,
 }
 
+impl GuestHost {
+    /// The `[host]` keys of its profile and their values, as `validate` pins them.
+    pub fn host(&self) -> Vec<(&'static str, toml::Value)> {
+        let keys = host_profile::profile(self.profile).map_or(&[][..], |p| p.keys);
+        std::iter::once(("profile", toml::Value::String(self.profile.into())))
+            .chain(
+                keys.iter()
+                    .map(|&(k, v)| (k, toml::Value::Integer(v as i64))),
+            )
+            .collect()
+    }
+}
+
 /// The qemu TCG icount guest, per kernel series (the guest's own CPU work per I/O
-/// differs between kernels). `host`: measured with QD1 O_DIRECT I/O of 4 KiB, 64 KiB
+/// differs between kernels). Its profile's keys: measured with QD1 O_DIRECT I/O of 4 KiB, 64 KiB
 /// and 1 MiB on null_blk at 100 µs (docs/validation.md §5): submission for 4 KiB and
 /// per further page (slat), completion likewise (clat), and fio's loop (the QD1 job's
 /// IOPS short of slat + clat). No exponential wake-up noise; but fio's sleeps on the
@@ -149,50 +164,12 @@ pub struct GuestHost {
 pub const GUEST_HOSTS: [GuestHost; 2] = [
     GuestHost {
         series: (6, 1),
-        host: [
-            ("submit_ns", 5_200),
-            ("submit_page_ns", 380),
-            ("complete_ns", 6_000),
-            ("complete_page_ns", 53),
-            ("sync_submit_ns", 3_800),
-            ("inline_complete_ns", 850),
-            ("reap_ns", 1_460),
-            ("elevator_ns", 1_900),
-            ("workqueue_ns", 6_200),
-            ("sleep_flush_ns", 10_100),
-            ("fio_loop_ns", 2_000),
-            ("wakeup_jitter_ns", 0),
-            ("wakeup_slip_ppm", 0),
-            ("wakeup_slip_ns", 0),
-            ("tag_wakeup_ns", 6_400),
-            ("tag_wakeup_slip_ppm", 763),
-            ("tag_wakeup_slip_ns", 135_000),
-            ("cpus", 1),
-        ],
+        profile: "qemu-6.1",
         dispatch_ns: 6_900,
     },
     GuestHost {
         series: (6, 12),
-        host: [
-            ("submit_ns", 5_500),
-            ("submit_page_ns", 540),
-            ("complete_ns", 6_600),
-            ("complete_page_ns", 100),
-            ("sync_submit_ns", 3_700),
-            ("inline_complete_ns", 1_400),
-            ("reap_ns", 1_510),
-            ("elevator_ns", 450),
-            ("workqueue_ns", 1_400),
-            ("sleep_flush_ns", 2_300),
-            ("fio_loop_ns", 2_000),
-            ("wakeup_jitter_ns", 0),
-            ("wakeup_slip_ppm", 25_862),
-            ("wakeup_slip_ns", 165_000),
-            ("tag_wakeup_ns", 5_400),
-            ("tag_wakeup_slip_ppm", 482),
-            ("tag_wakeup_slip_ns", 461_000),
-            ("cpus", 1),
-        ],
+        profile: "qemu-6.12",
         dispatch_ns: 5_700,
     },
 ];
@@ -222,7 +199,7 @@ pub struct ValidateOptions<'a> {
     pub timing: Timing,
     /// Keep the console captures and both sides' fio JSON here.
     pub output: Option<PathBuf>,
-    pub host: HostProfile,
+    pub host: HostSource,
     /// More tracepoints to record in the guest (`SYSTEM:EVENT`), kept with --output.
     pub trace_events: Vec<String>,
     /// Print the guest's `/init` and the initramfs's files instead of running.
@@ -512,12 +489,12 @@ fn simulate(
             .map(|(k, v)| (&["kernel"][..], k.as_str(), toml::Value::String(v.clone()))),
     );
     let (host_series, guest_costs) = guest_host(&version);
-    if o.host == HostProfile::Guest {
+    if o.host == HostSource::Guest {
         pins.extend(
             guest_costs
-                .host
-                .iter()
-                .map(|(k, v)| (&["host"][..], *k, toml::Value::Integer(*v))),
+                .host()
+                .into_iter()
+                .map(|(k, v)| (&["host"][..], k, v)),
         );
         pins.push((
             &["device"],
@@ -683,11 +660,11 @@ fn render(
             n => format!("seeds {seed}..{}", seed.wrapping_add(n - 1)),
         },
         match o.host {
-            HostProfile::Guest => format!(
+            HostSource::Guest => format!(
                 "host costs and dispatch_ns of the qemu guest, measured on {} (--host guest)",
                 sim.host_series
             ),
-            HostProfile::Scenario => "the scenario's host costs (--host scenario)".to_string(),
+            HostSource::Scenario => "the scenario's host costs (--host scenario)".to_string(),
         }
     );
     if !sim.behaviours.is_empty() {
@@ -1192,7 +1169,11 @@ mod tests {
         // older than every profile: the oldest
         assert_eq!(series("5.10.0"), "6.1");
         let (_, costs) = guest_host("6.12.117");
-        assert!(costs.host.contains(&("submit_page_ns", 540)));
+        assert!(
+            costs
+                .host()
+                .contains(&("submit_page_ns", toml::Value::Integer(540)))
+        );
         assert_eq!(costs.dispatch_ns, 5_700);
     }
 
@@ -1201,8 +1182,13 @@ mod tests {
     /// wake-ups land in the costs.
     #[test]
     fn the_guest_profiles_parse_as_host_tables() {
-        for GuestHost { series, host, .. } in &GUEST_HOSTS {
-            let host: String = host.iter().map(|(k, v)| format!("{k} = {v}\n")).collect();
+        for g in &GUEST_HOSTS {
+            let series = g.series;
+            let host: String = g
+                .host()
+                .iter()
+                .map(|(k, v)| format!("{k} = {v}\n"))
+                .collect();
             let text = format!(
                 "name = \"p\"\n[device]\nmodel = \"nullb\"\n[cgroup.a]\n\
                  fio = \"fio --name=a --rw=read --size=1m\"\n[host]\n{host}"
@@ -1211,7 +1197,7 @@ mod tests {
             let r = sc
                 .resolve(None)
                 .unwrap_or_else(|e| panic!("{series:?}: {e}"));
-            if *series == (6, 12) {
+            if series == (6, 12) {
                 assert_eq!(r.host.wakeup_slip_ppm, 12 * 1_000_000 / 464);
                 assert_eq!(r.host.wakeup_slip_ns, 165_000);
                 assert_eq!(r.host.wakeup_jitter_ns, 0);

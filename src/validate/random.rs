@@ -834,7 +834,7 @@ fn resimulate(
 mod tests {
     use super::*;
     use crate::notify::Ignore;
-    use crate::validate::{HostProfile, Timing};
+    use crate::validate::{HostSource, Timing};
 
     fn opts(dry_run: bool) -> ValidateOptions<'static> {
         ValidateOptions {
@@ -843,7 +843,7 @@ mod tests {
             runs: 1,
             timing: Timing::Icount,
             output: None,
-            host: HostProfile::Guest,
+            host: HostSource::Guest,
             trace_events: Vec::new(),
             dry_run,
             notify: &Ignore,

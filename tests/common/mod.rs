@@ -203,9 +203,9 @@ pub fn as_validate_simulates_variant(
     let sc = blkcg_sim::scenario::Scenario::parse(text, name).unwrap();
     let (_, guest) = blkcg_sim::validate::guest_host(release);
     let mut pins: Vec<(&[&str], &str, Value)> = guest
-        .host
-        .iter()
-        .map(|(k, v)| (&["host"][..], *k, Value::Integer(*v)))
+        .host()
+        .into_iter()
+        .map(|(k, v)| (&["host"][..], k, v))
         .collect();
     pins.push((
         &["device"],

@@ -695,13 +695,17 @@ impl Pipeline {
         true
     }
 
-    /// How late a sleep of job `j` ends: timer slack plus scheduling noise (an
-    /// exponential delay, then a rare slip), each drawn only when configured so that a
-    /// host without it draws nothing.
+    /// How late a sleep of job `j` ends: the host's measured lateness distribution
+    /// when it has one, else the timer slack; then scheduling noise (an exponential
+    /// delay, then a rare slip). Each drawn only when configured, so that a host
+    /// without it draws nothing.
     fn sleep_overshoot(&mut self, j: u32) -> Ns {
         let h = self.host;
         let rng = &mut self.jobs[j as usize].host_rng;
-        let mut late = h.timer_slack_ns;
+        let mut late = match &h.wakeup_lateness {
+            Some(w) => w.at(rng.unit()),
+            None => h.timer_slack_ns,
+        };
         if h.wakeup_jitter_ns > 0 {
             let u = rng.unit_open0();
             late += (-(u.ln()) * h.wakeup_jitter_ns as f64) as Ns;
