@@ -2,35 +2,15 @@
 //! scenario's own lines, no environment read (and `blkcg-sim fio` reading it as fio
 //! does), files it names never quoted, fio's getopt and `size=0`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 mod common;
 use common::{bin, one_line_error};
 
-/// A fresh folder for one test under cargo's target tmpdir, removed when the test
-/// ends (pass or fail).
-struct Scratch(PathBuf);
-
-impl std::ops::Deref for Scratch {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn dir(test: &str) -> Scratch {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("blkcg-sim-fio-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    Scratch(d)
+/// A fresh folder for one test, removed when it ends.
+fn dir(test: &str) -> common::Scratch {
+    common::scratch(&format!("fio-{test}"))
 }
 
 fn write(d: &Path, name: &str, text: &str) -> String {

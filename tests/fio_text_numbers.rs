@@ -212,8 +212,7 @@ fn the_rule_is_fios_own() {
     ) {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("blkcg-sim-fio-text-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch("fio-text");
     let jobs: &[&[&str]] = &[
         &["--rw=randread", "--bs=4k", "--size=64m"],
         &["--rw=randrw", "--bs=512", "--size=8m", "--rate_iops=3000"],
@@ -257,7 +256,6 @@ fn the_rule_is_fios_own() {
             ));
         }
     }
-    std::fs::remove_dir_all(&dir).unwrap();
     assert!(checked >= 7 * 2 * 4, "only {checked} lines checked");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -52,8 +52,7 @@ fn a_profile_sets_the_keys_and_the_scenarios_own_keys_win() {
 
 #[test]
 fn the_assumed_line_names_the_profile_and_who_chose_it() {
-    let dir = std::env::temp_dir().join(format!("blkcg-sim-hostprof-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch("hostprof");
     let file = dir.join("t.toml");
     for (host, line) in [
         ("", "assumed: host profile minimal (default): submit 2 µs"),
@@ -70,7 +69,6 @@ fn the_assumed_line_names_the_profile_and_who_chose_it() {
         let out = common::stdout_of(&["check", file.to_str().unwrap()]);
         assert!(out.contains(line), "{line}\n{out}");
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// fio's thinktime sleeps end as late as the table says: a constant 200 µs, or uniform
@@ -272,8 +270,7 @@ fn the_probe_prints_a_host_table_a_scenario_takes() {
     if !common::require_tool("fio", "fio", "the probe reads fio's slat") {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("blkcg-sim-probe-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch("probe");
     std::fs::write(dir.join("mine"), "a user's file").unwrap();
     let out = common::stdout_of(&[
         "-q",
@@ -291,10 +288,9 @@ fn the_probe_prints_a_host_table_a_scenario_takes() {
         .parse()
         .unwrap();
     assert!((100..1_000_000).contains(&submit), "{submit} ns");
-    let left: Vec<_> = std::fs::read_dir(&dir)
+    let left: Vec<_> = std::fs::read_dir(&*dir)
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(left, ["mine"]);
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -5,7 +5,34 @@
 //! Each test crate compiles this module on its own and uses part of it.
 #![allow(dead_code)]
 
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+/// A fresh folder for one test under cargo's target tmpdir, removed when the test
+/// ends (pass or fail).
+pub struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// [`Scratch`] named after the test crate's `what` and this process.
+pub fn scratch(what: &str) -> Scratch {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("blkcg-sim-{what}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    Scratch(d)
+}
 
 /// The `blkcg-sim` binary cargo built for the tests.
 pub fn bin() -> Command {
