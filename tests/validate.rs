@@ -658,6 +658,38 @@ fn a_random_campaign_of_three_scenarios_runs_resumes_and_reports() {
         stdout.contains("3 already in") && stdout.contains("0 to validate"),
         "{stdout}"
     );
+    // resimulated on another kernel than the boots': each scenario is left for a run
+    // that names its kernel (a campaign across a point release), not judged, not an
+    // error line; then on the boots' own kernel, judged
+    let booted = lines[0]["kernels"][0]["kernel"]
+        .as_str()
+        .expect("kernel")
+        .to_string();
+    let mut other = args.clone();
+    other.extend(["--resimulate", "--kernel", "debian-13"].map(std::ffi::OsStr::new));
+    let elsewhere = validate(&other, &cache, &tmp);
+    let stdout = String::from_utf8_lossy(&elsewhere.stdout);
+    assert_eq!(elsewhere.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "3 scenario(s) were booted on a kernel not given: {booted} (3)"
+        )),
+        "{stdout}"
+    );
+    let resimulated = out_dir.join("resimulated.jsonl");
+    let judged = || {
+        std::fs::read_to_string(&resimulated)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    assert_eq!(judged(), 0);
+    let mut own = args.clone();
+    own.push("--resimulate".as_ref());
+    let home = validate(&own, &cache, &tmp);
+    let stdout = String::from_utf8_lossy(&home.stdout);
+    assert!(home.status.success(), "{stdout}");
+    assert_eq!(judged(), 3, "{stdout}");
     assert_eq!(entries(&tmp), Vec::<String>::new(), "scratch folders left");
     std::fs::remove_dir_all(&dir).expect("remove the test's folder");
 }
