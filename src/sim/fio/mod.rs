@@ -752,7 +752,8 @@ impl Pipeline {
         // (`__blkdev_direct_IO()`: bio_iov_iter_get_pages() then submit_bio(), per bio)
         let bytes = self.ios[io as usize].bytes;
         if bytes > BIO_MAX_BYTES && matches!(self.jobs[j as usize].phase, Phase::InSubmit(_)) {
-            let rest = (bytes - BIO_MAX_BYTES).div_ceil(4096) * self.host.submit_page_ns;
+            // the per-page part of the submission cost, past the first bio's pages
+            let rest = self.host.submit_cost(bytes) - self.host.submit_cost(BIO_MAX_BYTES);
             self.jobs[j as usize].phase = Phase::Pinning(io);
             self.spend(j, rest);
             self.wake_job(j, rest);
