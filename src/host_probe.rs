@@ -14,7 +14,9 @@
 //!   pacing) timed by the monotonic clock; lateness = elapsed − asked. The process
 //!   keeps the timer slack it inherited (50 µs for a normal task, as fio has), so the
 //!   lateness is the slack and the scheduling noise together, which is what a fio
-//!   sleep sees. Pooled into a [`WakeupLateness`] table at [`PERCENTILES`].
+//!   sleep sees. Each length's lateness is a table at [`PERCENTILES`], together a
+//!   [`WakeupLateness`] by sleep length ([`by_sleep`]): a CPU idle longer wakes later,
+//!   and fio calibrates with 1 µs sleeps (`fio_time_init()`), so the lengths matter.
 //! - [`probe_slat`]: with a directory and fio on PATH, QD1 O_DIRECT libaio random
 //!   reads of 4 KiB and then 64 KiB on a scratch file fio lays out in that directory
 //!   (the probe removes that one file, and nothing else): the slat means give
@@ -22,14 +24,15 @@
 //!   I/O path. The completion path is not measured: on a real disk it cannot be told
 //!   from the device's own time (on null_blk it can; the qemu profiles' completion
 //!   costs come from there, docs/validation.md §5).
-//! - [`ProbeReport`]'s `Display`: a table per sleep length, then the `[host]` block.
+//! - [`ProbeReport`]'s `Display`: a table per sleep length, then the `[host]` block
+//!   (its `[host.wakeup_lateness]` sub-table last).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::progress::{Horizon, Reporter};
-use crate::scenario::host::WakeupLateness;
+use crate::scenario::host::{LatenessTable, WakeupLateness, sleep_key};
 use crate::sim::{Ns, time_text};
 
 /// The percentiles of the measured table (each a point of its inverse CDF).
@@ -48,7 +51,7 @@ pub struct ProbeReport {
     /// `uname -r`, the CPUs and the process's timer slack, as read.
     pub machine: String,
     pub sleeps: Vec<SleepSample>,
-    /// The pooled distribution of every sleep.
+    /// The distribution by sleep length.
     pub lateness: WakeupLateness,
     /// `(submit_ns, submit_page_ns, where)` from fio's slat, when measured.
     pub slat: Option<(Ns, Ns, String)>,
@@ -88,22 +91,28 @@ pub fn probe_sleeps(asked: &[Duration], samples: u32, progress: &Reporter) -> Ve
         .collect()
 }
 
-/// The pooled lateness of `sleeps` as a [`WakeupLateness`] table at [`PERCENTILES`].
-pub fn pooled(sleeps: &[SleepSample]) -> WakeupLateness {
-    let mut all: Vec<Ns> = sleeps
+/// The lateness of `sleeps` as a [`WakeupLateness`]: each length's table at
+/// [`PERCENTILES`]. `sleeps` is what [`probe_sleeps`] measured at 1 to
+/// [`WakeupLateness::MAX_LENGTHS`] distinct lengths, shortest first.
+pub fn by_sleep(sleeps: &[SleepSample]) -> Result<WakeupLateness, String> {
+    let tables: Vec<(Ns, LatenessTable)> = sleeps
         .iter()
-        .flat_map(|s| s.late_ns.iter().copied())
+        .map(|s| {
+            let v = if s.late_ns.is_empty() {
+                &[0][..]
+            } else {
+                &s.late_ns
+            };
+            let points: Vec<(u32, Ns)> = PERCENTILES
+                .iter()
+                .map(|&p| ((p * 10_000.0).round() as u32, percentile(v, p)))
+                .collect();
+            // sorted samples give rising percentiles and never-falling values
+            let t = LatenessTable::new(&points).unwrap_or_else(|_| unreachable!("a sorted sample"));
+            (s.asked.as_nanos() as Ns, t)
+        })
         .collect();
-    all.sort_unstable();
-    if all.is_empty() {
-        all.push(0);
-    }
-    let points: Vec<(u32, Ns)> = PERCENTILES
-        .iter()
-        .map(|&p| ((p * 10_000.0).round() as u32, percentile(&all, p)))
-        .collect();
-    // sorted samples give rising percentiles and never-falling values
-    WakeupLateness::new(&points).unwrap_or_else(|_| unreachable!("a sorted sample"))
+    WakeupLateness::by_sleep(&tables)
 }
 
 /// fio's slat mean (ns) of QD1 O_DIRECT libaio random reads of `bs` on `file`.
@@ -208,18 +217,6 @@ impl std::fmt::Display for ProbeReport {
         writeln!(f)?;
         writeln!(f, "[host]")?;
         writeln!(f, "# measured by `blkcg-sim host probe`: {}", self.machine)?;
-        let pts: Vec<String> = self
-            .lateness
-            .points()
-            .iter()
-            .map(|&(q, ns)| format!("[{}, {ns}]", f64::from(q) / 10_000.0))
-            .collect();
-        writeln!(
-            f,
-            "# every sleep pooled (percentile, ns): {}",
-            self.lateness.summary()
-        )?;
-        writeln!(f, "wakeup_lateness = [{}]", pts.join(", "))?;
         match &self.slat {
             Some((submit, per_page, how)) => {
                 writeln!(f, "# {how}")?;
@@ -230,6 +227,21 @@ impl std::fmt::Display for ProbeReport {
                 f,
                 "# submission cost not measured (--fio-dir DIR measures it with fio)"
             )?,
+        }
+        writeln!(f)?;
+        writeln!(
+            f,
+            "# how late a sleep ends by its length (percentile, ns): {}",
+            self.lateness.summary()
+        )?;
+        writeln!(f, "[host.wakeup_lateness]")?;
+        for (len, t) in self.lateness.tables() {
+            let pts: Vec<String> = t
+                .points()
+                .iter()
+                .map(|&(q, ns)| format!("[{}, {ns}]", f64::from(q) / 10_000.0))
+                .collect();
+            writeln!(f, "\"{}\" = [{}]", sleep_key(*len), pts.join(", "))?;
         }
         Ok(())
     }

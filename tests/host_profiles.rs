@@ -1,6 +1,7 @@
 //! Host profiles (`[host] profile`, `wakeup_lateness`, `blkcg-sim host list|probe`):
 //! a profile sets the keys and the scenario's own keys win; a measured lateness
-//! distribution paces fio's sleeps as its points say; the evidence for the default
+//! distribution paces fio's sleeps as its points say, per sleep length when measured
+//! so; the evidence for the default
 //! (docs/validation.md §24); and the probe's output is a `[host]` table a scenario
 //! takes as it is.
 
@@ -62,7 +63,8 @@ fn the_assumed_line_names_the_profile_and_who_chose_it() {
         ),
         (
             "profile = \"cloud-vm\"",
-            "sleeps end late by p50 79.5 µs, p99 407 µs, max 3.74 ms (timer slack included)",
+            "sleeps end late (timer slack included) after 100 µs: p50 56 µs, p99 76.2 µs, \
+             max 118 µs; after 1 ms: p50 79.9 µs",
         ),
     ] {
         std::fs::write(&file, thinker(host)).unwrap();
@@ -84,6 +86,12 @@ fn a_measured_lateness_paces_the_sleeps_as_its_points_say() {
         "{base}wakeup_lateness = [[0, 0], [50, \"200us\"], [100, \"400us\"]]"
     )));
     let slack = iops(&thinker(base));
+    // by sleep length: 50 µs late after 100 µs, 250 µs after 10 ms; a 1 ms sleep is
+    // half way in the log of the length, 150 µs
+    let by_length = iops(&thinker(&format!(
+        "{base}[host.wakeup_lateness]\n\"100us\" = [[0, \"50us\"], [100, \"50us\"]]\n\
+         \"10ms\" = [[0, \"250us\"], [100, \"250us\"]]"
+    )));
     // one cycle: think 1 ms + late + the read (10 µs + psync's costs, ~12 µs)
     let cycle = |late_us: f64| 1e6 / (1000.0 + late_us + 10.0 + 1.4 + 1.5);
     assert!((constant / cycle(200.0) - 1.0).abs() < 0.01, "{constant}");
@@ -92,6 +100,7 @@ fn a_measured_lateness_paces_the_sleeps_as_its_points_say() {
         "{uniform} vs {constant}"
     );
     assert!((slack / cycle(50.0) - 1.0).abs() < 0.01, "{slack}");
+    assert!((by_length / cycle(150.0) - 1.0).abs() < 0.01, "{by_length}");
 }
 
 #[test]
@@ -121,6 +130,14 @@ fn bad_profiles_and_tables_are_refused_with_what_is_accepted() {
         (
             "wakeup_lateness = [[0, \"5 parsecs\"], [100, 1]]",
             &["unknown time unit"],
+        ),
+        (
+            "[host.wakeup_lateness]\n\"soon\" = [[0, 1], [100, 2]]",
+            &["the sleep length \"soon\"", "by sleep length"],
+        ),
+        (
+            "[host.wakeup_lateness]\n\"1ms\" = [[0, 2], [100, 1]]",
+            &["the table for \"1ms\": the lateness falls from 2 to 1"],
         ),
         (
             "profiles = \"minimal\"",
@@ -242,7 +259,10 @@ fn host_list_names_every_profile_and_the_default() {
     ] {
         assert!(out.contains(p), "{p}\n{out}");
     }
-    assert!(out.contains("wakeup_lateness=[[0,15264]"));
+    assert!(
+        out.contains("wakeup_lateness={\"100us\"=[[0,18400],"),
+        "{out}"
+    );
 }
 
 /// The probe's `[host]` block is one a scenario takes as it is, and its fio scratch
@@ -263,8 +283,10 @@ fn the_probe_prints_a_host_table_a_scenario_takes() {
     let table = &out[out.find("[host]\n").expect("a [host] block")..];
     let r = resolve(&thinker("").replace("[host]\n", table));
     let w = r.host.wakeup_lateness.expect("the probe's table");
-    // nanosleep never returns early
-    assert!(w.points()[0].1 < 10_000_000 && w.at(0.5) > 0);
+    // a table per length, and nanosleep never returns early
+    let lengths: Vec<u64> = w.tables().iter().map(|t| t.0).collect();
+    assert_eq!(lengths, [100_000, 200_000]);
+    assert!(w.tables()[0].1.points()[0].1 < 10_000_000 && w.at(150_000, 0.5) > 0);
     assert!(out.contains("submission cost not measured"));
 
     if !common::require_tool("fio", "fio", "the probe reads fio's slat") {

@@ -9,6 +9,7 @@ use clap::{Args, Subcommand};
 
 use crate::host_probe::{self, ProbeReport};
 use crate::progress::Reporter;
+use crate::scenario::host::WakeupLateness;
 use crate::scenario::host_profile::{DEFAULT_PROFILE, PROFILES};
 use crate::scenario::{BareNumber, parse_duration};
 
@@ -22,9 +23,10 @@ pub enum HostCmd {
     /// Measure this machine as a `[host]` table to paste into a scenario.
     ///
     /// How late a sleeping task wakes: SAMPLES nanosleeps of each --sleep length
-    /// (fio's thinktime and rate pacing sleep so), timed by the monotonic clock; the
-    /// lateness holds the timer slack and the scheduling noise together. Printed per
-    /// length, then pooled as `wakeup_lateness` (percentile, ns).
+    /// (fio's thinktime and rate pacing sleep so; fio calibrates with 1 µs sleeps),
+    /// timed by the monotonic clock; the lateness holds the timer slack and the
+    /// scheduling noise together. Printed per length, then as `[host.wakeup_lateness]`,
+    /// a table (percentile, ns) per length: a CPU idle longer wakes later.
     /// With --fio-dir DIR (and fio on PATH): the submission cost, from fio's slat of
     /// QD1 O_DIRECT libaio random reads of 4 KiB and 64 KiB on a 64 MiB scratch file
     /// fio lays out in DIR (removed after; nothing else there is touched), as
@@ -47,8 +49,8 @@ pub struct ProbeArgs {
     /// Sleeps of each length.
     #[arg(long, default_value_t = 1000)]
     samples: u32,
-    /// The sleep lengths, comma-separated (a bare number is µs).
-    #[arg(long, default_value = "100us,1ms,4ms", value_delimiter = ',')]
+    /// The sleep lengths, comma-separated (a bare number is µs), at most 4.
+    #[arg(long, default_value = "1us,100us,1ms,4ms", value_delimiter = ',')]
     sleep: Vec<String>,
     /// Also measure the submission cost with fio on a scratch file in this directory.
     #[arg(long)]
@@ -104,6 +106,15 @@ fn probe(a: &ProbeArgs, quiet: bool) -> Result<u8, String> {
         }
         asked.push(Duration::from_nanos(ns));
     }
+    asked.sort_unstable();
+    asked.dedup();
+    if asked.len() > WakeupLateness::MAX_LENGTHS {
+        return Err(format!(
+            "host probe: --sleep: {} lengths, at most {} accepted",
+            asked.len(),
+            WakeupLateness::MAX_LENGTHS
+        ));
+    }
     let sleeps = host_probe::probe_sleeps(&asked, a.samples, &Reporter::for_stderr(quiet));
     let slat = match &a.fio_dir {
         Some(d) => Some(host_probe::probe_slat(d).map_err(|e| format!("host probe: {e}"))?),
@@ -111,7 +122,7 @@ fn probe(a: &ProbeArgs, quiet: bool) -> Result<u8, String> {
     };
     let report = ProbeReport {
         machine: host_probe::machine(),
-        lateness: host_probe::pooled(&sleeps),
+        lateness: host_probe::by_sleep(&sleeps).map_err(|e| format!("host probe: {e}"))?,
         sleeps,
         slat,
     };

@@ -68,13 +68,14 @@ pub struct HostCosts {
     /// Every sleep of a fio job (thinktime, rate pacing) ends this much late: the
     /// task's timer slack (Linux default 50 µs for normal tasks).
     pub timer_slack_ns: Ns,
-    /// How late a fio sleep ends, as a measured distribution ([`WakeupLateness`]:
-    /// the timer slack and the scheduling noise together, as `blkcg-sim host probe`
-    /// measures them). When set it replaces `timer_slack_ns` for fio's sleeps;
-    /// `wakeup_jitter_ns` and the slips still add on top when set.
+    /// How late a fio sleep ends, as a measured distribution by sleep length
+    /// ([`WakeupLateness`]: the timer slack and the scheduling noise together, as
+    /// `blkcg-sim host probe` measures them). When set it replaces `timer_slack_ns`
+    /// for fio's sleeps; `wakeup_jitter_ns` and the slips still add on top when set.
     pub wakeup_lateness: Option<WakeupLateness>,
-    /// Mean of an exponentially distributed extra wake-up delay (scheduling noise of
-    /// a busy or virtualised host), drawn from the seeded PRNG. 0 = none.
+    /// Mean of an exponentially distributed extra wake-up delay on fio's thinktime and
+    /// rate sleeps (scheduling noise of a busy or virtualised host), drawn from the
+    /// seeded PRNG. 0 = none.
     pub wakeup_jitter_ns: Ns,
     /// Occasional slips on top (a vCPU shared by the woken task, the other fio, kblockd
     /// and the completion interrupts): in parts per million of the sleeps, one ends
@@ -264,10 +265,11 @@ impl HostCosts {
             time_text(self.sleep_flush_ns),
         );
         s += &match &self.wakeup_lateness {
-            Some(w) => format!(
+            Some(w) if w.tables().len() == 1 => format!(
                 ", sleeps end late by {} (timer slack included)",
                 w.summary()
             ),
+            Some(w) => format!(", sleeps end late (timer slack included) {}", w.summary()),
             None => format!(", timer slack {}", time_text(self.timer_slack_ns)),
         };
         let mut noise = Vec::new();
@@ -355,18 +357,16 @@ impl Default for HostCosts {
     }
 }
 
-/// A measured distribution of how late a sleep ends: points of its inverse CDF,
+/// One measured distribution of how late a sleep ends: points of its inverse CDF,
 /// (percentile in parts per million, lateness), from the 0th to the 100th, linear
-/// between them. `[host] wakeup_lateness = [[0, "52us"], [50, "61us"], ...,
-/// [100, "4ms"]]` (percentiles 0 to 100); `blkcg-sim host probe` prints one measured
-/// on the machine it runs on. Fixed capacity, so that [`HostCosts`] stays `Copy`.
+/// between them. Fixed capacity, so that [`HostCosts`] stays `Copy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WakeupLateness {
-    points: [(u32, Ns); WakeupLateness::MAX_POINTS],
+pub struct LatenessTable {
+    points: [(u32, Ns); LatenessTable::MAX_POINTS],
     len: usize,
 }
 
-impl WakeupLateness {
+impl LatenessTable {
     /// The most points a table holds.
     pub const MAX_POINTS: usize = 16;
 
@@ -395,7 +395,7 @@ impl WakeupLateness {
                 ));
             }
         }
-        let mut t = WakeupLateness {
+        let mut t = LatenessTable {
             points: [(0, 0); Self::MAX_POINTS],
             len: points.len(),
         };
@@ -435,7 +435,7 @@ impl WakeupLateness {
 }
 
 /// In scenario syntax, percentiles and ns: `[[0,52000],[50,61000],...,[100,4000000]]`.
-impl std::fmt::Display for WakeupLateness {
+impl std::fmt::Display for LatenessTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let pts: Vec<String> = self
             .points()
@@ -446,6 +446,114 @@ impl std::fmt::Display for WakeupLateness {
     }
 }
 
+/// How late a sleep ends, by how long it was: one [`LatenessTable`] for every sleep,
+/// or up to [`Self::MAX_LENGTHS`] measured at given sleep lengths. A virtual CPU
+/// idle for longer wakes later (the host deschedules it once halt-polling gives up):
+/// on this project's VM a 100 µs sleep is late by 76 µs at p99, a 4 ms one by 925 µs
+/// (docs/validation.md §24), so the lengths matter. Between two measured lengths the lateness at a percentile is interpolated
+/// in the logarithm of the length; below the shortest and above the longest, that
+/// table holds. `[host] wakeup_lateness = [[0, "52us"], ..., [100, "4ms"]]` (every
+/// sleep) or `[host.wakeup_lateness]` with one such table per length (`"100us" =
+/// [...]`, `"4ms" = [...]`); `blkcg-sim host probe` prints the second.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WakeupLateness {
+    /// (sleep length, its table), lengths rising; one entry of length 0 when the
+    /// table is every sleep's.
+    by_sleep: [(Ns, LatenessTable); WakeupLateness::MAX_LENGTHS],
+    len: usize,
+}
+
+impl WakeupLateness {
+    /// The most sleep lengths one host measures.
+    pub const MAX_LENGTHS: usize = 4;
+
+    /// One table for every sleep.
+    pub fn every_sleep(t: LatenessTable) -> Self {
+        WakeupLateness {
+            by_sleep: [(0, t); Self::MAX_LENGTHS],
+            len: 1,
+        }
+    }
+
+    /// A table per sleep length, or why not: 1 to [`Self::MAX_LENGTHS`] lengths,
+    /// rising, none 0.
+    pub fn by_sleep(tables: &[(Ns, LatenessTable)]) -> Result<Self, String> {
+        if !(1..=Self::MAX_LENGTHS).contains(&tables.len()) {
+            return Err(format!(
+                "{} sleep length(s), where 1 to {} are accepted",
+                tables.len(),
+                Self::MAX_LENGTHS
+            ));
+        }
+        if tables[0].0 == 0 || tables.windows(2).any(|w| w[1].0 <= w[0].0) {
+            return Err("the sleep lengths must be above 0 and rise from table to table".into());
+        }
+        let mut w = Self::every_sleep(tables[0].1);
+        w.by_sleep[..tables.len()].copy_from_slice(tables);
+        w.len = tables.len();
+        Ok(w)
+    }
+
+    /// The (sleep length, table) pairs; one of length 0 for every sleep.
+    pub fn tables(&self) -> &[(Ns, LatenessTable)] {
+        &self.by_sleep[..self.len]
+    }
+
+    /// How late a sleep of `sleep` ns ends at the quantile `u` in [0, 1).
+    pub fn at(&self, sleep: Ns, u: f64) -> Ns {
+        let t = self.tables();
+        let i = t.partition_point(|&(len, _)| len <= sleep);
+        if i == 0 || i == t.len() {
+            return t[i.saturating_sub(1)].1.at(u);
+        }
+        let ((l0, a), (l1, b)) = (t[i - 1], t[i]);
+        let f = ((sleep as f64).ln() - (l0 as f64).ln()) / ((l1 as f64).ln() - (l0 as f64).ln());
+        let (a, b) = (a.at(u) as f64, b.at(u) as f64);
+        (a + (b - a) * f.clamp(0.0, 1.0)).round() as Ns
+    }
+
+    /// In words: `p50 61 µs, p99 1.1 ms, max 4 ms`, per sleep length when measured
+    /// by length (`after 100 µs: ...; after 4 ms: ...`).
+    pub fn summary(&self) -> String {
+        match self.tables() {
+            [(0, t)] => t.summary(),
+            ts => ts
+                .iter()
+                .map(|(len, t)| format!("after {}: {}", time_text(*len), t.summary()))
+                .collect::<Vec<_>>()
+                .join("; "),
+        }
+    }
+}
+
+/// A sleep length as a scenario key: `100us`, `4ms`, `1500ns`.
+pub fn sleep_key(ns: Ns) -> String {
+    if ns.is_multiple_of(1_000_000) {
+        format!("{}ms", ns / 1_000_000)
+    } else if ns.is_multiple_of(1_000) {
+        format!("{}us", ns / 1_000)
+    } else {
+        format!("{ns}ns")
+    }
+}
+
+/// In scenario syntax: the table, or an inline table of them by sleep length
+/// (`{"100us"=[[0,52000],...],"4ms"=[...]}`).
+impl std::fmt::Display for WakeupLateness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.tables() {
+            [(0, t)] => write!(f, "{t}"),
+            ts => {
+                let parts: Vec<String> = ts
+                    .iter()
+                    .map(|(len, t)| format!("\"{}\"={t}", sleep_key(*len)))
+                    .collect();
+                write!(f, "{{{}}}", parts.join(","))
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -453,7 +561,7 @@ mod tests {
     #[test]
     fn the_inverse_cdf_is_linear_between_the_points() {
         let w =
-            WakeupLateness::new(&[(0, 50_000), (500_000, 60_000), (1_000_000, 1_060_000)]).unwrap();
+            LatenessTable::new(&[(0, 50_000), (500_000, 60_000), (1_000_000, 1_060_000)]).unwrap();
         assert_eq!(w.at(0.0), 50_000);
         assert_eq!(w.at(0.25), 55_000);
         assert_eq!(w.at(0.5), 60_000);
@@ -462,6 +570,31 @@ mod tests {
         assert_eq!(w.at(1.0), 1_060_000);
         assert_eq!(w.to_string(), "[[0,50000],[50,60000],[100,1060000]]");
         assert_eq!(w.summary(), "p50 60 µs, p99 1.04 ms, max 1.06 ms");
+    }
+
+    #[test]
+    fn lateness_by_sleep_length_interpolates_in_the_log_of_the_length() {
+        let flat = |ns| LatenessTable::new(&[(0, ns), (1_000_000, ns)]).unwrap();
+        let w = WakeupLateness::by_sleep(&[(100_000, flat(50_000)), (10_000_000, flat(250_000))])
+            .unwrap();
+        // below the shortest and above the longest, that table
+        assert_eq!(w.at(1_000, 0.5), 50_000);
+        assert_eq!(w.at(100_000, 0.5), 50_000);
+        assert_eq!(w.at(20_000_000, 0.5), 250_000);
+        // 1 ms is half way from 100 µs to 10 ms in the log
+        assert_eq!(w.at(1_000_000, 0.5), 150_000);
+        assert_eq!(
+            w.to_string(),
+            "{\"100us\"=[[0,50000],[100,50000]],\"10ms\"=[[0,250000],[100,250000]]}"
+        );
+        assert_eq!(
+            w.summary(),
+            "after 100 µs: p50 50 µs, p99 50 µs, max 50 µs; \
+             after 10 ms: p50 250 µs, p99 250 µs, max 250 µs"
+        );
+        let e = WakeupLateness::by_sleep(&[(4_000_000, flat(1)), (1_000_000, flat(1))]);
+        assert!(e.unwrap_err().contains("rise"));
+        assert_eq!(WakeupLateness::every_sleep(flat(7)).at(123_456, 0.3), 7);
     }
 
     #[test]
@@ -475,7 +608,7 @@ mod tests {
             ),
             (&[(0, 5), (1_000_000, 4)][..], "falls from 5 to 4"),
         ] {
-            let e = WakeupLateness::new(pts).unwrap_err();
+            let e = LatenessTable::new(pts).unwrap_err();
             assert!(e.contains(why), "{e}");
         }
     }

@@ -15,7 +15,7 @@
 //! host probe` (`crate::host_probe`) measures a new one. Why the default is the one
 //! it is: docs/validation.md §24.
 
-use super::host::{HostCosts, WakeupLateness};
+use super::host::{HostCosts, LatenessTable, WakeupLateness};
 use crate::sim::Ns;
 
 /// A named, measured set of `[host]` keys.
@@ -28,8 +28,9 @@ pub struct HostProfile {
     pub measured: &'static str,
     /// `[host]` keys and their values (ns, or counts), over [`HostCosts::default`].
     pub keys: &'static [(&'static str, u64)],
-    /// `wakeup_lateness` as (percentile in ppm, ns) points; empty: none.
-    pub wakeup_lateness: &'static [(u32, Ns)],
+    /// `wakeup_lateness`: per sleep length (ns, rising), its (percentile in ppm, ns)
+    /// points; empty: none.
+    pub wakeup_lateness: &'static [(Ns, &'static [(u32, Ns)])],
 }
 
 impl HostProfile {
@@ -41,7 +42,17 @@ impl HostProfile {
             debug_assert!(known, "profile {}: unknown key {k}", self.name);
         }
         if !self.wakeup_lateness.is_empty() {
-            h.wakeup_lateness = WakeupLateness::new(self.wakeup_lateness).ok();
+            let tables: Option<Vec<(Ns, LatenessTable)>> = self
+                .wakeup_lateness
+                .iter()
+                .map(|&(len, pts)| LatenessTable::new(pts).ok().map(|t| (len, t)))
+                .collect();
+            h.wakeup_lateness = tables.and_then(|t| WakeupLateness::by_sleep(&t).ok());
+            debug_assert!(
+                h.wakeup_lateness.is_some(),
+                "profile {}: a bad table",
+                self.name
+            );
         }
         h
     }
@@ -85,23 +96,62 @@ pub const PROFILES: [HostProfile; 5] = [
         about: "a small cloud VM, idle: µs-scale costs ~3x a bare server's, millisecond wake-up tails",
         measured: "`blkcg-sim host probe --samples 2000 --fio-dir DIR` on a 2-vCPU Firecracker \
                    VM (kernel 6.18, ext4 on virtio-blk) with nothing else running: sleeps of 100 µs, 1 ms and \
-                   4 ms pooled; `submit_ns` and `submit_page_ns` from fio's slat through ext4; \
+                   4 ms, a table each; `submit_ns` and `submit_page_ns` from fio's slat through ext4; \
                    the other costs in the qemu-6.12 profile's proportions to `submit_ns` \
                    (docs/validation.md §24)",
         keys: CLOUD_VM_COSTS,
         wakeup_lateness: &[
-            (0, 15264),
-            (10000, 55332),
-            (100000, 55823),
-            (250000, 58317),
-            (500000, 79494),
-            (750000, 109907),
-            (900000, 135143),
-            (950000, 154370),
-            (990000, 407174),
-            (995000, 874084),
-            (999000, 1989035),
-            (1000000, 3743841),
+            (
+                100_000,
+                &[
+                    (0, 18_400),
+                    (10_000, 48_500),
+                    (100_000, 55_500),
+                    (250_000, 55_800),
+                    (500_000, 56_000),
+                    (750_000, 58_600),
+                    (900_000, 61_300),
+                    (950_000, 62_800),
+                    (990_000, 76_200),
+                    (995_000, 83_300),
+                    (999_000, 103_400),
+                    (1_000_000, 117_600),
+                ],
+            ),
+            (
+                1_000_000,
+                &[
+                    (0, 15_300),
+                    (10_000, 49_400),
+                    (100_000, 70_200),
+                    (250_000, 75_600),
+                    (500_000, 79_900),
+                    (750_000, 85_700),
+                    (900_000, 92_100),
+                    (950_000, 101_900),
+                    (990_000, 195_200),
+                    (995_000, 476_400),
+                    (999_000, 1_119_400),
+                    (1_000_000, 2_386_200),
+                ],
+            ),
+            (
+                4_000_000,
+                &[
+                    (0, 46_400),
+                    (10_000, 74_500),
+                    (100_000, 95_400),
+                    (250_000, 107_800),
+                    (500_000, 120_400),
+                    (750_000, 138_800),
+                    (900_000, 163_600),
+                    (950_000, 219_700),
+                    (990_000, 925_200),
+                    (995_000, 1_191_200),
+                    (999_000, 3_045_600),
+                    (1_000_000, 3_743_800),
+                ],
+            ),
         ],
     },
     HostProfile {
@@ -109,23 +159,62 @@ pub const PROFILES: [HostProfile; 5] = [
         about: "the same cloud VM with its other vCPU busy (a CPU-bound neighbour): later wake-ups",
         measured: "`blkcg-sim host probe --samples 2000 --fio-dir DIR` on a 2-vCPU Firecracker \
                    VM (kernel 6.18, ext4 on virtio-blk) with its other vCPU running a CPU-bound qemu: sleeps of 100 µs, 1 ms and \
-                   4 ms pooled; `submit_ns` and `submit_page_ns` from fio's slat through ext4; \
+                   4 ms, a table each; `submit_ns` and `submit_page_ns` from fio's slat through ext4; \
                    the other costs in the qemu-6.12 profile's proportions to `submit_ns` \
                    (docs/validation.md §24)",
         keys: CLOUD_VM_COSTS,
         wakeup_lateness: &[
-            (0, 14515),
-            (10000, 56363),
-            (100000, 59519),
-            (250000, 63447),
-            (500000, 81003),
-            (750000, 100649),
-            (900000, 134533),
-            (950000, 236384),
-            (990000, 1103580),
-            (995000, 1763307),
-            (999000, 3590217),
-            (1000000, 4737469),
+            (
+                100_000,
+                &[
+                    (0, 14_500),
+                    (10_000, 56_000),
+                    (100_000, 57_700),
+                    (250_000, 59_200),
+                    (500_000, 61_000),
+                    (750_000, 63_800),
+                    (900_000, 66_300),
+                    (950_000, 73_300),
+                    (990_000, 95_900),
+                    (995_000, 108_600),
+                    (999_000, 267_800),
+                    (1_000_000, 830_800),
+                ],
+            ),
+            (
+                1_000_000,
+                &[
+                    (0, 20_500),
+                    (10_000, 61_400),
+                    (100_000, 71_400),
+                    (250_000, 77_000),
+                    (500_000, 83_000),
+                    (750_000, 90_700),
+                    (900_000, 130_200),
+                    (950_000, 501_700),
+                    (990_000, 1_361_100),
+                    (995_000, 1_856_500),
+                    (999_000, 2_546_300),
+                    (1_000_000, 4_737_500),
+                ],
+            ),
+            (
+                4_000_000,
+                &[
+                    (0, 32_100),
+                    (10_000, 65_600),
+                    (100_000, 79_900),
+                    (250_000, 90_100),
+                    (500_000, 105_700),
+                    (750_000, 127_300),
+                    (900_000, 167_900),
+                    (950_000, 407_300),
+                    (990_000, 1_725_000),
+                    (995_000, 2_154_700),
+                    (999_000, 3_725_000),
+                    (1_000_000, 3_905_900),
+                ],
+            ),
         ],
     },
     HostProfile {
@@ -215,9 +304,13 @@ mod tests {
             for &(k, v) in p.keys {
                 assert!(h.set_integer(k, v), "{}: {k}", p.name);
             }
-            if !p.wakeup_lateness.is_empty() {
-                assert!(WakeupLateness::new(p.wakeup_lateness).is_ok(), "{}", p.name);
-            }
+            // every table a distribution, the lengths rising
+            assert_eq!(
+                p.costs().wakeup_lateness.is_some(),
+                !p.wakeup_lateness.is_empty(),
+                "{}",
+                p.name
+            );
         }
         assert_eq!(profile("minimal").unwrap().costs(), HostCosts::default());
         assert_eq!(profile("qemu-6.12").unwrap().costs().cpus, 1);

@@ -7,7 +7,7 @@ use super::{BareNumber, Scenario, ScenarioError, parse_duration};
 use crate::blkcg::CgroupTree;
 use crate::device::fault::BadblocksWrite;
 use crate::kernel_version::{Distro, Named, named};
-use crate::scenario::host::{HostCosts, WakeupLateness};
+use crate::scenario::host::{HostCosts, LatenessTable, WakeupLateness};
 use crate::scenario::host_profile::{self, HostProfile};
 use crate::sim::Ns;
 use crate::stack::registry::{self, CgroupFile};
@@ -713,8 +713,9 @@ impl Scenario {
         Ok(ns)
     }
 
-    /// `[host] wakeup_lateness = [[0, "52us"], [50, "61us"], ..., [100, "4ms"]]`:
-    /// (percentile, lateness) points of the measured distribution.
+    /// `[host] wakeup_lateness`: one table of (percentile, lateness) points for every
+    /// sleep, `[[0, "52us"], [50, "61us"], ..., [100, "4ms"]]`, or a table of them
+    /// by sleep length, `{ "100us" = [...], "4ms" = [...] }`.
     fn wakeup_lateness(&self, key: &str, val: &Value) -> Result<WakeupLateness, ScenarioError> {
         let bad = |m: String| {
             self.err_at(
@@ -723,31 +724,52 @@ impl Scenario {
                 format!(
                     "`host.{key}`: {m}; accepted: an array of [percentile, lateness] pairs from \
                      the 0th to the 100th percentile, e.g. [[0, \"52us\"], [50, \"61us\"], \
-                     [99, \"1.1ms\"], [100, \"4ms\"]] (`blkcg-sim host probe` measures one)"
+                     [99, \"1.1ms\"], [100, \"4ms\"]], for every sleep; or a table of such \
+                     arrays by sleep length, up to {} lengths, e.g. {{ \"100us\" = [...], \
+                     \"4ms\" = [...] }} (`blkcg-sim host probe` measures one)",
+                    WakeupLateness::MAX_LENGTHS
                 ),
             )
         };
-        let arr = val
-            .as_array()
-            .ok_or_else(|| bad(format!("{val} is not an array")))?;
-        let mut points = Vec::with_capacity(arr.len());
-        for p in arr {
-            let pair = p.as_array().filter(|a| a.len() == 2);
-            let Some(pair) = pair else {
-                return Err(bad(format!("{p} is not a [percentile, lateness] pair")));
-            };
-            let pct = match &pair[0] {
-                Value::Integer(i) => *i as f64,
-                Value::Float(f) => *f,
-                other => return Err(bad(format!("the percentile {other} is not a number"))),
-            };
-            if !(0.0..=100.0).contains(&pct) {
-                return Err(bad(format!("the percentile {pct} is not within 0 to 100")));
+        // `of`: which table, when there are several
+        let table = |v: &Value, of: &str| -> Result<LatenessTable, ScenarioError> {
+            let arr = v
+                .as_array()
+                .ok_or_else(|| bad(format!("{of}{v} is not an array")))?;
+            let mut points = Vec::with_capacity(arr.len());
+            for p in arr {
+                let pair = p.as_array().filter(|a| a.len() == 2);
+                let Some(pair) = pair else {
+                    return Err(bad(format!("{of}{p} is not a [percentile, lateness] pair")));
+                };
+                let pct = match &pair[0] {
+                    Value::Integer(i) => *i as f64,
+                    Value::Float(f) => *f,
+                    other => {
+                        return Err(bad(format!("{of}the percentile {other} is not a number")));
+                    }
+                };
+                if !(0.0..=100.0).contains(&pct) {
+                    return Err(bad(format!(
+                        "{of}the percentile {pct} is not within 0 to 100"
+                    )));
+                }
+                let ns = self.host_time(key, &pair[1])?;
+                points.push(((pct * 10_000.0).round() as u32, ns));
             }
-            let ns = self.host_time(key, &pair[1])?;
-            points.push(((pct * 10_000.0).round() as u32, ns));
+            LatenessTable::new(&points).map_err(|m| bad(format!("{of}{m}")))
+        };
+        let Value::Table(by_len) = val else {
+            return Ok(WakeupLateness::every_sleep(table(val, "")?));
+        };
+        let mut tables = Vec::with_capacity(by_len.len());
+        for (len, v) in by_len {
+            let ns = parse_duration(&Value::String(len.clone()), BareNumber::Nanoseconds)
+                .map_err(|m| bad(format!("the sleep length \"{len}\": {m}")))?;
+            tables.push((ns, table(v, &format!("the table for \"{len}\": "))?));
         }
-        WakeupLateness::new(&points).map_err(bad)
+        tables.sort_by_key(|&(ns, _)| ns);
+        WakeupLateness::by_sleep(&tables).map_err(bad)
     }
 
     fn prior_state(&self, v: Option<&Value>) -> Result<PriorState, ScenarioError> {

@@ -1282,10 +1282,10 @@ impl Pipeline {
     /// When woken tag sleeper `c` asks again: `tag_wakeup_ns`, and now and then a
     /// slip (`tag_wakeup_slip_*`) drawn from its job's host stream.
     fn tag_wakeup(&mut self, c: u32) -> Ns {
-        let h = self.host;
-        let mut delay = h.tag_wakeup_ns;
+        let mut delay = self.host.tag_wakeup_ns;
         if let Some(j) = self.ctxs[c as usize].job {
-            self.spend(j, h.tag_wakeup_ns);
+            self.spend(j, delay);
+            let h = &self.host;
             let rng = &mut self.jobs[j as usize].host_rng;
             if h.tag_wakeup_slip_ppm > 0 && rng.below(1_000_000) < u64::from(h.tag_wakeup_slip_ppm)
             {

@@ -638,7 +638,7 @@ impl Pipeline {
                             }
                             job.phase = Phase::Sleeping(Resume::Loop);
                             if left > 0 {
-                                let late = self.sleep_overshoot(j);
+                                let late = self.sleep_overshoot(j, left);
                                 self.wake_job(j, left + late);
                                 self.off_cpu(j);
                                 return;
@@ -656,7 +656,7 @@ impl Pipeline {
                             }
                             job.phase = Phase::Sleeping(Resume::Issue(d));
                             if at > now {
-                                let late = self.sleep_overshoot(j);
+                                let late = self.sleep_overshoot(j, at - now);
                                 self.wake_job(j, at - now + late);
                                 self.off_cpu(j);
                                 return;
@@ -695,15 +695,15 @@ impl Pipeline {
         true
     }
 
-    /// How late a sleep of job `j` ends: the host's measured lateness distribution
-    /// when it has one, else the timer slack; then scheduling noise (an exponential
-    /// delay, then a rare slip). Each drawn only when configured, so that a host
-    /// without it draws nothing.
-    fn sleep_overshoot(&mut self, j: u32) -> Ns {
-        let h = self.host;
+    /// How late a sleep of `sleep` ns of job `j` ends: the host's measured lateness
+    /// distribution for that length when it has one, else the timer slack; then
+    /// scheduling noise (an exponential delay, then a rare slip). Each drawn only when
+    /// configured, so that a host without it draws nothing.
+    fn sleep_overshoot(&mut self, j: u32, sleep: Ns) -> Ns {
+        let h = &self.host;
         let rng = &mut self.jobs[j as usize].host_rng;
         let mut late = match &h.wakeup_lateness {
-            Some(w) => w.at(rng.unit()),
+            Some(w) => w.at(sleep, rng.unit()),
             None => h.timer_slack_ns,
         };
         if h.wakeup_jitter_ns > 0 {
