@@ -708,6 +708,11 @@ pub fn unmodelled(spec: &JobSpec) -> Vec<String> {
         "the rate schedule includes thinktime",
     );
     option(
+        spec.thinktime_spin > 0,
+        "thinktime_spin".into(),
+        "the whole think time is slept",
+    );
+    option(
         spec.thinktime_iotime > 0,
         "thinktime_iotime".into(),
         "thinktime follows thinktime_blocks alone",
