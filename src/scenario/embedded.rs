@@ -115,6 +115,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "validate-deadline-tag-race",
         include_str!("../../scenarios/validate-deadline-tag-race.toml"),
     ),
+    (
+        "validate-fio-sleeps",
+        include_str!("../../scenarios/validate-fio-sleeps.toml"),
+    ),
 ];
 
 /// Names of the built-in scenarios, in order.
