@@ -598,11 +598,13 @@ fn what_is_accepted_but_not_modelled_is_said() {
     // options fio knows that are stored but not modelled: stderr and the summary
     let (stderr, _, summary, _) = run(
         9,
-        "--direct=1 --ioengine=libaio --iodepth=8 --iodepth_low=2 --randseed=7",
+        "--direct=1 --ioengine=libaio --iodepth=8 --iodepth_low=2 --randseed=7 \
+         --thinktime=1ms --thinktime_spin=100",
     );
     for w in [
         "job `a`: iodepth_low=2 is not modelled",
         "job `a`: randseed=7 is not modelled",
+        "job `a`: thinktime_spin is not modelled; the whole think time is slept",
     ] {
         assert!(stderr.contains(w), "{w}: {stderr}");
         assert!(summary.contains(w), "{w}: {summary}");
