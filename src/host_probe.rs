@@ -236,12 +236,7 @@ impl std::fmt::Display for ProbeReport {
         )?;
         writeln!(f, "[host.wakeup_lateness]")?;
         for (len, t) in self.lateness.tables() {
-            let pts: Vec<String> = t
-                .points()
-                .iter()
-                .map(|&(q, ns)| format!("[{}, {ns}]", f64::from(q) / 10_000.0))
-                .collect();
-            writeln!(f, "\"{}\" = [{}]", sleep_key(*len), pts.join(", "))?;
+            writeln!(f, "\"{}\" = {t}", sleep_key(*len))?;
         }
         Ok(())
     }

@@ -265,7 +265,7 @@ impl HostCosts {
             time_text(self.sleep_flush_ns),
         );
         s += &match &self.wakeup_lateness {
-            Some(w) if w.tables().len() == 1 => format!(
+            Some(w) if matches!(w.tables(), [(0, _)]) => format!(
                 ", sleeps end late by {} (timer slack included)",
                 w.summary()
             ),
@@ -450,9 +450,9 @@ impl std::fmt::Display for LatenessTable {
 /// or up to [`Self::MAX_LENGTHS`] measured at given sleep lengths. A virtual CPU
 /// idle for longer wakes later (the host deschedules it once halt-polling gives up):
 /// on this project's VM a 100 µs sleep is late by 76 µs at p99, a 4 ms one by 925 µs
-/// (docs/validation.md §24), so the lengths matter. Between two measured lengths the lateness at a percentile is interpolated
-/// in the logarithm of the length; below the shortest and above the longest, that
-/// table holds. `[host] wakeup_lateness = [[0, "52us"], ..., [100, "4ms"]]` (every
+/// (docs/validation.md §24), so the lengths matter. Between two measured lengths the
+/// lateness at a percentile is interpolated in the logarithm of the length; below the
+/// shortest and above the longest, that table holds. `[host] wakeup_lateness = [[0, "52us"], ..., [100, "4ms"]]` (every
 /// sleep) or `[host.wakeup_lateness]` with one such table per length (`"100us" =
 /// [...]`, `"4ms" = [...]`); `blkcg-sim host probe` prints the second.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
