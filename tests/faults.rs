@@ -7,6 +7,7 @@ use blkcg_sim::report::fio::json::to_json;
 use blkcg_sim::report::fio::text::to_normal;
 use blkcg_sim::run::{VariantRun, run_variant};
 use blkcg_sim::scenario::Scenario;
+use blkcg_sim::sim::fio::JobTimes;
 use blkcg_sim::sim::{NSEC_PER_MSEC, NSEC_PER_SEC};
 
 fn run(text: &str) -> VariantRun {
@@ -20,8 +21,16 @@ fn job<'a>(r: &'a VariantRun, name: &str) -> &'a JobReport {
 
 /// When job `name` ended.
 fn finished(r: &VariantRun, name: &str) -> u64 {
-    let (_, _, t) = r.out.jobs.iter().find(|(p, _, _)| p.name == name).unwrap();
-    t.finished
+    times(r, name).finished
+}
+
+fn times(r: &VariantRun, name: &str) -> JobTimes {
+    r.out
+        .jobs
+        .iter()
+        .find(|(p, _, _)| p.name == name)
+        .unwrap()
+        .2
 }
 
 /// A QD16 reader held at 100 IOPS by io.max (its bios wait in blk-throttle) beside an
@@ -125,8 +134,10 @@ fn continue_on_error_counts_the_errors_and_goes_on() {
     assert_eq!(st.err.error, 0, "non-fatal errors are cleared");
     assert!(st.err.log.is_empty(), "fio logs no non-fatal error");
     // the job runs its 4 s: later reads of the removed disk return 0 bytes, inside
-    // io_submit(), so the job ends within one submission and reap of 4 s
-    let end = finished(&r, "limited");
+    // io_submit(), so the job ends within one submission and reap of 4 s from its
+    // start (fio's epoch: the fio process's phase of the tick)
+    let t = times(&r, "limited");
+    let end = t.finished - t.epoch;
     assert!(
         (4 * NSEC_PER_SEC..4 * NSEC_PER_SEC + 2_400).contains(&end),
         "{end}"

@@ -1,7 +1,7 @@
 //! Host profiles (`[host] profile`, `wakeup_lateness`, `blkcg-sim host list|probe`):
 //! a profile sets the keys and the scenario's own keys win; a measured lateness
 //! distribution paces fio's sleeps as its points say, per sleep length when measured
-//! so; the evidence for the default
+//! so, and with fio's own compensation only its excess shows; the evidence for the default
 //! (docs/validation.md §24); and the probe's output is a `[host]` table a scenario
 //! takes as it is.
 
@@ -73,27 +73,34 @@ fn the_assumed_line_names_the_profile_and_who_chose_it() {
     }
 }
 
+/// A 1 ms thinker's IOPS under four lateness tables on top of `base` (`[host]` lines):
+/// a constant 200 µs, uniform over 0–400 µs (the same mean), the 50 µs timer slack
+/// alone, and by sleep length — 50 µs late after 100 µs (and after anything shorter,
+/// clamped), 250 µs after 10 ms.
+fn paced(base: &str) -> [f64; 4] {
+    [
+        "wakeup_lateness = [[0, \"200us\"], [100, \"200us\"]]",
+        "wakeup_lateness = [[0, 0], [50, \"200us\"], [100, \"400us\"]]",
+        "",
+        "[host.wakeup_lateness]\n\"100us\" = [[0, \"50us\"], [100, \"50us\"]]\n\
+         \"10ms\" = [[0, \"250us\"], [100, \"250us\"]]",
+    ]
+    .map(|table| iops(&thinker(&format!("{base}{table}"))))
+}
+
+/// One cycle of the thinker at that lateness: think 1 ms + late + the read (10 µs +
+/// psync's costs, ~12 µs).
+fn cycle(late_us: f64) -> f64 {
+    1e6 / (1000.0 + late_us + 10.0 + 1.4 + 1.5)
+}
+
 /// fio's thinktime sleeps end as late as the table says: a constant 200 µs, or uniform
 /// over 0–400 µs (the same mean), pace a 1 ms thinker alike; the timer slack alone
-/// (50 µs) paces it faster by the difference.
+/// (50 µs) paces it faster by the difference; by length, a 1 ms sleep is half way in
+/// the log of the length, 150 µs.
 #[test]
 fn a_measured_lateness_paces_the_sleeps_as_its_points_say() {
-    let base = "profile = \"minimal\"\n";
-    let constant = iops(&thinker(&format!(
-        "{base}wakeup_lateness = [[0, \"200us\"], [100, \"200us\"]]"
-    )));
-    let uniform = iops(&thinker(&format!(
-        "{base}wakeup_lateness = [[0, 0], [50, \"200us\"], [100, \"400us\"]]"
-    )));
-    let slack = iops(&thinker(base));
-    // by sleep length: 50 µs late after 100 µs, 250 µs after 10 ms; a 1 ms sleep is
-    // half way in the log of the length, 150 µs
-    let by_length = iops(&thinker(&format!(
-        "{base}[host.wakeup_lateness]\n\"100us\" = [[0, \"50us\"], [100, \"50us\"]]\n\
-         \"10ms\" = [[0, \"250us\"], [100, \"250us\"]]"
-    )));
-    // one cycle: think 1 ms + late + the read (10 µs + psync's costs, ~12 µs)
-    let cycle = |late_us: f64| 1e6 / (1000.0 + late_us + 10.0 + 1.4 + 1.5);
+    let [constant, uniform, slack, by_length] = paced("profile = \"minimal\"\n");
     assert!((constant / cycle(200.0) - 1.0).abs() < 0.01, "{constant}");
     assert!(
         (uniform / constant - 1.0).abs() < 0.01,
@@ -101,6 +108,35 @@ fn a_measured_lateness_paces_the_sleeps_as_its_points_say() {
     );
     assert!((slack / cycle(50.0) - 1.0).abs() < 0.01, "{slack}");
     assert!((by_length / cycle(150.0) - 1.0).abs() < 0.01, "{by_length}");
+}
+
+/// With `fio_sleep_compensation = 1`, fio's thinktime sleeps end on time whatever the
+/// lateness, as long as no wake-up is later than what the process timed at start-up
+/// (`fio_time_init()`: ten 1 µs sleeps): the constant, the uniform and the slack alone
+/// pace the thinker alike. By sleep length a 1 ms sleep wakes later than a 1 µs one:
+/// fio asks for 949 µs (1 ms less the 51 µs it timed), late by
+/// 50 + 200 × ln(9.49)/ln(100) = 147.8 µs — 96.8 µs past the millisecond; that excess
+/// shows, and only it.
+#[test]
+fn with_fios_compensation_only_the_excess_over_its_granularity_shows() {
+    let [constant, uniform, slack, by_length] =
+        paced("profile = \"minimal\"\nfio_sleep_compensation = 1\n");
+    for (what, got) in [
+        ("constant", constant),
+        ("uniform", uniform),
+        ("slack", slack),
+    ] {
+        assert!(
+            (got / cycle(0.0) - 1.0).abs() < 0.005,
+            "{what}: {got} vs {}",
+            cycle(0.0)
+        );
+    }
+    assert!(
+        (by_length / cycle(96.8) - 1.0).abs() < 0.005,
+        "{by_length} vs {}",
+        cycle(96.8)
+    );
 }
 
 #[test]
@@ -315,4 +351,30 @@ fn the_probe_prints_a_host_table_a_scenario_takes() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(left, ["mine"]);
+}
+
+/// `validate-fio-sleeps` against the real 6.1 guest (docs/validation.md §26, §28: two
+/// boots of Debian's 6.1.0-57): with fio's compensation every job's IOPS within 1.5%;
+/// without it the 1 ms and 100 µs thinkers are slow by the whole timer slack.
+#[test]
+fn fios_sleeps_meet_the_real_guest_with_the_compensation() {
+    let seed = blkcg_sim::scenario::embedded::get("validate-fio-sleeps").unwrap();
+    let on = |compensation: u32| -> Vec<f64> {
+        let text = format!(
+            "{}\n[host]\nprofile = \"qemu-6.1\"\nfio_sleep_compensation = {compensation}\n",
+            seed.replace("hz = 250", "hz = 250\nversion = \"6.1\"")
+        );
+        let sc = Scenario::parse(&text, "t").unwrap();
+        let run = run_variant(&sc, None, None, None, false).unwrap();
+        run.summaries.iter().map(|s| s.iops).collect()
+    };
+    // t100, t1000, t4000, rate400: the real guest's IOPS
+    let real = [8115.0, 977.0, 248.4, 400.3];
+    let with = on(1);
+    for (got, want) in with.iter().zip(real) {
+        assert!((got / want - 1.0).abs() < 0.015, "{with:?} vs {real:?}");
+    }
+    let without = on(0);
+    assert!(without[0] / real[0] < 0.75, "{without:?}");
+    assert!(without[1] / real[1] < 0.97, "{without:?}");
 }

@@ -13,7 +13,9 @@
 //! are applied the same way, at their time. A
 //! cgroup's `fio` array is successive runs, as a script's loop with a `wait`: every job
 //! of run k waits (its `after` list) for every job of run k-1, then `[host]
-//! fio_restart_ns` more. [`simulate`] puts the pipeline together from those layers
+//! fio_restart_ns` more; with `[host] fio_sleep_compensation` every fio process starts
+//! at a phase of the tick and times its sleep granularity as fio does at start-up
+//! (`FioProcess`). [`simulate`] puts the pipeline together from those layers
 //! (so `check`, which stops after `prepare`, allocates none of a run's state), runs
 //! it and gathers fio's report, summaries, io.stat (`crate::report::io_stat`) and the
 //! policies' views.
@@ -50,7 +52,7 @@ use crate::sim::engine::{Pipeline, RunOutput};
 use crate::sim::fio::stats::percentiles;
 use crate::sim::plug::{self, BlkMqBehaviour};
 use crate::sim::queue::EventQueue;
-use crate::sim::{NSEC_PER_SEC, Ns};
+use crate::sim::{NSEC_PER_SEC, Ns, SimRng};
 use crate::stack::registry::{Creation, POLICIES, PolicyDef, PolicySetup};
 use crate::stack::{Elevator, Stack};
 use crate::workload::cmdline::{is_cmdline, parse_fio};
@@ -299,6 +301,39 @@ fn build_pipeline(
 }
 
 /// Build and check variant `variant` (None: the scenario without variants), with
+/// What one fio process (one cgroup's `fio`, one run of it) brings to its jobs from
+/// its start: where in the kernel's tick it starts, and the sleep granularity it timed.
+struct FioProcess {
+    /// A real fio's first I/O comes at any phase of the tick (its start-up takes
+    /// milliseconds, none of them tick-aligned); drawn uniformly over one jiffy, so that
+    /// a rate-paced job's due times do not fall exactly on the jiffy boundaries every
+    /// kernel timer runs at (docs/validation.md §28).
+    start_phase: Ns,
+    /// `fio_time_init()`'s `ns_granularity` (µs): [`crate::sim::fio::fio_time_init`].
+    ns_granularity_us: u64,
+}
+
+impl FioProcess {
+    /// Process `src_idx` of the run (an index into `r.fio`), from a stream of its own
+    /// under the run's seed; with `[host] fio_sleep_compensation` only (without it
+    /// every fio starts on a whole millisecond and sleeps as asked, late by the whole
+    /// lateness).
+    fn draw(r: &Resolved, src_idx: usize) -> FioProcess {
+        if !r.host.fio_sleep_compensation {
+            return FioProcess {
+                start_phase: 0,
+                ns_granularity_us: 0,
+            };
+        }
+        let mut rng = SimRng::new(r.seed, &format!("fio-process#{src_idx}"));
+        let jiffy = NSEC_PER_SEC / u64::from(r.kernel.hz.max(1));
+        FioProcess {
+            start_phase: rng.below(jiffy),
+            ns_granularity_us: crate::sim::fio::fio_time_init(&r.host, &mut rng),
+        }
+    }
+}
+
 /// `kernel_version` (`run --kernel`) and `seed` overriding the scenario's.
 pub fn prepare(
     sc: &Scenario,
@@ -422,6 +457,7 @@ pub fn prepare(
         let base = params.len() as u32;
         let deps = start_dependencies(&jobs.jobs, base);
         let cmdline = is_cmdline(&src.text);
+        let process = FioProcess::draw(&r, src_idx);
         for (mut spec, mut after) in jobs.jobs.into_iter().zip(deps) {
             after.extend(&prev_round);
             this_round.push(params.len() as u32);
@@ -447,6 +483,8 @@ pub fn prepare(
                 // the script between two fio runs (`[host] fio_restart_ns`)
                 p.startdelay += r.host.fio_restart_ns;
             }
+            p.startdelay += process.start_phase;
+            p.ns_granularity_us = process.ns_granularity_us;
             if p.filename.is_empty() {
                 p.filename = format!("/dev/{}", limits.name);
             }

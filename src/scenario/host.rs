@@ -117,6 +117,16 @@ pub struct HostCosts {
     /// and the next fio's start-up (fio 3.33 takes ~0.3 s from exec to its first I/O).
     /// Long enough that a weight-based policy deactivates every idle cgroup in between.
     pub fio_restart_ns: Ns,
+    /// fio's own sleep compensation (docs/validation.md §26, §28): each fio process
+    /// times ten 1 µs sleeps at start-up (`fio_time_init()`) and asks the kernel for that
+    /// much less on every sleep, spinning the rest (`usec_sleep()`), so a sleep ends late
+    /// only by a wake-up's excess over that; and each fio process starts at a phase of
+    /// the kernel's tick drawn from the seed (without it, sleeps that end on time put a
+    /// rate-paced job's I/Os exactly on the jiffy boundaries the kernel's timers run
+    /// at). Off (the default until the validated scenarios it moves are re-examined,
+    /// §28): every sleep ends late by the whole lateness, and every fio starts on a whole
+    /// millisecond.
+    pub fio_sleep_compensation: bool,
 }
 
 /// In scenario syntax (`[host]` keys, ns): `submit_ns=2000 submit_page_ns=75 ...`.
@@ -155,6 +165,9 @@ impl std::fmt::Display for HostCosts {
         if self.tag_sleeper_preempt_ns != d.tag_sleeper_preempt_ns {
             write!(f, " tag_sleeper_preempt_ns={}", self.tag_sleeper_preempt_ns)?;
         }
+        if self.fio_sleep_compensation {
+            write!(f, " fio_sleep_compensation=1")?;
+        }
         if self.tag_wakeup_slip_ppm > 0 {
             write!(
                 f,
@@ -189,7 +202,7 @@ impl HostCosts {
     /// Every `[host]` key, as the errors list them: `profile` (a named set of the
     /// others, `crate::scenario::host_profile`), the costs and delays (ns), the
     /// counts (`cpus`, the `_ppm` shares) and the `wakeup_lateness` table.
-    pub const KEYS: [&'static str; 23] = [
+    pub const KEYS: [&'static str; 24] = [
         "profile",
         "submit_ns",
         "submit_page_ns",
@@ -213,6 +226,7 @@ impl HostCosts {
         "tag_sleeper_preempt_ns",
         "cpus",
         "fio_restart_ns",
+        "fio_sleep_compensation",
     ];
 
     /// Sets the integer key `key` (a time in ns, or a count) to `v`; false when `key`
@@ -242,6 +256,7 @@ impl HostCosts {
             "cpus" => self.cpus = count,
             "wakeup_slip_ppm" => self.wakeup_slip_ppm = count,
             "tag_wakeup_slip_ppm" => self.tag_wakeup_slip_ppm = count,
+            "fio_sleep_compensation" => self.fio_sleep_compensation = v > 0,
             _ => return false,
         }
         true
@@ -303,6 +318,9 @@ impl HostCosts {
         if self.cpus > 0 {
             s += &format!(", {} CPU(s) for the woken tasks", self.cpus);
         }
+        if self.fio_sleep_compensation {
+            s += ", fio's sleep compensation";
+        }
         s
     }
 
@@ -353,6 +371,7 @@ impl Default for HostCosts {
             cpus: 0,
             tag_sleeper_preempt_ns: NSEC_PER_MSEC,
             fio_restart_ns: 300 * NSEC_PER_MSEC,
+            fio_sleep_compensation: false,
         }
     }
 }

@@ -672,6 +672,11 @@ impl Scenario {
                     1,
                     "0 (every woken task runs at once) or 1 (one CPU, as the qemu guest's vCPU)",
                 )?),
+                "fio_sleep_compensation" => u64::from(count(
+                    1,
+                    "0 (every fio sleep ends late by the whole lateness) or 1 (fio's own \
+                     compensation, and each fio's start at a phase of the tick)",
+                )?),
                 "wakeup_slip_ppm" | "tag_wakeup_slip_ppm" => u64::from(count(1_000_000, PPM)?),
                 k if !HostCosts::KEYS.contains(&k) => {
                     return Err(self.err_at(

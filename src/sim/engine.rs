@@ -1421,6 +1421,8 @@ mod tests {
             runtime: Some(NSEC_PER_SEC),
             ramp: 0,
             startdelay: 0,
+            thinktime_spin: 0,
+            ns_granularity_us: 0,
             rate_bps: [0, 0],
             rate_iops: [0, 0],
             rate_poisson: false,
@@ -1435,7 +1437,7 @@ mod tests {
             slat_percentiles: false,
             lat_percentiles: false,
             filename: "/dev/test".into(),
-            after: Vec::new(),
+            after: Box::default(),
             seed_name: name.into(),
             reap_batch_max: 1,
         }
@@ -1666,7 +1668,7 @@ mod tests {
         let mut a = job("a");
         a.runtime = Some(NSEC_PER_SEC / 2);
         let mut b = job("b");
-        b.after = vec![0];
+        b.after = Box::new([0]);
         let out = run(vec![a, b], 10_000, 8);
         let (ta, tb) = (out.jobs[0].2, out.jobs[1].2);
         assert_eq!(tb.epoch, ta.finished);

@@ -81,6 +81,14 @@ pub struct JobParams {
     pub runtime: Option<Ns>,
     pub ramp: Ns,
     pub startdelay: Ns,
+    /// `thinktime_spin`: the part of each think time fio busy-waits (capped at
+    /// `thinktime`), before it sleeps the rest.
+    pub thinktime_spin: Ns,
+    /// fio's `ns_granularity` (in µs, despite its name): the longest of the ten 1 µs
+    /// sleeps its process timed at start-up (`fio_time_init()`), which every sleep of
+    /// the process asks the kernel for less and busy-waits when shorter
+    /// (`usec_sleep()`). Set per fio process by `crate::run::prepare`; 0 sleeps as asked.
+    pub ns_granularity_us: u64,
     pub rate_bps: [u64; 2],
     pub rate_iops: [u64; 2],
     pub distribution: Distribution,
@@ -88,9 +96,9 @@ pub struct JobParams {
     pub filename: String,
     /// Jobs (indices into the job list) that must end before this one starts
     /// (fio's `stonewall`: every earlier job of the same job file).
-    pub after: Vec<u32>,
+    pub after: Box<[u32]>,
     /// Seed stream name (fio seeds each job from its name and number).
-    pub seed_name: String,
+    pub seed_name: Box<str>,
 }
 
 /// The I/O priorities a job gives its bios.
@@ -590,6 +598,8 @@ impl JobParams {
                 runtime,
                 ramp: spec.ramp_time,
                 startdelay: spec.startdelay.lo,
+                thinktime_spin: spec.thinktime_spin,
+                ns_granularity_us: 0,
                 rate_bps: [spec.rate[DDIR_READ], spec.rate[DDIR_WRITE]],
                 rate_iops: [spec.rate_iops[DDIR_READ], spec.rate_iops[DDIR_WRITE]],
                 rate_poisson: spec.rate_process == RateProcess::Poisson,
@@ -612,8 +622,8 @@ impl JobParams {
                     .next()
                     .unwrap_or_default()
                     .to_string(),
-                after,
-                seed_name,
+                after: after.into(),
+                seed_name: seed_name.into(),
                 reap_batch_max: spec.iodepth_batch_complete_max.max(1),
             },
             warnings,
@@ -706,11 +716,6 @@ pub fn unmodelled(spec: &JobSpec) -> Vec<String> {
         spec.rate_ignore_thinktime,
         "rate_ignore_thinktime".into(),
         "the rate schedule includes thinktime",
-    );
-    option(
-        spec.thinktime_spin > 0,
-        "thinktime_spin".into(),
-        "the whole think time is slept",
     );
     option(
         spec.thinktime_iotime > 0,
@@ -851,9 +856,9 @@ fn flip(d: Dir) -> Dir {
 pub enum RateDecision {
     /// Issue now, in this direction.
     Go(Dir),
-    /// Ahead of schedule: (inline mode) quiesce, then sleep until `until` (ns since
-    /// the job's epoch) and issue in this direction.
-    SleepUntil(Ns, Dir),
+    /// Ahead of schedule: (inline mode) quiesce, then sleep this many µs — reckoned
+    /// now, before the quiesce, as `rate_ddir()` does — and issue in this direction.
+    Sleep(u64, Dir),
 }
 
 /// fio's rate engine for one job (both directions).
@@ -909,11 +914,11 @@ impl RateState {
                 return RateDecision::Go(other);
             }
             if self.next_io_us[d] <= self.next_io_us[o] {
-                return RateDecision::SleepUntil(self.next_io_us[d] * 1000, dir);
+                return RateDecision::Sleep(self.next_io_us[d] - now_us, dir);
             }
-            return RateDecision::SleepUntil(self.next_io_us[o] * 1000, other);
+            return RateDecision::Sleep(self.next_io_us[o] - now_us, other);
         }
-        RateDecision::SleepUntil(self.next_io_us[d] * 1000, dir)
+        RateDecision::Sleep(self.next_io_us[d] - now_us, dir)
     }
 
     /// After a submit: mirrors usec_for_io().
@@ -956,10 +961,10 @@ mod tests {
         let mut rng = SimRng::new(1, "t");
         assert_eq!(r.decide(Dir::Read, 0, 0), RateDecision::Go(Dir::Read));
         r.issued(Dir::Read, 4096, &mut rng);
-        // next slot 10 ms after the epoch
+        // next slot 10 ms after the epoch: 7 ms to sleep at 3 ms
         assert_eq!(
             r.decide(Dir::Read, 0, 3_000),
-            RateDecision::SleepUntil(10_000_000, Dir::Read)
+            RateDecision::Sleep(7_000, Dir::Read)
         );
         // late: catch up immediately
         assert_eq!(r.decide(Dir::Read, 0, 50_000), RateDecision::Go(Dir::Read));

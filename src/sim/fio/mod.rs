@@ -34,7 +34,9 @@
 //! - `job_loop()` the `do_io()` loop, `submit_returned()` where slat ends,
 //!   `piece_done()` / `reap()` / `after_reap()` completions, their reaping and the
 //!   thinktime decision, `start_ready()` / `finish_job()` the jobs' order (`stonewall`,
-//!   `startdelay`), `sleep_overshoot()` how late a sleep ends (`[host]` noise);
+//!   `startdelay`), `usec_sleep()` fio's sleep with its compensation (the process's
+//!   `ns_granularity` from [`fio_time_init`]) and `sleep_overshoot()` how late one
+//!   `nanosleep()` ends (`[host]` noise);
 //! - what fio's parameters mean and the generators (sizes, offsets, rwmix, rate) are
 //!   `crate::workload::job`; a job's completions over time `crate::sim::timebins`;
 //! - [`stats`]: fio's statistics the machine records per I/O (latency statistics and
@@ -46,6 +48,7 @@ pub mod stats;
 const BIO_MAX_BYTES: u64 = 256 * 4096;
 
 use crate::blkcg::ioprio::{Ioprio, IoprioClass, task_ioprio};
+use crate::scenario::host::HostCosts;
 use crate::sim::engine::{Pipeline, Stage};
 use crate::sim::fio::stats::{ErrorStats, JobStats};
 use crate::sim::inline_deque::InlineDeque;
@@ -117,7 +120,11 @@ pub(super) enum Phase {
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) enum AfterQuiesce {
-    RateSleep(Ns, Dir),
+    /// Sleep this many µs (reckoned before the quiesce, as `rate_ddir()` does: with
+    /// `[host] fio_sleep_compensation`), then issue in this direction.
+    RateSleepFor(u64, Dir),
+    /// Sleep until this time (the I/O's due time), then issue in this direction.
+    RateSleepUntil(Ns, Dir),
     /// Think, then count the next `thinktime_blocks` from this many blocks: the
     /// counter as `handle_thinktime()` read it before `io_u_quiesce()` reaped the rest.
     Think(u64),
@@ -367,6 +374,54 @@ pub struct JobTimes {
     pub finished: Ns,
 }
 
+/// What one of fio's pauses (a think time, a rate sleep) took: in all, and the part
+/// busy-waited on the CPU; whether it slept at all (a pause shorter than the
+/// granularity is spun whole and keeps the CPU).
+#[derive(Debug, Clone, Copy, Default)]
+struct FioSleep {
+    took: Ns,
+    spun: Ns,
+    slept: bool,
+}
+
+impl FioSleep {
+    /// `usec_spin()`: until fio's clock has moved `usec` whole µs.
+    fn spin(usec: u64) -> FioSleep {
+        FioSleep {
+            took: usec * 1000,
+            spun: usec * 1000,
+            slept: false,
+        }
+    }
+
+    /// This pause, then `next`.
+    fn then(&mut self, next: FioSleep) {
+        self.took += next.took;
+        self.spun += next.spun;
+        self.slept |= next.slept;
+    }
+}
+
+/// fio's `fio_time_init()` (time.c) in one fio process: ten `nanosleep(1 µs)` calls,
+/// each timed in whole µs, the longest kept as `ns_granularity` (µs), which every
+/// sleep of the process then asks the kernel for less ([`Pipeline::usec_sleep`]). Each
+/// call lasts its µs and the host's lateness after a 1 µs sleep (its
+/// `wakeup_lateness`, else the timer slack), drawn from `rng`; the scheduling noise
+/// (`wakeup_jitter_ns`, the slips) is left out: docs/validation.md §8 fitted it to the
+/// sleeps' ends as fio's compensation leaves them.
+pub fn fio_time_init(host: &HostCosts, rng: &mut SimRng) -> u64 {
+    (0..10)
+        .map(|_| {
+            let late = match &host.wakeup_lateness {
+                Some(w) => w.at(1000, rng.unit()),
+                None => host.timer_slack_ns,
+            };
+            (1000 + late) / 1000
+        })
+        .max()
+        .unwrap_or(1)
+}
+
 impl Pipeline {
     /// bio_endio() of one piece of fio I/O `io`: the I/O completes with its last
     /// piece, failed if any piece failed (`bio_chain()` keeps the first error).
@@ -526,10 +581,17 @@ impl Pipeline {
                                 job.mix.set_current(d);
                                 d
                             }
-                            RateDecision::SleepUntil(t, d) => {
+                            RateDecision::Sleep(usec, d) => {
                                 job.mix.set_current(d);
-                                let at = job.epoch + t;
-                                job.phase = Phase::Quiesce(AfterQuiesce::RateSleep(at, d));
+                                let then = if self.host.fio_sleep_compensation {
+                                    AfterQuiesce::RateSleepFor(usec, d)
+                                } else {
+                                    AfterQuiesce::RateSleepUntil(
+                                        job.epoch + (now_us + usec) * 1000,
+                                        d,
+                                    )
+                                };
+                                job.phase = Phase::Quiesce(then);
                                 continue;
                             }
                         }
@@ -632,33 +694,20 @@ impl Pipeline {
                     match then {
                         AfterQuiesce::Think(b) => {
                             job.last_think_blocks = b;
-                            let mut left = job.p.thinktime;
-                            if let Some(e) = job.end {
-                                left = left.min(e.saturating_sub(now));
-                            }
                             job.phase = Phase::Sleeping(Resume::Loop);
-                            if left > 0 {
-                                let late = self.sleep_overshoot(j, left);
-                                self.wake_job(j, left + late);
-                                self.off_cpu(j);
+                            let pause = self.think_pause(j, now);
+                            if pause.took > 0 {
+                                self.pause_job(j, pause);
                                 return;
                             }
                         }
-                        AfterQuiesce::RateSleep(at, d) => {
-                            // rate_ddir(): a sleep past the end of the run ends the job
-                            if job.end.is_some_and(|e| at > e) {
-                                let e = job.end.unwrap_or(at);
-                                job.phase = Phase::Sleeping(Resume::Loop);
-                                let delay = e.saturating_sub(now);
-                                self.wake_job(j, delay);
-                                self.off_cpu(j);
+                        AfterQuiesce::RateSleepFor(usec, d) => {
+                            if self.rate_sleep(j, now, now + usec * 1000, d) {
                                 return;
                             }
-                            job.phase = Phase::Sleeping(Resume::Issue(d));
-                            if at > now {
-                                let late = self.sleep_overshoot(j, at - now);
-                                self.wake_job(j, at - now + late);
-                                self.off_cpu(j);
+                        }
+                        AfterQuiesce::RateSleepUntil(at, d) => {
+                            if self.rate_sleep(j, now, at, d) {
                                 return;
                             }
                         }
@@ -695,10 +744,106 @@ impl Pipeline {
         true
     }
 
-    /// How late a sleep of `sleep` ns of job `j` ends: the host's measured lateness
-    /// distribution for that length when it has one, else the timer slack; then
-    /// scheduling noise (an exponential delay, then a rare slip). Each drawn only when
-    /// configured, so that a host without it draws nothing.
+    /// `handle_thinktime()`'s pause for job `j` at `now`: `thinktime_spin` spun, then
+    /// the rest of `thinktime` slept, each cut to the runtime left.
+    fn think_pause(&mut self, j: u32, now: Ns) -> FioSleep {
+        let job = &self.jobs[j as usize];
+        let runtime_left = |at: Ns| job.end.map_or(Ns::MAX, |e| e.saturating_sub(at));
+        let spin = job.p.thinktime_spin.min(runtime_left(now));
+        let rest = (job.p.thinktime - spin).min(runtime_left(now + spin));
+        let mut pause = FioSleep {
+            took: spin,
+            spun: spin,
+            slept: false,
+        };
+        if rest > 0 {
+            pause.then(self.sleep(j, rest));
+        }
+        pause
+    }
+
+    /// `rate_ddir()`'s sleep of job `j` after its quiesce, at `now`, to wake at `at`,
+    /// then to issue in direction `d`; one past the end of the run ends the job there.
+    /// False when `at` has come: the loop goes on at once.
+    fn rate_sleep(&mut self, j: u32, now: Ns, at: Ns, d: Dir) -> bool {
+        let job = &mut self.jobs[j as usize];
+        if let Some(e) = job.end.filter(|&e| at > e) {
+            job.phase = Phase::Sleeping(Resume::Loop);
+            self.wake_job(j, e.saturating_sub(now));
+            self.off_cpu(j);
+            return true;
+        }
+        job.phase = Phase::Sleeping(Resume::Issue(d));
+        if at <= now {
+            return false;
+        }
+        let pause = self.sleep(j, at - now);
+        self.pause_job(j, pause);
+        true
+    }
+
+    /// One of fio's sleeps of `ns`: with `[host] fio_sleep_compensation` fio's own
+    /// ([`Pipeline::usec_sleep`]), else `ns` and the whole lateness of one wake-up.
+    fn sleep(&mut self, j: u32, ns: Ns) -> FioSleep {
+        if self.host.fio_sleep_compensation {
+            return self.usec_sleep(j, ns / 1000);
+        }
+        FioSleep {
+            took: ns + self.sleep_overshoot(j, ns),
+            spun: 0,
+            slept: true,
+        }
+    }
+
+    /// fio's `usec_sleep()` (time.c) for job `j`, asked for `usec` µs: each round asks
+    /// the kernel for the process's `ns_granularity` less than what is left (at most a
+    /// second and the rest's sub-second part), measures what the sleep took in whole µs
+    /// and goes round again for what is still left; a rest shorter than the granularity
+    /// is busy-waited (`usec_spin()`). So a sleep ends on time (to the µs) unless a
+    /// wake-up is later than the lateness the process timed at start-up
+    /// ([`fio_time_init`]); only that excess shows.
+    fn usec_sleep(&mut self, j: u32, mut usec: u64) -> FioSleep {
+        let granularity = self.jobs[j as usize].p.ns_granularity_us;
+        let mut sleep = FioSleep::default();
+        loop {
+            if usec < granularity {
+                sleep.then(FioSleep::spin(usec));
+                break;
+            }
+            let ts = usec - granularity;
+            let req = (ts / 1_000_000).min(1) * 1_000_000 + ts % 1_000_000;
+            let took = req * 1000 + self.sleep_overshoot(j, req * 1000);
+            sleep.took += took;
+            sleep.slept = true;
+            let took_us = took / 1000;
+            if took_us >= usec {
+                break;
+            }
+            if took_us == 0 {
+                // fio would sleep 0 µs again until its clock moves; a host without any
+                // lateness never moves it: the rest is spun
+                sleep.then(FioSleep::spin(usec));
+                break;
+            }
+            usec -= took_us;
+        }
+        sleep
+    }
+
+    /// Job `j` pauses (`Phase::Sleeping`): on the CPU while it spins, off it once it
+    /// sleeps.
+    fn pause_job(&mut self, j: u32, pause: FioSleep) {
+        self.spend(j, pause.spun);
+        self.wake_job(j, pause.took);
+        if pause.slept {
+            self.off_cpu(j);
+        }
+    }
+
+    /// How late one `nanosleep()` of `sleep` ns of job `j` ends: the host's measured
+    /// lateness distribution for that length when it has one, else the timer slack;
+    /// then scheduling noise (an exponential delay, then a rare slip). Each drawn only
+    /// when configured, so that a host without it draws nothing.
     fn sleep_overshoot(&mut self, j: u32, sleep: Ns) -> Ns {
         let h = &self.host;
         let rng = &mut self.jobs[j as usize].host_rng;
