@@ -404,7 +404,7 @@ impl FioSleep {
 
 /// fio's `fio_time_init()` (time.c) in one fio process: ten `nanosleep(1 µs)` calls,
 /// each timed in whole µs, the longest kept as `ns_granularity` (µs), which every
-/// sleep of the process then asks the kernel for less ([`Pipeline::usec_sleep`]). Each
+/// sleep of the process then asks the kernel for less (`Pipeline::usec_sleep()`). Each
 /// call lasts its µs and the host's lateness after a 1 µs sleep (its
 /// `wakeup_lateness`, else the timer slack), drawn from `rng`; the scheduling noise
 /// (`wakeup_jitter_ns`, the slips) is left out: docs/validation.md §8 fitted it to the
