@@ -119,6 +119,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "validate-fio-sleeps",
         include_str!("../../scenarios/validate-fio-sleeps.toml"),
     ),
+    (
+        "validate-deadline-idle-poll",
+        include_str!("../../scenarios/validate-deadline-idle-poll.toml"),
+    ),
 ];
 
 /// Names of the built-in scenarios, in order.

@@ -6,7 +6,9 @@
 //! or inserts it and leaves the queue run to kblockd (`blk_mq_run_hw_queue(hctx,
 //! true)` → `blk_mq_delay_run_hw_queue(hctx, 0)`). Which one depends on the
 //! submitter's plug (`current->plug`) and the elevator:
-//! - no plug, an elevator: inserted, the queue run goes to kblockd;
+//! - no plug, an elevator: inserted, the queue run goes to kblockd (≤ 6.9; from 6.10
+//!   `__submit_bio()` plugs every bio itself, 060406c61c7c, so a submitter always
+//!   holds a plug: `blk.submit_plug`);
 //! - no plug, `none`: issued directly (`blk_mq_try_issue_directly()`);
 //! - plugged and flushed by the caller (`blk_finish_plug()`, `from_schedule` false):
 //!   dispatched in the caller (the elevator's queue run is synchronous);
@@ -59,10 +61,27 @@ impl Named for WritePlug {
     const NAMES: &'static [(&'static str, Self)] = &[("plug", Self::Plug), ("none", Self::None)];
 }
 
+/// Whether `__submit_bio()` plugs every bio it submits (`blk.submit_plug`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubmitPlug {
+    /// No plug of its own (≤ 6.9): a bio submitted without one is inserted and, with
+    /// an elevator, its queue run left to kblockd.
+    None,
+    /// `blk_start_plug()` around `blk_mq_submit_bio()` (6.10+, 060406c61c7c "block: add
+    /// plug while submitting IO"): the caller's `blk_finish_plug()` runs the queue.
+    EveryBio,
+}
+
+impl Named for SubmitPlug {
+    const NAMES: &'static [(&'static str, Self)] =
+        &[("none", Self::None), ("every-bio", Self::EveryBio)];
+}
+
 /// The block core's switches that differ between kernel versions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlkMqBehaviour {
     pub write_plug: WritePlug,
+    pub submit_plug: SubmitPlug,
 }
 
 impl Default for BlkMqBehaviour {
@@ -70,14 +89,20 @@ impl Default for BlkMqBehaviour {
     fn default() -> Self {
         BlkMqBehaviour {
             write_plug: WritePlug::None,
+            submit_plug: SubmitPlug::EveryBio,
         }
     }
 }
 
-/// In scenario syntax: `blk.write_plug=none`.
+/// In scenario syntax: `blk.write_plug=none blk.submit_plug=every-bio`.
 impl fmt::Display for BlkMqBehaviour {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "blk.write_plug={}", self.write_plug.name())
+        write!(
+            f,
+            "blk.write_plug={} blk.submit_plug={}",
+            self.write_plug.name(),
+            self.submit_plug.name()
+        )
     }
 }
 
@@ -88,20 +113,27 @@ pub fn behaviour_for(
     overrides: &[(String, String)],
 ) -> Result<BlkMqBehaviour, KeyError> {
     let kv = KernelVersion::parse(version).map_err(|m| KeyError::new("kernel.version", m))?;
+    let at_least = |major: u32, minor: u32| (kv.major, kv.minor) >= (major, minor);
     let mut b = BlkMqBehaviour {
-        write_plug: if (kv.major, kv.minor) < (6, 5) {
-            WritePlug::Plug
-        } else {
+        write_plug: if at_least(6, 5) {
             WritePlug::None
+        } else {
+            WritePlug::Plug
+        },
+        submit_plug: if at_least(6, 10) {
+            SubmitPlug::EveryBio
+        } else {
+            SubmitPlug::None
         },
     };
     for (key, val) in overrides {
         match key.as_str() {
             "blk.write_plug" => b.write_plug = Named::parse(key, val)?,
+            "blk.submit_plug" => b.submit_plug = Named::parse(key, val)?,
             _ => {
                 return Err(KeyError::new(
                     key.as_str(),
-                    "unknown key; accepted: blk.write_plug",
+                    "unknown key; accepted: blk.write_plug, blk.submit_plug",
                 ));
             }
         }
@@ -141,6 +173,8 @@ pub fn queue_run(
         (true, true) => QueueRun::SleepFlush,
         // an aio write's plug is flushed by blk_finish_plug() as the call returns
         (true, false) => QueueRun::Caller,
+        // __submit_bio()'s own plug, finished before the call goes on
+        (false, _) if b.submit_plug == SubmitPlug::EveryBio => QueueRun::Caller,
         (false, _) if elevator => QueueRun::Kblockd,
         (false, _) => QueueRun::Caller,
     }
@@ -175,19 +209,30 @@ mod tests {
         let old = behaviour_for("6.1", &[]).unwrap();
         let new = behaviour_for("6.12", &[]).unwrap();
         let k = 4096;
-        // reads: kblockd with an elevator, the caller with none, in both
         for b in [&old, &new] {
-            assert_eq!(queue_run(b, false, Dir::Read, k, true), Kblockd);
-            assert_eq!(queue_run(b, true, Dir::Read, k, true), Kblockd);
             assert_eq!(queue_run(b, true, Dir::Read, k, false), Caller);
             // more than BIO_MAX_VECS pages: plugged and flushed before waiting
             assert_eq!(queue_run(b, true, Dir::Read, 2 << 20, true), Caller);
         }
+        // reads with an elevator: kblockd on 6.1; 6.12's __submit_bio() plugs, so the
+        // caller's blk_finish_plug() runs the queue
+        assert_eq!(queue_run(&old, false, Dir::Read, k, true), Kblockd);
+        assert_eq!(queue_run(&old, true, Dir::Read, k, true), Kblockd);
+        assert_eq!(queue_run(&new, false, Dir::Read, k, true), Caller);
+        assert_eq!(queue_run(&new, true, Dir::Read, k, true), Caller);
         // writes under blkdev_write_iter()'s plug: psync's sleep flushes it to
         // kblockd, with none too; aio's blk_finish_plug() runs it in the caller
         assert_eq!(queue_run(&old, true, Dir::Write, k, false), SleepFlush);
         assert_eq!(queue_run(&old, false, Dir::Write, k, true), Caller);
         assert_eq!(queue_run(&new, true, Dir::Write, k, false), Caller);
-        assert_eq!(queue_run(&new, false, Dir::Write, k, true), Kblockd);
+        assert_eq!(queue_run(&new, false, Dir::Write, k, true), Caller);
+        // 6.5–6.9: no plug at all, kblockd with an elevator
+        let mid = behaviour_for("6.9", &[]).unwrap();
+        assert_eq!(mid.submit_plug, SubmitPlug::None);
+        assert_eq!(queue_run(&mid, false, Dir::Write, k, true), Kblockd);
+        assert_eq!(
+            behaviour_for("6.10", &[]).unwrap().submit_plug,
+            SubmitPlug::EveryBio
+        );
     }
 }
