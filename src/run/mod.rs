@@ -300,7 +300,6 @@ fn build_pipeline(
     Ok((pipe, later))
 }
 
-/// Build and check variant `variant` (None: the scenario without variants), with
 /// What one fio process (one cgroup's `fio`, one run of it) brings to its jobs from
 /// its start: where in the kernel's tick it starts, and the sleep granularity it timed.
 struct FioProcess {
@@ -334,6 +333,7 @@ impl FioProcess {
     }
 }
 
+/// Build and check variant `variant` (None: the scenario without variants), with
 /// `kernel_version` (`run --kernel`) and `seed` overriding the scenario's.
 pub fn prepare(
     sc: &Scenario,

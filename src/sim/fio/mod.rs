@@ -385,11 +385,11 @@ struct FioSleep {
 }
 
 impl FioSleep {
-    /// `usec_spin()`: until fio's clock has moved `usec` whole µs.
-    fn spin(usec: u64) -> FioSleep {
+    /// A busy-wait of `ns` on the CPU (`usec_spin()`, `thinktime_spin`).
+    fn spin(ns: Ns) -> FioSleep {
         FioSleep {
-            took: usec * 1000,
-            spun: usec * 1000,
+            took: ns,
+            spun: ns,
             slept: false,
         }
     }
@@ -751,11 +751,7 @@ impl Pipeline {
         let runtime_left = |at: Ns| job.end.map_or(Ns::MAX, |e| e.saturating_sub(at));
         let spin = job.p.thinktime_spin.min(runtime_left(now));
         let rest = (job.p.thinktime - spin).min(runtime_left(now + spin));
-        let mut pause = FioSleep {
-            took: spin,
-            spun: spin,
-            slept: false,
-        };
+        let mut pause = FioSleep::spin(spin);
         if rest > 0 {
             pause.then(self.sleep(j, rest));
         }
@@ -807,7 +803,7 @@ impl Pipeline {
         let mut sleep = FioSleep::default();
         loop {
             if usec < granularity {
-                sleep.then(FioSleep::spin(usec));
+                sleep.then(FioSleep::spin(usec * 1000));
                 break;
             }
             let ts = usec - granularity;
@@ -822,7 +818,7 @@ impl Pipeline {
             if took_us == 0 {
                 // fio would sleep 0 µs again until its clock moves; a host without any
                 // lateness never moves it: the rest is spun
-                sleep.then(FioSleep::spin(usec));
+                sleep.then(FioSleep::spin(usec * 1000));
                 break;
             }
             usec -= took_us;
