@@ -1,7 +1,7 @@
 //! Device models driven directly through the EventQueue.
 
 use blkcg_sim::device::config::{Keys, build, describe, resolve};
-use blkcg_sim::device::{BlockDevice, DevRq, cloud, hdd, nullb};
+use blkcg_sim::device::{BlockDevice, Completion, DevRq, cloud, hdd, nullb};
 use blkcg_sim::sim::{Dir, Event, EventQueue, NSEC_PER_MSEC, NSEC_PER_SEC, Ns};
 
 fn table(s: &str) -> toml::Table {
@@ -30,8 +30,20 @@ fn closed_loop(
     let mut done = Vec::new();
     let mut times = Vec::new();
     let mut n = 0;
+    // the block layer's hctx->dispatch: what the driver refused (Completion::Requeued)
+    // waits, in order, for the driver to restart its queue
+    let mut held = std::collections::VecDeque::new();
+    let send = |dev: &mut dyn BlockDevice,
+                q: &mut EventQueue,
+                held: &mut std::collections::VecDeque<_>,
+                at: Ns,
+                r| {
+        if !held.is_empty() || dev.submit(at, r, q) == Completion::Requeued {
+            held.push_back(r);
+        }
+    };
     for t in 0..qd {
-        dev.submit(0, rq(t, bytes, pos(n)), &mut q);
+        send(dev, &mut q, &mut held, 0, rq(t, bytes, pos(n)));
         n += 1;
     }
     while let Some((at, ev)) = q.pop() {
@@ -44,8 +56,16 @@ fn closed_loop(
         dev.on_event(at, tok, &mut q, &mut done);
         for tag in done.drain(..) {
             times.push(at);
-            dev.submit(at, rq(tag, bytes, pos(n)), &mut q);
+            send(dev, &mut q, &mut held, at, rq(tag, bytes, pos(n)));
             n += 1;
+        }
+        if dev.restarted() {
+            while let Some(r) = held.pop_front() {
+                if dev.submit(at, r, &mut q) == Completion::Requeued {
+                    held.push_front(r);
+                    break;
+                }
+            }
         }
     }
     times

@@ -14,8 +14,10 @@
 //! list). A request the model completes inside `submit()` ([`Completion::Inline`]:
 //! null_blk's softirq mode) sets no such gap: its completion path ran in the context
 //! that dispatched it, which pays it (`[host] inline_complete_ns`), and that context
-//! dispatches next. Everything else is forwarded. O(1) per request; the FIFO holds at
-//! most the queue's tags.
+//! dispatches next. A request the model refuses at the wake-up ([`Completion::Requeued`])
+//! goes back to the block layer with those behind it ([`BlockDevice::requeued`]).
+//! Everything else is forwarded. O(1) per request; the FIFO holds at most the queue's
+//! tags.
 
 use super::fault::Badblocks;
 use super::{BlockDevice, Completion, DevRq, LatencyModel, QueueLimits};
@@ -36,6 +38,8 @@ pub struct Dispatch {
     wake_pending: bool,
     /// Per tag (grown as needed): its request completed inside `submit()`.
     inline: Vec<bool>,
+    /// Tags the model refused at the wake-up's dispatch, with those behind them.
+    requeued: Vec<u32>,
 }
 
 impl Dispatch {
@@ -48,6 +52,7 @@ impl Dispatch {
             waiting: VecDeque::with_capacity(depth),
             wake_pending: false,
             inline: Vec::new(),
+            requeued: Vec::new(),
         }
     }
 
@@ -85,6 +90,15 @@ impl BlockDevice for Dispatch {
         }
     }
 
+    fn requeued(&mut self, out: &mut Vec<u32>) {
+        out.append(&mut self.requeued);
+        self.inner.requeued(out);
+    }
+
+    fn restarted(&mut self) -> bool {
+        self.inner.restarted()
+    }
+
     fn on_event(&mut self, now: Ns, token: u64, q: &mut EventQueue, done: &mut Vec<u32>) {
         if token == WAKE {
             self.wake_pending = false;
@@ -94,7 +108,11 @@ impl BlockDevice for Dispatch {
                 return;
             }
             while let Some(rq) = self.waiting.pop_front() {
-                self.pass(now, rq, q);
+                if self.pass(now, rq, q) == Completion::Requeued {
+                    // the rest of the queue run's list goes back with it
+                    self.requeued.push(rq.tag);
+                    self.requeued.extend(self.waiting.drain(..).map(|r| r.tag));
+                }
             }
             return;
         }

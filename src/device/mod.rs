@@ -125,6 +125,11 @@ pub enum Completion {
     /// (null_blk irqmode 0/1: `end_cmd()`, or `blk_mq_complete_request()` completing
     /// locally), so the dispatching context runs its completion path.
     Inline,
+    /// Refused for now (`BLK_STS_DEV_RESOURCE` after `blk_mq_stop_hw_queues()`: null_blk
+    /// over its `mbps` grant): the block layer puts it back on `hctx->dispatch`, and the
+    /// hardware queue stays stopped until the driver restarts it
+    /// ([`BlockDevice::restarted`]).
+    Requeued,
 }
 
 /// A device model. See the module comment.
@@ -137,6 +142,15 @@ pub trait BlockDevice {
     /// One of this device's `Event::Device(token)` events fired at `now`; push the
     /// tags of requests that complete now onto `done`.
     fn on_event(&mut self, now: Ns, token: u64, q: &mut EventQueue, done: &mut Vec<u32>);
+    /// Asked after `on_event`: the tags of requests the driver refused outside a
+    /// `submit()` call (a deferred dispatch met a stopped queue), in order; the block
+    /// layer puts them back on `hctx->dispatch` as it does a [`Completion::Requeued`].
+    fn requeued(&mut self, _out: &mut Vec<u32>) {}
+    /// Asked after `on_event`: the driver restarted its stopped hardware queue in that
+    /// event (`blk_mq_start_stopped_hw_queues(q, true)`: a queue run by kblockd).
+    fn restarted(&mut self) -> bool {
+        false
+    }
     /// The model's name (`nullb`, `ssd`, `hdd`, `cloud`).
     fn model(&self) -> &'static str;
     /// Its latency model as configured.

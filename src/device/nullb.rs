@@ -11,8 +11,12 @@
 //!   `completion_nsec` later (`null_cmd_end_timer()`), from an interrupt.
 //! - `mbps` (configfs bandwidth cap): a byte grant reset every 20 ms tick to
 //!   `mb_per_tick(mbps)` (`nullb_bwtimer_fn()`); each dispatched request subtracts its
-//!   bytes; the request that drives the grant below zero is requeued (keeping its tag)
-//!   and the queue stopped until the next tick (`null_handle_throttled()`). The tick
+//!   bytes; the request that drives the grant below zero is refused
+//!   ([`Completion::Requeued`]: the block layer puts it back on `hctx->dispatch`) and
+//!   the queue stopped until the next tick restarts it (`null_handle_throttled()`,
+//!   `blk_mq_start_stopped_hw_queues()` in `nullb_bwtimer_fn()`:
+//!   [`BlockDevice::restarted`]), whose queue run serves the refused requests first and
+//!   only then asks the elevator. The tick
 //!   is an hrtimer started when the device is set up (time 0 here) and kept on that
 //!   20 ms grid (`hrtimer_forward_now()`); it stops after a tick that found the grant
 //!   untouched, and a request arriving then restarts it at its old, past expiry, so it
@@ -46,7 +50,6 @@ use super::fault::{Badblocks, BadblocksWrite, FaultAttr};
 use super::{BlockDevice, Completion, DevRq, LatencyModel, QueueLimits};
 use crate::error::KeyError;
 use crate::sim::{Event, EventQueue, IoErr, NSEC_PER_SEC, Ns, SimRng, time_text};
-use std::collections::VecDeque;
 
 /// Token of the bandwidth timer event.
 const TICK: u64 = u64::MAX;
@@ -196,9 +199,10 @@ pub struct NullBlk {
     timer_expires: Ns,
     /// A `TICK` event is in the queue.
     tick_pending: bool,
+    /// The hardware queue is stopped (`blk_mq_stop_hw_queues()`) until the next tick.
     stopped: bool,
-    /// Requests waiting while the queue is stopped (requeued one first).
-    waiting: VecDeque<DevRq>,
+    /// The last tick restarted the stopped queue.
+    restarted: bool,
     badblocks: Badblocks,
     /// By tag: how the request ended (`cmd->error`), None = OK.
     status: Vec<Option<IoErr>>,
@@ -222,7 +226,6 @@ impl NullBlk {
             logical_block_size: cfg.blocksize,
             capacity: cfg.size << 20,
         };
-        let waiting = VecDeque::with_capacity(cfg.hw_queue_depth as usize);
         let throttled = cfg.mbps > 0;
         let mut badblocks = Badblocks::default();
         for &w in &cfg.badblocks {
@@ -239,7 +242,7 @@ impl NullBlk {
             timer_expires: TIMER_INTERVAL,
             tick_pending: false,
             stopped: false,
-            waiting,
+            restarted: false,
             badblocks,
             status,
             failing: 0,
@@ -327,7 +330,6 @@ impl NullBlk {
             self.cur_bytes -= rq.bytes as i64;
             if self.cur_bytes < 0 {
                 self.stopped = true;
-                self.waiting.push_front(rq);
                 return Dispatched::Requeued;
             }
         }
@@ -342,12 +344,14 @@ impl BlockDevice for NullBlk {
 
     fn submit(&mut self, now: Ns, rq: DevRq, q: &mut EventQueue) -> Completion {
         if self.stopped {
-            self.waiting.push_back(rq);
-            return Completion::Later;
+            // BLK_STS_DEV_RESOURCE without a draw: only a deferred dispatch (a
+            // `dispatch_ns` gap) reaches a stopped queue
+            return Completion::Requeued;
         }
         match self.dispatch(now, rq, q) {
             Dispatched::Completed => Completion::Inline,
-            Dispatched::Started | Dispatched::Requeued => Completion::Later,
+            Dispatched::Started => Completion::Later,
+            Dispatched::Requeued => Completion::Requeued,
         }
     }
 
@@ -364,7 +368,7 @@ impl BlockDevice for NullBlk {
             return;
         }
         self.cur_bytes = full;
-        self.stopped = false;
+        self.restarted = std::mem::take(&mut self.stopped);
         // hrtimer_forward_now(): the next point of the grid after now
         if self.timer_expires <= now {
             self.timer_expires +=
@@ -372,11 +376,10 @@ impl BlockDevice for NullBlk {
         }
         self.tick_pending = true;
         q.push(self.timer_expires, Event::Device(TICK));
-        while let Some(rq) = self.waiting.pop_front() {
-            if self.dispatch(now, rq, q) == Dispatched::Requeued {
-                break;
-            }
-        }
+    }
+
+    fn restarted(&mut self) -> bool {
+        std::mem::take(&mut self.restarted)
     }
 
     fn model(&self) -> &'static str {

@@ -267,7 +267,7 @@ fn build_pipeline(
     };
     let mut pipe = Pipeline::new(parts.dev, parts.params, r.tree.len(), r.host, r.seed);
     pipe.set_duration(r.duration);
-    pipe.set_blk_mq(parts.blk);
+    pipe.set_blk_mq(parts.blk, r.kernel.hz);
     let mut stack = build_stack(POLICIES, r, setups, &r.tree, &q_limits, parts.trace_on);
     stack.elevator = parts.elevator;
     pipe.set_stack(stack);

@@ -44,7 +44,18 @@
 //! whatever it dispatches goes to the device. Who runs it is `crate::sim::plug`'s
 //! answer: the submitting context, or kblockd (`Event::QueueRun`, `[host]
 //! workqueue_ns` later: `kblockd_run_queue()`), for which the submitter's call waits;
-//! with `none` such a request waits in `sw_queue` until then.
+//! with `none` such a request waits in `sw_queue` until then. kblockd's run is one
+//! work item (`run_work`): a request left to it brings a pending delayed run forward.
+//! A request the elevator gave without a driver tag waits on `hctx_dispatch`, served
+//! first by the next run; a completion runs the queue again (by kblockd) only when a
+//! run found no driver tag (`sched_restart`, `blk_mq_sched_restart()`); a run the
+//! elevator gave nothing although it holds requests arms a delayed run 3 ms on
+//! (`delay_run_hw_queue()`, `BLK_MQ_BUDGET_DELAY`); a submitter out of tags runs the
+//! queue itself before it sleeps and when woken (`blk_mq_get_tag()`) — so a request
+//! mq-deadline holds back behind a higher priority waits for the next of those runs. A
+//! driver that stops its queue (`Completion::Requeued`: null_blk over its `mbps`
+//! grant) gets the refused request back on `hctx_dispatch` and no run dispatches
+//! (`hw_stopped`) until its restart's kblockd run (`BlockDevice::restarted`).
 //!
 //! *fio.* The jobs are `crate::sim::fio`'s state machines (fio's `do_io()` loop, its
 //! I/O units and statistics): a job's I/O enters here as a bio pushed by the job's
@@ -86,6 +97,7 @@ use crate::sim::fio::stats::{JobStats, LatHist};
 use crate::sim::fio::{FIO_SAMPLE, IoU, JobRt, JobTimes, Phase};
 use crate::sim::inline_deque::InlineDeque;
 use crate::sim::iostat::DevAcct;
+use crate::sim::jiffies;
 use crate::sim::plug::{self, BlkMqBehaviour, QueueRun};
 use crate::sim::prefetch::prefetch;
 use crate::sim::sbitmap::TagSet;
@@ -270,9 +282,23 @@ pub struct Pipeline {
     queue_run_cpu: Ns,
     /// The block core's version switches (`blk.*`).
     blk: BlkMqBehaviour,
-    /// kblockd's queue run is scheduled (`Event::QueueRun`; `mod_delayed_work_on()`
-    /// queues `hctx->run_work` once).
-    queue_run_pending: bool,
+    /// When kblockd runs the queue next (`hctx->run_work` pending, `Event::QueueRun`):
+    /// an async run (`mod_delayed_work_on(.., 0)`) brings a later one forward, a
+    /// delayed one (`blk_mq_delay_run_hw_queues()`) is armed only when none is
+    /// pending. An event at another time is stale.
+    run_work: Option<Ns>,
+    /// `BLK_MQ_S_SCHED_RESTART`: a queue run found no driver tag for the elevator's
+    /// next request, so the next request to complete runs the queue again
+    /// (`blk_mq_sched_restart()`).
+    sched_restart: bool,
+    /// `hctx->dispatch`: requests the elevator gave that found no driver tag, served
+    /// first by the next queue run.
+    hctx_dispatch: std::collections::VecDeque<Request>,
+    /// The kernel's `HZ`: kblockd's delayed queue runs are timer-wheel timers.
+    hz: u32,
+    /// The driver stopped the hardware queue (`blk_mq_stop_hw_queues()`, null_blk over
+    /// its `mbps` grant): no queue run dispatches until it restarts it.
+    hw_stopped: bool,
     /// Requests inserted for kblockd with `none` (the software queues,
     /// `blk_mq_insert_requests()`): their tags, in insertion order.
     sw_queue: Vec<u32>,
@@ -381,7 +407,11 @@ impl Pipeline {
             dispatched: 0,
             queue_run_cpu: 0,
             blk: BlkMqBehaviour::default(),
-            queue_run_pending: false,
+            run_work: None,
+            sched_restart: false,
+            hctx_dispatch: std::collections::VecDeque::new(),
+            hz: 1000,
+            hw_stopped: false,
             sw_queue: Vec::new(),
             queue_run_waiters: Vec::new(),
             ctxs,
@@ -408,9 +438,11 @@ impl Pipeline {
         }
     }
 
-    /// The block core's behaviour of the run's kernel (the newest's unless set).
-    pub fn set_blk_mq(&mut self, b: BlkMqBehaviour) {
+    /// The block core's behaviour of the run's kernel (the newest's unless set) and
+    /// its `HZ` (1000 unless set).
+    pub fn set_blk_mq(&mut self, b: BlkMqBehaviour, hz: u32) {
         self.blk = b;
+        self.hz = hz.max(1);
     }
 
     /// Stop the run at this time even if jobs are still running.
@@ -572,7 +604,17 @@ impl Pipeline {
                         self.on_device_done(tag);
                     }
                     done.clear();
+                    self.dev.requeued(&mut done);
+                    for &tag in done.iter().rev() {
+                        self.requeue(tag);
+                    }
+                    done.clear();
                     self.scratch_done = done;
+                    if self.dev.restarted() {
+                        // blk_mq_start_stopped_hw_queues(q, true)
+                        self.hw_stopped = false;
+                        self.kick_kblockd(QueueRun::Kblockd);
+                    }
                 }
                 Event::Policy(id, token) => self.on_policy_timer(id, token),
                 Event::Sample => {
@@ -808,16 +850,24 @@ impl Pipeline {
                 return;
             }
             // blk_mq_get_new_requests() → blk_mq_get_tag(): a tag within the
-            // elevator's depth limit. A woken sleeper asks again (sbitmap_finish_wait()
-            // then __blk_mq_get_tag()); the queue was run when its last request went
-            // in or out, so blk_mq_run_hw_queue() before sleeping finds nothing to do.
-            let since = if stage == Stage::Alloc {
+            // elevator's depth limit. Out of tags, the submitter runs the queue itself
+            // ("kick any pending IO submits before going to sleep") and asks again
+            // before it sleeps; a woken sleeper (sbitmap_finish_wait()) runs it again
+            // before it asks. That run is what dispatches a lower priority's requests
+            // the moment a higher one runs dry (docs/validation.md §31).
+            let woken = stage == Stage::Alloc;
+            let since = if woken {
                 self.tags.finish_wait();
                 self.ctxs[c as usize].tag_wait_since
             } else {
                 now
             };
-            if let Some(tag) = self.get_tag(b) {
+            let first = if woken { None } else { self.get_tag(b) };
+            let tag = first.or_else(|| {
+                self.run_queue();
+                self.get_tag(b)
+            });
+            if let Some(tag) = tag {
                 self.ctxs[c as usize].pending.pop_front();
                 let run = self.queue_run_of(c, b);
                 if run != QueueRun::Caller {
@@ -964,37 +1014,53 @@ impl Pipeline {
         )
     }
 
-    /// Queue kblockd's run of the hardware queue (`blk_mq_delay_run_hw_queue(hctx, 0)`)
-    /// for a request `run` leaves to it: `[host] workqueue_ns` from now, or
-    /// `sleep_flush_ns` from a sleeping caller's plug; unless a run is queued already.
+    /// Queue kblockd's run of the hardware queue (`blk_mq_run_hw_queue(hctx, true)` →
+    /// `blk_mq_delay_run_hw_queue(hctx, 0)`, a `mod_delayed_work_on()`) for a request
+    /// `run` leaves to it: `[host] workqueue_ns` from now, or `sleep_flush_ns` from a
+    /// sleeping caller's plug; a run pending sooner stays, a later one (a delayed run)
+    /// is brought forward.
     fn kick_kblockd(&mut self, run: QueueRun) {
-        if !self.queue_run_pending {
-            self.queue_run_pending = true;
-            let delay = if run == QueueRun::SleepFlush {
-                self.host.sleep_flush_ns
-            } else {
-                self.host.workqueue_ns
-            };
-            self.q.after(delay, Event::QueueRun);
+        let delay = if run == QueueRun::SleepFlush {
+            self.host.sleep_flush_ns
+        } else {
+            self.host.workqueue_ns
+        };
+        let at = self.q.now() + delay;
+        if self.run_work.is_none_or(|t| t > at) {
+            self.run_work = Some(at);
+            self.q.push(at, Event::QueueRun);
         }
+    }
+
+    /// `blk_mq_delay_run_hw_queues(q, BLK_MQ_BUDGET_DELAY)`: the elevator holds work
+    /// it would not give now (`__blk_mq_do_dispatch_sched()`), so kblockd looks again
+    /// in 3 ms — `msecs_to_jiffies(3)` on the timer wheel, which fires a level-0 timer
+    /// one jiffy after its expiry (`calc_index()`), then the work item's start — unless
+    /// a run is pending already, which keeps its time.
+    fn delay_run_hw_queue(&mut self) {
+        if self.run_work.is_some() {
+            return;
+        }
+        let hz = u64::from(self.hz);
+        let start = jiffies::initial_jiffies(self.hz);
+        let delay = (3 * hz).div_ceil(1000);
+        let fire = jiffies::at(self.q.now(), start, hz) + delay + 1;
+        let at = jiffies::ns_of(fire, start, hz) + self.host.workqueue_ns;
+        self.run_work = Some(at);
+        self.q.push(at, Event::QueueRun);
     }
 
     /// kblockd runs the queue (`blk_mq_run_work_fn()`): what was inserted for it goes
     /// to the driver, then the callers waiting for it return, after the completions
-    /// the driver ran inline in this run.
+    /// the driver ran inline in this run. A stale event (the run was brought forward)
+    /// does nothing.
     fn kblockd_run_queue(&mut self) {
-        self.queue_run_pending = false;
-        self.queue_run_cpu = 0;
-        let mut sw = std::mem::take(&mut self.sw_queue);
-        for &tag in &sw {
-            if let Some(slot) = self.rqs[tag as usize] {
-                let rq = self.request(tag, slot);
-                self.dispatch(&rq);
-            }
+        if self.run_work != Some(self.q.now()) {
+            return;
         }
-        sw.clear();
-        self.sw_queue = sw;
-        self.run_hw_queue();
+        self.run_work = None;
+        self.queue_run_cpu = 0;
+        self.run_queue();
         let cpu = std::mem::take(&mut self.queue_run_cpu);
         let mut waiters = std::mem::take(&mut self.queue_run_waiters);
         for &c in &waiters {
@@ -1002,6 +1068,65 @@ impl Pipeline {
         }
         waiters.clear();
         self.queue_run_waiters = waiters;
+    }
+
+    /// `blk_mq_run_hw_queue()` in the running context: `hctx->dispatch` first, then
+    /// what was inserted for kblockd (the software queues, under `none`), then what the
+    /// elevator gives ([`Self::run_hw_queue`]); nothing while the queue is stopped.
+    fn run_queue(&mut self) {
+        if !self.run_hctx_dispatch() {
+            return;
+        }
+        let mut sw = std::mem::take(&mut self.sw_queue);
+        let mut sent = 0;
+        while sent < sw.len() && !self.hw_stopped {
+            if let Some(slot) = self.rqs[sw[sent] as usize] {
+                let rq = self.request(sw[sent], slot);
+                self.dispatch(&rq);
+            }
+            sent += 1;
+        }
+        sw.drain(..sent);
+        self.sw_queue = sw;
+        self.run_hw_queue();
+    }
+
+    /// `__blk_mq_sched_dispatch_requests()`'s first step: what an earlier run could not
+    /// dispatch (`hctx->dispatch`) goes first, and marks the queue for a restart
+    /// (`blk_mq_sched_mark_restart_hctx()`). Whether the run goes on: the list emptied
+    /// and the queue not stopped.
+    fn run_hctx_dispatch(&mut self) -> bool {
+        if self.hw_stopped {
+            return false;
+        }
+        if self.hctx_dispatch.is_empty() {
+            return true;
+        }
+        self.sched_restart = true;
+        let depth = self.limits.hw_queue_depth.max(1);
+        while self.dispatched < depth
+            && !self.hw_stopped
+            && let Some(rq) = self.hctx_dispatch.pop_front()
+        {
+            self.dispatch(&rq);
+        }
+        self.hctx_dispatch.is_empty() && !self.hw_stopped
+    }
+
+    /// The driver refused request `tag` (`BLK_STS_DEV_RESOURCE`): back at the head of
+    /// `hctx->dispatch`, its driver tag free (`__blk_mq_requeue_request()`), the queue
+    /// stopped until the driver restarts it.
+    fn requeue(&mut self, tag: u32) {
+        if self.stack.elevator.is_none() {
+            self.dev_acct.advance(self.q.now());
+            self.dev_acct.inflight -= 1;
+        }
+        self.dispatched -= 1;
+        if let Some(slot) = self.rqs[tag as usize] {
+            let rq = self.request(tag, slot);
+            self.hctx_dispatch.push_front(rq);
+        }
+        self.hw_stopped = true;
     }
 
     /// A free tag for bio `b`, if one is left and the elevator's `limit_depth` lets
@@ -1029,7 +1154,12 @@ impl Pipeline {
         };
         self.rqs[tag as usize] = Some(slot);
         let ops = self.stack.rq_qos_ops;
-        if !ops.track && !ops.issue && self.stack.elevator.is_none() && run == QueueRun::Caller {
+        if !ops.track
+            && !ops.issue
+            && self.stack.elevator.is_none()
+            && run == QueueRun::Caller
+            && !self.hw_stopped
+        {
             // nothing hears of the request before the driver
             self.queue_rq(tag, b);
             return;
@@ -1063,21 +1193,39 @@ impl Pipeline {
         }
     }
 
-    /// `blk_mq_run_hw_queue()` with an elevator: every request it gives goes to the
-    /// driver, while the driver has a tag for it (`hw_queue_depth`,
-    /// `blk_mq_get_driver_tag()`); the rest wait in the elevator.
+    /// `blk_mq_run_hw_queue()` with an elevator (`__blk_mq_sched_dispatch_requests()`):
+    /// first what an earlier run could not give a driver tag (`hctx->dispatch`, which
+    /// marks the queue for a restart again), then every request the elevator gives, to
+    /// the driver while it has a tag (`hw_queue_depth`, `blk_mq_get_driver_tag()`).
+    /// A request the elevator gave without a driver tag goes to `hctx->dispatch` and
+    /// the queue is marked for a restart at the next completion
+    /// (`blk_mq_mark_tag_wait()`); an elevator that holds work but gives nothing
+    /// (mq-deadline behind a higher priority's requests) is asked again by a delayed
+    /// run (`delay_run_hw_queue()`), never by the restart.
     #[inline(always)]
     fn run_hw_queue(&mut self) {
-        if self.stack.elevator.is_none() {
+        if !self.run_hctx_dispatch() {
             return;
         }
+        let depth = self.limits.hw_queue_depth.max(1);
         let now = self.q.now();
-        while self.dispatched < self.limits.hw_queue_depth.max(1)
-            && let Some(e) = self.stack.elevator.as_mut()
-            && e.has_work()
-            && let Some(rq) = e.dispatch_request(now)
-        {
+        while !self.hw_stopped {
+            let Some(e) = self.stack.elevator.as_mut() else {
+                return;
+            };
+            if !e.has_work() {
+                return;
+            }
+            let Some(rq) = e.dispatch_request(now) else {
+                self.delay_run_hw_queue();
+                return;
+            };
             self.queue_run_cpu += self.host.elevator_ns;
+            if self.dispatched >= depth {
+                self.hctx_dispatch.push_back(rq);
+                self.sched_restart = true;
+                return;
+            }
             self.dispatch(&rq);
         }
     }
@@ -1099,8 +1247,14 @@ impl Pipeline {
         }
     }
 
-    /// `blk_mq_start_request()` (`rq_qos_issue()`), then the driver.
+    /// `blk_mq_start_request()` (`rq_qos_issue()`), then the driver; on a stopped queue
+    /// the request waits on `hctx->dispatch` instead (`__blk_mq_try_issue_directly()`
+    /// inserts it for the restart's run).
     fn dispatch(&mut self, rq: &Request) {
+        if self.hw_stopped {
+            self.hctx_dispatch.push_back(*rq);
+            return;
+        }
         let now = self.q.now();
         if self.stack.rq_qos_ops.issue {
             for p in &mut self.stack.rq_qos {
@@ -1134,9 +1288,11 @@ impl Pipeline {
         for p in &self.stack.rq_qos {
             p.prefetch_done(bio.cgroup);
         }
-        if self.dev.submit(now, d, &mut self.q) == Completion::Inline {
+        match self.dev.submit(now, d, &mut self.q) {
             // the driver ended it in this call: whoever dispatched runs its completion
-            self.queue_run_cpu += self.host.inline_complete_ns;
+            Completion::Inline => self.queue_run_cpu += self.host.inline_complete_ns,
+            Completion::Requeued => self.requeue(tag),
+            Completion::Later => {}
         }
     }
 
@@ -1195,8 +1351,12 @@ impl Pipeline {
             }
         }
         self.bios.release(slot.bio);
-        // the driver tag is free: blk_mq_sched_restart() runs the queue again
-        self.run_hw_queue();
+        // the driver tag is free: blk_mq_sched_restart() runs the queue again (by
+        // kblockd) if a queue run found none
+        if self.sched_restart {
+            self.sched_restart = false;
+            self.kick_kblockd(QueueRun::Kblockd);
+        }
         // sbitmap_queue_clear(): the tag is free to whoever asks first; the sleepers
         // it wakes ask again once they run. On one CPU they run after the reaper this
         // completion wakes (bio_endio() woke it first, in __blk_mq_end_request())
