@@ -371,15 +371,20 @@ pub fn prepare(
         limits.nr_requests = nr_requests;
     }
     let iosched = r.device.get("iosched").and_then(toml::Value::as_table);
-    let (elevator, scheduler) = crate::sched::build(scheduler, iosched, &r.kernel, nr_requests)
-        .map_err(|e| {
-            let table = if e.key.starts_with("device.") {
-                "device"
-            } else {
-                "kernel"
-            };
-            located(&[table], &e)
-        })?;
+    // the queue's nr_requests before `[device] nr_requests` was written: the default
+    // blk_mq_init_sched() gave the scheduler
+    let nr_before = crate::sched::nr_requests::default_nr_requests(true, limits.hw_queue_depth);
+    let (elevator, scheduler) =
+        crate::sched::build(scheduler, iosched, &r.kernel, nr_requests, nr_before).map_err(
+            |e| {
+                let table = if e.key.starts_with("device.") {
+                    "device"
+                } else {
+                    "kernel"
+                };
+                located(&[table], &e)
+            },
+        )?;
     let devs = DeviceTable {
         disks: vec![(limits.major, limits.minor)],
     };

@@ -32,6 +32,7 @@ pub fn build(
     iosched: Option<&toml::Table>,
     k: &KernelSettings,
     nr_requests: u32,
+    nr_requests_before: u32,
 ) -> Result<(Option<Box<dyn Elevator>>, String), KeyError> {
     let setups = ELEVATORS
         .iter()
@@ -53,7 +54,7 @@ pub fn build(
         }
         return Ok((None, "none".to_string()));
     };
-    let e = setups[i].build(nr_requests, &iosched_writes(iosched)?)?;
+    let e = setups[i].build(nr_requests, nr_requests_before, &iosched_writes(iosched)?)?;
     let nr = e.nr_requests().map(|n| format!(" nr_requests={n}"));
     let shown = format!(
         "{}{} {}",
@@ -93,13 +94,14 @@ pub fn echo_line(key: &str, v: &toml::Value) -> Result<String, KeyError> {
 mod tests {
     use super::*;
     use crate::sim::Dir;
+    use crate::sim::sbitmap::Shallow;
 
-    fn dd(version: &str, nr_requests: u32) -> Box<dyn Elevator> {
+    fn dd(version: &str, nr_requests: u32, before: u32) -> Box<dyn Elevator> {
         let k = KernelSettings {
             version: version.to_string(),
             ..KernelSettings::default()
         };
-        build("mq-deadline", None, &k, nr_requests)
+        build("mq-deadline", None, &k, nr_requests, before)
             .unwrap()
             .0
             .unwrap()
@@ -108,16 +110,36 @@ mod tests {
     #[test]
     fn async_depth_follows_nr_requests_as_dd_depth_updated() {
         // since the tag-reservation fix: all of nr_requests, min_shallow_depth 1
-        let e = dd("6.12", 64);
+        let e = dd("6.12", 64, 64);
         assert_eq!(e.nr_requests(), Some(64));
-        assert_eq!(e.limit_depth(Dir::Write), Some(64));
+        assert_eq!(e.limit_depth(Dir::Write), Some(Shallow::PerWordOfQueue(64)));
         assert_eq!(e.min_shallow_depth(), Some(1));
         // before it: 3/4 of nr_requests, which sbitmap's wake-up batch also follows
-        let e = dd("6.6", 64);
-        assert_eq!(e.limit_depth(Dir::Write), Some(48));
+        let e = dd("6.6", 64, 64);
+        assert_eq!(e.limit_depth(Dir::Write), Some(Shallow::PerWord(48)));
         assert_eq!(e.min_shallow_depth(), Some(48));
-        assert_eq!(dd("6.6", 4).limit_depth(Dir::Write), Some(3));
+        assert_eq!(
+            dd("6.6", 4, 4).limit_depth(Dir::Write),
+            Some(Shallow::PerWord(3))
+        );
         // reads are never limited
         assert_eq!(e.limit_depth(Dir::Read), None);
+    }
+
+    #[test]
+    fn a_write_of_nr_requests_leaves_async_depth_at_the_old_one_until_6_18() {
+        // blk_mq_update_nr_requests() calls dd_depth_updated() before it stores the
+        // new q->nr_requests: 32 written over the default 2 (one driver tag)
+        let e = dd("6.12.117", 32, 2);
+        assert_eq!(e.nr_requests(), Some(32));
+        assert_eq!(e.limit_depth(Dir::Write), Some(Shallow::Map(2)));
+        let e = dd("6.6", 32, 2);
+        assert_eq!(e.limit_depth(Dir::Write), Some(Shallow::PerWord(1)));
+        assert_eq!(e.min_shallow_depth(), Some(1));
+        // 7d337eef4aff: after it
+        assert_eq!(
+            dd("6.18", 32, 2).limit_depth(Dir::Write),
+            Some(Shallow::Map(32))
+        );
     }
 }

@@ -100,7 +100,8 @@ use crate::sim::iostat::DevAcct;
 use crate::sim::jiffies;
 use crate::sim::plug::{self, BlkMqBehaviour, QueueRun};
 use crate::sim::prefetch::prefetch;
-use crate::sim::sbitmap::TagSet;
+use crate::sim::rng::SimRng;
+use crate::sim::sbitmap::{Sbitmap, TagSet};
 use crate::sim::timebins::TimeBins;
 use crate::sim::{BioId, BioSlab, Dir, Event, EventQueue, IoErr, NSEC_PER_MSEC, NSEC_PER_SEC, Ns};
 use crate::stack::{PolicyId, Recorder, Request, Stack};
@@ -299,6 +300,8 @@ pub struct Pipeline {
     /// The driver stopped the hardware queue (`blk_mq_stop_hw_queues()`, null_blk over
     /// its `mbps` grant): no queue run dispatches until it restarts it.
     hw_stopped: bool,
+    /// The run's seed: the scheduler tags' first allocation hint is drawn from it.
+    seed: u64,
     /// Requests inserted for kblockd with `none` (the software queues,
     /// `blk_mq_insert_requests()`): their tags, in insertion order.
     sw_queue: Vec<u32>,
@@ -412,6 +415,7 @@ impl Pipeline {
             hctx_dispatch: std::collections::VecDeque::new(),
             hz: 1000,
             hw_stopped: false,
+            seed,
             sw_queue: Vec::new(),
             queue_run_waiters: Vec::new(),
             ctxs,
@@ -515,10 +519,17 @@ impl Pipeline {
         // blk_mq_init_sched(): the elevator's own tags
         // (and its sbitmap_queue_min_shallow_depth(): a wake-up batch larger than
         // the shallow depth would leave sleepers unwoken)
+        // Its map has the words of the depth it was first allocated with (the
+        // default, or a larger nr_requests, which allocates anew; a smaller one
+        // resizes it) and a random first hint (init_alloc_hint()).
         if let Some(e) = self.stack.elevator.as_ref() {
-            let n = e.nr_requests().unwrap_or(self.tags.depth());
-            self.tags = TagSet::new(n, e.min_shallow_depth());
-            self.rqs = vec![None; n.max(1) as usize];
+            let n = e.nr_requests().unwrap_or(self.tags.depth()).max(1);
+            let first =
+                crate::sched::nr_requests::default_nr_requests(true, self.limits.hw_queue_depth);
+            let hint = SimRng::new(self.seed, "sbitmap/alloc_hint").below(u64::from(n)) as u32;
+            let map = Sbitmap::new(n, first.max(n), hint);
+            self.tags = TagSet::with_map(map, e.min_shallow_depth());
+            self.rqs = vec![None; n as usize];
         }
     }
 
@@ -1773,8 +1784,8 @@ mod tests {
         fn id(&self) -> crate::stack::PolicyId {
             crate::stack::PolicyId(63)
         }
-        fn limit_depth(&self, _dir: Dir) -> Option<u32> {
-            Some(1)
+        fn limit_depth(&self, _dir: Dir) -> Option<crate::sim::sbitmap::Shallow> {
+            Some(crate::sim::sbitmap::Shallow::Map(1))
         }
         fn min_shallow_depth(&self) -> Option<u32> {
             Some(1)

@@ -11,9 +11,23 @@
 //! woke, and the sleeper's wake-up takes time (the engine retries it `[host]
 //! tag_wakeup_ns` later; on one CPU after the tasks the completion woke first).
 //!
-//! *Moving parts.* [`TagSet`] holds the free bits (which bit a submitter gets does not
-//! matter to the simulation, so a stack), `SBQ_WAIT_QUEUES` = 8 wait queues of
-//! sleepers, and the wake-up state of 6.12's `sbitmap_queue_wake_up()`:
+//! *Which bit.* Which bit a submitter gets matters once an allocation is limited to a
+//! shallow depth (mq-deadline's writes, `dd_limit_depth()`): the limit applies per word
+//! of the map, so a write may find no bit it is allowed while most of the queue's
+//! tags are free. [`Sbitmap`] is the map bit for bit: `1 << shift` bits per word
+//! (`sbitmap_calculate_shift()` of the depth the map was allocated with), a freed bit
+//! set in the word's `cleared` mask and moved back only when a search finds the word
+//! full (`sbitmap_deferred_clear()`), and the allocation hint (`alloc_hint`, one: the
+//! simulator's submitters share one CPU's hint): a plain get searches the hinted word
+//! from its first bit, a shallow one from the hinted bit, then the next words
+//! (`sbitmap_find_bit()`); the hint moves on only when the hinted bit was taken, goes to
+//! 0 when nothing was found, and to a bit as it is freed (`sbitmap_update_cpu_hint()`);
+//! it starts at a random bit (`init_alloc_hint()`). The shallow limit is per word
+//! before 42e6c6ce03fd ("lib/sbitmap: convert shallow_depth from one word to the whole
+//! sbitmap": 6.17, 6.12.43) and spread over the words since ([`Shallow`]).
+//!
+//! *Moving parts.* [`TagSet`] holds the [`Sbitmap`], `SBQ_WAIT_QUEUES` = 8 wait queues
+//! of sleepers, and the wake-up state of 6.12's `sbitmap_queue_wake_up()`:
 //! - `wake_batch` (`sbq_calc_wake_batch()`): `clamp(min(depth, min_shallow_depth) / 8,
 //!   1, SBQ_WAKE_BATCH = 8)`. mq-deadline sets `min_shallow_depth` to 1 since the
 //!   tag-reservation fix (6.11, 6.1.103), so under it the batch is 1; under `none`
@@ -48,11 +62,189 @@ const SBQ_WAIT_QUEUES: usize = 8;
 /// `SBQ_WAKE_BATCH`.
 const SBQ_WAKE_BATCH: u32 = 8;
 
+/// `ilog2(BITS_PER_LONG)`.
+const MAX_SHIFT: u32 = 6;
+
+/// How an allocation is limited (`data->shallow_depth` and the sbitmap that reads it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shallow {
+    /// At most this many bits of each word (`sbitmap_get_shallow()` before 42e6c6ce03fd).
+    PerWord(u32),
+    /// This many of the queue's requests, as bits of each word
+    /// (`dd_to_word_depth()`: `((n << shift) + nr_requests - 1) / nr_requests`), then
+    /// per word as [`Shallow::PerWord`].
+    PerWordOfQueue(u32),
+    /// This many bits over the whole map, spread over the words in proportion, the
+    /// remainder to the first ones (`__map_depth_with_shallow()`, 42e6c6ce03fd).
+    Map(u32),
+}
+
+/// `sbitmap_calculate_shift()`: bits per word as a power of two, fewer for a small map
+/// so that it spreads over at least 4 words.
+pub fn calculate_shift(depth: u32) -> u32 {
+    let mut shift = MAX_SHIFT;
+    if depth >= 4 {
+        while (4u32 << shift) > depth {
+            shift -= 1;
+        }
+    }
+    shift
+}
+
+/// One word of the map (`struct sbitmap_word`): bits in use, and bits freed but not yet
+/// moved back (`cleared`).
+#[derive(Debug, Clone, Copy, Default)]
+struct Word {
+    word: u64,
+    cleared: u64,
+}
+
+/// The bits of a tag set (`struct sbitmap`), with its one allocation hint.
+#[derive(Debug)]
+pub struct Sbitmap {
+    depth: u32,
+    shift: u32,
+    words: Vec<Word>,
+    hint: u32,
+}
+
+impl Sbitmap {
+    /// `depth` bits in words of the shift a map of `alloc_depth` has (a queue whose
+    /// `nr_requests` was lowered keeps the words of its first allocation:
+    /// `sbitmap_resize()`), the hint at bit `hint`.
+    pub fn new(depth: u32, alloc_depth: u32, hint: u32) -> Self {
+        let depth = depth.max(1);
+        let shift = calculate_shift(alloc_depth.max(depth));
+        Sbitmap {
+            depth,
+            shift,
+            words: vec![Word::default(); depth.div_ceil(1 << shift) as usize],
+            hint: hint % depth,
+        }
+    }
+
+    pub fn shift(&self) -> u32 {
+        self.shift
+    }
+
+    /// `__map_depth()`.
+    fn map_depth(&self, index: usize) -> u32 {
+        if index + 1 == self.words.len() {
+            self.depth - ((index as u32) << self.shift)
+        } else {
+            1 << self.shift
+        }
+    }
+
+    /// The bits of word `index` an allocation limited by `shallow` may take.
+    fn word_depth(&self, index: usize, shallow: Option<Shallow>) -> u32 {
+        let wd = self.map_depth(index);
+        let per_word = |n: u64| wd.min(n.min(u64::from(u32::MAX)) as u32);
+        match shallow {
+            None => wd,
+            Some(Shallow::PerWord(n)) => per_word(u64::from(n)),
+            // dd_to_word_depth()
+            Some(Shallow::PerWordOfQueue(n)) => {
+                let nr = u64::from(self.depth);
+                per_word((u64::from(n) << self.shift).div_ceil(nr))
+            }
+            // __map_depth_with_shallow()
+            Some(Shallow::Map(n)) => {
+                if n >= self.depth {
+                    return wd;
+                }
+                let x = u64::from(wd) * u64::from(n);
+                let (q, rem) = (x / u64::from(self.depth), x % u64::from(self.depth));
+                q as u32 + u32::from(rem >= (index as u64 + 1) * u64::from(wd))
+            }
+        }
+    }
+
+    /// `sbitmap_find_bit_in_word()`: the first clear bit below `depth` from `hint` on
+    /// (`__sbitmap_get_word()`, from bit 0 again if `wrap`), taken; a full word first
+    /// gets its freed bits back (`sbitmap_deferred_clear()`).
+    fn find_bit_in_word(&mut self, index: usize, depth: u32, hint: u32, wrap: bool) -> Option<u32> {
+        let mask = if depth >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << depth) - 1
+        };
+        loop {
+            let w = &mut self.words[index];
+            let free = !w.word & mask;
+            let from = if hint < 64 {
+                free & (u64::MAX << hint)
+            } else {
+                0
+            };
+            let pick = if from != 0 {
+                Some(from)
+            } else if wrap && hint > 0 && free != 0 {
+                Some(free)
+            } else {
+                None
+            };
+            if let Some(bits) = pick {
+                let nr = bits.trailing_zeros();
+                w.word |= 1 << nr;
+                return Some(nr);
+            }
+            if w.cleared == 0 {
+                return None;
+            }
+            w.word &= !w.cleared;
+            w.cleared = 0;
+        }
+    }
+
+    /// `sbitmap_get()` / `sbitmap_get_shallow()`: a free bit, searched from the hinted
+    /// word (a plain get from the word's first bit, a shallow one from the hinted bit),
+    /// then word by word; the hint then as `update_alloc_hint_after_get()`.
+    pub fn get(&mut self, shallow: Option<Shallow>) -> Option<u32> {
+        let hint = self.hint;
+        let mut index = (hint >> self.shift) as usize;
+        let mut bit = if shallow.is_some() {
+            hint & ((1 << self.shift) - 1)
+        } else {
+            0
+        };
+        let mut nr = None;
+        for _ in 0..self.words.len() {
+            let depth = self.word_depth(index, shallow);
+            if depth > 0
+                && let Some(b) = self.find_bit_in_word(index, depth, bit, true)
+            {
+                nr = Some(b + ((index as u32) << self.shift));
+                break;
+            }
+            bit = 0;
+            index = (index + 1) % self.words.len();
+        }
+        match nr {
+            None => self.hint = 0,
+            Some(n) if n == hint => self.hint = if n + 1 >= self.depth - 1 { 0 } else { n + 1 },
+            Some(_) => {}
+        }
+        nr
+    }
+
+    /// `sbitmap_deferred_clear_bit()` and `sbitmap_update_cpu_hint()`: `nr` is free to
+    /// the next search that finds its word full, and the hint points at it.
+    pub fn put(&mut self, nr: u32) {
+        let w = &mut self.words[(nr >> self.shift) as usize];
+        debug_assert!(w.word & (1 << (nr & ((1 << self.shift) - 1))) != 0);
+        w.cleared |= 1 << (nr & ((1 << self.shift) - 1));
+        if nr < self.depth {
+            self.hint = nr;
+        }
+    }
+}
+
 /// A queue's tags and their sleepers (`struct sbitmap_queue`), sleepers named by `W`.
 #[derive(Debug)]
 pub struct TagSet<W> {
     depth: u32,
-    free: Vec<u32>,
+    map: Sbitmap,
     ws: [VecDeque<W>; SBQ_WAIT_QUEUES],
     /// Sleepers and woken sleepers that have not retried yet.
     ws_active: u32,
@@ -68,10 +260,15 @@ impl<W> TagSet<W> {
     /// `depth` tags (at least 1); `min_shallow_depth` as `sbitmap_queue_min_shallow_depth()`
     /// set it, None if nothing allocates with a shallow depth (`UINT_MAX`).
     pub fn new(depth: u32, min_shallow_depth: Option<u32>) -> Self {
-        let depth = depth.max(1);
+        Self::with_map(Sbitmap::new(depth, depth, 0), min_shallow_depth)
+    }
+
+    /// The tags of `map`.
+    pub fn with_map(map: Sbitmap, min_shallow_depth: Option<u32>) -> Self {
+        let depth = map.depth;
         TagSet {
             depth,
-            free: (0..depth).rev().collect(),
+            map,
             ws: Default::default(),
             ws_active: 0,
             wake_index: 0,
@@ -90,14 +287,10 @@ impl<W> TagSet<W> {
         self.wake_batch
     }
 
-    /// `__blk_mq_get_tag()`: a free tag, if any is left and fewer than `shallow` are in
-    /// use (`sbitmap_queue_get_shallow()`; modelled as a cap on all tags in use, where
-    /// sbitmap applies it per word).
-    pub fn get(&mut self, shallow: Option<u32>) -> Option<u32> {
-        if shallow.is_some_and(|s| self.depth - self.free.len() as u32 >= s) {
-            return None;
-        }
-        self.free.pop()
+    /// `__blk_mq_get_tag()`: a free tag within the `shallow` limit, if there is one
+    /// (`sbitmap_queue_get()`, `sbitmap_queue_get_shallow()`).
+    pub fn get(&mut self, shallow: Option<Shallow>) -> Option<u32> {
+        self.map.get(shallow)
     }
 
     /// `sbitmap_prepare_to_wait()` on `bt_wait_ptr()`'s queue: `w` sleeps.
@@ -115,8 +308,7 @@ impl<W> TagSet<W> {
     /// `sbitmap_queue_clear()`: `tag` is free; the sleepers it wakes go to `woken`, in
     /// the order they wake.
     pub fn put(&mut self, tag: u32, woken: &mut Vec<W>) {
-        debug_assert!(!self.free.contains(&tag));
-        self.free.push(tag);
+        self.map.put(tag);
         // sbitmap_queue_wake_up(sbq, 1)
         if self.ws_active == 0 {
             return;
@@ -223,11 +415,55 @@ mod tests {
     }
 
     #[test]
-    fn shallow_depth_caps_tags_in_use() {
-        let mut t = TagSet::<u32>::new(4, Some(1));
-        assert!(t.get(Some(2)).is_some());
-        assert!(t.get(Some(2)).is_some());
-        assert_eq!(t.get(Some(2)), None);
-        assert!(t.get(None).is_some());
+    fn bits_come_from_the_hinted_word_and_freed_ones_back_when_it_is_full() {
+        // 32 bits: 4 words of 8; the hint in word 2
+        let mut m = Sbitmap::new(32, 32, 17);
+        assert_eq!(m.shift(), 3);
+        // a plain get searches the hinted word from its first bit; the hint moves on
+        // only when the hinted bit itself was taken
+        assert_eq!(m.get(None), Some(16));
+        assert_eq!(m.get(None), Some(17));
+        assert_eq!(m.get(None), Some(18));
+        // a freed bit waits in `cleared` until the word is full, and takes the hint
+        m.put(16);
+        let rest: Vec<u32> = (0..5).map(|_| m.get(None).unwrap()).collect();
+        assert_eq!(rest, [19, 20, 21, 22, 23]);
+        assert_eq!(m.get(None), Some(16));
+        // word 2 full: on to word 3
+        assert_eq!(m.get(None), Some(24));
+    }
+
+    #[test]
+    fn a_shallow_limit_is_per_word_before_42e6c6ce03fd_and_over_the_map_since() {
+        // mq-deadline's async_depth 2 on 32 scheduler tags (4 words of 8)
+        let per_word = |s: Shallow| {
+            let m = Sbitmap::new(32, 32, 0);
+            (0..4).map(|i| m.word_depth(i, Some(s))).collect::<Vec<_>>()
+        };
+        // dd_to_word_depth(2) = ceil(2 * 8 / 32) = 1 bit of each word: 4 tags
+        assert_eq!(per_word(Shallow::PerWordOfQueue(2)), [1, 1, 1, 1]);
+        // the whole map's 2 bits: one in each of the first two words
+        assert_eq!(per_word(Shallow::Map(2)), [1, 1, 0, 0]);
+        assert_eq!(per_word(Shallow::Map(32)), [8, 8, 8, 8]);
+        assert_eq!(per_word(Shallow::PerWord(24)), [8, 8, 8, 8]);
+        // writes limited to bit 0 of each word: a read holding bit 0 of a word shuts
+        // the writes out of that word, however many of its bits are free
+        let mut m = Sbitmap::new(32, 32, 0);
+        let w = Some(Shallow::PerWordOfQueue(2));
+        assert_eq!(m.get(None), Some(0));
+        let writes: Vec<Option<u32>> = (0..4).map(|_| m.get(w)).collect();
+        assert_eq!(writes, [Some(8), Some(16), Some(24), None]);
+        assert!(m.get(None).is_some());
+    }
+
+    #[test]
+    fn shift_spreads_a_small_map_over_four_words() {
+        assert_eq!(calculate_shift(2), 6);
+        assert_eq!(calculate_shift(4), 0);
+        assert_eq!(calculate_shift(32), 3);
+        assert_eq!(calculate_shift(256), 6);
+        assert_eq!(calculate_shift(1000), 6);
+        // a lowered nr_requests keeps the first allocation's words
+        assert_eq!(Sbitmap::new(8, 64, 0).shift(), 4);
     }
 }

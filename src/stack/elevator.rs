@@ -21,6 +21,7 @@
 //! (mq-deadline, BFQ: their own issues implement [`Elevator`]).
 
 use crate::blkcg::ioprio::Ioprio;
+use crate::sim::sbitmap::Shallow;
 use crate::sim::{BioId, Dir, EventQueue, Ns};
 use crate::stack::{PolicyId, Recorder};
 
@@ -54,9 +55,9 @@ pub trait Elevator: Send {
     /// Its timer fired with `token` (an event it pushed); the pipeline then runs the
     /// queue (`blk_mq_run_hw_queue()`), as an elevator's timer does in the kernel.
     fn on_timer(&mut self, _now: Ns, _token: u64, _q: &mut EventQueue) {}
-    /// `limit_depth`: how many tags a request in direction `dir` may hold at once
-    /// (`shallow_depth`); None for all of them.
-    fn limit_depth(&self, _dir: Dir) -> Option<u32> {
+    /// `limit_depth`: how the tag allocation of a request in direction `dir` is limited
+    /// (`shallow_depth`, and how sbitmap reads it); None for all of the tags.
+    fn limit_depth(&self, _dir: Dir) -> Option<Shallow> {
         None
     }
     /// The scheduler tags it allocates (`q->nr_requests` once it is set up), or None

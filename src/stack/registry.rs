@@ -199,10 +199,13 @@ pub trait ElevatorSetup: Send {
     fn describe(&self) -> String;
     /// The elevator with `nr_requests` scheduler tags, its `queue/iosched/` files then
     /// written in order (`echo VALUE > queue/iosched/NAME`); a refused write is named
-    /// by its key (`iosched.NAME`).
+    /// by its key (`iosched.NAME`). `nr_requests_before` is what the queue had before
+    /// `queue/nr_requests` was written (the scheduler's default; `nr_requests` if it
+    /// was not): what an elevator's `depth_updated()` read before 7d337eef4aff.
     fn build(
         &self,
         nr_requests: u32,
+        nr_requests_before: u32,
         iosched: &[(String, String)],
     ) -> Result<Box<dyn Elevator>, KeyError>;
 }

@@ -3,7 +3,9 @@
 //! | key | values | meaning |
 //! |---|---|---|
 //! | `deadline.prio` | `none`, `queued`, `in-flight+aging` | I/O priority levels: none, every class is one queue (≤5.13); three levels, a lower one served whenever the higher ones have nothing *queued in the scheduler* (5.14–5.15: c807ab520fc3, after 7b05bf771084 reverted fb926032b320 "Prioritize high-priority requests"); three levels, a lower one waits while a higher one has requests queued *or in flight*, aged requests (`prio_aging_expire`) served first while ≥ 2 levels are busy (5.16+, 322cff70d46c) |
-//! | `deadline.async_depth` | `none`, `3/4`, `nr_requests` | tags writes may hold (`dd_limit_depth()`): no limit and no `async_depth` file (≤5.13); `max(1, 3·nr_requests/4)` (5.14, 07757588e507); `nr_requests` (6.11 and 6.1.103+, 39823b47bbd4 "Fix the tag reservation code") |
+//! | `deadline.async_depth` | `none`, `3/4`, `nr_requests` | tags writes may hold (`dd_limit_depth()`): no limit and no `async_depth` file (≤5.13); `max(1, 3·nr_requests/4)` (5.14, 07757588e507); `nr_requests`, scaled to bits of each sbitmap word (`dd_to_word_depth()`; 6.11 and 6.1.103+, 39823b47bbd4 "Fix the tag reservation code") |
+//! | `deadline.shallow_depth` | `per-word`, `whole-map` | what the limit counts: bits of each word of the scheduler tags' sbitmap (before 6.17), or bits of the whole map, spread over its words (6.17 and 6.12.43+, 42e6c6ce03fd "lib/sbitmap: convert shallow_depth from one word to the whole sbitmap", which also dropped `dd_to_word_depth()`) |
+//! | `deadline.depth_updated` | `old-nr`, `new-nr` | which `nr_requests` a write of `queue/nr_requests` leaves `async_depth` computed from: the one before the write, since `blk_mq_update_nr_requests()` calls `dd_depth_updated()` before it stores the new one (before 6.18), or the new one (6.18, 7d337eef4aff "blk-mq: fix elevator depth_updated method") |
 //!
 //! `fifo_time` of at-head inserts (725f22a1477c, 5.18) is not a switch: mq-deadline
 //! reads it only for merges, and the simulator merges no requests.
@@ -44,21 +46,52 @@ impl Named for AsyncDepth {
     ];
 }
 
+/// What a shallow depth counts (`deadline.shallow_depth`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShallowDepth {
+    PerWord,
+    WholeMap,
+}
+
+impl Named for ShallowDepth {
+    const NAMES: &'static [(&'static str, Self)] =
+        &[("per-word", Self::PerWord), ("whole-map", Self::WholeMap)];
+}
+
+/// Which `nr_requests` a write of it leaves `async_depth` computed from
+/// (`deadline.depth_updated`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DepthUpdated {
+    OldNr,
+    NewNr,
+}
+
+impl Named for DepthUpdated {
+    const NAMES: &'static [(&'static str, Self)] =
+        &[("old-nr", Self::OldNr), ("new-nr", Self::NewNr)];
+}
+
 /// The switches that differ between kernel versions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DeadlineBehaviour {
     pub prio: PrioMode,
     pub async_depth: AsyncDepth,
+    pub shallow_depth: ShallowDepth,
+    pub depth_updated: DepthUpdated,
 }
 
-/// In scenario syntax: `deadline.prio=in-flight+aging deadline.async_depth=nr_requests`.
+/// In scenario syntax: `deadline.prio=in-flight+aging deadline.async_depth=nr_requests
+/// deadline.shallow_depth=whole-map deadline.depth_updated=new-nr`.
 impl fmt::Display for DeadlineBehaviour {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "deadline.prio={} deadline.async_depth={}",
+            "deadline.prio={} deadline.async_depth={} deadline.shallow_depth={} \
+             deadline.depth_updated={}",
             self.prio.name(),
-            self.async_depth.name()
+            self.async_depth.name(),
+            self.shallow_depth.name(),
+            self.depth_updated.name()
         )
     }
 }
@@ -68,11 +101,15 @@ impl Default for DeadlineBehaviour {
         DeadlineBehaviour {
             prio: PrioMode::InFlightAging,
             async_depth: AsyncDepth::NrRequests,
+            shallow_depth: ShallowDepth::WholeMap,
+            depth_updated: DepthUpdated::NewNr,
         }
     }
 }
 
-const PRESETS: &[&str] = &["5.13", "5.14", "5.16", "6.1", "6.1.103", "6.11", "newest"];
+const PRESETS: &[&str] = &[
+    "5.13", "5.14", "5.16", "6.1", "6.1.103", "6.11", "6.12.43", "6.17", "6.18", "newest",
+];
 
 /// The preset versions, oldest first (one per change, and the stable backport).
 pub fn presets() -> &'static [&'static str] {
@@ -82,6 +119,10 @@ pub fn presets() -> &'static [&'static str] {
 /// Stable series that carry 39823b47bbd4 (tag reservation fix): (series, first patch).
 const STABLE_TAG_FIX: &[((u32, u32), u32)] = &[((6, 1), 103)];
 
+/// Stable series that carry 42e6c6ce03fd (whole-map shallow depth): (series, first
+/// patch; from the 6.12.43 review's shortlog).
+const STABLE_WHOLE_MAP: &[((u32, u32), u32)] = &[((6, 12), 43)];
+
 /// The behaviour of kernel `version`, then `overrides` (`("deadline.prio", "queued")`)
 /// applied in order.
 pub fn behaviour_for(
@@ -90,10 +131,13 @@ pub fn behaviour_for(
 ) -> Result<DeadlineBehaviour, KeyError> {
     let kv = KernelVersion::parse(version).map_err(|m| KeyError::new("kernel.version", m))?;
     let (v, patch) = ((kv.major, kv.minor), kv.patch);
-    let tag_fix = (6, 11) <= v
-        || STABLE_TAG_FIX
-            .iter()
-            .any(|&(series, first)| series == v && patch >= first);
+    let carries = |since: (u32, u32), stable: &[((u32, u32), u32)]| {
+        since <= v
+            || stable
+                .iter()
+                .any(|&(series, first)| series == v && patch >= first)
+    };
+    let tag_fix = carries((6, 11), STABLE_TAG_FIX);
     let mut b = DeadlineBehaviour {
         prio: if v < (5, 14) {
             PrioMode::None
@@ -109,15 +153,28 @@ pub fn behaviour_for(
         } else {
             AsyncDepth::ThreeQuarters
         },
+        shallow_depth: if carries((6, 17), STABLE_WHOLE_MAP) {
+            ShallowDepth::WholeMap
+        } else {
+            ShallowDepth::PerWord
+        },
+        depth_updated: if v >= (6, 18) {
+            DepthUpdated::NewNr
+        } else {
+            DepthUpdated::OldNr
+        },
     };
     for (key, val) in overrides {
         match key.as_str() {
             "deadline.prio" => b.prio = Named::parse(key, val)?,
             "deadline.async_depth" => b.async_depth = Named::parse(key, val)?,
+            "deadline.shallow_depth" => b.shallow_depth = Named::parse(key, val)?,
+            "deadline.depth_updated" => b.depth_updated = Named::parse(key, val)?,
             _ => {
                 return Err(KeyError::new(
                     key.as_str(),
-                    "unknown key; accepted: deadline.prio, deadline.async_depth",
+                    "unknown key; accepted: deadline.prio, deadline.async_depth, \
+                     deadline.shallow_depth, deadline.depth_updated",
                 ));
             }
         }
@@ -144,6 +201,13 @@ mod tests {
         assert_eq!(at("6.1.103").async_depth, AsyncDepth::NrRequests);
         assert_eq!(at("6.6").async_depth, AsyncDepth::ThreeQuarters);
         assert_eq!(at("6.11").async_depth, AsyncDepth::NrRequests);
+        assert_eq!(at("6.12.42").shallow_depth, ShallowDepth::PerWord);
+        assert_eq!(at("6.12.43").shallow_depth, ShallowDepth::WholeMap);
+        assert_eq!(at("6.16").shallow_depth, ShallowDepth::PerWord);
+        assert_eq!(at("6.17").shallow_depth, ShallowDepth::WholeMap);
+        assert_eq!(at("6.1.192").shallow_depth, ShallowDepth::PerWord);
+        assert_eq!(at("6.17").depth_updated, DepthUpdated::OldNr);
+        assert_eq!(at("6.18").depth_updated, DepthUpdated::NewNr);
         assert_eq!(at("newest"), DeadlineBehaviour::default());
         // every preset parses and prints its switches
         for p in presets() {

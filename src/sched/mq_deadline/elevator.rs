@@ -14,12 +14,13 @@
 //! (`deadline.csv` and its picture: `super::timeline`). [`ELEVATOR`] is its registry
 //! entry.
 
-use super::behaviour::{AsyncDepth, DeadlineBehaviour, behaviour_for};
+use super::behaviour::{AsyncDepth, DeadlineBehaviour, DepthUpdated, behaviour_for};
 use super::tunables::{Tunables, default_async_depth};
 use super::{DdPrio, DdRequest, IoStats, MqDeadline};
 use crate::error::KeyError;
 use crate::scenario::resolve::KernelSettings;
 use crate::sim::jiffies;
+use crate::sim::sbitmap::Shallow;
 use crate::sim::{Dir, Ns};
 use crate::stack::registry::{ElevatorDef, ElevatorSetup, Kconfig};
 use crate::stack::{Elevator, PolicyId, Recorder, Request};
@@ -59,11 +60,17 @@ impl ElevatorSetup for Setup {
     fn build(
         &self,
         nr_requests: u32,
+        nr_requests_before: u32,
         iosched: &[(String, String)],
     ) -> Result<Box<dyn Elevator>, KeyError> {
-        // blk_mq_update_nr_requests() → dd_depth_updated(): async_depth follows it
+        // blk_mq_update_nr_requests() → dd_depth_updated(): async_depth follows the
+        // write, or (before 7d337eef4aff) the nr_requests the queue had before it
         let b = self.behaviour;
-        let mut t = Tunables::new(self.hz, nr_requests, b);
+        let depth_updated = match b.depth_updated {
+            DepthUpdated::OldNr => nr_requests_before,
+            DepthUpdated::NewNr => nr_requests,
+        };
+        let mut t = Tunables::new(self.hz, depth_updated, b);
         for (name, val) in iosched {
             t.store(name, val, b)
                 .map_err(|e| KeyError::new(format!("device.{}", e.key), e.msg))?;
@@ -71,6 +78,7 @@ impl ElevatorSetup for Setup {
         Ok(Box::new(MqDeadlineSched::new(
             MqDeadline::new(t, b),
             nr_requests,
+            depth_updated,
         )))
     }
 }
@@ -97,6 +105,8 @@ pub struct DeadlineRow {
 pub struct MqDeadlineSched {
     dd: MqDeadline,
     nr_requests: u32,
+    /// The `nr_requests` `dd_depth_updated()` last read.
+    depth_updated: u32,
     start_jiffies: u64,
     /// Requests by tag while the scheduler or the driver has them.
     rqs: Vec<Option<Request>>,
@@ -107,11 +117,12 @@ pub struct MqDeadlineSched {
 }
 
 impl MqDeadlineSched {
-    pub fn new(dd: MqDeadline, nr_requests: u32) -> Self {
+    pub fn new(dd: MqDeadline, nr_requests: u32, depth_updated: u32) -> Self {
         MqDeadlineSched {
             start_jiffies: jiffies::initial_jiffies(dd.tunables().hz),
             dd,
             nr_requests,
+            depth_updated,
             rqs: Vec::new(),
             last: Default::default(),
             rows: Vec::new(),
@@ -133,15 +144,15 @@ impl Elevator for MqDeadlineSched {
     fn nr_requests(&self) -> Option<u32> {
         Some(self.nr_requests)
     }
-    fn limit_depth(&self, dir: Dir) -> Option<u32> {
+    fn limit_depth(&self, dir: Dir) -> Option<Shallow> {
         self.dd.limit_depth(dir)
     }
     /// `dd_depth_updated()`: since the tag-reservation fix 1 (`async_depth` can be set
-    /// that low later); before it the default `async_depth`; none before 5.14.
+    /// that low later); before it the default `async_depth` it set; none before 5.14.
     fn min_shallow_depth(&self) -> Option<u32> {
         match self.dd.behaviour().async_depth {
             AsyncDepth::NrRequests => Some(1),
-            a => default_async_depth(a, self.nr_requests),
+            a => default_async_depth(a, self.depth_updated),
         }
     }
     fn insert_requests(&mut self, rq: Request, now: Ns) {

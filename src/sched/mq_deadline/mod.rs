@@ -43,7 +43,8 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use crate::blkcg::ioprio::{Ioprio, IoprioClass};
 use crate::sim::Dir;
-use behaviour::{DeadlineBehaviour, PrioMode};
+use crate::sim::sbitmap::Shallow;
+use behaviour::{AsyncDepth, DeadlineBehaviour, PrioMode, ShallowDepth};
 use tunables::Tunables;
 
 /// `enum dd_prio`: the scheduler's priority levels, highest first.
@@ -216,15 +217,24 @@ impl MqDeadline {
         s.completed = s.completed.wrapping_add(1);
     }
 
-    /// `dd_limit_depth()`: the tags a request may find in use and still get one
-    /// (`shallow_depth`), or `None` for the full depth. Synchronous reads — every read
-    /// the simulator issues — are never limited; writes get `async_depth`. Modelled
-    /// as a cap on all tags in use, where sbitmap applies it per word.
-    pub fn limit_depth(&self, dir: Dir) -> Option<u32> {
-        match dir {
-            Dir::Read => None,
-            Dir::Write => self.tun.async_depth,
-        }
+    /// `dd_limit_depth()`: how the tag allocation of a request is limited
+    /// (`data->shallow_depth`), or `None` for the full depth. Synchronous reads — every
+    /// read the simulator issues — are never limited; writes get `async_depth`: as
+    /// bits of each word of the scheduler tags' sbitmap (3/4 of `nr_requests`, taken as
+    /// a word's bits: the limit 39823b47bbd4 fixed), scaled to a word's share
+    /// (`dd_to_word_depth()`), or over the whole map (42e6c6ce03fd).
+    pub fn limit_depth(&self, dir: Dir) -> Option<Shallow> {
+        let n = match dir {
+            Dir::Read => return None,
+            Dir::Write => self.tun.async_depth?,
+        };
+        Some(
+            match (self.behaviour.shallow_depth, self.behaviour.async_depth) {
+                (ShallowDepth::WholeMap, _) => Shallow::Map(n),
+                (ShallowDepth::PerWord, AsyncDepth::NrRequests) => Shallow::PerWordOfQueue(n),
+                (ShallowDepth::PerWord, _) => Shallow::PerWord(n),
+            },
+        )
     }
 
     /// The debugfs `*_stats` counters of a level.

@@ -178,13 +178,23 @@ fn at_head_requests_go_first_and_last_in_first_out() {
 
 #[test]
 fn async_depth_limits_writes_only() {
-    let d = dd("6.12", 1000, &[]);
+    use crate::sim::sbitmap::Shallow;
+    let d = dd("6.12.117", 1000, &[]);
     assert_eq!(d.limit_depth(Dir::Read), None);
-    assert_eq!(d.limit_depth(Dir::Write), Some(64));
-    assert_eq!(dd("6.1", 1000, &[]).limit_depth(Dir::Write), Some(48));
+    // over the whole map since 42e6c6ce03fd (6.12.43), per word before it: scaled
+    // by dd_to_word_depth() since the tag-reservation fix, as is before
+    assert_eq!(d.limit_depth(Dir::Write), Some(Shallow::Map(64)));
+    assert_eq!(
+        dd("6.12", 1000, &[]).limit_depth(Dir::Write),
+        Some(Shallow::PerWordOfQueue(64))
+    );
+    assert_eq!(
+        dd("6.1", 1000, &[]).limit_depth(Dir::Write),
+        Some(Shallow::PerWord(48))
+    );
     assert_eq!(dd("5.13", 1000, &[]).limit_depth(Dir::Write), None);
-    let d = dd("6.12", 1000, &[("async_depth", "4")]);
-    assert_eq!(d.limit_depth(Dir::Write), Some(4));
+    let d = dd("6.12.117", 1000, &[("async_depth", "4")]);
+    assert_eq!(d.limit_depth(Dir::Write), Some(Shallow::Map(4)));
 }
 
 #[test]
