@@ -123,6 +123,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "validate-deadline-idle-poll",
         include_str!("../../scenarios/validate-deadline-idle-poll.toml"),
     ),
+    (
+        "validate-deadline-write-tags",
+        include_str!("../../scenarios/validate-deadline-write-tags.toml"),
+    ),
 ];
 
 /// Names of the built-in scenarios, in order.
