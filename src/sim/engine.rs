@@ -875,7 +875,7 @@ impl Pipeline {
             };
             let first = if woken { None } else { self.get_tag(b) };
             let tag = first.or_else(|| {
-                self.run_queue();
+                self.run_hw_queue();
                 self.get_tag(b)
             });
             if let Some(tag) = tag {
@@ -1071,7 +1071,7 @@ impl Pipeline {
         }
         self.run_work = None;
         self.queue_run_cpu = 0;
-        self.run_queue();
+        self.run_hw_queue();
         let cpu = std::mem::take(&mut self.queue_run_cpu);
         let mut waiters = std::mem::take(&mut self.queue_run_waiters);
         for &c in &waiters {
@@ -1081,13 +1081,10 @@ impl Pipeline {
         self.queue_run_waiters = waiters;
     }
 
-    /// `blk_mq_run_hw_queue()` in the running context: `hctx->dispatch` first, then
-    /// what was inserted for kblockd (the software queues, under `none`), then what the
-    /// elevator gives ([`Self::run_hw_queue`]); nothing while the queue is stopped.
-    fn run_queue(&mut self) {
-        if !self.run_hctx_dispatch() {
-            return;
-        }
+    /// What was inserted for kblockd under `none` (the software queues,
+    /// `blk_mq_flush_busy_ctxs()`) goes to the driver, in order, until the queue stops.
+    #[cold]
+    fn run_sw_queue(&mut self) {
         let mut sw = std::mem::take(&mut self.sw_queue);
         let mut sent = 0;
         while sent < sw.len() && !self.hw_stopped {
@@ -1099,7 +1096,6 @@ impl Pipeline {
         }
         sw.drain(..sent);
         self.sw_queue = sw;
-        self.run_hw_queue();
     }
 
     /// `__blk_mq_sched_dispatch_requests()`'s first step: what an earlier run could not
@@ -1204,10 +1200,12 @@ impl Pipeline {
         }
     }
 
-    /// `blk_mq_run_hw_queue()` with an elevator (`__blk_mq_sched_dispatch_requests()`):
-    /// first what an earlier run could not give a driver tag (`hctx->dispatch`, which
-    /// marks the queue for a restart again), then every request the elevator gives, to
-    /// the driver while it has a tag (`hw_queue_depth`, `blk_mq_get_driver_tag()`).
+    /// `blk_mq_run_hw_queue()` in the running context (`__blk_mq_sched_dispatch_requests()`),
+    /// nothing while the queue is stopped: first what an earlier run could not give a
+    /// driver tag (`hctx->dispatch`, which marks the queue for a restart again), then
+    /// what was inserted for kblockd (under `none`), then every request the elevator
+    /// gives, to the driver while it has a tag (`hw_queue_depth`,
+    /// `blk_mq_get_driver_tag()`).
     /// A request the elevator gave without a driver tag goes to `hctx->dispatch` and
     /// the queue is marked for a restart at the next completion
     /// (`blk_mq_mark_tag_wait()`); an elevator that holds work but gives nothing
@@ -1217,6 +1215,9 @@ impl Pipeline {
     fn run_hw_queue(&mut self) {
         if !self.run_hctx_dispatch() {
             return;
+        }
+        if !self.sw_queue.is_empty() {
+            self.run_sw_queue();
         }
         let depth = self.limits.hw_queue_depth.max(1);
         let now = self.q.now();
