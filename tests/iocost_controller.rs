@@ -46,7 +46,7 @@ impl Rig {
             meta: self.meta[cg as usize],
             ..Bio::new(cg, Dir::Read, sector, 4096, now)
         };
-        let id = self.bios.alloc(bio.clone());
+        let id = self.bios.alloc(bio);
         let issue = self.ioc.throttle(now, id, &mut bio, &mut self.q);
         *self.bios.get_mut(id) = bio;
         let d = self.ioc.user_delay(now, cg);
@@ -136,7 +136,7 @@ fn run_meta(qos: &str, weights: &[u32], meta: &[bool], qd: usize, secs: u64) -> 
             }
             Event::Device(tok) => {
                 let id = tok as u32;
-                let b = rig.bios.get(id).clone();
+                let b = *rig.bios.get(id);
                 rig.ioc
                     .on_rq_done(now, b.dir, b.bytes, b.submitted, b.submitted);
                 rig.ioc.on_bio_done(now, &b);

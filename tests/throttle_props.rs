@@ -51,7 +51,7 @@ fn run(version: &str, arrivals: &[(u64, u64, bool)]) -> Vec<(u32, Dir, u64, Ns)>
                     io: i,
                     ..Bio::new(leaf, dir, 0, units * 4096, now)
                 };
-                let id = slab.alloc(b.clone());
+                let id = slab.alloc(b);
                 if t.submit(now, id, &mut b, &mut q) {
                     rel.push((i, dir, b.bytes, now));
                     slab.release(id);

@@ -55,7 +55,7 @@ fn seed1(version: &str, hz: u32) -> Vec<Ns> {
         match ev {
             Event::Job(_) if now < end => {
                 let mut b = bio(cg, Dir::Read, 4096);
-                let id = slab.alloc(b.clone());
+                let id = slab.alloc(b);
                 submitted_at = now;
                 if t.submit(now, id, &mut b, &mut q) {
                     waits.push(0);
@@ -128,7 +128,7 @@ fn seed2(version: &str, io_max: &str, win: Ns) -> Vec<u64> {
                  dev: &mut Vec<u64>| {
         let mut cur = id;
         loop {
-            let b = slab.get(cur).clone();
+            let b = *slab.get(cur);
             let slot = (now / win) as usize;
             if dev.len() <= slot {
                 dev.resize(slot + 1, 0);
@@ -138,10 +138,10 @@ fn seed2(version: &str, io_max: &str, win: Ns) -> Vec<u64> {
             if b.bytes <= split {
                 return;
             }
-            let mut rem = b.clone();
+            let mut rem = b;
             rem.bytes -= split;
             rem.bps_throttled = true;
-            let rid = slab.alloc(rem.clone());
+            let rid = slab.alloc(rem);
             if !t.submit(now, rid, &mut rem, q) {
                 *slab.get_mut(rid) = rem;
                 return;
@@ -151,7 +151,7 @@ fn seed2(version: &str, io_max: &str, win: Ns) -> Vec<u64> {
     };
     for _ in 0..256 {
         let mut b = bio(cg, Dir::Write, 4 << 20);
-        let id = slab.alloc(b.clone());
+        let id = slab.alloc(b);
         if t.submit(0, id, &mut b, &mut q) {
             *slab.get_mut(id) = b;
             issue(id, 0, &mut t, &mut q, &mut slab, &mut dev);

@@ -15,7 +15,9 @@
 //! null_blk's softirq mode) sets no such gap: its completion path ran in the context
 //! that dispatched it, which pays it (`[host] inline_complete_ns`), and that context
 //! dispatches next. A request the model refuses at the wake-up ([`Completion::Requeued`])
-//! goes back to the block layer with those behind it ([`BlockDevice::requeued`]).
+//! goes back to the block layer with those behind it ([`BlockDevice::requeued`]); one
+//! it completes inside `submit()` then has the block layer ask the elevator again
+//! ([`BlockDevice::dispatched_inline`]).
 //! Everything else is forwarded. O(1) per request; the FIFO holds at most the queue's
 //! tags.
 
@@ -40,6 +42,8 @@ pub struct Dispatch {
     inline: Vec<bool>,
     /// Tags the model refused at the wake-up's dispatch, with those behind them.
     requeued: Vec<u32>,
+    /// The wake-up's dispatch had the model end a request inside `submit()`.
+    woke_inline: bool,
 }
 
 impl Dispatch {
@@ -53,6 +57,7 @@ impl Dispatch {
             wake_pending: false,
             inline: Vec::new(),
             requeued: Vec::new(),
+            woke_inline: false,
         }
     }
 
@@ -99,6 +104,10 @@ impl BlockDevice for Dispatch {
         self.inner.restarted()
     }
 
+    fn dispatched_inline(&mut self) -> bool {
+        std::mem::take(&mut self.woke_inline)
+    }
+
     fn on_event(&mut self, now: Ns, token: u64, q: &mut EventQueue, done: &mut Vec<u32>) {
         if token == WAKE {
             self.wake_pending = false;
@@ -108,7 +117,9 @@ impl BlockDevice for Dispatch {
                 return;
             }
             while let Some(rq) = self.waiting.pop_front() {
-                if self.pass(now, rq, q) == Completion::Requeued {
+                let c = self.pass(now, rq, q);
+                self.woke_inline |= c == Completion::Inline;
+                if c == Completion::Requeued {
                     // the rest of the queue run's list goes back with it
                     self.requeued.push(rq.tag);
                     self.requeued.extend(self.waiting.drain(..).map(|r| r.tag));

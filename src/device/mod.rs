@@ -151,6 +151,12 @@ pub trait BlockDevice {
     fn restarted(&mut self) -> bool {
         false
     }
+    /// Asked after `on_event`: a deferred dispatch in that event handed requests to
+    /// the driver that ended them inside `->queue_rq()` ([`Completion::Inline`]), so
+    /// the queue run that dispatched them asks the elevator again after them.
+    fn dispatched_inline(&mut self) -> bool {
+        false
+    }
     /// The model's name (`nullb`, `ssd`, `hdd`, `cloud`).
     fn model(&self) -> &'static str;
     /// Its latency model as configured.

@@ -488,13 +488,7 @@ impl Iocost {
         }
         // REQ_META (bio_issue_as_root_blkg()): issue now, on credit
         if bio.meta {
-            self.incur_debt(now, cg, abs);
-            if self.kick_delay(now, cg) {
-                let g = &mut self.rt.iocgs[cg as usize];
-                if !std::mem::replace(&mut g.throttle_pending, true) {
-                    self.rt.nr_throttle_pending += 1;
-                }
-            }
+            self.incur_debt_and_delay(now, cg, abs);
             return true;
         }
         self.rt.iocgs[cg as usize].waiters.push_back((id, abs));
@@ -517,6 +511,58 @@ impl Iocost {
             }
         }
         issued
+    }
+
+    /// `iocg_incur_debt()`, then `iocg_kick_delay()`: the submitter sleeps on its
+    /// return to user space (`blkcg_schedule_throttle()`) if a delay is in force.
+    fn incur_debt_and_delay(&mut self, now: Ns, cg: u32, abs: u64) {
+        self.incur_debt(now, cg, abs);
+        if self.kick_delay(now, cg) {
+            let g = &mut self.rt.iocgs[cg as usize];
+            if !std::mem::replace(&mut g.throttle_pending, true) {
+                self.rt.nr_throttle_pending += 1;
+            }
+        }
+    }
+
+    /// `ioc_rqos_merge()`: `bio` joins a request at `rq_sector` of `rq_sectors` whose
+    /// first bio was charged (`rq_charged`) or not. It costs its size only
+    /// (`calc_vtime_cost(.., is_merge)`: no seek part); a back merge into the request
+    /// at the cursor moves the cursor. Charged now if the budget has room and the
+    /// request was charged; else, while the cgroup is active, as debt (which may delay
+    /// the submitter).
+    pub fn merge(
+        &mut self,
+        now: Ns,
+        rq_sector: u64,
+        rq_sectors: u64,
+        rq_charged: bool,
+        bio: &mut Bio,
+    ) {
+        bio.iocost_cost = 0;
+        if !self.enabled() || bio.cgroup == 0 || bio.cgroup as usize >= self.rt.iocgs.len() {
+            return;
+        }
+        let cg = bio.cgroup;
+        let abs = self.derived.cost.merge_cost(bio.dir, bio.bytes);
+        if abs == 0 {
+            return;
+        }
+        let vnow = self.vnow(now);
+        let cost = self.adjust_inuse_and_calc_cost(now, cg, abs, vnow);
+        let bio_end = bio.sector + (bio.bytes >> 9);
+        let g = &mut self.rt.iocgs[cg as usize];
+        if rq_sector < bio_end && rq_sector + rq_sectors == g.cursor {
+            g.cursor = bio_end;
+        }
+        if (rq_charged && g.vtime + cost <= vnow) || !g.active {
+            // iocg_commit_bio()
+            g.vtime += cost;
+            g.abs_vusage += abs;
+            bio.iocost_cost = cost as u64;
+            return;
+        }
+        self.incur_debt_and_delay(now, cg, abs);
     }
 
     /// Mirrors `adjust_inuse_and_calc_cost()`: a donating cgroup whose budget runs low

@@ -188,6 +188,16 @@ impl CostModel {
         }
     }
 
+    /// `calc_vtime_cost(.., is_merge)`: a bio merged into a request costs its pages
+    /// only (no seek part).
+    pub fn merge_cost(&self, dir: Dir, bytes: u64) -> u64 {
+        let sectors = bytes >> 9;
+        if sectors == 0 {
+            return 0;
+        }
+        (sectors >> 3).max(1) * self.coefs[dir.idx()].page
+    }
+
     /// Size-only cost of a completed request, converted to ns (spec §3.4).
     pub fn size_cost_ns(&self, dir: Dir, bytes: u64) -> u64 {
         ((bytes >> 9) >> 3) * self.coefs[dir.idx()].page / VTIME_PER_NSEC
@@ -273,6 +283,18 @@ mod tests {
             c.randio + c.page
         );
         assert_eq!(m.abs_cost(Dir::Read, 0, 0, 0), 0);
+    }
+
+    #[test]
+    fn a_merged_bio_costs_its_pages_only() {
+        let m = seed();
+        let c = m.coefs[1];
+        // calc_vtime_cost(.., is_merge): no seqio/randio part, wherever the cursor is
+        assert_eq!(m.merge_cost(Dir::Write, 4096), c.page);
+        assert_eq!(m.merge_cost(Dir::Write, 16 << 10), 4 * c.page);
+        assert_eq!(m.merge_cost(Dir::Write, 512), c.page);
+        assert_eq!(m.merge_cost(Dir::Write, 0), 0);
+        assert!(m.merge_cost(Dir::Write, 4096) < m.abs_cost(Dir::Write, 8, 4096, 8));
     }
 
     #[test]

@@ -216,11 +216,24 @@ impl BlkcgPolicy for Iocost {
 impl RqQos for Iocost {
     fn ops(&self) -> RqQosOps {
         RqQosOps {
+            merge: true,
             done_bio: true,
             done: true,
             user_delay: true,
             ..RqQosOps::default()
         }
+    }
+    #[inline]
+    fn merge(&mut self, now: Ns, rq: &Request, id: BioId, bios: &mut BioSlab, _q: &mut EventQueue) {
+        let charged = bios.get(rq.bio).iocost_cost != 0;
+        Iocost::merge(
+            self,
+            now,
+            rq.sector,
+            rq.bytes >> 9,
+            charged,
+            bios.get_mut(id),
+        );
     }
     #[inline]
     fn throttle(

@@ -695,7 +695,7 @@ mod tests {
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(
             lines[0],
-            "t_s,r_per_s,w_per_s,r_mib_s,w_mib_s,aqu_sz,util_pct,wa,free_blocks"
+            "t_s,r_per_s,w_per_s,r_mib_s,w_mib_s,rrqm_per_s,wrqm_per_s,aqu_sz,util_pct,wa,free_blocks"
         );
         assert!(lines[1].ends_with(",2.50,64.00"), "{}", lines[1]);
         assert!(lines[2].ends_with(",2.50,63.00"), "{}", lines[2]);

@@ -251,8 +251,8 @@ pub fn iostat_text(dev: &str, rows: &[IostatRow]) -> String {
 /// The header line of [`iostat_text`].
 pub fn iostat_text_header() -> String {
     format!(
-        "{:>6} {:<8} {:>9} {:>9} {:>10} {:>10} {:>8} {:>7}\n",
-        "t(s)", "Device", "r/s", "w/s", "rMB/s", "wMB/s", "aqu-sz", "%util"
+        "{:>6} {:<8} {:>9} {:>9} {:>10} {:>10} {:>8} {:>8} {:>8} {:>7}\n",
+        "t(s)", "Device", "r/s", "w/s", "rMB/s", "wMB/s", "rrqm/s", "wrqm/s", "aqu-sz", "%util"
     )
 }
 
@@ -261,30 +261,35 @@ pub fn iostat_text_row(s: &mut String, dev: &str, r: &IostatRow) {
     use std::fmt::Write;
     let _ = writeln!(
         s,
-        "{:>6} {:<8} {:>9} {:>9} {:>10.2} {:>10.2} {:>8.2} {:>7.2}",
+        "{:>6} {:<8} {:>9} {:>9} {:>10.2} {:>10.2} {:>8} {:>8} {:>8.2} {:>7.2}",
         r.t,
         dev,
         r.r_ios,
         r.w_ios,
         r.r_bytes as f64 / 1048576.0,
         r.w_bytes as f64 / 1048576.0,
+        r.r_merges,
+        r.w_merges,
         r.aqu_sz,
         r.util
     );
 }
 
 /// `iostat.csv`'s header (MB/s in MiB/s, as `iostat -h` prints M).
-pub const IOSTAT_CSV_HEADER: &str = "t_s,r_per_s,w_per_s,r_mib_s,w_mib_s,aqu_sz,util_pct\n";
+pub const IOSTAT_CSV_HEADER: &str =
+    "t_s,r_per_s,w_per_s,r_mib_s,w_mib_s,rrqm_per_s,wrqm_per_s,aqu_sz,util_pct\n";
 
 /// One second of `iostat.csv`.
 pub fn iostat_csv_row(out: &mut String, r: &IostatRow) {
     out.push_str(&format!(
-        "{},{},{},{:.4},{:.4},{:.4},{:.2}\n",
+        "{},{},{},{:.4},{:.4},{},{},{:.4},{:.2}\n",
         r.t,
         r.r_ios,
         r.w_ios,
         r.r_bytes as f64 / 1048576.0,
         r.w_bytes as f64 / 1048576.0,
+        r.r_merges,
+        r.w_merges,
         r.aqu_sz,
         r.util
     ));
@@ -396,6 +401,6 @@ mod tests {
         );
         let mut csv = String::new();
         iostat_csv_row(&mut csv, &rows[0]);
-        assert_eq!(csv, "3,0,20,0.0000,10.0000,0.0000,0.00\n");
+        assert_eq!(csv, "3,0,20,0.0000,10.0000,0,0,0.0000,0.00\n");
     }
 }

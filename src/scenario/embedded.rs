@@ -127,6 +127,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "validate-deadline-write-tags",
         include_str!("../../scenarios/validate-deadline-write-tags.toml"),
     ),
+    (
+        "validate-deadline-merges",
+        include_str!("../../scenarios/validate-deadline-merges.toml"),
+    ),
 ];
 
 /// Names of the built-in scenarios, in order.

@@ -4,7 +4,9 @@
 //! `max_sectors_kb`, the pipeline splits it: the front piece goes on down the stack,
 //! the remainder is a new `Bio` (with `parent` pointing at the original) that re-enters
 //! the stack from the top, exactly as `__bio_split_to_limits()` + `submit_bio_noacct()`
-//! do. The fio I/O completes when its last piece completes (`bio_chain`).
+//! do. The fio I/O completes when its last piece completes (`bio_chain`). A bio merged
+//! into a request is chained behind (or before) the request's bios through `next`
+//! (`bi_next`), and ends when that request completes.
 
 use super::Ns;
 use crate::blkcg::ioprio::Ioprio;
@@ -60,7 +62,7 @@ impl IoErr {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub struct Bio {
     /// Cgroup index (0 = root) in the scenario's cgroup tree.
     pub cgroup: u32,
@@ -90,7 +92,13 @@ pub struct Bio {
     /// `bi_ioprio`: the I/O priority (`crate::blkcg::ioprio`), set by the submitter and
     /// `bio_set_ioprio()`; a split piece keeps it.
     pub ioprio: Ioprio,
+    /// `bi_next`: the next bio of the request it was merged into ([`NO_BIO`] for none;
+    /// `crate::sim::merge`).
+    pub next: BioId,
 }
+
+/// No bio: the end of a request's bio chain.
+pub const NO_BIO: BioId = BioId::MAX;
 
 impl Bio {
     /// A plain bio of `bytes` at `sector`, entering the block layer at `submitted`:
@@ -109,6 +117,7 @@ impl Bio {
             submitted,
             issue_time: submitted,
             ioprio: Ioprio::DEFAULT,
+            next: NO_BIO,
         }
     }
 
@@ -116,7 +125,7 @@ impl Bio {
     /// the stack again from the top, so what a policy charged to this pass
     /// (`tg_bps_charged`, `iocost_cost`) is not carried over; `bps_throttled` is.
     pub fn split_off(&mut self, bytes: u64) -> Bio {
-        let mut rest = self.clone();
+        let mut rest = *self;
         rest.sector += bytes / 512;
         rest.bytes -= bytes;
         rest.tg_bps_charged = false;

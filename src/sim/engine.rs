@@ -50,12 +50,20 @@
 //! first by the next run; a completion runs the queue again (by kblockd) only when a
 //! run found no driver tag (`sched_restart`, `blk_mq_sched_restart()`); a run the
 //! elevator gave nothing although it holds requests arms a delayed run 3 ms on
-//! (`delay_run_hw_queue()`, `BLK_MQ_BUDGET_DELAY`); a submitter out of tags runs the
+//! (`delay_run_hw_queue()`, `BLK_MQ_BUDGET_DELAY`) — unless the run dispatched a
+//! request the driver ended inside `->queue_rq()`: the elevator is asked again once
+//! that completion is done (`rerun_hw_queue()`, `blk_mq_do_dispatch_sched()`'s next
+//! round); a submitter out of tags runs the
 //! queue itself before it sleeps and when woken (`blk_mq_get_tag()`) — so a request
 //! mq-deadline holds back behind a higher priority waits for the next of those runs. A
 //! driver that stops its queue (`Completion::Requeued`: null_blk over its `mbps`
 //! grant) gets the refused request back on `hctx_dispatch` and no run dispatches
 //! (`hw_stopped`) until its restart's kblockd run (`BlockDevice::restarted`).
+//!
+//! *Merges.* A bio that can join a request waiting in the elevator does so past the
+//! split, before the rq-qos chain, and takes no tag; a new request may join one
+//! before it is inserted (`crate::sim::merge`). A request's bios are a chain
+//! (`Bio::next`); its completion ends each of them, first to last.
 //!
 //! *fio.* The jobs are `crate::sim::fio`'s state machines (fio's `do_io()` loop, its
 //! I/O units and statistics): a job's I/O enters here as a bio pushed by the job's
@@ -98,12 +106,15 @@ use crate::sim::fio::{FIO_SAMPLE, IoU, JobRt, JobTimes, Phase};
 use crate::sim::inline_deque::InlineDeque;
 use crate::sim::iostat::DevAcct;
 use crate::sim::jiffies;
+use crate::sim::merge::{RqHash, nr_segs};
 use crate::sim::plug::{self, BlkMqBehaviour, QueueRun};
 use crate::sim::prefetch::prefetch;
 use crate::sim::rng::SimRng;
 use crate::sim::sbitmap::{Sbitmap, TagSet};
 use crate::sim::timebins::TimeBins;
-use crate::sim::{BioId, BioSlab, Dir, Event, EventQueue, IoErr, NSEC_PER_MSEC, NSEC_PER_SEC, Ns};
+use crate::sim::{
+    BioId, BioSlab, Dir, Event, EventQueue, IoErr, NO_BIO, NSEC_PER_MSEC, NSEC_PER_SEC, Ns,
+};
 use crate::stack::{PolicyId, Recorder, Request, Stack};
 use crate::workload::job::JobParams;
 
@@ -122,12 +133,21 @@ pub(super) enum Stage {
     Alloc,
 }
 
-/// A tag in use: its bio, when its submitter asked for it and when it got it.
+/// A tag in use: the request — its bios (a chain from `bio` to `biotail`, through
+/// `Bio::next`), where it starts and how large it is, when its submitter asked for
+/// the tag and when it got it (`crate::sim::merge` grows it).
 #[derive(Debug, Clone, Copy)]
-struct RqSlot {
-    bio: BioId,
+pub(super) struct RqSlot {
+    pub(super) bio: BioId,
+    pub(super) biotail: BioId,
+    pub(super) sector: u64,
+    pub(super) bytes: u64,
+    /// `nr_phys_segments`.
+    pub(super) nr_segs: u32,
+    /// `REQ_NOMERGE`: too large to merge into again.
+    pub(super) nomerge: bool,
     alloc: Ns,
-    start: Ns,
+    pub(super) start: Ns,
 }
 
 /// A submission context. With thousands of jobs each I/O finds its context cold, so
@@ -268,12 +288,14 @@ pub struct Pipeline {
     pub(super) free_ios: Vec<u32>,
     dev: Box<dyn BlockDevice>,
     limits: QueueLimits,
-    max_bio_bytes: u64,
+    pub(super) max_bio_bytes: u64,
     pub(super) stack: Stack,
     pub(super) host: HostCosts,
     /// The tags (the scheduler's, with an elevator) and their sleepers: contexts.
     tags: TagSet<u32>,
-    rqs: Vec<Option<RqSlot>>,
+    pub(super) rqs: Vec<Option<RqSlot>>,
+    /// The elevator's requests by end sector and `q->last_merge` (`crate::sim::merge`).
+    pub(super) rq_hash: RqHash,
     /// Requests at the driver: at most `hw_queue_depth` (`blk_mq_get_driver_tag()`).
     dispatched: u32,
     /// CPU time the context being run has spent running the queue: each request's way
@@ -282,7 +304,7 @@ pub struct Pipeline {
     /// it to the call, `kblockd_run_queue()` to the calls waiting for it.
     queue_run_cpu: Ns,
     /// The block core's version switches (`blk.*`).
-    blk: BlkMqBehaviour,
+    pub(super) blk: BlkMqBehaviour,
     /// When kblockd runs the queue next (`hctx->run_work` pending, `Event::QueueRun`):
     /// an async run (`mod_delayed_work_on(.., 0)`) brings a later one forward, a
     /// delayed one (`blk_mq_delay_run_hw_queues()`) is armed only when none is
@@ -292,6 +314,10 @@ pub struct Pipeline {
     /// next request, so the next request to complete runs the queue again
     /// (`blk_mq_sched_restart()`).
     sched_restart: bool,
+    /// A request this queue run dispatched was ended by the driver inside
+    /// `->queue_rq()` ([`Completion::Inline`]): the elevator is asked again after it
+    /// (`rerun_hw_queue()`).
+    inline_in_run: bool,
     /// `hctx->dispatch`: requests the elevator gave that found no driver tag, served
     /// first by the next queue run.
     hctx_dispatch: std::collections::VecDeque<Request>,
@@ -310,7 +336,7 @@ pub struct Pipeline {
     pub(super) ctxs: Vec<Ctx>,
     bio_ctx: Vec<u32>,
     pub(super) jobs: Vec<JobRt>,
-    dev_acct: DevAcct,
+    pub(super) dev_acct: DevAcct,
     pub(super) cg_stat: Vec<CgIoStat>,
     scratch_done: Vec<u32>,
     scratch_ctxs: Vec<u32>,
@@ -321,6 +347,8 @@ pub struct Pipeline {
     /// Jobs not started yet (waiting for their `after` jobs).
     pub(super) nr_not_started: usize,
     scratch_bios: Vec<BioId>,
+    /// The fio I/Os of a completed request's merged bios.
+    scratch_ios: Vec<u32>,
     duration: Option<Ns>,
     /// The disk is gone (`GD_DEAD`): bios fail at `bio_queue_enter()`.
     pub(super) dead: bool,
@@ -407,11 +435,13 @@ impl Pipeline {
             host,
             tags: TagSet::new(tags, None),
             rqs: vec![None; tags as usize],
+            rq_hash: RqHash::default(),
             dispatched: 0,
             queue_run_cpu: 0,
             blk: BlkMqBehaviour::default(),
             run_work: None,
             sched_restart: false,
+            inline_in_run: false,
             hctx_dispatch: std::collections::VecDeque::new(),
             hz: 1000,
             hw_stopped: false,
@@ -429,6 +459,7 @@ impl Pipeline {
             jobs_done: 0,
             nr_not_started: nr_jobs,
             scratch_bios: Vec::new(),
+            scratch_ios: Vec::new(),
             duration: None,
             dead: false,
             draining: false,
@@ -621,6 +652,9 @@ impl Pipeline {
                     }
                     done.clear();
                     self.scratch_done = done;
+                    if self.dev.dispatched_inline() {
+                        self.rerun_hw_queue();
+                    }
                     if self.dev.restarted() {
                         // blk_mq_start_stopped_hw_queues(q, true)
                         self.hw_stopped = false;
@@ -841,10 +875,16 @@ impl Pipeline {
                 self.account_cg(b);
             }
             if stage <= Stage::Split {
-                // blkcg_bio_issue_init(), bio_queue_enter(), then the split
+                // blkcg_bio_issue_init(), bio_queue_enter(), then the split; then
+                // blk_mq_attempt_bio_merge(): a bio that joins a waiting request is done
+                // here, without a tag (crate::sim::merge)
                 self.bios.get_mut(b).issue_time = now;
                 self.q_usage += 1;
                 self.split(c, b);
+                if self.bio_merge(b) {
+                    self.ctxs[c as usize].pending.pop_front();
+                    continue;
+                }
             }
             let from = match stage {
                 Stage::RqQos(k) => k as usize,
@@ -1043,6 +1083,19 @@ impl Pipeline {
         }
     }
 
+    /// `blk_mq_do_dispatch_sched()`'s next round: a run that dispatched requests asks
+    /// the elevator again once they are on the driver — and those the driver ended
+    /// inside `->queue_rq()` are complete by then, so what mq-deadline held back behind
+    /// them (a lower priority behind a higher one's request in flight) goes now. Their
+    /// completions are events at this instant; the round is a run queued behind them.
+    fn rerun_hw_queue(&mut self) {
+        let at = self.q.now();
+        if self.run_work.is_none_or(|t| t > at) {
+            self.run_work = Some(at);
+            self.q.push(at, Event::QueueRun);
+        }
+    }
+
     /// `blk_mq_delay_run_hw_queues(q, BLK_MQ_BUDGET_DELAY)`: the elevator holds work
     /// it would not give now (`__blk_mq_do_dispatch_sched()`), so kblockd looks again
     /// in 3 ms — `msecs_to_jiffies(3)` on the timer wheel, which fires a level-0 timer
@@ -1154,8 +1207,14 @@ impl Pipeline {
     /// (`blk_mq_try_issue_directly()`), or to the software queue for kblockd.
     fn start_request(&mut self, b: BioId, tag: u32, alloc: Ns, start: Ns, run: QueueRun) {
         let now = self.q.now();
+        let bio = self.bios.get(b);
         let slot = RqSlot {
             bio: b,
+            biotail: b,
+            sector: bio.sector,
+            bytes: bio.bytes,
+            nr_segs: nr_segs(bio.bytes),
+            nomerge: false,
             alloc,
             start,
         };
@@ -1188,11 +1247,19 @@ impl Pipeline {
             }
             return;
         };
-        e.insert_requests(rq, now);
         // blk_account_io_start() at request allocation: iostat's in-flight (aqu-sz,
         // %util) counts requests waiting in the elevator too
         self.dev_acct.advance(now);
         self.dev_acct.inflight += 1;
+        // dd_insert_request(): the request joins a waiting one if it can
+        // (blk_mq_sched_try_insert_merge()), else waits itself
+        if !e.merges() {
+            e.insert_requests(&rq, now);
+        } else if !self.insert_merge(tag) {
+            let e = self.stack.elevator.as_mut().expect("checked above");
+            e.insert_requests(&rq, now);
+            self.merge_inserted(tag);
+        }
         match run {
             QueueRun::Caller => self.run_hw_queue(),
             // blk_mq_run_hw_queue(hctx, true)
@@ -1213,6 +1280,7 @@ impl Pipeline {
     /// run (`delay_run_hw_queue()`), never by the restart.
     #[inline(always)]
     fn run_hw_queue(&mut self) {
+        self.inline_in_run = false;
         if !self.run_hctx_dispatch() {
             return;
         }
@@ -1228,10 +1296,20 @@ impl Pipeline {
             if !e.has_work() {
                 return;
             }
-            let Some(rq) = e.dispatch_request(now) else {
-                self.delay_run_hw_queue();
+            let Some(tag) = e.dispatch_request(now) else {
+                if std::mem::take(&mut self.inline_in_run) {
+                    self.rerun_hw_queue();
+                } else {
+                    self.delay_run_hw_queue();
+                }
                 return;
             };
+            // deadline_remove_request() → elv_rqhash_del()
+            self.rq_hash.del(tag);
+            let Some(slot) = self.rqs[tag as usize] else {
+                continue;
+            };
+            let rq = self.request(tag, slot);
             self.queue_run_cpu += self.host.elevator_ns;
             if self.dispatched >= depth {
                 self.hctx_dispatch.push_back(rq);
@@ -1244,15 +1322,15 @@ impl Pipeline {
 
     /// The request of tag `tag` in use by `slot`, as the stack's hooks see it.
     #[inline(always)]
-    fn request(&self, tag: u32, slot: RqSlot) -> Request {
+    pub(super) fn request(&self, tag: u32, slot: RqSlot) -> Request {
         let bio = self.bios.get(slot.bio);
         Request {
             tag,
             bio: slot.bio,
             cgroup: bio.cgroup,
             dir: bio.dir,
-            sector: bio.sector,
-            bytes: bio.bytes,
+            sector: slot.sector,
+            bytes: slot.bytes,
             alloc_time: slot.alloc,
             start_time: slot.start,
             ioprio: bio.ioprio,
@@ -1287,11 +1365,13 @@ impl Pipeline {
         }
         self.dispatched += 1;
         let bio = self.bios.get(b);
+        let (sector, bytes) =
+            self.rqs[tag as usize].map_or((bio.sector, bio.bytes), |r| (r.sector, r.bytes));
         let d = DevRq {
             tag,
             dir: bio.dir,
-            sector: bio.sector,
-            bytes: bio.bytes,
+            sector,
+            bytes,
         };
         // what the completion reads, a device service time from now: the I/O's record
         // and the rq-qos entries' per-cgroup ones (a request that waited for a tag
@@ -1302,7 +1382,10 @@ impl Pipeline {
         }
         match self.dev.submit(now, d, &mut self.q) {
             // the driver ended it in this call: whoever dispatched runs its completion
-            Completion::Inline => self.queue_run_cpu += self.host.inline_complete_ns,
+            Completion::Inline => {
+                self.queue_run_cpu += self.host.inline_complete_ns;
+                self.inline_in_run = true;
+            }
             Completion::Requeued => self.requeue(tag),
             Completion::Later => {}
         }
@@ -1322,7 +1405,7 @@ impl Pipeline {
         self.dev_acct.inflight -= 1;
         self.dispatched -= 1;
         let bio = self.bios.get(slot.bio);
-        let (dir, bytes, io) = (bio.dir, bio.bytes, bio.io);
+        let (dir, bytes, io) = (bio.dir, slot.bytes, bio.io);
         match dir {
             Dir::Read => {
                 self.dev_acct.cur.r_ios += 1;
@@ -1349,7 +1432,12 @@ impl Pipeline {
             let rq = self.request(tag, slot);
             let mut woken = std::mem::take(&mut self.scratch_bios);
             for (k, p) in self.stack.rq_qos.iter_mut().enumerate() {
-                p.done_bio(now, slot.bio, &self.bios, &mut self.q, &mut woken);
+                // blk_update_request(): bio_endio() of each bio, first to last
+                let mut b = slot.bio;
+                while b != NO_BIO {
+                    p.done_bio(now, b, &self.bios, &mut self.q, &mut woken);
+                    b = self.bios.get(b).next;
+                }
                 if !woken.is_empty() {
                     // rare (an entry's waiters); an empty drain and extend cost ~90
                     // instructions per I/O
@@ -1362,16 +1450,46 @@ impl Pipeline {
                 e.completed_request(&rq, now);
             }
         }
+        // the bios merged behind the first: their fio I/Os end after its
+        let mut merged = std::mem::take(&mut self.scratch_ios);
+        let mut b = self.bios.get(slot.bio).next;
+        while b != NO_BIO {
+            let bio = *self.bios.get(b);
+            merged.push(bio.io);
+            self.bios.release(b);
+            b = bio.next;
+        }
         self.bios.release(slot.bio);
-        // the driver tag is free: blk_mq_sched_restart() runs the queue again (by
-        // kblockd) if a queue run found none
+        self.put_tag(tag);
+        self.piece_done(io, err);
+        for &io in &merged {
+            self.piece_done(io, err);
+        }
+        if self.host.cpus == 1 {
+            self.run_tag_sleepers();
+        }
+        self.q_usage -= 1 + merged.len() as u64;
+        merged.clear();
+        self.scratch_ios = merged;
+        if !woken_at.is_empty() {
+            for (b, k) in woken_at {
+                self.rq_qos_woken(b, k);
+            }
+        }
+        self.check_drained();
+    }
+
+    /// `__blk_mq_free_request()`: tag `tag` is free. `blk_mq_sched_restart()` runs the
+    /// queue again (by kblockd) if a queue run found no driver tag; then
+    /// `sbitmap_queue_clear()`: the tag is free to whoever asks first, and the sleepers
+    /// it wakes ask again once they run. On one CPU they run after the reaper a
+    /// completion wakes (`bio_endio()` woke it first, in `__blk_mq_end_request()`):
+    /// `run_tag_sleepers()` decides, once the caller has woken its reapers.
+    fn put_tag(&mut self, tag: u32) {
         if self.sched_restart {
             self.sched_restart = false;
             self.kick_kblockd(QueueRun::Kblockd);
         }
-        // sbitmap_queue_clear(): the tag is free to whoever asks first; the sleepers
-        // it wakes ask again once they run. On one CPU they run after the reaper this
-        // completion wakes (bio_endio() woke it first, in __blk_mq_end_request())
         let one_cpu = self.host.cpus == 1;
         let mut woken = std::mem::take(&mut self.scratch_ctxs);
         self.tags.put(tag, &mut woken);
@@ -1379,7 +1497,6 @@ impl Pipeline {
             self.ctxs[c as usize].blocked = false;
             self.prefetch_tag_retry(c);
             if one_cpu {
-                // run_tag_sleepers() below decides: after the reapers, or at once
                 self.one_cpu.runnable.push(c);
             } else {
                 let delay = self.tag_wakeup(c);
@@ -1388,17 +1505,26 @@ impl Pipeline {
         }
         woken.clear();
         self.scratch_ctxs = woken;
-        self.piece_done(io, err);
-        if one_cpu {
-            self.run_tag_sleepers();
+    }
+
+    /// `blk_mq_free_request()` of request `tag`, merged away (`gone` as it was) before
+    /// it reached the driver: the elevator's `finish_request`, `rq_qos_done()`, then
+    /// its tag.
+    pub(super) fn free_request(&mut self, tag: u32, gone: &Request) {
+        let now = self.q.now();
+        self.rqs[tag as usize] = None;
+        if let Some(e) = self.stack.elevator.as_mut() {
+            e.completed_request(gone, now);
         }
-        self.q_usage -= 1;
-        if !woken_at.is_empty() {
-            for (b, k) in woken_at {
-                self.rq_qos_woken(b, k);
+        if self.stack.rq_qos_ops.done {
+            for p in &mut self.stack.rq_qos {
+                p.done(now, gone);
             }
         }
-        self.check_drained();
+        self.put_tag(tag);
+        if self.host.cpus == 1 {
+            self.run_tag_sleepers();
+        }
     }
 
     /// Hints what context `c`, woken for a tag, reads when it runs a little later and
@@ -1776,7 +1902,7 @@ mod tests {
 
     /// An elevator that lets one request hold a tag at a time (`limit_depth` 1), FIFO.
     #[derive(Default)]
-    struct OneAtATime(VecDeque<Request>);
+    struct OneAtATime(VecDeque<u32>);
 
     impl crate::stack::Elevator for OneAtATime {
         fn name(&self) -> &'static str {
@@ -1791,13 +1917,13 @@ mod tests {
         fn min_shallow_depth(&self) -> Option<u32> {
             Some(1)
         }
-        fn insert_requests(&mut self, rq: Request, _now: Ns) {
-            self.0.push_back(rq);
+        fn insert_requests(&mut self, rq: &Request, _now: Ns) {
+            self.0.push_back(rq.tag);
         }
         fn has_work(&self) -> bool {
             !self.0.is_empty()
         }
-        fn dispatch_request(&mut self, _now: Ns) -> Option<Request> {
+        fn dispatch_request(&mut self, _now: Ns) -> Option<u32> {
             self.0.pop_front()
         }
     }

@@ -28,6 +28,10 @@ pub struct IostatRow {
     pub w_ios: u64,
     pub r_bytes: u64,
     pub w_bytes: u64,
+    /// Merges (`rrqm/s`, `wrqm/s`): bios merged into a waiting request, and requests
+    /// merged into another (`crate::sim::merge`).
+    pub r_merges: u64,
+    pub w_merges: u64,
     /// Time-averaged requests in flight (aqu-sz).
     pub aqu_sz: f64,
     /// Percent of the second with at least one request in flight.
@@ -54,6 +58,14 @@ pub(super) struct DevAcct {
 }
 
 impl DevAcct {
+    /// `part_stat_inc(merges[])`: a merge in direction `dir`.
+    pub(super) fn count_merge(&mut self, dir: crate::sim::Dir) {
+        match dir {
+            crate::sim::Dir::Read => self.cur.r_merges += 1,
+            crate::sim::Dir::Write => self.cur.w_merges += 1,
+        }
+    }
+
     /// Brings the time integrals (in flight × time, busy time) up to `now`; called
     /// before every change of `inflight`.
     pub(super) fn advance(&mut self, now: Ns) {

@@ -38,6 +38,7 @@ pub mod fio;
 pub mod inline_deque;
 pub mod iostat;
 pub mod jiffies;
+pub mod merge;
 pub mod plug;
 pub mod prefetch;
 pub mod queue;
@@ -45,7 +46,7 @@ pub mod rng;
 pub mod sbitmap;
 pub mod timebins;
 
-pub use bio::{Bio, BioId, BioSlab, Dir, IoErr};
+pub use bio::{Bio, BioId, BioSlab, Dir, IoErr, NO_BIO};
 pub use queue::{Event, EventQueue};
 pub use rng::SimRng;
 

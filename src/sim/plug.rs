@@ -40,6 +40,7 @@
 use crate::error::{KeyError, Named};
 use crate::kernel_version::KernelVersion;
 use crate::sim::Dir;
+use crate::sim::merge::MergeCgroup;
 use std::fmt;
 
 /// The `[kernel]` switch prefix of the block layer's core.
@@ -82,6 +83,8 @@ impl Named for SubmitPlug {
 pub struct BlkMqBehaviour {
     pub write_plug: WritePlug,
     pub submit_plug: SubmitPlug,
+    /// Whether requests merge across cgroups (`crate::sim::merge`).
+    pub merge_cgroup: MergeCgroup,
 }
 
 impl Default for BlkMqBehaviour {
@@ -90,18 +93,21 @@ impl Default for BlkMqBehaviour {
         BlkMqBehaviour {
             write_plug: WritePlug::None,
             submit_plug: SubmitPlug::EveryBio,
+            merge_cgroup: MergeCgroup::Same,
         }
     }
 }
 
-/// In scenario syntax: `blk.write_plug=none blk.submit_plug=every-bio`.
+/// In scenario syntax: `blk.write_plug=none blk.submit_plug=every-bio
+/// blk.merge_cgroup=same`.
 impl fmt::Display for BlkMqBehaviour {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "blk.write_plug={} blk.submit_plug={}",
+            "blk.write_plug={} blk.submit_plug={} blk.merge_cgroup={}",
             self.write_plug.name(),
-            self.submit_plug.name()
+            self.submit_plug.name(),
+            self.merge_cgroup.name()
         )
     }
 }
@@ -125,15 +131,21 @@ pub fn behaviour_for(
         } else {
             SubmitPlug::None
         },
+        merge_cgroup: if at_least(5, 18) {
+            MergeCgroup::Same
+        } else {
+            MergeCgroup::Any
+        },
     };
     for (key, val) in overrides {
         match key.as_str() {
             "blk.write_plug" => b.write_plug = Named::parse(key, val)?,
             "blk.submit_plug" => b.submit_plug = Named::parse(key, val)?,
+            "blk.merge_cgroup" => b.merge_cgroup = Named::parse(key, val)?,
             _ => {
                 return Err(KeyError::new(
                     key.as_str(),
-                    "unknown key; accepted: blk.write_plug, blk.submit_plug",
+                    "unknown key; accepted: blk.write_plug, blk.submit_plug, blk.merge_cgroup",
                 ));
             }
         }
@@ -201,6 +213,19 @@ mod tests {
         assert!(behaviour_for("6.1", &bad).is_err());
         let unknown = [("blk.nope".to_string(), "x".to_string())];
         assert_eq!(behaviour_for("6.1", &unknown).unwrap_err().key, "blk.nope");
+    }
+
+    #[test]
+    fn merges_stay_within_a_cgroup_from_5_18() {
+        let at = |v: &str| behaviour_for(v, &[]).unwrap().merge_cgroup;
+        assert_eq!(at("5.15"), MergeCgroup::Any);
+        assert_eq!(at("5.18"), MergeCgroup::Same);
+        assert_eq!(at("6.1"), MergeCgroup::Same);
+        let o = [("blk.merge_cgroup".to_string(), "any".to_string())];
+        assert_eq!(
+            behaviour_for("6.12", &o).unwrap().merge_cgroup,
+            MergeCgroup::Any
+        );
     }
 
     #[test]

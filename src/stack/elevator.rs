@@ -15,6 +15,15 @@
 //! then still takes at most `hw_queue_depth` of them at once, the rest wait in the
 //! elevator. mq-deadline plugs in from `crate::sched::mq_deadline::elevator`.
 //!
+//! *Merges.* An elevator that merges ([`Elevator::merges`], the kernel's `bio_merge`
+//! op) lets the block core (`crate::sim::merge`) merge a new bio into a request it
+//! holds, and a new request into one it holds, before the request is inserted. The
+//! core keeps what `elevator.c` keeps for every elevator (the back-merge hash,
+//! `q->last_merge`) and asks the elevator only what is its own: the request a bio may
+//! front-merge into (`request_merge`), a request's neighbours in its sort order
+//! (`next_request`, `former_request`), and tells it of a request that grew at the
+//! front (`request_merged`) or that absorbed another (`requests_merged`).
+//!
 //! `none` is no elevator at all, as in the kernel (`q->elevator` is NULL): a request
 //! goes to the driver as soon as it has a tag (`blk_mq_try_issue_directly()`), with no
 //! depth limit — a FIFO in tag order. A run has `none` unless it sets an elevator
@@ -25,17 +34,18 @@ use crate::sim::sbitmap::Shallow;
 use crate::sim::{BioId, Dir, EventQueue, Ns};
 use crate::stack::{PolicyId, Recorder};
 
-/// A request: a bio that holds a tag.
+/// A request: a bio that holds a tag, and the bios merged into it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Request {
     /// Its tag (index into the queue's tags).
     pub tag: u32,
-    /// The bio it carries.
+    /// Its first bio (`rq->bio`); merged bios follow through `Bio::next`.
     pub bio: BioId,
     pub cgroup: u32,
     pub dir: Dir,
-    /// Start, in 512-byte sectors.
+    /// Start, in 512-byte sectors (`blk_rq_pos()`).
     pub sector: u64,
+    /// Its bios' bytes together (`blk_rq_bytes()`).
     pub bytes: u64,
     /// `alloc_time_ns`: when its submitter started to wait for a tag.
     pub alloc_time: Ns,
@@ -72,11 +82,33 @@ pub trait Elevator: Send {
         None
     }
     /// `insert_requests`: `rq` has its tag and waits for dispatch, from `now`.
-    fn insert_requests(&mut self, rq: Request, now: Ns);
+    fn insert_requests(&mut self, rq: &Request, now: Ns);
     /// `has_work`: a request waits for dispatch.
     fn has_work(&self) -> bool;
-    /// `dispatch_request`: the next request for the driver, at `now`.
-    fn dispatch_request(&mut self, now: Ns) -> Option<Request>;
+    /// `dispatch_request`: the tag of the next request for the driver, at `now`.
+    fn dispatch_request(&mut self, now: Ns) -> Option<u32>;
+    /// Whether it merges bios into the requests it holds (`ops.bio_merge`).
+    fn merges(&self) -> bool {
+        false
+    }
+    /// `request_merge`: a request it holds that a bio in `dir` of priority `ioprio`
+    /// ending at sector `end` would front-merge into (starts at `end`), if any.
+    fn request_merge(&self, _dir: Dir, _ioprio: Ioprio, _end: u64) -> Option<u32> {
+        None
+    }
+    /// `request_merged` after a front merge: request `tag` now starts at `sector`.
+    fn request_merged(&mut self, _tag: u32, _sector: u64) {}
+    /// `requests_merged`: request `next` was merged into request `tag` and is gone;
+    /// `next` may be one it was never given (an insert merge).
+    fn requests_merged(&mut self, _tag: u32, _next: &Request) {}
+    /// `next_request`: the request after `tag` in its sort order (`elv_rb_latter_request()`).
+    fn next_request(&self, _tag: u32) -> Option<u32> {
+        None
+    }
+    /// `former_request`: the request before `tag` in its sort order.
+    fn former_request(&self, _tag: u32) -> Option<u32> {
+        None
+    }
     /// `completed_request`: `rq` completed at `now`.
     fn completed_request(&mut self, _rq: &Request, _now: Ns) {}
     /// Every sample tick (100 ms): take the rows it keeps per tick.

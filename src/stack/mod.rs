@@ -15,7 +15,9 @@
 //!    the next stage — that wait lands in clat.
 //! 2. `blk_cgroup_bio_start()` (io.stat counting) and `blkcg_bio_issue_init()`: the
 //!    bio's [`Bio::issue_time`] is stamped here, *after* the bio-level policies.
-//! 3. split to `max_sectors_kb`; the remainder re-enters at step 1.
+//! 3. split to `max_sectors_kb`; the remainder re-enters at step 1. A bio that can
+//!    join a request waiting in the elevator does so here (`crate::sim::merge`) and
+//!    goes no further; the chain hears of it ([`RqQos::merge`], `rq_qos_merge()`).
 //! 4. **the rq-qos chain** ([`RqQos`]): `rq_qos_throttle()` walks it from the head;
 //!    an entry may put the submitter to sleep (that wait lands in slat) and wakes it
 //!    later by naming the bio in `woken`; the walk then goes on with the next entry.
@@ -154,6 +156,7 @@ pub trait BioPolicy: BlkcgPolicy {
 /// a hook no entry has costs nothing per I/O.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RqQosOps {
+    pub merge: bool,
     pub track: bool,
     pub issue: bool,
     pub done_bio: bool,
@@ -165,6 +168,7 @@ impl RqQosOps {
     /// The hooks either has.
     fn union(self, o: RqQosOps) -> RqQosOps {
         RqQosOps {
+            merge: self.merge || o.merge,
             track: self.track || o.track,
             issue: self.issue || o.issue,
             done_bio: self.done_bio || o.done_bio,
@@ -191,6 +195,17 @@ pub trait RqQos: BlkcgPolicy {
         q: &mut EventQueue,
         woken: &mut Vec<BioId>,
     ) -> bool;
+    /// `rq_qos_merge()`: bio `id` is about to join request `rq` (as it is before the
+    /// bio), instead of taking a request of its own (`crate::sim::merge`).
+    fn merge(
+        &mut self,
+        _now: Ns,
+        _rq: &Request,
+        _id: BioId,
+        _bios: &mut BioSlab,
+        _q: &mut EventQueue,
+    ) {
+    }
     /// `rq_qos_track()`: the bio got request `rq` (a tag).
     fn track(&mut self, _now: Ns, _rq: &Request, _bio: &Bio) {}
     /// `rq_qos_issue()`: `rq` goes to the driver.
@@ -248,6 +263,19 @@ impl RqQosEntry {
         woken: &mut Vec<BioId>,
     ) -> bool {
         on_rq_qos_entry!(self, p => RqQos::throttle(&mut **p, now, id, bios, q, woken))
+    }
+
+    /// [`RqQos::merge`].
+    #[inline(always)]
+    pub fn merge(
+        &mut self,
+        now: Ns,
+        rq: &Request,
+        id: BioId,
+        bios: &mut BioSlab,
+        q: &mut EventQueue,
+    ) {
+        on_rq_qos_entry!(self, p => RqQos::merge(&mut **p, now, rq, id, bios, q))
     }
 
     /// [`RqQos::track`].

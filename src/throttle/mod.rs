@@ -861,7 +861,7 @@ mod tests {
     fn release_time(t: &mut Throttle, q: &mut EventQueue, cg: u32, now: Ns, bytes: u64) -> Ns {
         let mut slab = BioSlab::default();
         let mut b = bio(cg, Dir::Write, bytes);
-        let id = slab.alloc(b.clone());
+        let id = slab.alloc(b);
         if t.submit(now, id, &mut b, q) {
             return now;
         }
@@ -954,7 +954,7 @@ mod tests {
         for i in 0..4 {
             let cg = cgs[1 + i % 2];
             let mut b = bio(cg, Dir::Write, 4096);
-            let id = slab.alloc(b.clone());
+            let id = slab.alloc(b);
             passed += usize::from(t.submit(0, id, &mut b, &mut q));
         }
         assert_eq!(passed, 1);
@@ -972,7 +972,7 @@ mod tests {
         let (mut t, mut q, cgs) = setup(version, 1000, &[("a", lim)]);
         let mut slab = BioSlab::default();
         let mut b = bio(cgs[0], Dir::Write, 2 << 20);
-        let id = slab.alloc(b.clone());
+        let id = slab.alloc(b);
         assert!(!t.submit(0, id, &mut b, &mut q));
         q.push(1000 * NSEC_PER_MSEC, Event::Config(0));
         if read {
@@ -987,7 +987,7 @@ mod tests {
                 }
                 Event::Job(_) => {
                     let mut r = bio(cgs[0], Dir::Read, 2 << 20);
-                    let rid = slab.alloc(r.clone());
+                    let rid = slab.alloc(r);
                     assert!(!t.submit(now, rid, &mut r, &mut q));
                 }
                 Event::Policy(policy::ID, tok) => t.on_event(now, tok, &mut q, &mut slab, &mut out),
@@ -1063,7 +1063,7 @@ mod tests {
             let mut n = 0;
             for _ in 0..100 {
                 let mut b = bio(cgs[0], Dir::Write, 4096);
-                let id = slab.alloc(b.clone());
+                let id = slab.alloc(b);
                 n += usize::from(t.submit(0, id, &mut b, &mut q));
             }
             while let Some((now, ev)) = q.pop() {

@@ -10,7 +10,7 @@
 //! `--seq-depth` 64, 4 KiB), rrandiops (`randread`, `--rand-depth` 64, 4 KiB), then the
 //! same three writing; `--duration` 120 s, `--numjobs` 1, on a 16 GiB test file
 //! (`--testfile-size-gb`), with the scheduler set to `none` and `nomerges=1` (blkcg-sim
-//! has only `none` and never merges). Each result is `sum(j['read']['bw_bytes'] +
+//! merges nothing under `none` either). Each result is `sum(j['read']['bw_bytes'] +
 //! j['write']['bw_bytes'] for j in d['jobs'])` of fio's JSON, and the IOPS figures are
 //! that divided by 4096 and rounded as Python rounds (`round()`, halves to even). It
 //! prints `MAJ:MIN rbps=… rseqiops=… rrandiops=… wbps=… wseqiops=… wrandiops=…`. Here

@@ -8,7 +8,8 @@
 //! | `deadline.depth_updated` | `old-nr`, `new-nr` | which `nr_requests` a write of `queue/nr_requests` leaves `async_depth` computed from: the one before the write, since `blk_mq_update_nr_requests()` calls `dd_depth_updated()` before it stores the new one (before 6.18), or the new one (6.18, 7d337eef4aff "blk-mq: fix elevator depth_updated method") |
 //!
 //! `fifo_time` of at-head inserts (725f22a1477c, 5.18) is not a switch: mq-deadline
-//! reads it only for merges, and the simulator merges no requests.
+//! reads it only when two requests merge, and an at-head request (a requeue) is on no
+//! list a merge searches.
 
 use crate::error::{KeyError, Named};
 use crate::kernel_version::KernelVersion;

@@ -16,7 +16,8 @@
 
 use super::behaviour::{AsyncDepth, DeadlineBehaviour, DepthUpdated, behaviour_for};
 use super::tunables::{Tunables, default_async_depth};
-use super::{DdPrio, DdRequest, IoStats, MqDeadline};
+use super::{DdLoc, DdPrio, DdRequest, IoStats, MqDeadline};
+use crate::blkcg::ioprio::Ioprio;
 use crate::error::KeyError;
 use crate::scenario::resolve::KernelSettings;
 use crate::sim::jiffies;
@@ -108,8 +109,8 @@ pub struct MqDeadlineSched {
     /// The `nr_requests` `dd_depth_updated()` last read.
     depth_updated: u32,
     start_jiffies: u64,
-    /// Requests by tag while the scheduler or the driver has them.
-    rqs: Vec<Option<Request>>,
+    /// Where each tag's request waits, while it does.
+    loc: Vec<Option<DdLoc>>,
     /// Each level's totals at the previous tick.
     last: [IoStats; 3],
     /// Rows made since the last drain (at most one per level).
@@ -123,10 +124,15 @@ impl MqDeadlineSched {
             dd,
             nr_requests,
             depth_updated,
-            rqs: Vec::new(),
+            loc: Vec::new(),
             last: Default::default(),
             rows: Vec::new(),
         }
+    }
+
+    /// Where request `tag` waits here, if it does.
+    fn at(&self, tag: u32) -> Option<DdLoc> {
+        self.loc.get(tag as usize).copied().flatten()
     }
 
     fn jiffies(&self, now: Ns) -> u64 {
@@ -155,12 +161,11 @@ impl Elevator for MqDeadlineSched {
             a => default_async_depth(a, self.depth_updated),
         }
     }
-    fn insert_requests(&mut self, rq: Request, now: Ns) {
+    fn insert_requests(&mut self, rq: &Request, now: Ns) {
         let tag = rq.tag as usize;
-        if self.rqs.len() <= tag {
-            self.rqs.resize(tag + 1, None);
+        if self.loc.len() <= tag {
+            self.loc.resize(tag + 1, None);
         }
-        self.rqs[tag] = Some(rq);
         let d = DdRequest {
             token: u64::from(rq.tag),
             dir: rq.dir,
@@ -168,15 +173,46 @@ impl Elevator for MqDeadlineSched {
             ioprio: rq.ioprio,
         };
         let j = self.jiffies(now);
-        self.dd.insert_request(d, false, j);
+        self.loc[tag] = self.dd.insert_request(d, false, j);
     }
     fn has_work(&self) -> bool {
         self.dd.has_work()
     }
-    fn dispatch_request(&mut self, now: Ns) -> Option<Request> {
+    fn dispatch_request(&mut self, now: Ns) -> Option<u32> {
         let j = self.jiffies(now);
         let d = self.dd.dispatch_request(j)?;
-        self.rqs[d.token as usize].take()
+        if let Some(l) = self.loc.get_mut(d.token as usize) {
+            *l = None;
+        }
+        Some(d.token as u32)
+    }
+    fn merges(&self) -> bool {
+        true
+    }
+    fn request_merge(&self, dir: Dir, ioprio: Ioprio, end: u64) -> Option<u32> {
+        self.dd
+            .request_merge(dir, ioprio, end)
+            .map(|(t, _)| t as u32)
+    }
+    fn request_merged(&mut self, tag: u32, sector: u64) {
+        if let Some(at) = self.at(tag) {
+            self.dd.request_merged(at, sector);
+        }
+    }
+    fn requests_merged(&mut self, tag: u32, next: &Request) {
+        let next_at = self.loc.get_mut(next.tag as usize).and_then(Option::take);
+        let Some(at) = self.at(tag) else {
+            return;
+        };
+        self.loc[tag as usize] = Some(self.dd.merged_requests(at, next_at, next.ioprio));
+    }
+    fn next_request(&self, tag: u32) -> Option<u32> {
+        let (t, _) = self.dd.neighbour(self.at(tag)?, true)?;
+        Some(t as u32)
+    }
+    fn former_request(&self, tag: u32) -> Option<u32> {
+        let (t, _) = self.dd.neighbour(self.at(tag)?, false)?;
+        Some(t as u32)
     }
     fn completed_request(&mut self, rq: &Request, _now: Ns) {
         // dd_finish_request()

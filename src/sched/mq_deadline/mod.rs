@@ -30,9 +30,13 @@
 //! `writes_starved` times, and starts from the FIFO head when it has expired or the
 //! sorted order has run out.
 //!
-//! Not modelled: merges (the simulator issues no mergeable neighbours; `merged`
-//! stays 0 and `front_merges` is stored only, so no merge can cross a cgroup —
-//! 6b2b04590b51); the request's level within a class (mq-deadline ignores it).
+//! Merges are the block core's (`crate::sim::merge`); mq-deadline finds the request a
+//! bio front-merges into in its sort tree (`dd_request_merge()`, only with
+//! `front_merges`), gives a request's neighbours in sector order, moves a request that
+//! grew at the front (`dd_request_merged()`), and forgets one merged into another,
+//! whose earlier FIFO time and place the survivor takes (`dd_merged_requests()`,
+//! counted in `merged`). Not modelled: the request's level within a class (mq-deadline
+//! ignores it).
 
 pub mod behaviour;
 pub mod elevator;
@@ -132,6 +136,14 @@ impl PerPrio {
     }
 }
 
+/// Where a queued request is: its level, direction and arrival number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DdLoc {
+    pub prio: DdPrio,
+    pub dir: Dir,
+    pub seq: u64,
+}
+
 /// `(long)(a − b) > 0`: `time_after(a, b)` on wrapping jiffies.
 fn time_after(a: u64, b: u64) -> bool {
     (b.wrapping_sub(a) as i64) < 0
@@ -191,19 +203,109 @@ impl MqDeadline {
     }
 
     /// `dd_insert_request()` at jiffies `now`; `at_head` = `BLK_MQ_INSERT_AT_HEAD`.
-    pub fn insert_request(&mut self, rq: DdRequest, at_head: bool, now: u64) {
-        let prio = self.prio_of(rq.ioprio) as usize;
-        self.per_prio[prio].stats.inserted = self.per_prio[prio].stats.inserted.wrapping_add(1);
+    /// Where it was queued (None: on the at-head list, where no merge finds it).
+    pub fn insert_request(&mut self, rq: DdRequest, at_head: bool, now: u64) -> Option<DdLoc> {
+        let prio = self.prio_of(rq.ioprio);
+        self.count_inserted(prio);
         if at_head {
             self.dispatch.push_front(rq);
-            return;
+            return None;
         }
         let seq = self.next_seq;
         self.next_seq += 1;
-        let pp = &mut self.per_prio[prio];
+        let pp = &mut self.per_prio[prio as usize];
         pp.sort[rq.dir.idx()].insert((rq.sector, seq));
         let fifo_time = now.wrapping_add(u64::from(self.tun.fifo_expire[rq.dir.idx()]));
         pp.fifo[rq.dir.idx()].insert(seq, Queued { rq, fifo_time });
+        Some(DdLoc {
+            prio,
+            dir: rq.dir,
+            seq,
+        })
+    }
+
+    fn count_inserted(&mut self, prio: DdPrio) {
+        let s = &mut self.per_prio[prio as usize].stats;
+        s.inserted = s.inserted.wrapping_add(1);
+    }
+
+    /// `dd_request_merge()`: the token of the request of the level of `ioprio` in
+    /// `dir` that starts at sector `end` (a bio ending there front-merges into it), if
+    /// `front_merges` is on.
+    pub fn request_merge(&self, dir: Dir, ioprio: Ioprio, end: u64) -> Option<(u64, DdLoc)> {
+        if self.tun.front_merges == 0 {
+            return None;
+        }
+        let prio = self.prio_of(ioprio);
+        let pp = &self.per_prio[prio as usize];
+        let &(_, seq) = pp.sort[dir.idx()]
+            .range((end, 0)..=(end, u64::MAX))
+            .next()?;
+        Some((pp.fifo[dir.idx()][&seq].rq.token, DdLoc { prio, dir, seq }))
+    }
+
+    /// `dd_request_merged()` after a front merge: the request at `at` now starts at
+    /// `sector`, and moves in the sort tree.
+    pub fn request_merged(&mut self, at: DdLoc, sector: u64) {
+        let pp = &mut self.per_prio[at.prio as usize];
+        let Some(q) = pp.fifo[at.dir.idx()].get_mut(&at.seq) else {
+            return;
+        };
+        pp.sort[at.dir.idx()].remove(&(q.rq.sector, at.seq));
+        q.rq.sector = sector;
+        pp.sort[at.dir.idx()].insert((sector, at.seq));
+    }
+
+    /// `elv_rb_latter_request()` / `elv_rb_former_request()`: the token of the
+    /// request after (`latter`) or before the one at `at` in its sort tree.
+    pub fn neighbour(&self, at: DdLoc, latter: bool) -> Option<(u64, DdLoc)> {
+        let pp = &self.per_prio[at.prio as usize];
+        let sector = pp.fifo[at.dir.idx()].get(&at.seq)?.rq.sector;
+        let sort = &pp.sort[at.dir.idx()];
+        let &(_, seq) = if latter {
+            sort.range((sector, at.seq)..).nth(1)?
+        } else {
+            sort.range(..(sector, at.seq)).next_back()?
+        };
+        let loc = DdLoc { seq, ..at };
+        Some((pp.fifo[at.dir.idx()][&seq].rq.token, loc))
+    }
+
+    /// `dd_merged_requests()`: the request `next` (queued at `next_at`, or never
+    /// inserted: an insert merge, which `dd_insert_request()` counted as inserted
+    /// before it tried) was merged into the one at `at`, which takes `next`'s FIFO
+    /// place and time if `next` expires first; `next` is forgotten. Where the request
+    /// at `at` is now.
+    pub fn merged_requests(
+        &mut self,
+        at: DdLoc,
+        next_at: Option<DdLoc>,
+        next_ioprio: Ioprio,
+    ) -> DdLoc {
+        let prio = self.prio_of(next_ioprio);
+        if next_at.is_none() {
+            self.count_inserted(prio);
+        }
+        let s = &mut self.per_prio[prio as usize].stats;
+        s.merged = s.merged.wrapping_add(1);
+        let Some(n) = next_at else {
+            return at;
+        };
+        let gone = self.per_prio[n.prio as usize].remove(n.dir, n.seq);
+        let pp = &mut self.per_prio[at.prio as usize];
+        let q = pp.fifo[at.dir.idx()][&at.seq];
+        if n.prio != at.prio || n.dir != at.dir || !time_after(q.fifo_time, gone.fifo_time) {
+            return at;
+        }
+        // list_move() into next's place, with next's fifo_time
+        pp.remove(at.dir, at.seq);
+        pp.sort[at.dir.idx()].insert((q.rq.sector, n.seq));
+        let moved = Queued {
+            fifo_time: gone.fifo_time,
+            ..q
+        };
+        pp.fifo[at.dir.idx()].insert(n.seq, moved);
+        DdLoc { seq: n.seq, ..at }
     }
 
     /// `dd_has_work()`.
