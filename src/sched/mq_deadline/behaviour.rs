@@ -5,6 +5,7 @@
 //! | `deadline.prio` | `none`, `queued`, `in-flight+aging` | I/O priority levels: none, every class is one queue (≤5.13); three levels, a lower one served whenever the higher ones have nothing *queued in the scheduler* (5.14–5.15: c807ab520fc3, after 7b05bf771084 reverted fb926032b320 "Prioritize high-priority requests"); three levels, a lower one waits while a higher one has requests queued *or in flight*, aged requests (`prio_aging_expire`) served first while ≥ 2 levels are busy (5.16+, 322cff70d46c) |
 //! | `deadline.async_depth` | `none`, `3/4`, `nr_requests` | tags writes may hold (`dd_limit_depth()`): no limit and no `async_depth` file (≤5.13); `max(1, 3·nr_requests/4)` (5.14, 07757588e507); `nr_requests`, scaled to bits of each sbitmap word (`dd_to_word_depth()`; 6.11 and 6.1.103+, 39823b47bbd4 "Fix the tag reservation code") |
 //! | `deadline.shallow_depth` | `per-word`, `whole-map` | what the limit counts: bits of each word of the scheduler tags' sbitmap (before 6.17), or bits of the whole map, spread over its words (6.17 and 6.12.43+, 42e6c6ce03fd "lib/sbitmap: convert shallow_depth from one word to the whole sbitmap", which also dropped `dd_to_word_depth()`) |
+//! | `deadline.sweep` | `next-rq`, `position` | where a batch goes on in sector order: the request that followed the last one dispatched when it was dispatched (`next_rq[]`, moved on only when that request leaves the sort tree: a request queued since, between the two, waits for the next sweep), or the first request at or after the last one's start (`latest_pos[]`, `deadline_from_pos()`: 6.5+, 83c46ed67557 "block: mq-deadline: Track the dispatch position") |
 //! | `deadline.depth_updated` | `old-nr`, `new-nr` | which `nr_requests` a write of `queue/nr_requests` leaves `async_depth` computed from: the one before the write, since `blk_mq_update_nr_requests()` calls `dd_depth_updated()` before it stores the new one (before 6.18), or the new one (6.18, 7d337eef4aff "blk-mq: fix elevator depth_updated method") |
 //!
 //! `fifo_time` of at-head inserts (725f22a1477c, 5.18) is not a switch: mq-deadline
@@ -72,6 +73,18 @@ impl Named for DepthUpdated {
         &[("old-nr", Self::OldNr), ("new-nr", Self::NewNr)];
 }
 
+/// Where a batch goes on in sector order (`deadline.sweep`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sweep {
+    NextRq,
+    Position,
+}
+
+impl Named for Sweep {
+    const NAMES: &'static [(&'static str, Self)] =
+        &[("next-rq", Self::NextRq), ("position", Self::Position)];
+}
+
 /// The switches that differ between kernel versions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DeadlineBehaviour {
@@ -79,20 +92,22 @@ pub struct DeadlineBehaviour {
     pub async_depth: AsyncDepth,
     pub shallow_depth: ShallowDepth,
     pub depth_updated: DepthUpdated,
+    pub sweep: Sweep,
 }
 
 /// In scenario syntax: `deadline.prio=in-flight+aging deadline.async_depth=nr_requests
-/// deadline.shallow_depth=whole-map deadline.depth_updated=new-nr`.
+/// deadline.shallow_depth=whole-map deadline.depth_updated=new-nr deadline.sweep=position`.
 impl fmt::Display for DeadlineBehaviour {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
             "deadline.prio={} deadline.async_depth={} deadline.shallow_depth={} \
-             deadline.depth_updated={}",
+             deadline.depth_updated={} deadline.sweep={}",
             self.prio.name(),
             self.async_depth.name(),
             self.shallow_depth.name(),
-            self.depth_updated.name()
+            self.depth_updated.name(),
+            self.sweep.name()
         )
     }
 }
@@ -104,12 +119,13 @@ impl Default for DeadlineBehaviour {
             async_depth: AsyncDepth::NrRequests,
             shallow_depth: ShallowDepth::WholeMap,
             depth_updated: DepthUpdated::NewNr,
+            sweep: Sweep::Position,
         }
     }
 }
 
 const PRESETS: &[&str] = &[
-    "5.13", "5.14", "5.16", "6.1", "6.1.103", "6.11", "6.12.43", "6.17", "6.18", "newest",
+    "5.13", "5.14", "5.16", "6.1", "6.1.103", "6.5", "6.11", "6.12.43", "6.17", "6.18", "newest",
 ];
 
 /// The preset versions, oldest first (one per change, and the stable backport).
@@ -164,6 +180,11 @@ pub fn behaviour_for(
         } else {
             DepthUpdated::OldNr
         },
+        sweep: if v >= (6, 5) {
+            Sweep::Position
+        } else {
+            Sweep::NextRq
+        },
     };
     for (key, val) in overrides {
         match key.as_str() {
@@ -171,11 +192,12 @@ pub fn behaviour_for(
             "deadline.async_depth" => b.async_depth = Named::parse(key, val)?,
             "deadline.shallow_depth" => b.shallow_depth = Named::parse(key, val)?,
             "deadline.depth_updated" => b.depth_updated = Named::parse(key, val)?,
+            "deadline.sweep" => b.sweep = Named::parse(key, val)?,
             _ => {
                 return Err(KeyError::new(
                     key.as_str(),
                     "unknown key; accepted: deadline.prio, deadline.async_depth, \
-                     deadline.shallow_depth, deadline.depth_updated",
+                     deadline.shallow_depth, deadline.depth_updated, deadline.sweep",
                 ));
             }
         }
@@ -209,6 +231,9 @@ mod tests {
         assert_eq!(at("6.1.192").shallow_depth, ShallowDepth::PerWord);
         assert_eq!(at("6.17").depth_updated, DepthUpdated::OldNr);
         assert_eq!(at("6.18").depth_updated, DepthUpdated::NewNr);
+        assert_eq!(at("6.4.16").sweep, Sweep::NextRq);
+        assert_eq!(at("6.1.192").sweep, Sweep::NextRq);
+        assert_eq!(at("6.5").sweep, Sweep::Position);
         assert_eq!(at("newest"), DeadlineBehaviour::default());
         // every preset parses and prints its switches
         for p in presets() {

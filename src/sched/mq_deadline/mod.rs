@@ -28,7 +28,9 @@
 //! in flight. Within a level `__dd_dispatch_request()` continues a batch in sector
 //! order up to `fifo_batch`, else picks reads unless writes have been passed over
 //! `writes_starved` times, and starts from the FIFO head when it has expired or the
-//! sorted order has run out.
+//! sorted order has run out. Where "in sector order" goes on is `deadline.sweep`: the
+//! first request at or after the last one dispatched (6.5+), or the request that
+//! followed it when it was dispatched (`next_rq[]`, before 6.5).
 //!
 //! Merges are the block core's (`crate::sim::merge`); mq-deadline finds the request a
 //! bio front-merges into in its sort tree (`dd_request_merge()`, only with
@@ -48,7 +50,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use crate::blkcg::ioprio::{Ioprio, IoprioClass};
 use crate::sim::Dir;
 use crate::sim::sbitmap::Shallow;
-use behaviour::{AsyncDepth, DeadlineBehaviour, PrioMode, ShallowDepth};
+use behaviour::{AsyncDepth, DeadlineBehaviour, PrioMode, ShallowDepth, Sweep};
 use tunables::Tunables;
 
 /// `enum dd_prio`: the scheduler's priority levels, highest first.
@@ -105,7 +107,11 @@ struct PerPrio {
     sort: [BTreeSet<(u64, u64)>; 2],
     /// `fifo_list[dir]`: arrival number → request, in arrival order.
     fifo: [BTreeMap<u64, Queued>; 2],
+    /// `latest_pos[dir]`: where the last request dispatched started (6.5+).
     latest_pos: [u64; 2],
+    /// `next_rq[dir]`: the request after the last one dispatched, as it was then
+    /// (before 6.5): moved on only when it leaves the sort tree.
+    next_rq: [Option<u64>; 2],
     stats: IoStats,
 }
 
@@ -113,6 +119,33 @@ impl PerPrio {
     /// `deadline_from_pos()`: the first request at or after `pos` in sector order.
     fn first_at_or_after(&self, dir: Dir, pos: u64) -> Option<(u64, u64)> {
         self.sort[dir.idx()].range((pos, 0)..).next().copied()
+    }
+
+    /// `deadline_next_request()`: where a batch in `dir` goes on, by `sweep`.
+    fn next_request(&self, dir: Dir, sweep: Sweep) -> Option<u64> {
+        match sweep {
+            Sweep::Position => self
+                .first_at_or_after(dir, self.latest_pos[dir.idx()])
+                .map(|(_, seq)| seq),
+            Sweep::NextRq => self.next_rq[dir.idx()],
+        }
+    }
+
+    /// `deadline_latter_request()`: the request after (sector, seq) in sector order.
+    fn latter(&self, dir: Dir, sector: u64, seq: u64) -> Option<u64> {
+        self.sort[dir.idx()]
+            .range((sector, seq)..)
+            .nth(1)
+            .map(|&(_, s)| s)
+    }
+
+    /// `deadline_del_rq_rb()`: (sector, seq) leaves the sort tree; `next_rq` moves on
+    /// past it.
+    fn del_rb(&mut self, dir: Dir, sector: u64, seq: u64) {
+        if self.next_rq[dir.idx()] == Some(seq) {
+            self.next_rq[dir.idx()] = self.latter(dir, sector, seq);
+        }
+        self.sort[dir.idx()].remove(&(sector, seq));
     }
 
     /// The FIFO head of `dir`: (arrival, its entry).
@@ -127,7 +160,7 @@ impl PerPrio {
         let q = self.fifo[dir.idx()]
             .remove(&seq)
             .expect("a request on the sort tree is on the FIFO");
-        self.sort[dir.idx()].remove(&(q.rq.sector, seq));
+        self.del_rb(dir, q.rq.sector, seq);
         q
     }
 
@@ -248,11 +281,13 @@ impl MqDeadline {
     /// `sector`, and moves in the sort tree.
     pub fn request_merged(&mut self, at: DdLoc, sector: u64) {
         let pp = &mut self.per_prio[at.prio as usize];
-        let Some(q) = pp.fifo[at.dir.idx()].get_mut(&at.seq) else {
+        let Some(old) = pp.fifo[at.dir.idx()].get(&at.seq).map(|q| q.rq.sector) else {
             return;
         };
-        pp.sort[at.dir.idx()].remove(&(q.rq.sector, at.seq));
-        q.rq.sector = sector;
+        pp.del_rb(at.dir, old, at.seq);
+        if let Some(q) = pp.fifo[at.dir.idx()].get_mut(&at.seq) {
+            q.rq.sector = sector;
+        }
         pp.sort[at.dir.idx()].insert((sector, at.seq));
     }
 
@@ -297,9 +332,15 @@ impl MqDeadline {
         if n.prio != at.prio || n.dir != at.dir || !time_after(q.fifo_time, gone.fifo_time) {
             return at;
         }
-        // list_move() into next's place, with next's fifo_time
-        pp.remove(at.dir, at.seq);
-        pp.sort[at.dir.idx()].insert((q.rq.sector, n.seq));
+        // list_move() into next's place, with next's fifo_time (the same request:
+        // its place in the sort tree, and next_rq if it is that, stay)
+        let d = at.dir.idx();
+        pp.fifo[d].remove(&at.seq);
+        pp.sort[d].remove(&(q.rq.sector, at.seq));
+        pp.sort[d].insert((q.rq.sector, n.seq));
+        if pp.next_rq[d] == Some(at.seq) {
+            pp.next_rq[d] = Some(n.seq);
+        }
         let moved = Queued {
             fifo_time: gone.fifo_time,
             ..q
@@ -411,10 +452,11 @@ impl MqDeadline {
         latest_start: Option<u64>,
     ) -> Option<DdRequest> {
         let pp = &self.per_prio[prio];
+        let sweep = self.behaviour.sweep;
         // batches are reads XOR writes: continue in sector order
-        let next = pp.first_at_or_after(self.last_dir, pp.latest_pos[self.last_dir.idx()]);
+        let next = pp.next_request(self.last_dir, sweep);
         let (dir, seq) = match next {
-            Some((_, seq)) if self.batching < self.tun.fifo_batch as u32 => (self.last_dir, seq),
+            Some(seq) if self.batching < self.tun.fifo_batch as u32 => (self.last_dir, seq),
             _ => {
                 let has = |d: Dir| !pp.fifo[d.idx()].is_empty();
                 let dir = if has(Dir::Read) {
@@ -437,8 +479,8 @@ impl MqDeadline {
                 let (head_seq, head) = pp.fifo_head(dir)?;
                 // deadline_check_fifo(): time_is_before_eq_jiffies(fifo_time)
                 let expired = !time_after(head.fifo_time, now);
-                let seq = match pp.first_at_or_after(dir, pp.latest_pos[dir.idx()]) {
-                    Some((_, s)) if !expired => s,
+                let seq = match pp.next_request(dir, sweep) {
+                    Some(s) if !expired => s,
                     _ => head_seq,
                 };
                 self.last_dir = dir;
@@ -451,7 +493,11 @@ impl MqDeadline {
             return None;
         }
         self.batching += 1;
-        let q = self.per_prio[prio].remove(dir, seq);
+        // deadline_move_request(): next_rq is the request after this one
+        let pp = &mut self.per_prio[prio];
+        let latter = pp.latter(dir, q.rq.sector, seq);
+        let q = pp.remove(dir, seq);
+        pp.next_rq[dir.idx()] = latter;
         Some(self.start(q.rq))
     }
 
