@@ -315,8 +315,9 @@ fn a_realtime_writer_sleeps_behind_idle_class_writes_until_6_18() {
 /// merges nothing. Real, one boot each: rand 1,669 / 1,656 IOPS, seq 4,770 / 4,863 on
 /// 6.1.0-57 / 6.12.117, the device at 1,970 requests a second, the sequential reader's
 /// requests ~15.8 bios each (io.stat: its bios; the root's: requests). Without merges
-/// the sequential reader took every request and the random one 25 IOPS; its share of
-/// the requests is still too large (22% and 20% against 15%: open, §33).
+/// the sequential reader took every request and the random one 25 IOPS; with merges but
+/// the sequential reader started at a random block rather than at its offset 0, it read
+/// a third to a half more than real.
 #[test]
 fn sequential_bios_merge_into_the_requests_mq_deadline_holds() {
     for (profile, version, dispatch_ns, rand_iops, seq_iops) in [
@@ -331,10 +332,7 @@ fn sequential_bios_merge_into_the_requests_mq_deadline_holds() {
             (rand / rand_iops - 1.0).abs() < 0.1,
             "{version}: rand {rand}"
         );
-        assert!(
-            seq > 2.0 * 2000.0 && seq < 1.5 * seq_iops,
-            "{version}: seq {seq}"
-        );
+        assert!((seq / seq_iops - 1.0).abs() < 0.1, "{version}: seq {seq}");
         // the device's whole seconds: 2 requests a millisecond, and the merges that
         // make the sequential reader's requests ~16 bios each
         let secs = &run.record.iostat[..2];

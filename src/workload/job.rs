@@ -317,6 +317,12 @@ impl OffsetGen {
             zipf,
         };
         g.draw_permutation(rng);
+        if !random {
+            // fio's sequential I/O starts at the job's offset (`f->last_pos`); the
+            // permutation's draws are made all the same, so that a job's other
+            // streams do not depend on its pattern
+            g.pos = 0;
+        }
         g
     }
 
@@ -1069,6 +1075,20 @@ mod tests {
         );
         let v: Vec<u64> = (0..4).map(|_| g.next(4096, &mut rng)).collect();
         assert_eq!(v, vec![8192, 12288, 16384, 8192]);
+        // a sequential job starts at its offset, whatever the seed
+        for seed in 0..16 {
+            let mut rng = SimRng::new(seed, "off");
+            let mut g = OffsetGen::new(
+                1 << 20,
+                1 << 30,
+                4096,
+                false,
+                RandomMap::SameOrder,
+                Distribution::Random,
+                &mut rng,
+            );
+            assert_eq!(g.next(4096, &mut rng), 1 << 20, "seed {seed}");
+        }
         let b = BsGen::Range {
             min: 4096,
             max: 16384,
