@@ -365,3 +365,44 @@ fn as_validate_runs_it(name: &str, profile: &str, dispatch_ns: u32) -> Scenario 
     );
     Scenario::parse(&t, "t.toml").unwrap()
 }
+
+/// `[device] nomerges` as `queue/nomerges`: 2 merges nothing, and the sequential reader
+/// of `validate-deadline-merges` is back to one bio a request; 1 keeps only the one-hit
+/// cache — the request merged into last, or the first inserted when there is none —
+/// which beside the random reader's requests is seldom the sequential reader's.
+#[test]
+fn nomerges_turns_merging_off_or_down_to_the_last_request() {
+    let merges = |nomerges: u32| {
+        let base = std::fs::read_to_string("scenarios/validate-deadline-merges.toml").unwrap();
+        let t = base.replace("[device]\n", &format!("[device]\nnomerges = {nomerges}\n"));
+        let sc = Scenario::parse(&t, "t.toml").unwrap();
+        let run = run_variant(&sc, None, Some("6.12"), None, false).unwrap();
+        let seq = run
+            .summaries
+            .iter()
+            .find(|s| s.cgroup == "seq")
+            .unwrap()
+            .iops;
+        let m: u64 = run.record.iostat.iter().map(|s| s.r_merges).sum();
+        (m, seq)
+    };
+    let (all, seq_all) = merges(0);
+    let (none, seq_none) = merges(2);
+    let (one_hit, _) = merges(1);
+    assert_eq!(none, 0);
+    assert!(seq_none < 0.5 * seq_all, "{seq_none} vs {seq_all}");
+    assert!(all > 10_000 && one_hit > 0 && one_hit < all / 10, "{all} {one_hit}");
+    let bad = std::fs::read_to_string("scenarios/validate-deadline-merges.toml")
+        .unwrap()
+        .replace("[device]\n", "[device]\nnomerges = -1\n");
+    let e = run_variant(
+        &Scenario::parse(&bad, "t.toml").unwrap(),
+        None,
+        None,
+        None,
+        false,
+    )
+    .err()
+    .unwrap();
+    assert!(e.contains("device.nomerges"), "{e}");
+}

@@ -336,6 +336,9 @@ pub fn resolve(table: &toml::Table, seed: u64) -> Result<Resolved, KeyError> {
     k.nr_requests(scheduler != "none", dev.limits().hw_queue_depth)?;
     // read by crate::sched::build
     k.table("iosched")?;
+    // queue/nomerges (queue_nomerges_store(): any unsigned int; read by the pipeline,
+    // crate::sim::merge::NoMerges)
+    k.u64("nomerges", 0, 0, u64::from(u32::MAX))?;
     let mut res = vec![("model".to_string(), model.to_string())];
     let warnings = std::mem::take(&mut k.warnings);
     res.extend(k.finish()?);

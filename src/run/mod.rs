@@ -50,6 +50,7 @@ use crate::scenario::resolve::{DeviceAction, DeviceWrite, Given, IfaceWrite, Res
 use crate::scenario::{Scenario, ScenarioError, embedded};
 use crate::sim::engine::{Pipeline, RunOutput};
 use crate::sim::fio::stats::percentiles;
+use crate::sim::merge::NoMerges;
 use crate::sim::plug::{self, BlkMqBehaviour};
 use crate::sim::queue::EventQueue;
 use crate::sim::{NSEC_PER_SEC, Ns, SimRng};
@@ -243,6 +244,8 @@ struct PipelineParts {
     elevator: Option<Box<dyn Elevator>>,
     /// The block core's switches (`crate::sim::plug`).
     blk: BlkMqBehaviour,
+    /// `queue/nomerges`.
+    nomerges: NoMerges,
     trace_on: bool,
     device_latency: bool,
 }
@@ -268,6 +271,7 @@ fn build_pipeline(
     let mut pipe = Pipeline::new(parts.dev, parts.params, r.tree.len(), r.host, r.seed);
     pipe.set_duration(r.duration);
     pipe.set_blk_mq(parts.blk, r.kernel.hz);
+    pipe.set_nomerges(parts.nomerges);
     let mut stack = build_stack(POLICIES, r, setups, &r.tree, &q_limits, parts.trace_on);
     stack.elevator = parts.elevator;
     pipe.set_stack(stack);
@@ -366,6 +370,7 @@ pub fn prepare(
     let nr_requests = key("nr_requests")
         .and_then(|v| v.parse().ok())
         .unwrap_or(limits.nr_requests);
+    let nomerges = NoMerges::of(key("nomerges").and_then(|v| v.parse().ok()).unwrap_or(0));
     if scheduler == "none" {
         // without an elevator q->nr_requests is the driver tags' depth
         limits.nr_requests = nr_requests;
@@ -574,6 +579,7 @@ pub fn prepare(
             params,
             elevator,
             blk,
+            nomerges,
             trace_on,
             device_latency: false,
         },

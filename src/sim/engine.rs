@@ -106,7 +106,7 @@ use crate::sim::fio::{FIO_SAMPLE, IoU, JobRt, JobTimes, Phase};
 use crate::sim::inline_deque::InlineDeque;
 use crate::sim::iostat::DevAcct;
 use crate::sim::jiffies;
-use crate::sim::merge::{RqHash, nr_segs};
+use crate::sim::merge::{NoMerges, RqHash, nr_segs};
 use crate::sim::plug::{self, BlkMqBehaviour, QueueRun};
 use crate::sim::prefetch::prefetch;
 use crate::sim::rng::SimRng;
@@ -296,6 +296,8 @@ pub struct Pipeline {
     pub(super) rqs: Vec<Option<RqSlot>>,
     /// The elevator's requests by end sector and `q->last_merge` (`crate::sim::merge`).
     pub(super) rq_hash: RqHash,
+    /// `queue/nomerges`: which merges are tried.
+    pub(super) nomerges: NoMerges,
     /// Requests at the driver: at most `hw_queue_depth` (`blk_mq_get_driver_tag()`).
     dispatched: u32,
     /// CPU time the context being run has spent running the queue: each request's way
@@ -436,6 +438,7 @@ impl Pipeline {
             tags: TagSet::new(tags, None),
             rqs: vec![None; tags as usize],
             rq_hash: RqHash::default(),
+            nomerges: NoMerges::All,
             dispatched: 0,
             queue_run_cpu: 0,
             blk: BlkMqBehaviour::default(),
@@ -471,6 +474,11 @@ impl Pipeline {
             cg_ctx: Vec::new(),
             limits,
         }
+    }
+
+    /// `queue/nomerges` as the scenario writes it (`[device] nomerges`).
+    pub fn set_nomerges(&mut self, n: NoMerges) {
+        self.nomerges = n;
     }
 
     /// The block core's behaviour of the run's kernel (the newest's unless set) and

@@ -35,10 +35,13 @@
 //! (`blk_account_io_merge_bio()`, `blk_account_io_merge_request()`); the rq-qos chain
 //! hears of a merged bio (`rq_qos_merge()`: blk-iocost charges its size).
 //!
+//! `[device] nomerges` is `queue/nomerges` ([`NoMerges`]): 2 tries no merge at all, 1
+//! (any value but 0 and 2) only the one-hit cache.
+//!
 //! Not modelled: merges in a plug (`blk_attempt_plug_merge()`: fio submits one I/O per
 //! call, so a plug holds one request), in the software queues under `none`
 //! (`blk_bio_list_merge()`: a request waits there only while kblockd's run is pending)
-//! and discard merges; `nomerges` is 0.
+//! and discard merges.
 //!
 //! Moving parts: `RqHash` (the hash and the one-hit cache, `struct elevator_queue`'s
 //! merge half) here, held by the pipeline; the pipeline's merge steps in the `impl`
@@ -72,6 +75,29 @@ pub enum MergeCgroup {
 
 impl crate::error::Named for MergeCgroup {
     const NAMES: &'static [(&'static str, Self)] = &[("any", Self::Any), ("same", Self::Same)];
+}
+
+/// `queue/nomerges` (`queue_nomerges_store()`): which merges are tried.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum NoMerges {
+    /// 0: all of them.
+    #[default]
+    All,
+    /// Any other value but 2 (`QUEUE_FLAG_NOXMERGES`): only `q->last_merge`.
+    OneHit,
+    /// 2 (`QUEUE_FLAG_NOMERGES`): none.
+    None,
+}
+
+impl NoMerges {
+    /// The flag a write of `v` to `queue/nomerges` sets.
+    pub fn of(v: u64) -> Self {
+        match v {
+            0 => NoMerges::All,
+            2 => NoMerges::None,
+            _ => NoMerges::OneHit,
+        }
+    }
 }
 
 /// The elevator queue's merge state (`elevator.c`): requests waiting in the elevator
@@ -151,9 +177,11 @@ impl Pipeline {
         let Some(e) = self.stack.elevator.as_ref() else {
             return false;
         };
-        if !e.merges() {
+        // blk_mq_attempt_bio_merge(): !blk_queue_nomerges(q)
+        if !e.merges() || self.nomerges == NoMerges::None {
             return false;
         }
+        let one_hit = self.nomerges == NoMerges::OneHit;
         let bio = *self.bios.get(b);
         let sectors = bio.bytes >> 9;
         // elv_merge(): the one-hit cache, the back-merge hash, the elevator's lookup
@@ -168,13 +196,16 @@ impl Pipeline {
                 hit = Some((lm, Merge::Front));
             }
         }
+        // blk_queue_noxmerges(): the one-hit cache only
         if hit.is_none()
+            && !one_hit
             && let Some(t) = self.rq_hash.find(bio.sector)
             && self.bio_merge_ok(t, &bio)
         {
             hit = Some((t, Merge::Back));
         }
         if hit.is_none()
+            && !one_hit
             && let Some(t) = e.request_merge(bio.dir, bio.ioprio, bio.sector + sectors)
             && self.bio_merge_ok(t, &bio)
         {
@@ -242,10 +273,16 @@ impl Pipeline {
     /// of a waiting one — the one-hit cache, else the hash, again with the grown request
     /// while one ends where it starts. True if it did (it is freed).
     pub(super) fn insert_merge(&mut self, tag: u32) -> bool {
+        if self.nomerges == NoMerges::None {
+            return false;
+        }
         if let Some(lm) = self.rq_hash.last_merge
             && self.attempt_merge(lm, tag)
         {
             return true;
+        }
+        if self.nomerges == NoMerges::OneHit {
+            return false;
         }
         let mut rq = tag;
         let mut merged = false;

@@ -386,16 +386,19 @@ pub struct DiskSecond {
     pub w_iops: f64,
     pub r_mib: f64,
     pub w_mib: f64,
+    /// Merges a second (`rrqm/s`, `wrqm/s`).
+    pub r_merges: f64,
+    pub w_merges: f64,
 }
 
-/// Per-second rates from `UPTIME <fields of /sys/block/NAME/stat>` samples (fields 1,
-/// 3, 5, 7: read I/Os, read sectors, write I/Os, write sectors).
+/// Per-second rates from `UPTIME <fields of /sys/block/NAME/stat>` samples (fields 1–3,
+/// 5–7: read I/Os, read merges, read sectors, write I/Os, write merges, write sectors).
 pub fn real_iostat(diskstat: &str) -> Vec<DiskSecond> {
-    let samples: Vec<(f64, [f64; 4])> = diskstat
+    let samples: Vec<(f64, [f64; 6])> = diskstat
         .lines()
         .filter_map(|l| {
             let f: Vec<f64> = l.split_whitespace().map_while(|w| w.parse().ok()).collect();
-            (f.len() >= 8).then(|| (f[0], [f[1], f[3], f[5], f[7]]))
+            (f.len() >= 8).then(|| (f[0], [f[1], f[3], f[5], f[7], f[2], f[6]]))
         })
         .collect();
     samples
@@ -409,6 +412,8 @@ pub fn real_iostat(diskstat: &str) -> Vec<DiskSecond> {
                 w_iops: d(2),
                 r_mib: d(1) * 512.0 / 1_048_576.0,
                 w_mib: d(3) * 512.0 / 1_048_576.0,
+                r_merges: d(4),
+                w_merges: d(5),
             }
         })
         .collect()
@@ -416,16 +421,27 @@ pub fn real_iostat(diskstat: &str) -> Vec<DiskSecond> {
 
 /// The device timeline of both sides, second by second.
 pub fn iostat_table(real: &[DiskSecond], sim: &[DiskSecond]) -> String {
+    let side = |r: &str| {
+        format!(
+            "{r:>9} {:>9} {:>9} {:>9} {:>8} {:>8}",
+            "w/s", "rMiB/s", "wMiB/s", "rrqm/s", "wrqm/s"
+        )
+    };
     let mut s = format!(
-        "{:>5}  {:>9} {:>9} {:>9} {:>9}   {:>9} {:>9} {:>9} {:>9}\n",
-        "t(s)", "real r/s", "w/s", "rMiB/s", "wMiB/s", "sim r/s", "w/s", "rMiB/s", "wMiB/s"
+        "{:>5}  {}   {}\n",
+        "t(s)",
+        side("real r/s"),
+        side("sim r/s")
     );
     let cells = |d: Option<&DiskSecond>| match d {
         Some(d) => format!(
-            "{:>9.1} {:>9.1} {:>9.2} {:>9.2}",
-            d.r_iops, d.w_iops, d.r_mib, d.w_mib
+            "{:>9.1} {:>9.1} {:>9.2} {:>9.2} {:>8.1} {:>8.1}",
+            d.r_iops, d.w_iops, d.r_mib, d.w_mib, d.r_merges, d.w_merges
         ),
-        None => format!("{:>9} {:>9} {:>9} {:>9}", "-", "-", "-", "-"),
+        None => format!(
+            "{:>9} {:>9} {:>9} {:>9} {:>8} {:>8}",
+            "-", "-", "-", "-", "-", "-"
+        ),
     };
     for t in 0..real.len().max(sim.len()) {
         let _ = writeln!(s, "{t:>5}  {}   {}", cells(real.get(t)), cells(sim.get(t)));
@@ -591,11 +607,12 @@ mod tests {
 
     #[test]
     fn iostat_from_diskstat_samples() {
-        let d = "10.00 0 0 0 0 100 0 2048 5 0 0 0\n11.00 10 0 80 1 300 0 4096 9 0 0 0\n";
+        let d = "10.00 0 0 0 0 100 0 2048 5 0 0 0\n11.00 10 30 80 1 300 7 4096 9 0 0 0\n";
         let r = real_iostat(d);
         assert_eq!(r.len(), 1);
         assert_eq!(r[0].r_iops, 10.0);
         assert_eq!(r[0].w_iops, 200.0);
+        assert_eq!((r[0].r_merges, r[0].w_merges), (30.0, 7.0));
         assert!((r[0].w_mib - 1.0).abs() < 1e-9);
         let t = iostat_table(&r, &[]);
         assert!(

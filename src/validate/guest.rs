@@ -233,6 +233,9 @@ impl GuestPlan {
             ("max_sectors_kb".to_string(), c.max_sectors_kb.to_string()),
             ("rotational".to_string(), u8::from(c.rotational).to_string()),
         ]);
+        if let Some(v) = r.device.get("nomerges").and_then(toml::Value::as_integer) {
+            queue_attrs.push(("nomerges".to_string(), v.to_string()));
+        }
         queue_attrs.extend(
             crate::sched::iosched_writes(iosched)
                 .map_err(|e| e.to_string())?

@@ -707,6 +707,8 @@ fn render(
             w_iops: r.w_ios as f64,
             r_mib: r.r_bytes as f64 / 1_048_576.0,
             w_mib: r.w_bytes as f64 / 1_048_576.0,
+            r_merges: r.r_merges as f64,
+            w_merges: r.w_merges as f64,
         })
         .collect();
     let _ = writeln!(
