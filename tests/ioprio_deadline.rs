@@ -391,7 +391,10 @@ fn nomerges_turns_merging_off_or_down_to_the_last_request() {
     let (one_hit, _) = merges(1);
     assert_eq!(none, 0);
     assert!(seq_none < 0.5 * seq_all, "{seq_none} vs {seq_all}");
-    assert!(all > 10_000 && one_hit > 0 && one_hit < all / 10, "{all} {one_hit}");
+    assert!(
+        all > 10_000 && one_hit > 0 && one_hit < all / 10,
+        "{all} {one_hit}"
+    );
     let bad = std::fs::read_to_string("scenarios/validate-deadline-merges.toml")
         .unwrap()
         .replace("[device]\n", "[device]\nnomerges = -1\n");
