@@ -495,7 +495,10 @@ impl MqDeadline {
         self.batching += 1;
         // deadline_move_request(): next_rq is the request after this one
         let pp = &mut self.per_prio[prio];
-        let latter = pp.latter(dir, q.rq.sector, seq);
+        let latter = match sweep {
+            Sweep::NextRq => pp.latter(dir, q.rq.sector, seq),
+            Sweep::Position => None,
+        };
         let q = pp.remove(dir, seq);
         pp.next_rq[dir.idx()] = latter;
         Some(self.start(q.rq))
