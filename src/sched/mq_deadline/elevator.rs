@@ -190,9 +190,7 @@ impl Elevator for MqDeadlineSched {
         true
     }
     fn request_merge(&self, dir: Dir, ioprio: Ioprio, end: u64) -> Option<u32> {
-        self.dd
-            .request_merge(dir, ioprio, end)
-            .map(|(t, _)| t as u32)
+        self.dd.request_merge(dir, ioprio, end).map(|t| t as u32)
     }
     fn request_merged(&mut self, tag: u32, sector: u64) {
         if let Some(at) = self.at(tag) {
@@ -207,12 +205,10 @@ impl Elevator for MqDeadlineSched {
         self.loc[tag as usize] = Some(self.dd.merged_requests(at, next_at, next.ioprio));
     }
     fn next_request(&self, tag: u32) -> Option<u32> {
-        let (t, _) = self.dd.neighbour(self.at(tag)?, true)?;
-        Some(t as u32)
+        self.dd.neighbour(self.at(tag)?, true).map(|t| t as u32)
     }
     fn former_request(&self, tag: u32) -> Option<u32> {
-        let (t, _) = self.dd.neighbour(self.at(tag)?, false)?;
-        Some(t as u32)
+        self.dd.neighbour(self.at(tag)?, false).map(|t| t as u32)
     }
     fn completed_request(&mut self, rq: &Request, _now: Ns) {
         // dd_finish_request()

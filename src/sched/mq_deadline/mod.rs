@@ -265,16 +265,15 @@ impl MqDeadline {
     /// `dd_request_merge()`: the token of the request of the level of `ioprio` in
     /// `dir` that starts at sector `end` (a bio ending there front-merges into it), if
     /// `front_merges` is on.
-    pub fn request_merge(&self, dir: Dir, ioprio: Ioprio, end: u64) -> Option<(u64, DdLoc)> {
+    pub fn request_merge(&self, dir: Dir, ioprio: Ioprio, end: u64) -> Option<u64> {
         if self.tun.front_merges == 0 {
             return None;
         }
-        let prio = self.prio_of(ioprio);
-        let pp = &self.per_prio[prio as usize];
+        let pp = &self.per_prio[self.prio_of(ioprio) as usize];
         let &(_, seq) = pp.sort[dir.idx()]
             .range((end, 0)..=(end, u64::MAX))
             .next()?;
-        Some((pp.fifo[dir.idx()][&seq].rq.token, DdLoc { prio, dir, seq }))
+        Some(pp.fifo[dir.idx()][&seq].rq.token)
     }
 
     /// `dd_request_merged()` after a front merge: the request at `at` now starts at
@@ -293,7 +292,7 @@ impl MqDeadline {
 
     /// `elv_rb_latter_request()` / `elv_rb_former_request()`: the token of the
     /// request after (`latter`) or before the one at `at` in its sort tree.
-    pub fn neighbour(&self, at: DdLoc, latter: bool) -> Option<(u64, DdLoc)> {
+    pub fn neighbour(&self, at: DdLoc, latter: bool) -> Option<u64> {
         let pp = &self.per_prio[at.prio as usize];
         let sector = pp.fifo[at.dir.idx()].get(&at.seq)?.rq.sector;
         let sort = &pp.sort[at.dir.idx()];
@@ -302,8 +301,7 @@ impl MqDeadline {
         } else {
             sort.range(..(sector, at.seq)).next_back()?
         };
-        let loc = DdLoc { seq, ..at };
-        Some((pp.fifo[at.dir.idx()][&seq].rq.token, loc))
+        Some(pp.fifo[at.dir.idx()][&seq].rq.token)
     }
 
     /// `dd_merged_requests()`: the request `next` (queued at `next_at`, or never
