@@ -691,5 +691,46 @@ fn a_random_campaign_of_three_scenarios_runs_resumes_and_reports() {
     assert!(home.status.success(), "{stdout}");
     assert_eq!(judged(), 3, "{stdout}");
     assert_eq!(entries(&tmp), Vec::<String>::new(), "scratch folders left");
+    // killed while its guest runs fio, the campaign takes the guest with it (no qemu
+    // left on the scratch folder's initramfs), and what it had judged stays
+    let mut more = args.clone();
+    more[1] = "4".as_ref();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_blkcg-sim"))
+        .arg("validate")
+        .args(&more)
+        .env("BLKCG_SIM_CACHE", &cache)
+        .env("TMPDIR", &tmp)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("runs");
+    let stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+    let started = std::io::BufRead::lines(stderr)
+        .map_while(Result::ok)
+        .any(|l| l.contains("guest: start"));
+    assert!(started, "the fourth scenario's guest never started");
+    // SAFETY: a plain kill(2) of our own child
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    child.wait().expect("waits");
+    let tmp_name = tmp.to_string_lossy().into_owned();
+    let guests = || {
+        std::fs::read_dir("/proc")
+            .expect("/proc")
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .filter(|c| String::from_utf8_lossy(c).contains(&tmp_name))
+            .count()
+    };
+    let t0 = std::time::Instant::now();
+    while guests() > 0 && t0.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(
+        guests(),
+        0,
+        "a guest outlived the validate run that owned it"
+    );
+    let lines = std::fs::read_to_string(out_dir.join("random.jsonl")).expect("random.jsonl");
+    assert_eq!(lines.lines().count(), 3);
     std::fs::remove_dir_all(&dir).expect("remove the test's folder");
 }

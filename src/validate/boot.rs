@@ -10,7 +10,9 @@
 //! happens only in a folder this run created itself, under a fresh name, and only that
 //! folder is ever removed: nothing of the user's (`--output DIR`, the cache) is
 //! deleted. [`boot`] runs `qemu-system-x86_64` with the serial console on stdout,
-//! reads it line by line on a thread, and kills the guest at a deadline. Two clocks
+//! reads it line by line on a thread, and kills the guest at a deadline — or when
+//! `validate` itself dies (a signal, a crash): qemu is started with
+//! `PR_SET_PDEATHSIG`, so no guest outlives the run that owns it. Two clocks
 //! ([`Timing`]): `icount` (TCG with `-icount shift=0,sleep=off`: guest time follows
 //! instructions, idle time is skipped; runs repeat closely) and `realtime` (guest time
 //! is host time: KVM when it works here, else TCG). KVM is never assumed: on these
@@ -18,6 +20,7 @@
 //! KVM boot that does not reach `/init` falls back to TCG.
 
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::mpsc;
@@ -391,6 +394,22 @@ fn run_qemu(
         "tcg-icount" => cmd.args(["-accel", "tcg", "-icount", "shift=0,sleep=off"]),
         _ => cmd.args(["-accel", "tcg"]),
     };
+    // SAFETY: the closure runs in the forked child before exec and calls only
+    // async-signal-safe functions (prctl, getppid). This thread waits for qemu below,
+    // so it outlives the child, as PR_SET_PDEATHSIG (tied to the forking thread) needs.
+    let parent = std::process::id();
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // the parent died between fork() and prctl(): nobody would own the guest
+            if libc::getppid() as u32 != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
     let start = Instant::now();
     let mut child = cmd
         .stdin(Stdio::null())
