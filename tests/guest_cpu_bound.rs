@@ -1,34 +1,42 @@
-//! `validate-iocost-capped-weights` (docs/validation.md §34): blk-iocost splitting a
-//! null_blk capped at 100 MB/s between io.weight 100 and 400, the model at the
-//! device's speed, simulated as `validate` simulates Debian's 6.1.192 in its qemu guest
-//! (the guest's host costs and `dispatch_ns`), with bands next to the real kernel's
-//! figures (two boots of 6.1.0-57).
+//! Where the qemu guest's one vCPU decides a share (docs/validation.md §34, §35): two
+//! built-in validate scenarios on null_blk capped by `mbps` (a grant every 20 ms tick,
+//! then the queue stops), each run at 64 KiB and then at 4 KiB, simulated as `validate`
+//! simulates Debian's 6.1.192 in its qemu guest (the guest's host costs and
+//! `dispatch_ns`), with bands next to the real kernels' figures (two boots each of
+//! 6.1.0-57 and 6.12.117).
 //!
-//! The device is the bottleneck in both halves, and the totals agree. At 64 KiB the
-//! split is blk-iocost's and agrees within a few points. At 4 KiB the real guest's one
-//! vCPU is busy for much of every 20 ms grant, both fio tasks get about the same CPU,
-//! and the real split moves toward even (58:42); the simulation runs every task's host
-//! costs in parallel, so its split stays blk-iocost's (§20's one-vCPU class).
+//! The device is the bottleneck throughout, and the totals agree. At 64 KiB the guest's
+//! CPU has time to spare and the shares agree. At 4 KiB a grant is hundreds of
+//! requests, the two fio tasks race for the one vCPU to use it, and the real shares
+//! are the CPU's: blk-iocost's 100:400 split moves toward even on 6.1, and a QD1 reader
+//! beside a QD32 one gets what it can do while the deep job's I/Os use up the grant at
+//! the CPU's pace. The simulation runs every task's host costs in parallel (§20's
+//! one-vCPU class), so its 4 KiB shares stay the device's and blk-iocost's; the tests
+//! assert that too, so that a CPU model which moves them shows up here.
 
 mod common;
 
 use blkcg_sim::report::summary::JobSummary;
 
-/// IOPS of each job, by name.
-fn iops(jobs: &[JobSummary], name: &str) -> f64 {
-    jobs.iter()
-        .find(|j| j.job == name)
-        .unwrap_or_else(|| panic!("no job {name}"))
-        .iops
+/// IOPS of each job, by name, in the scenario as `validate` simulates it on 6.1.192.
+fn iops_of(scenario: &str) -> impl Fn(&str) -> f64 {
+    let jobs: Vec<JobSummary> = common::as_validate_simulates(scenario, "6.1.192").summaries;
+    move |name| {
+        jobs.iter()
+            .find(|j| j.job == name)
+            .unwrap_or_else(|| panic!("no job {name}"))
+            .iops
+    }
 }
 
+/// `validate-iocost-capped-weights`: io.weight 100 (`light`) and 400 (`heavy`) on a
+/// null_blk capped at 100 MB/s, the model at the device's speed.
 #[test]
 fn the_weights_split_agrees_where_the_guest_cpu_has_time_to_spare() {
-    let run = common::as_validate_simulates("validate-iocost-capped-weights", "6.1.192");
-    let jobs = &run.summaries;
-    let (h64, l64) = (iops(jobs, "heavy64k"), iops(jobs, "light64k"));
-    let (h4, l4) = (iops(jobs, "heavy4k"), iops(jobs, "light4k"));
-    // the capped device is the bottleneck: real totals 1,517 and 25,065 IO/s
+    let iops = iops_of("validate-iocost-capped-weights");
+    let (h64, l64) = (iops("heavy64k"), iops("light64k"));
+    let (h4, l4) = (iops("heavy4k"), iops("light4k"));
+    // the capped device is the bottleneck: real totals 1,517 and 25,065 IO/s (6.1)
     let total64 = h64 + l64;
     assert!(
         (1_440.0..1_600.0).contains(&total64),
@@ -39,17 +47,40 @@ fn the_weights_split_agrees_where_the_guest_cpu_has_time_to_spare() {
         (23_800.0..26_300.0).contains(&total4),
         "4 KiB total {total4}"
     );
-    // 64 KiB: the real heavy share is 62.0–62.8% (946 of 1,517 IO/s)
+    // 64 KiB: the real heavy share is 62.3–62.4% on both kernels (946 of 1,517 IO/s)
     let share64 = h64 / total64;
     assert!(
         (0.57..0.70).contains(&share64),
         "heavy's share at 64 KiB {share64:.3}"
     );
-    // 4 KiB: the real 58.3% is the one vCPU's; the simulation's split stays
-    // blk-iocost's, within a few points of its own 64 KiB split
+    // 4 KiB: the real 58.3% (6.1) and 69.6% (6.12) are the one vCPU's; the
+    // simulation's split stays blk-iocost's, within a few points of its 64 KiB split
     let share4 = h4 / total4;
     assert!(
         (share4 - share64).abs() < 0.08 && share4 > 0.65,
         "heavy's share at 4 KiB {share4:.3} (64 KiB {share64:.3})"
     );
+}
+
+/// `validate-nullb-mbps-share`: a QD1 and a QD32 random reader on a null_blk capped at
+/// 50 MB/s, no scheduler.
+#[test]
+fn a_qd1_reader_gets_the_real_share_of_a_grant_of_few_requests() {
+    let iops = iops_of("validate-nullb-mbps-share");
+    // 64 KiB: a grant is 16 requests; the QD1 reader's waits behind the deep one's
+    // requests for two ticks on both kernels (real 25.0 and 24.4 IO/s, deep 726 and 728)
+    let (q64, d64) = (iops("qd1-64k"), iops("deep-64k"));
+    assert!((22.0..28.0).contains(&q64), "qd1 at 64 KiB {q64}");
+    assert!((705.0..750.0).contains(&d64), "deep at 64 KiB {d64}");
+    // 4 KiB: a grant is 256 requests, the device still the bottleneck (real totals
+    // 12,784 and 12,759 IO/s); the real QD1 reader gets 4,277 (6.1) and 2,739 (6.12)
+    // while the deep job's I/Os use up the grant at the one vCPU's pace; the
+    // simulation's deep job uses it up at the device's, and the QD1 reader gets less
+    let (q4, d4) = (iops("qd1-4k"), iops("deep-4k"));
+    assert!(
+        (12_500.0..13_050.0).contains(&(q4 + d4)),
+        "4 KiB total {}",
+        q4 + d4
+    );
+    assert!((1_800.0..2_739.0).contains(&q4), "qd1 at 4 KiB {q4}");
 }

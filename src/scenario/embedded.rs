@@ -76,6 +76,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/validate-iocost-saturated.toml"),
     ),
     (
+        "validate-iocost-capped-weights",
+        include_str!("../../scenarios/validate-iocost-capped-weights.toml"),
+    ),
+    (
         "validate-iocost-donation",
         include_str!("../../scenarios/validate-iocost-donation.toml"),
     ),
@@ -90,6 +94,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "validate-ioprio-class",
         include_str!("../../scenarios/validate-ioprio-class.toml"),
+    ),
+    (
+        "validate-nullb-mbps-share",
+        include_str!("../../scenarios/validate-nullb-mbps-share.toml"),
     ),
     (
         "validate-nullb-dispatch",
