@@ -124,6 +124,36 @@ def _open(out: "_native.RunOutput", name: str) -> io.BufferedReader:
     return io.BufferedReader(_TableFile(out, name), 1 << 16)
 
 
+class _Held:
+    """A run's outputs held in Python, read as :class:`_native.RunOutput` is: what an
+    unpickled :class:`Result` reads from (pickling reads every table and the trace
+    out of the library)."""
+
+    def __init__(self, state: Dict[str, Any]) -> None:
+        self.fio_json: str = state["fio_json"]
+        self.summary: str = state["summary"]
+        self.io_stat: str = state["io_stat"]
+        self.warnings: List[str] = state["warnings"]
+        self.trace: List[str] = state["trace"]
+        self._csv: Dict[str, bytes] = state["csv"]
+        self.tables: List[str] = list(self._csv)
+
+    def csv(self, name: str) -> str:
+        return self._text(name).decode()
+
+    def read(self, name: str, pos: int, size: int) -> bytes:
+        return self._text(name)[pos : pos + size]
+
+    def _text(self, name: str) -> bytes:
+        if name not in self._csv:
+            raise ValueError(f"{name}: no such table; one of {', '.join(self.tables)}")
+        return self._csv[name]
+
+
+def _unpickle(state: Dict[str, Any]) -> "Result":
+    return Result(_Held(state))  # type: ignore[arg-type]
+
+
 class _Tables(Mapping[str, pd.DataFrame]):
     """Every CSV table of a run by name, each parsed into a DataFrame when first read
     (then kept): the names cost nothing, a table costs its DataFrame."""
@@ -219,6 +249,20 @@ class Result:
         ``pd.read_csv(r.open("timeline"), usecols=["t_s", "cgroup", "hweight_inuse"])`` or
         ``pd.read_csv(r.open("timeline"), chunksize=100_000)``."""
         return _open(self._out, name)
+
+    def __reduce__(self) -> Any:
+        """Pickles whole — every table's text and the trace come out of the library —
+        so a result crosses processes (``multiprocessing``, Ray, Dask) and unpickles
+        without it."""
+        state = {
+            "fio_json": self._out.fio_json,
+            "summary": self.summary,
+            "io_stat": self.io_stat,
+            "warnings": list(self.warnings),
+            "trace": list(self.trace),
+            "csv": {n: self._out.csv(n).encode() for n in self._out.tables},
+        }
+        return (_unpickle, (state,))
 
     def __repr__(self) -> str:
         return f"<blkcg_sim.Result: {len(self.fio.get('jobs', []))} fio job(s)>"

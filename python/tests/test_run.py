@@ -80,6 +80,27 @@ def test_tables_are_parsed_when_first_read(small):
         r.tables["nope"]
 
 
+def test_results_pickle_whole_and_read_alike_unpickled(small):
+    import pickle
+
+    r = blkcg_sim.run("throttle-iops-tail-latency", variant="after", trace=True)
+    back = pickle.loads(pickle.dumps(r))
+    assert (back.fio, back.summary, back.io_stat, back.warnings, back.trace) == (
+        r.fio, r.summary, r.io_stat, r.warnings, r.trace
+    )
+    assert back.trace and repr(back) == repr(r) and list(back.tables) == list(r.tables)
+    for name in r.tables:
+        assert back.csv(name) == r.csv(name)
+        assert back.open(name).read().decode() == r.csv(name)
+        pd.testing.assert_frame_equal(back.tables[name], r.tables[name])
+    with pytest.raises(ValueError, match="^nope: no such table; one of jobs, iostat, throttle"):
+        back.csv("nope")
+    # once unpickled it needs nothing of the run it came from
+    assert pickle.loads(pickle.dumps(back)).csv("jobs") == r.csv("jobs")
+    small_run = blkcg_sim.run(small, variant="one")
+    assert pickle.loads(pickle.dumps(small_run)).trace == []
+
+
 def test_overrides_seed_kernel_and_dict_scenarios(small):
     import tomllib
 
