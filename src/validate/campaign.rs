@@ -82,6 +82,12 @@ pub const JUDGED: [Judged; 4] = [
     },
 ];
 
+/// All jobs' I/Os simulated over real from which the report points at the guest's CPU.
+const CPU_BOUND: f64 = 1.5;
+const CPU_BOUND_NOTE: &str = "  (all jobs' I/Os sim/real of 1.5 or more on a fast null_blk: most often the \
+     guest's one vCPU was the bottleneck, which the simulation's host costs, paid in parallel, \
+     do not show: docs/validation.md §34–37)";
+
 /// The distance (natural log of the factor) of a figure one side has and the other
 /// lacks, and the most any figure counts: a factor of 100.
 pub const MISSING: f64 = 4.605_170_185_988_092;
@@ -120,6 +126,26 @@ struct KernelLine {
     kernel: String,
     #[serde(default)]
     jobs: Vec<JobLine>,
+}
+
+impl KernelLine {
+    /// Its jobs' IOPS summed, simulated over real (each side the mean of its runs).
+    fn io_ratio(&self) -> Option<f64> {
+        let mean = |runs: &[FigureSet], one: &FigureSet| {
+            let v: Vec<f64> = runs.iter().filter_map(|f| f.iops).collect();
+            if v.is_empty() {
+                one.iops
+            } else {
+                Some(v.iter().sum::<f64>() / v.len() as f64)
+            }
+        };
+        let (mut real, mut sim) = (0.0, 0.0);
+        for j in &self.jobs {
+            real += mean(&j.real_runs, &j.real)?;
+            sim += mean(&j.sim_runs, &j.sim)?;
+        }
+        (real > 0.0).then(|| sim / real)
+    }
 }
 
 /// One scenario's line of `random.jsonl`.
@@ -259,6 +285,10 @@ pub struct Worst {
     /// How many of its figures are outside.
     pub outside: usize,
     pub judged: usize,
+    /// The I/Os of all its jobs a second, simulated over real (its first kernel's):
+    /// far above 1 on a fast null_blk, the guest's one vCPU is most often the
+    /// bottleneck the simulation lacks (docs/validation.md §34–37).
+    pub io_ratio: Option<f64>,
 }
 
 /// A campaign judged.
@@ -284,6 +314,7 @@ impl Report {
             }
             let mut worst: Option<Worst> = None;
             let (mut outside, mut judged) = (0, 0);
+            let io_ratio = line.kernels.first().and_then(KernelLine::io_ratio);
             for k in &line.kernels {
                 let counts = r
                     .groups
@@ -327,6 +358,7 @@ impl Report {
                                 verdict: v,
                                 outside: 0,
                                 judged: 0,
+                                io_ratio,
                             });
                         }
                     }
@@ -431,6 +463,14 @@ impl Report {
                 shell_path(dir, &w.file),
                 self.boots.max(2)
             );
+        }
+        if self
+            .ranked
+            .iter()
+            .take(top)
+            .any(|w| w.verdict.distance > 0.0 && w.io_ratio.is_some_and(|r| r >= CPU_BOUND))
+        {
+            let _ = writeln!(t, "{CPU_BOUND_NOTE}");
         }
         if !self.errors.is_empty() {
             let _ = writeln!(t, "\nCould not be validated:");
@@ -591,8 +631,11 @@ fn describe(w: &Worst) -> String {
         let (lo, hi) = (number(lo), number(hi));
         if lo == hi { lo } else { format!("{lo}–{hi}") }
     });
+    let io = w.io_ratio.map_or(String::new(), |r| {
+        format!("; all jobs' I/Os sim/real {r:.2}")
+    });
     format!(
-        "{} {} {label}: sim {sim}{unit} vs real {real}{unit} ({} of {} figures outside)",
+        "{} {} {label}: sim {sim}{unit} vs real {real}{unit} ({} of {} figures outside{io})",
         w.job, w.dir, w.outside, w.judged
     )
 }
@@ -714,10 +757,14 @@ mod tests {
             "{t}"
         );
         assert!(
-            t.contains("j0 read IOPS: sim 2500 vs real 1000 (1 of 2 figures outside)"),
+            t.contains(
+                "j0 read IOPS: sim 2500 vs real 1000 (1 of 2 figures outside; \
+                 all jobs' I/Os sim/real 2.50)"
+            ),
             "{t}"
         );
         assert!(t.contains("0004-throttle.toml: boom"), "{t}");
+        assert!(t.contains(CPU_BOUND_NOTE), "{t}");
         let h = r.html("campaign", Some(&r));
         assert!(h.contains("runs/0002-throttle/report.html") && h.contains("before→after"));
         std::fs::remove_dir_all(&dir).unwrap();
