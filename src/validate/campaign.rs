@@ -128,16 +128,22 @@ struct KernelLine {
     jobs: Vec<JobLine>,
 }
 
+/// One side's values of figure `i`: each run's, or the one set of a line written
+/// without runs.
+fn side(runs: &[FigureSet], one: &FigureSet, i: usize) -> Vec<Option<f64>> {
+    if runs.is_empty() {
+        vec![one.get(i)]
+    } else {
+        runs.iter().map(|f| f.get(i)).collect()
+    }
+}
+
 impl KernelLine {
     /// Its jobs' IOPS summed, simulated over real (each side the mean of its runs).
     fn io_ratio(&self) -> Option<f64> {
         let mean = |runs: &[FigureSet], one: &FigureSet| {
-            let v: Vec<f64> = runs.iter().filter_map(|f| f.iops).collect();
-            if v.is_empty() {
-                one.iops
-            } else {
-                Some(v.iter().sum::<f64>() / v.len() as f64)
-            }
+            let v: Vec<f64> = side(runs, one, 0).into_iter().flatten().collect();
+            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
         };
         let (mut real, mut sim) = (0.0, 0.0);
         for j in &self.jobs {
@@ -324,16 +330,8 @@ impl Report {
                 for j in &k.jobs {
                     r.boots = r.boots.max(j.real_runs.len());
                     for i in 0..JUDGED.len() {
-                        let real: Vec<Option<f64>> = if j.real_runs.is_empty() {
-                            vec![j.real.get(i)]
-                        } else {
-                            j.real_runs.iter().map(|f| f.get(i)).collect()
-                        };
-                        let sim: Vec<Option<f64>> = if j.sim_runs.is_empty() {
-                            vec![j.sim.get(i)]
-                        } else {
-                            j.sim_runs.iter().map(|f| f.get(i)).collect()
-                        };
+                        let real = side(&j.real_runs, &j.real, i);
+                        let sim = side(&j.sim_runs, &j.sim, i);
                         let Some(v) = judge(i, &real, &sim) else {
                             continue;
                         };
