@@ -64,11 +64,12 @@ fn listing(
         out,
         "kernel",
         &format!(
-            "version={} hz={} throttling_low={} {}",
+            "version={} hz={} throttling_low={} {} {}",
             r.kernel.version,
             r.kernel.hz,
             r.kernel.throttling_low,
-            p.blk_mq()
+            p.blk_mq(),
+            p.fair()
         ),
     )?;
     for s in &p.setups {

@@ -48,6 +48,7 @@ use crate::report::summary::JobSummary;
 use crate::scenario::repro::{self, ReproSpec, VariantMetrics};
 use crate::scenario::resolve::{DeviceAction, DeviceWrite, Given, IfaceWrite, Resolved};
 use crate::scenario::{Scenario, ScenarioError, embedded};
+use crate::sim::cpu::{self, FairSched};
 use crate::sim::engine::{Pipeline, RunOutput};
 use crate::sim::fio::stats::percentiles;
 use crate::sim::merge::NoMerges;
@@ -233,6 +234,11 @@ impl Prepared {
     pub fn blk_mq(&self) -> BlkMqBehaviour {
         self.parts.blk
     }
+
+    /// The CPU scheduler's switch in force (`sched.fair`).
+    pub fn fair(&self) -> FairSched {
+        self.parts.fair
+    }
 }
 
 /// The layers a prepared variant's pipeline is made of. Only `simulate` puts them
@@ -244,6 +250,8 @@ struct PipelineParts {
     elevator: Option<Box<dyn Elevator>>,
     /// The block core's switches (`crate::sim::plug`).
     blk: BlkMqBehaviour,
+    /// The CPU scheduler's fair class (`crate::sim::cpu`).
+    fair: FairSched,
     /// `queue/nomerges`.
     nomerges: NoMerges,
     trace_on: bool,
@@ -271,6 +279,7 @@ fn build_pipeline(
     let mut pipe = Pipeline::new(parts.dev, parts.params, r.tree.len(), r.host, r.seed);
     pipe.set_duration(r.duration);
     pipe.set_blk_mq(parts.blk, r.kernel.hz);
+    pipe.set_fair(parts.fair);
     pipe.set_nomerges(parts.nomerges);
     let mut stack = build_stack(POLICIES, r, setups, &r.tree, &q_limits, parts.trace_on);
     stack.elevator = parts.elevator;
@@ -424,6 +433,8 @@ pub fn prepare(
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| located(&["kernel"], &e))?;
     let blk = plug::behaviour_for(&r.kernel.version, &r.kernel.switches(plug::SWITCH_PREFIX))
+        .map_err(|e| located(&["kernel"], &e))?;
+    let fair = cpu::fair_for(&r.kernel.version, &r.kernel.switches(cpu::SWITCH_PREFIX))
         .map_err(|e| located(&["kernel"], &e))?;
     // fio jobs, in the order the scenario lists cgroups, refused as soon as they
     // could not fit in 90% of the memory available
@@ -579,6 +590,7 @@ pub fn prepare(
             params,
             elevator,
             blk,
+            fair,
             nomerges,
             trace_on,
             device_latency: false,

@@ -31,6 +31,15 @@ pub struct HostCosts {
     pub complete_ns: Ns,
     /// Added to `complete_ns` for each further 4 KiB page (unpinning, dirtying).
     pub complete_page_ns: Ns,
+    /// With `cpus = 1`: the part of the completion path run in the driver's interrupt
+    /// (`blk_mq_end_request()` to `aio_complete()`), at most the whole: it takes the
+    /// CPU from whatever runs, for every I/O, whether or not its job waits for it; the
+    /// rest is the woken job's, until its `io_getevents()` returns.
+    pub complete_irq_ns: Ns,
+    /// With `cpus = 1`: the scheduler tick's interrupt (`tick_sched_timer()`), every
+    /// jiffy while a task runs or I/O is in flight: it takes the CPU like a
+    /// completion's, and completions due meanwhile end together after it.
+    pub tick_irq_ns: Ns,
     /// `submit_ns` for fio's synchronous engines (psync, sync, pvsync): pread()/
     /// pwrite() entry to the bio, with no aio control block to set up (the whole call
     /// is a sync engine's clat). Further pages cost `submit_page_ns`.
@@ -95,23 +104,13 @@ pub struct HostCosts {
     /// the guest's vCPU). 0 = none.
     pub tag_wakeup_slip_ppm: u32,
     pub tag_wakeup_slip_ns: Ns,
-    /// The CPUs the tasks woken by completions share: 0 = as many as they need (each
-    /// woken task runs at once), 1 = one, as the qemu guest's vCPU. With one, a tag
-    /// sleeper woken by a completion waits until every fio job that completions woke to
-    /// reap has gone back to waiting (the woken tasks run one after another, the
-    /// reaper first: docs/validation.md §13), or until the reapers have held the CPU
-    /// `tag_sleeper_preempt_ns` since it began to wait. Nothing else is serialised.
+    /// The CPUs the fio jobs' host work shares: 0 = as many as they need (every cost
+    /// is a delay of its own), 1 = one, as the qemu guest's vCPU: the jobs' costs
+    /// (and the completions' interrupts, `complete_irq_ns`) are CPU time the kernel's
+    /// fair class hands out (`sched.fair`: CFS or EEVDF; `crate::sim::cpu`), so a
+    /// woken reaper or tag sleeper may wait for another job's work, up to a scheduler
+    /// tick (docs/validation.md §38). kblockd's kworker is one of the tasks.
     pub cpus: u32,
-    /// With `cpus = 1`: once the reapers have held the CPU this long (their CPU time,
-    /// not the wall time) since a tag sleeper began to wait, it no longer yields to
-    /// them: it runs as soon as it is woken, or at the next completion if it was woken
-    /// before. The scheduler's bound (CFS, `check_preempt_wakeup()`): virtual time
-    /// advances only while a task runs, so the sleeper falls behind by the reapers'
-    /// CPU time and preempts once that is more than the wakeup granularity (1 ms on
-    /// one CPU). A reaper that never leaves the CPU holds a woken task off about that
-    /// long; on a mostly idle CPU the reaper-first order stands (docs/validation.md
-    /// §19).
-    pub tag_sleeper_preempt_ns: Ns,
     /// Successive fio runs (`fio = [...]`): from the last job of run k-1 ending to the
     /// jobs of run k starting, as a script sees it: fio's exit, the script's own work
     /// and the next fio's start-up (fio 3.33 takes ~0.3 s from exec to its first I/O).
@@ -162,8 +161,11 @@ impl std::fmt::Display for HostCosts {
                 self.tag_wakeup_ns, self.cpus
             )?;
         }
-        if self.tag_sleeper_preempt_ns != d.tag_sleeper_preempt_ns {
-            write!(f, " tag_sleeper_preempt_ns={}", self.tag_sleeper_preempt_ns)?;
+        if self.complete_irq_ns != d.complete_irq_ns {
+            write!(f, " complete_irq_ns={}", self.complete_irq_ns)?;
+        }
+        if self.tick_irq_ns != d.tick_irq_ns {
+            write!(f, " tick_irq_ns={}", self.tick_irq_ns)?;
         }
         if self.fio_sleep_compensation {
             write!(f, " fio_sleep_compensation=1")?;
@@ -202,12 +204,14 @@ impl HostCosts {
     /// Every `[host]` key, as the errors list them: `profile` (a named set of the
     /// others, `crate::scenario::host_profile`), the costs and delays (ns), the
     /// counts (`cpus`, the `_ppm` shares) and the `wakeup_lateness` table.
-    pub const KEYS: [&'static str; 24] = [
+    pub const KEYS: [&'static str; 25] = [
         "profile",
         "submit_ns",
         "submit_page_ns",
         "complete_ns",
         "complete_page_ns",
+        "complete_irq_ns",
+        "tick_irq_ns",
         "sync_submit_ns",
         "inline_complete_ns",
         "reap_ns",
@@ -223,7 +227,6 @@ impl HostCosts {
         "tag_wakeup_ns",
         "tag_wakeup_slip_ppm",
         "tag_wakeup_slip_ns",
-        "tag_sleeper_preempt_ns",
         "cpus",
         "fio_restart_ns",
         "fio_sleep_compensation",
@@ -239,6 +242,8 @@ impl HostCosts {
             "submit_page_ns" => self.submit_page_ns = v,
             "complete_ns" => self.complete_ns = v,
             "complete_page_ns" => self.complete_page_ns = v,
+            "complete_irq_ns" => self.complete_irq_ns = v,
+            "tick_irq_ns" => self.tick_irq_ns = v,
             "sync_submit_ns" => self.sync_submit_ns = v,
             "inline_complete_ns" => self.inline_complete_ns = v,
             "reap_ns" => self.reap_ns = v,
@@ -251,7 +256,6 @@ impl HostCosts {
             "wakeup_slip_ns" => self.wakeup_slip_ns = v,
             "tag_wakeup_ns" => self.tag_wakeup_ns = v,
             "tag_wakeup_slip_ns" => self.tag_wakeup_slip_ns = v,
-            "tag_sleeper_preempt_ns" => self.tag_sleeper_preempt_ns = v,
             "fio_restart_ns" => self.fio_restart_ns = v,
             "cpus" => self.cpus = count,
             "wakeup_slip_ppm" => self.wakeup_slip_ppm = count,
@@ -316,7 +320,13 @@ impl HostCosts {
             s += &format!(", {}", noise.join(", "));
         }
         if self.cpus > 0 {
-            s += &format!(", {} CPU(s) for the woken tasks", self.cpus);
+            s += &format!(
+                ", {} CPU(s) for the jobs' host work and kblockd ({} of each completion \
+                 in its interrupt, {} per tick)",
+                self.cpus,
+                time_text(self.complete_irq_ns.min(self.complete_ns)),
+                time_text(self.tick_irq_ns)
+            );
         }
         if self.fio_sleep_compensation {
             s += ", fio's sleep compensation";
@@ -338,6 +348,11 @@ impl HostCosts {
     pub fn complete_cost(&self, bytes: u64) -> Ns {
         self.complete_ns + extra_pages(bytes) * self.complete_page_ns
     }
+
+    /// The part of [`HostCosts::complete_cost`] run in the completion's interrupt.
+    pub fn complete_irq_cost(&self, bytes: u64) -> Ns {
+        self.complete_irq_ns.min(self.complete_cost(bytes))
+    }
 }
 
 /// The 4 KiB pages of an I/O beyond its first.
@@ -352,6 +367,8 @@ impl Default for HostCosts {
             submit_page_ns: 75,
             complete_ns: 1_500,
             complete_page_ns: 20,
+            complete_irq_ns: 0,
+            tick_irq_ns: 0,
             // the qemu guests' ratios to submit_ns / complete_ns (validate's profiles)
             sync_submit_ns: 1_400,
             inline_complete_ns: 400,
@@ -369,7 +386,6 @@ impl Default for HostCosts {
             tag_wakeup_slip_ppm: 0,
             tag_wakeup_slip_ns: 0,
             cpus: 0,
-            tag_sleeper_preempt_ns: NSEC_PER_MSEC,
             fio_restart_ns: 300 * NSEC_PER_MSEC,
             fio_sleep_compensation: false,
         }

@@ -221,12 +221,15 @@ pub const PROFILES: [HostProfile; 5] = [
         name: "qemu-6.1",
         about: "validate's qemu guest (TCG icount, one vCPU) on Debian's 6.1",
         measured: "null_blk QD1 O_DIRECT runs in the guest (docs/validation.md §5, §15, §21, \
-                   §23); tag wake-ups from block tracepoints",
+                   §23); tag wake-ups from block tracepoints; the completion's interrupt part \
+                   fitted on the deadline campaign, the tick's from irq tracepoints (§38)",
         keys: &[
             ("submit_ns", 5_200),
             ("submit_page_ns", 380),
             ("complete_ns", 6_000),
             ("complete_page_ns", 53),
+            ("complete_irq_ns", 1_000),
+            ("tick_irq_ns", 2_000),
             ("sync_submit_ns", 3_800),
             ("inline_complete_ns", 850),
             ("reap_ns", 1_460),
@@ -248,12 +251,16 @@ pub const PROFILES: [HostProfile; 5] = [
         name: "qemu-6.12",
         about: "validate's qemu guest (TCG icount, one vCPU) on Debian's 6.12",
         measured: "null_blk QD1 O_DIRECT runs in the guest (docs/validation.md §5, §15, §21, \
-                   §23); fio's rate-paced sleeps and tag wake-ups from block tracepoints (§8)",
+                   §23); fio's rate-paced sleeps and tag wake-ups from block tracepoints (§8); \
+                   the completion's interrupt part fitted on the deadline campaign, the \
+                   tick's from irq tracepoints (§38)",
         keys: &[
             ("submit_ns", 5_500),
             ("submit_page_ns", 540),
             ("complete_ns", 6_600),
             ("complete_page_ns", 100),
+            ("complete_irq_ns", 2_000),
+            ("tick_irq_ns", 2_000),
             ("sync_submit_ns", 3_700),
             ("inline_complete_ns", 1_400),
             ("reap_ns", 1_510),

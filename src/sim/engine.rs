@@ -32,18 +32,16 @@
 //! that asks takes any free tag, sleepers or not; a free wakes sleepers in batches,
 //! and a woken sleeper asks again `[host] tag_wakeup_ns` later (the interrupt's end
 //! and the switch to it) and may sleep again. With `[host] cpus = 1` (the qemu guest's
-//! one vCPU) a woken sleeper runs only once the fio jobs that completions woke to reap
-//! have gone back to waiting (`run_tag_sleepers()`): on one CPU the woken tasks run
-//! one after another, and the reaper, woken first by `bio_endio()`, resubmits first
-//! — unless the reapers have held the CPU `[host] tag_sleeper_preempt_ns` (1 ms)
-//! since the sleeper began to wait: the scheduler then lets it preempt them (CFS's
-//! wakeup preemption; `OneCpu`).
+//! one vCPU) that retry, like every host cost of a job, is CPU time the guest's fair
+//! scheduler hands out (`crate::sim::cpu`): the reaper, woken first by `bio_endio()`,
+//! usually resubmits first, unless the scheduler prefers the sleeper.
 //! (Timers expiring a few µs apart complete in one `hrtimer_interrupt()`; requests one
 //! queue run dispatches reach the device here at one instant and complete together.)
 //! A request goes to the elevator and the queue is run (`blk_mq_run_hw_queue()`):
 //! whatever it dispatches goes to the device. Who runs it is `crate::sim::plug`'s
 //! answer: the submitting context, or kblockd (`Event::QueueRun`, `[host]
-//! workqueue_ns` later: `kblockd_run_queue()`), for which the submitter's call waits;
+//! workqueue_ns` later: `kblockd_run_queue()`; on one CPU when the CPU picks its
+//! kworker, `kworker_wake()`), for which the submitter's call waits;
 //! with `none` such a request waits in `sw_queue` until then. kblockd's run is one
 //! work item (`run_work`): a request left to it brings a pending delayed run forward.
 //! A request the elevator gave without a driver tag waits on `hctx_dispatch`, served
@@ -77,7 +75,12 @@
 //! ([`Completion::Inline`], null_blk's softirq mode) has its completion path paid by
 //! the context that dispatched it (`inline_complete_ns`, `run_ctx()`): a job's own
 //! request is done when its call returns, and fio reaps it for `reap_ns`
-//! (`crate::sim::fio`).
+//! (`crate::sim::fio`). Each cost is a delay of its own (`run_for()`,
+//! `ctx_run_for()`), unless `[host] cpus = 1`: then it is a burst on the one CPU the
+//! contexts share, run when the kernel's fair class picks its context
+//! (`crate::sim::cpu`: `Event::CpuBurst` ends a burst, `Event::CpuTick` is the
+//! scheduler tick), and every wake-up of a context (a timer, a tag, an rq-qos entry,
+//! kblockd's run) waits to be picked too.
 //!
 //! *Faults.* A request the device fails, and every piece of a split bio, ends its fio
 //! I/O with the first error (`bio_chain()`); fio's handling of a failed I/O (logged,
@@ -101,6 +104,7 @@ use std::ops::ControlFlow;
 use crate::device::fault::BadblocksWrite;
 use crate::device::{BlockDevice, Completion, DevRq, QueueLimits};
 use crate::scenario::host::HostCosts;
+use crate::sim::cpu::{FairSched, GuestCpu};
 use crate::sim::fio::stats::{JobStats, LatHist};
 use crate::sim::fio::{FIO_SAMPLE, IoU, JobRt, JobTimes, Phase};
 use crate::sim::inline_deque::InlineDeque;
@@ -146,6 +150,8 @@ pub(super) struct RqSlot {
     pub(super) nr_segs: u32,
     /// `REQ_NOMERGE`: too large to merge into again.
     pub(super) nomerge: bool,
+    /// The driver ended it inside `->queue_rq()`: no interrupt completes it.
+    inline: bool,
     alloc: Ns,
     pub(super) start: Ns,
 }
@@ -172,88 +178,6 @@ pub(super) struct Ctx {
 // the context's flags and its inline bios share the first cache line
 const _: () = assert!(std::mem::size_of::<Ctx>() == 64);
 
-/// The one CPU of `[host] cpus = 1` as the woken tasks see it: the reapers (jobs
-/// woken by a completion that have not gone back to waiting, `JobRt::on_cpu`) hold it
-/// and run first; the tag sleepers woken meanwhile wait in wake order until none runs,
-/// or until the reapers have held the CPU `tag_sleeper_preempt_ns` since the sleeper
-/// began to wait. That is CFS's bound: virtual time advances only while a task runs,
-/// so a sleeper falls behind the reapers by the CPU time they used, and once it is
-/// more than the wakeup granularity behind, `check_preempt_wakeup()` lets it preempt
-/// (on a mostly idle CPU that takes long; behind a reaper that never leaves the CPU,
-/// about the granularity). And a sleeper woken together with the reapers runs first
-/// when its job has had no more CPU than any of them: the scheduler picks the task
-/// with the least virtual time, so nobody keeps the tag it freed when the others have
-/// had less CPU (`pick_next_entity()`; docs/validation.md §22).
-#[derive(Debug, Default)]
-pub(super) struct OneCpu {
-    /// The reapers on the CPU (jobs).
-    reapers: Vec<u32>,
-    /// Since when some reaper holds the CPU, and how long reapers held it before that.
-    held_since: Ns,
-    held_ns: Ns,
-    runnable: Vec<u32>,
-    /// Per context (grown as needed): [`OneCpu::held`] when it began to wait for a tag.
-    held_at_wait: Vec<Ns>,
-    /// Per job (grown as needed): the host CPU time it has spent (its virtual time:
-    /// every job is a nice-0 task).
-    cpu: Vec<Ns>,
-}
-
-impl OneCpu {
-    /// How long reapers have held the CPU, in all, by `now`.
-    fn held(&self, now: Ns) -> Ns {
-        self.held_ns
-            + if self.reapers.is_empty() {
-                0
-            } else {
-                now.saturating_sub(self.held_since)
-            }
-    }
-
-    /// Job `j`, woken by a completion, takes the CPU.
-    pub(super) fn reaper_on(&mut self, j: u32, now: Ns) {
-        if self.reapers.is_empty() {
-            self.held_since = now;
-        }
-        self.reapers.push(j);
-    }
-
-    /// Reaper `j` goes back to waiting.
-    pub(super) fn reaper_off(&mut self, j: u32, now: Ns) {
-        if let Some(i) = self.reapers.iter().position(|&r| r == j) {
-            self.reapers.swap_remove(i);
-        }
-        if self.reapers.is_empty() {
-            self.held_ns += now.saturating_sub(self.held_since);
-        }
-    }
-
-    /// Job `j` spends `ns` of CPU.
-    pub(super) fn charge(&mut self, j: u32, ns: Ns) {
-        let j = j as usize;
-        if self.cpu.len() <= j {
-            self.cpu.resize(j + 1, 0);
-        }
-        self.cpu[j] += ns;
-    }
-
-    /// Whether job `j` has had no more CPU than every reaper on the CPU.
-    fn leftmost(&self, j: u32) -> bool {
-        let cpu = |j: u32| self.cpu.get(j as usize).copied().unwrap_or(0);
-        let own = cpu(j);
-        self.reapers.iter().all(|&r| own <= cpu(r))
-    }
-
-    /// Context `c` begins to wait for a tag.
-    fn tag_wait(&mut self, c: u32, now: Ns) {
-        let c = c as usize;
-        if self.held_at_wait.len() <= c {
-            self.held_at_wait.resize(c + 1, 0);
-        }
-        self.held_at_wait[c] = self.held(now);
-    }
-}
-
 /// Per-cgroup `io.stat` counters kept by blk-cgroup (`blk_cgroup_bio_start()`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CgIoStat {
@@ -279,6 +203,17 @@ pub struct RunOutput {
     pub device_lat: Option<Box<[LatHist; 2]>>,
     /// The device model's counters of the whole run (`BlockDevice::run_counters`).
     pub device_counters: Vec<(&'static str, u64)>,
+}
+
+/// kblockd's kworker on the one CPU (`[host] cpus = 1`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KworkerState {
+    /// Asleep: no run pending, or its delay not yet over.
+    Idle,
+    /// Woken for a run, waiting for the CPU.
+    Queued,
+    /// Spending its run's CPU time.
+    Running,
 }
 
 pub struct Pipeline {
@@ -312,6 +247,8 @@ pub struct Pipeline {
     /// delayed one (`blk_mq_delay_run_hw_queues()`) is armed only when none is
     /// pending. An event at another time is stale.
     run_work: Option<Ns>,
+    /// On one CPU, kblockd's kworker (the CPU's last task).
+    kblockd: KworkerState,
     /// `BLK_MQ_S_SCHED_RESTART`: a queue run found no driver tag for the elevator's
     /// next request, so the next request to complete runs the queue again
     /// (`blk_mq_sched_restart()`).
@@ -342,8 +279,12 @@ pub struct Pipeline {
     pub(super) cg_stat: Vec<CgIoStat>,
     scratch_done: Vec<u32>,
     scratch_ctxs: Vec<u32>,
-    /// `[host] cpus = 1`: who holds the one CPU, and who waits for it.
-    pub(super) one_cpu: OneCpu,
+    /// The kernel's fair class (`sched.fair`), for `[host] cpus = 1`.
+    fair: FairSched,
+    /// `[host] cpus = 1`: the one CPU every job's host work runs on (`crate::sim::cpu`).
+    pub(super) cpu: Option<GuestCpu>,
+    /// Tag sleepers woken on one CPU, to ask for it after the reapers.
+    tag_woken: Vec<u32>,
     /// Jobs that have ended (the run stops when all have).
     pub(super) jobs_done: usize,
     /// Jobs not started yet (waiting for their `after` jobs).
@@ -443,6 +384,7 @@ impl Pipeline {
             queue_run_cpu: 0,
             blk: BlkMqBehaviour::default(),
             run_work: None,
+            kblockd: KworkerState::Idle,
             sched_restart: false,
             inline_in_run: false,
             hctx_dispatch: std::collections::VecDeque::new(),
@@ -458,7 +400,9 @@ impl Pipeline {
             cg_stat: vec![CgIoStat::default(); nr_cgroups.max(1)],
             scratch_done: Vec::new(),
             scratch_ctxs: Vec::new(),
-            one_cpu: OneCpu::default(),
+            fair: FairSched::Eevdf,
+            cpu: None,
+            tag_woken: Vec::new(),
             jobs_done: 0,
             nr_not_started: nr_jobs,
             scratch_bios: Vec::new(),
@@ -486,6 +430,12 @@ impl Pipeline {
     pub fn set_blk_mq(&mut self, b: BlkMqBehaviour, hz: u32) {
         self.blk = b;
         self.hz = hz.max(1);
+    }
+
+    /// The kernel's fair class, which runs the jobs' host work with `[host] cpus = 1`
+    /// (EEVDF unless set).
+    pub fn set_fair(&mut self, f: FairSched) {
+        self.fair = f;
     }
 
     /// Stop the run at this time even if jobs are still running.
@@ -625,6 +575,16 @@ impl Pipeline {
                 }
             }
         }
+        if self.host.cpus == 1 {
+            // one task per context: the dispatch worker, then each job (`j + 1`)
+            // every context is a task, and kblockd's kworker the last
+            self.cpu = Some(GuestCpu::new(
+                self.fair,
+                self.hz,
+                self.ctxs.len() + 1,
+                self.host.tick_irq_ns,
+            ));
+        }
         self.start_ready();
         self.q.push(SAMPLE_TICK, Event::Sample);
         let mut last_progress = 0;
@@ -640,12 +600,49 @@ impl Pipeline {
             }
             match ev {
                 Event::Job(j) => {
-                    self.jobs[j as usize].wake_scheduled = false;
-                    self.job_step(j);
+                    if let Some(cpu) = &mut self.cpu {
+                        // a timer woke the job: it runs once the CPU picks it
+                        cpu.request(now, j + 1, 0, Event::Job(j), &mut self.q);
+                    } else {
+                        self.jobs[j as usize].wake_scheduled = false;
+                        self.job_step(j);
+                    }
                 }
-                Event::Ctx(c) => {
-                    self.ctxs[c as usize].wake_scheduled = false;
-                    self.run_ctx(c);
+                Event::Ctx(c) => match &mut self.cpu {
+                    // a timer or a kernel wake-up: the context runs once picked
+                    Some(cpu) => cpu.request(now, c, 0, Event::Ctx(c), &mut self.q),
+                    None => {
+                        self.ctxs[c as usize].wake_scheduled = false;
+                        self.run_ctx(c);
+                    }
+                },
+                Event::CpuBurst(generation) => {
+                    let then = self
+                        .cpu
+                        .as_mut()
+                        .and_then(|c| c.burst_done(now, generation));
+                    if let Some(then) = then {
+                        match then {
+                            Event::Job(j) => {
+                                self.jobs[j as usize].wake_scheduled = false;
+                                self.job_step(j);
+                            }
+                            Event::Ctx(c) => {
+                                self.ctxs[c as usize].wake_scheduled = false;
+                                self.run_ctx(c);
+                            }
+                            Event::QueueRun => self.kworker_step(),
+                            _ => {}
+                        }
+                        if let Some(cpu) = &mut self.cpu {
+                            cpu.settle(now, &mut self.q);
+                        }
+                    }
+                }
+                Event::CpuTick => {
+                    if let Some(cpu) = &mut self.cpu {
+                        cpu.tick(now, self.dispatched > 0, &mut self.q);
+                    }
                 }
                 Event::Device(token) => {
                     let mut done = std::mem::take(&mut self.scratch_done);
@@ -678,7 +675,13 @@ impl Pipeline {
                     }
                 }
                 Event::Config(i) => on_config(&mut self, i),
-                Event::QueueRun => self.kblockd_run_queue(),
+                Event::QueueRun => {
+                    if self.cpu.is_some() {
+                        self.kworker_wake();
+                    } else {
+                        let _ = self.kblockd_run_queue();
+                    }
+                }
             }
             events += 1;
             if now >= last_progress + NSEC_PER_SEC || events == PROGRESS_EVENTS {
@@ -836,6 +839,20 @@ impl Pipeline {
 
     // ----------------------------------------------------------------- contexts
 
+    /// Context `c` runs `ns` of its job's CPU time, then goes on: on the guest CPU
+    /// when it is modelled, else after `ns`.
+    fn ctx_run_for(&mut self, c: u32, ns: Ns) {
+        let Some(cpu) = &mut self.cpu else {
+            self.kick_ctx(c, ns);
+            return;
+        };
+        let ctx = &mut self.ctxs[c as usize];
+        if !ctx.wake_scheduled && !ctx.blocked {
+            ctx.wake_scheduled = true;
+            cpu.request(self.q.now(), c, ns, Event::Ctx(c), &mut self.q);
+        }
+    }
+
     fn kick_ctx(&mut self, c: u32, delay: Ns) {
         let ctx = &mut self.ctxs[c as usize];
         if !ctx.wake_scheduled && !ctx.blocked {
@@ -935,9 +952,6 @@ impl Pipeline {
                 self.start_request(b, tag, since, now, run);
             } else {
                 self.tags.prepare_to_wait(c);
-                if stage != Stage::Alloc && self.host.cpus == 1 {
-                    self.one_cpu.tag_wait(c, now);
-                }
                 let ctx = &mut self.ctxs[c as usize];
                 if let Some(front) = ctx.pending.front_mut() {
                     front.1 = Stage::Alloc;
@@ -968,9 +982,10 @@ impl Pipeline {
                 }
             }
             let queue_run = std::mem::take(&mut self.queue_run_cpu);
-            self.spend(j, queue_run);
             let delay = queue_run + user_delay;
-            if delay > 0 {
+            if self.cpu.is_some() && user_delay == 0 && queue_run > 0 {
+                self.ctx_run_for(c, queue_run);
+            } else if delay > 0 {
                 self.kick_ctx(c, delay);
             } else {
                 self.submit_returned(j, io);
@@ -1014,7 +1029,11 @@ impl Pipeline {
             front.1 = Stage::RqQos(k as u8 + 1);
         }
         ctx.blocked = false;
-        self.run_ctx(c);
+        if self.cpu.is_some() {
+            self.ctx_run_for(c, 0);
+        } else {
+            self.run_ctx(c);
+        }
     }
 
     /// Cut `b` to max_sectors_kb; the remainder is processed next, from the top.
@@ -1122,13 +1141,56 @@ impl Pipeline {
         self.q.push(at, Event::QueueRun);
     }
 
+    /// On one CPU, `hctx->run_work` is due: kblockd's kworker wakes
+    /// (`kblockd_mod_delayed_work_on()`) and runs once the CPU picks it; runs asked
+    /// for meanwhile are that one run (the work item is pending once).
+    fn kworker_wake(&mut self) {
+        let now = self.q.now();
+        if self.run_work != Some(now) || self.kblockd != KworkerState::Idle {
+            return;
+        }
+        self.kblockd = KworkerState::Queued;
+        let kb = self.ctxs.len() as u32;
+        if let Some(cpu) = self.cpu.as_mut() {
+            cpu.request(now, kb, 0, Event::QueueRun, &mut self.q);
+        }
+    }
+
+    /// kblockd's kworker was picked (it runs the queue, then spends the run's CPU
+    /// time: the elevator's work, the completions the driver ended inline), or has
+    /// spent it (it sleeps, or runs again for a run asked for meanwhile).
+    fn kworker_step(&mut self) {
+        let now = self.q.now();
+        let kb = self.ctxs.len() as u32;
+        match self.kblockd {
+            KworkerState::Queued => {
+                self.run_work = self.run_work.map(|_| now);
+                let cost = self.kblockd_run_queue();
+                self.kblockd = KworkerState::Running;
+                if let Some(cpu) = self.cpu.as_mut() {
+                    cpu.request(now, kb, cost, Event::QueueRun, &mut self.q);
+                }
+            }
+            KworkerState::Running => {
+                self.kblockd = KworkerState::Idle;
+                if self.run_work.is_some_and(|t| t <= now) {
+                    self.kblockd = KworkerState::Queued;
+                    if let Some(cpu) = self.cpu.as_mut() {
+                        cpu.request(now, kb, 0, Event::QueueRun, &mut self.q);
+                    }
+                }
+            }
+            KworkerState::Idle => {}
+        }
+    }
+
     /// kblockd runs the queue (`blk_mq_run_work_fn()`): what was inserted for it goes
     /// to the driver, then the callers waiting for it return, after the completions
     /// the driver ran inline in this run. A stale event (the run was brought forward)
-    /// does nothing.
-    fn kblockd_run_queue(&mut self) {
+    /// does nothing. Returns the run's CPU time.
+    fn kblockd_run_queue(&mut self) -> Ns {
         if self.run_work != Some(self.q.now()) {
-            return;
+            return 0;
         }
         self.run_work = None;
         self.queue_run_cpu = 0;
@@ -1140,6 +1202,7 @@ impl Pipeline {
         }
         waiters.clear();
         self.queue_run_waiters = waiters;
+        cpu
     }
 
     /// What was inserted for kblockd under `none` (the software queues,
@@ -1223,6 +1286,7 @@ impl Pipeline {
             bytes: bio.bytes,
             nr_segs: nr_segs(bio.bytes),
             nomerge: false,
+            inline: false,
             alloc,
             start,
         };
@@ -1393,6 +1457,9 @@ impl Pipeline {
             Completion::Inline => {
                 self.queue_run_cpu += self.host.inline_complete_ns;
                 self.inline_in_run = true;
+                if let Some(r) = self.rqs[tag as usize].as_mut() {
+                    r.inline = true;
+                }
             }
             Completion::Requeued => self.requeue(tag),
             Completion::Later => {}
@@ -1428,6 +1495,12 @@ impl Pipeline {
         }
         if let Some(h) = self.device_lat.as_mut() {
             h[dir.idx()].add(now.saturating_sub(slot.start));
+        }
+        // on one CPU, the completion's interrupt takes it from whoever runs
+        if let Some(cpu) = self.cpu.as_mut()
+            && !slot.inline
+        {
+            cpu.irq(now, self.host.complete_irq_cost(bytes), &mut self.q);
         }
         // blk_mq_end_request(): bio_endio() → rq_qos_done_bio(), then
         // __blk_mq_end_request() → rq_qos_done(), and the elevator hears of it. Each
@@ -1473,9 +1546,7 @@ impl Pipeline {
         for &io in &merged {
             self.piece_done(io, err);
         }
-        if self.host.cpus == 1 {
-            self.run_tag_sleepers();
-        }
+        self.wake_tag_sleepers();
         self.q_usage -= 1 + merged.len() as u64;
         merged.clear();
         self.scratch_ios = merged;
@@ -1490,22 +1561,22 @@ impl Pipeline {
     /// `__blk_mq_free_request()`: tag `tag` is free. `blk_mq_sched_restart()` runs the
     /// queue again (by kblockd) if a queue run found no driver tag; then
     /// `sbitmap_queue_clear()`: the tag is free to whoever asks first, and the sleepers
-    /// it wakes ask again once they run. On one CPU they run after the reaper a
+    /// it wakes ask again once they run. On one CPU they wake after the reaper a
     /// completion wakes (`bio_endio()` woke it first, in `__blk_mq_end_request()`):
-    /// `run_tag_sleepers()` decides, once the caller has woken its reapers.
+    /// `wake_tag_sleepers()`, once the caller has woken its reapers.
     fn put_tag(&mut self, tag: u32) {
         if self.sched_restart {
             self.sched_restart = false;
             self.kick_kblockd(QueueRun::Kblockd);
         }
-        let one_cpu = self.host.cpus == 1;
+        let one_cpu = self.cpu.is_some();
         let mut woken = std::mem::take(&mut self.scratch_ctxs);
         self.tags.put(tag, &mut woken);
         for &c in &woken {
             self.ctxs[c as usize].blocked = false;
             self.prefetch_tag_retry(c);
             if one_cpu {
-                self.one_cpu.runnable.push(c);
+                self.tag_woken.push(c);
             } else {
                 let delay = self.tag_wakeup(c);
                 self.kick_ctx(c, delay);
@@ -1513,6 +1584,17 @@ impl Pipeline {
         }
         woken.clear();
         self.scratch_ctxs = woken;
+    }
+
+    /// The tag sleepers `put_tag()` woke on one CPU ask for it, after the reapers.
+    fn wake_tag_sleepers(&mut self) {
+        let woken = std::mem::take(&mut self.tag_woken);
+        for &c in &woken {
+            let delay = self.tag_wakeup(c);
+            self.ctx_run_for(c, delay);
+        }
+        self.tag_woken = woken;
+        self.tag_woken.clear();
     }
 
     /// `blk_mq_free_request()` of request `tag`, merged away (`gone` as it was) before
@@ -1530,9 +1612,7 @@ impl Pipeline {
             }
         }
         self.put_tag(tag);
-        if self.host.cpus == 1 {
-            self.run_tag_sleepers();
-        }
+        self.wake_tag_sleepers();
     }
 
     /// Hints what context `c`, woken for a tag, reads when it runs a little later and
@@ -1551,46 +1631,11 @@ impl Pipeline {
         }
     }
 
-    /// The tag sleepers woken while reapers ran ask again once none runs
-    /// (`[host] cpus = 1`): the woken tasks run one after another. One behind which
-    /// the reapers have held the CPU `tag_sleeper_preempt_ns` runs now ([`OneCpu`]).
-    pub(super) fn run_tag_sleepers(&mut self) {
-        if self.one_cpu.runnable.is_empty() {
-            return;
-        }
-        let now = self.q.now();
-        let cpu = &self.one_cpu;
-        let (all, held, bound) = (
-            cpu.reapers.is_empty(),
-            cpu.held(now),
-            self.host.tag_sleeper_preempt_ns,
-        );
-        let mut woken = std::mem::take(&mut self.one_cpu.runnable);
-        let mut kept = 0;
-        for i in 0..woken.len() {
-            let c = woken[i];
-            let behind = held.saturating_sub(self.one_cpu.held_at_wait[c as usize]);
-            let leftmost = self.ctxs[c as usize]
-                .job
-                .is_some_and(|j| self.one_cpu.leftmost(j));
-            if all || behind >= bound || leftmost {
-                let delay = self.tag_wakeup(c);
-                self.kick_ctx(c, delay);
-            } else {
-                woken[kept] = c;
-                kept += 1;
-            }
-        }
-        woken.truncate(kept);
-        self.one_cpu.runnable = woken;
-    }
-
     /// When woken tag sleeper `c` asks again: `tag_wakeup_ns`, and now and then a
     /// slip (`tag_wakeup_slip_*`) drawn from its job's host stream.
     fn tag_wakeup(&mut self, c: u32) -> Ns {
         let mut delay = self.host.tag_wakeup_ns;
         if let Some(j) = self.ctxs[c as usize].job {
-            self.spend(j, delay);
             let h = &self.host;
             let rng = &mut self.jobs[j as usize].host_rng;
             if h.tag_wakeup_slip_ppm > 0 && rng.below(1_000_000) < u64::from(h.tag_wakeup_slip_ppm)
@@ -1599,14 +1644,6 @@ impl Pipeline {
             }
         }
         delay
-    }
-
-    /// Job `j` spends `ns` of host CPU: its virtual time on one CPU ([`OneCpu`]).
-    #[inline(always)]
-    pub(super) fn spend(&mut self, j: u32, ns: Ns) {
-        if self.host.cpus == 1 {
-            self.one_cpu.charge(j, ns);
-        }
     }
 
     /// Periodic sampling; returns false once nothing is left to sample.

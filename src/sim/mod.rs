@@ -23,6 +23,7 @@
 //! - `timebins.rs` — each job's completions per time bin, in bounded memory (pictures);
 //! - `inline_deque.rs` — small FIFOs held inline in their owner's record (per-I/O queues);
 //! - `prefetch.rs` — a cache hint for records the next step of an I/O reads;
+//! - `cpu.rs` — the guest's one CPU and its fair scheduler (`[host] cpus = 1`);
 //! - `jiffies.rs` — the kernel's jiffies (`INITIAL_JIFFIES`, ns ↔ jiffies) for the
 //!   policies and the scheduler that count in them;
 //! - `plug.rs` — who runs the queue for a job's request: its own call or kblockd
@@ -33,6 +34,7 @@
 //! - `fio/`      — the fio job machine: fio's `do_io()` loop per job, as part of the pipeline.
 
 pub mod bio;
+pub mod cpu;
 pub mod engine;
 pub mod fio;
 pub mod inline_deque;

@@ -49,6 +49,10 @@ pub enum Event {
     /// kblockd runs the hardware queue (`blk_mq_run_work_fn()`): requests inserted
     /// for it go to the driver (`crate::sim::plug`).
     QueueRun,
+    /// The guest CPU's running burst ends (its generation; `crate::sim::cpu`).
+    CpuBurst(u32),
+    /// The guest CPU's scheduler tick.
+    CpuTick,
 }
 
 /// Number of sorted FIFO lanes in front of the heap.

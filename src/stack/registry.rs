@@ -298,11 +298,16 @@ pub fn file_names(root: bool) -> String {
 }
 
 /// Every `[kernel]` switch prefix (`throttle.`): the block core's
-/// (`crate::sim::plug`), then policies' and elevators'.
+/// (`crate::sim::plug`) and the CPU scheduler's (`crate::sim::cpu`), then policies'
+/// and elevators'.
 pub fn switch_prefixes() -> impl Iterator<Item = &'static str> {
-    std::iter::once(crate::sim::plug::SWITCH_PREFIX)
-        .chain(POLICIES.iter().filter_map(|d| d.switches))
-        .chain(ELEVATORS.iter().filter_map(|e| e.switches))
+    [
+        crate::sim::plug::SWITCH_PREFIX,
+        crate::sim::cpu::SWITCH_PREFIX,
+    ]
+    .into_iter()
+    .chain(POLICIES.iter().filter_map(|d| d.switches))
+    .chain(ELEVATORS.iter().filter_map(|e| e.switches))
 }
 
 /// Whether `key` (of `[kernel]`) is a behaviour switch some policy or elevator reads.
@@ -413,7 +418,16 @@ mod tests {
                 &res.kernel.switches(crate::sim::plug::SWITCH_PREFIX),
             )
             .err();
-            let refused = policies.chain(elevators).chain([core]).flatten().count();
+            let sched = crate::sim::cpu::fair_for(
+                &res.kernel.version,
+                &res.kernel.switches(crate::sim::cpu::SWITCH_PREFIX),
+            )
+            .err();
+            let refused = policies
+                .chain(elevators)
+                .chain([core, sched])
+                .flatten()
+                .count();
             assert_eq!(
                 refused, 1,
                 "`{p}no_such_switch` refused by exactly its owner"

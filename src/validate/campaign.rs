@@ -85,8 +85,8 @@ pub const JUDGED: [Judged; 4] = [
 /// All jobs' I/Os simulated over real from which the report points at the guest's CPU.
 const CPU_BOUND: f64 = 1.5;
 const CPU_BOUND_NOTE: &str = "  (all jobs' I/Os sim/real of 1.5 or more on a fast null_blk: most often the \
-     guest's one vCPU was the bottleneck, which the simulation's host costs, paid in parallel, \
-     do not show: docs/validation.md §34–37)";
+     guest's one vCPU was the bottleneck, and the simulated CPU had time to spare: \
+     docs/validation.md §34–38)";
 
 /// The distance (natural log of the factor) of a figure one side has and the other
 /// lacks, and the most any figure counts: a factor of 100.
@@ -293,7 +293,7 @@ pub struct Worst {
     pub judged: usize,
     /// The I/Os of all its jobs a second, simulated over real (its first kernel's):
     /// far above 1 on a fast null_blk, the guest's one vCPU is most often the
-    /// bottleneck the simulation lacks (docs/validation.md §34–37).
+    /// bottleneck, more than the simulated CPU (docs/validation.md §34–38).
     pub io_ratio: Option<f64>,
 }
 

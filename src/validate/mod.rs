@@ -1204,8 +1204,8 @@ mod tests {
                 assert_eq!(r.host.wakeup_slip_ns, 165_000);
                 assert_eq!(r.host.wakeup_jitter_ns, 0);
                 assert!(r.host.to_string().contains(
-                    "wakeup_slip_ns=165000 tag_wakeup_ns=5400 cpus=1 \
-                     tag_wakeup_slip_ppm=482 tag_wakeup_slip_ns=461000"
+                    "wakeup_slip_ns=165000 tag_wakeup_ns=5400 cpus=1 complete_irq_ns=2000 \
+                     tick_irq_ns=2000 tag_wakeup_slip_ppm=482 tag_wakeup_slip_ns=461000"
                 ));
             }
             // every guest has one vCPU, and a measured tag sleeper's wake-up

@@ -31,7 +31,7 @@
 //!   the top of fio's loop, then the generators and the parameters, then the
 //!   statistics on a line boundary; checked at compile time), with its PRNG streams
 //!   (offsets and sizes; host noise; cmdprio);
-//! - `job_loop()` the `do_io()` loop, `submit_returned()` where slat ends,
+//! - `job_step()` the `do_io()` loop, `submit_returned()` where slat ends,
 //!   `piece_done()` / `reap()` / `after_reap()` completions, their reaping and the
 //!   thinktime decision, `start_ready()` / `finish_job()` the jobs' order (`stonewall`,
 //!   `startdelay`), `usec_sleep()` fio's sleep with its compensation (the process's
@@ -152,8 +152,6 @@ pub(super) struct JobRt {
     pub(super) wake_scheduled: bool,
     /// A fatal error stopped the job: it only waits for what is in flight.
     pub(super) stopped: bool,
-    /// Woken by a completion to reap and not yet waiting again (`[host] cpus = 1`).
-    pub(super) on_cpu: bool,
     /// Its io_getevents() is returning with completions: paid by the completion that
     /// woke it (`[host] complete_ns`) or, when they were ready as it came to wait, by
     /// `[host] reap_ns`. The next reap takes them at once.
@@ -265,7 +263,6 @@ impl JobRt {
             next_sample: 0,
             finished_at: 0,
             stopped: false,
-            on_cpu: false,
             getevents_paid: false,
             p,
         }
@@ -437,10 +434,6 @@ impl Pipeline {
             let job = &mut self.jobs[j as usize];
             job.completed.push_back(io);
             if matches!(job.phase, Phase::Reap | Phase::Quiesce(_) | Phase::Drain) {
-                if self.host.cpus == 1 && !job.on_cpu {
-                    job.on_cpu = true;
-                    self.one_cpu.reaper_on(j, self.q.now());
-                }
                 let dir = if iou.dir_write { Dir::Write } else { Dir::Read };
                 job.prefetch_reap_and_loop(dir, self.job_timelines);
                 // and what its next I/O's submission reads: the context, the cgroup's
@@ -450,11 +443,30 @@ impl Pipeline {
                 for p in &self.stack.rq_qos {
                     p.prefetch(iou.cgroup);
                 }
-                let cost = self.host.complete_cost(iou.bytes);
+                // on one CPU the interrupt's part was paid by the interrupt (or, for a
+                // request the driver ended in `->queue_rq()`, by its dispatcher): the
+                // rest, to the job's io_getevents() returning
+                let mut cost = self.host.complete_cost(iou.bytes);
+                if self.cpu.is_some() {
+                    cost -= self.host.complete_irq_cost(iou.bytes);
+                }
                 self.jobs[j as usize].getevents_paid = true;
-                self.spend(j, cost);
-                self.wake_job(j, cost);
+                self.run_for(j, cost);
             }
+        }
+    }
+
+    /// Job `j` runs `ns` of host CPU, then goes on: on the guest CPU when it is
+    /// modelled (`crate::sim::cpu`), else after `ns`.
+    pub(super) fn run_for(&mut self, j: u32, ns: Ns) {
+        let job = &mut self.jobs[j as usize];
+        if job.wake_scheduled {
+            return;
+        }
+        job.wake_scheduled = true;
+        match &mut self.cpu {
+            Some(cpu) => cpu.request(self.q.now(), j + 1, ns, Event::Job(j), &mut self.q),
+            None => self.q.after(ns, Event::Job(j)),
         }
     }
 
@@ -499,41 +511,8 @@ impl Pipeline {
         }
     }
 
-    /// Job `j`, woken by a completion, waits again (`[host] cpus = 1`).
-    fn off_cpu(&mut self, j: u32) {
-        let job = &mut self.jobs[j as usize];
-        if job.on_cpu {
-            job.on_cpu = false;
-            self.one_cpu.reaper_off(j, self.q.now());
-            self.run_tag_sleepers();
-        }
-    }
-
     /// The fio do_io() loop for job `j`, run until it has to wait or to spend time.
     pub(super) fn job_step(&mut self, j: u32) {
-        self.job_loop(j);
-        let job = &self.jobs[j as usize];
-        if !job.on_cpu {
-            return;
-        }
-        // waiting again: for completions, a tag or an rq-qos entry; or over (a rate or
-        // think sleep says so itself); still running while it spends host time
-        let waits = match job.phase {
-            Phase::Reap | Phase::Quiesce(_) | Phase::Drain => !job.wake_scheduled,
-            Phase::InSubmit(_) => self.ctxs[(j + 1) as usize].blocked,
-            Phase::NotStarted | Phase::Done => true,
-            Phase::Loop
-            | Phase::Issue(_)
-            | Phase::SubmitEnter(_)
-            | Phase::Pinning(_)
-            | Phase::Sleeping(_) => false,
-        };
-        if waits {
-            self.off_cpu(j);
-        }
-    }
-
-    fn job_loop(&mut self, j: u32) {
         let now = self.q.now();
         loop {
             let job = &mut self.jobs[j as usize];
@@ -601,8 +580,7 @@ impl Pipeline {
                     // fio's own per-I/O work before the next I/O is set up
                     if self.host.fio_loop_ns > 0 {
                         job.phase = Phase::Sleeping(Resume::Issue(go));
-                        self.spend(j, self.host.fio_loop_ns);
-                        self.wake_job(j, self.host.fio_loop_ns);
+                        self.run_for(j, self.host.fio_loop_ns);
                         return;
                     }
                     job.phase = Phase::Issue(go);
@@ -650,8 +628,7 @@ impl Pipeline {
                     } else {
                         self.host.submit_cost(first)
                     };
-                    self.spend(j, cost);
-                    self.wake_job(j, cost);
+                    self.run_for(j, cost);
                     return;
                 }
                 Phase::SubmitEnter(io) if self.dead => {
@@ -739,8 +716,7 @@ impl Pipeline {
             return false;
         }
         job.getevents_paid = true;
-        self.spend(j, self.host.reap_ns);
-        self.wake_job(j, self.host.reap_ns);
+        self.run_for(j, self.host.reap_ns);
         true
     }
 
@@ -766,7 +742,6 @@ impl Pipeline {
         if let Some(e) = job.end.filter(|&e| at > e) {
             job.phase = Phase::Sleeping(Resume::Loop);
             self.wake_job(j, e.saturating_sub(now));
-            self.off_cpu(j);
             return true;
         }
         job.phase = Phase::Sleeping(Resume::Issue(d));
@@ -826,13 +801,13 @@ impl Pipeline {
         sleep
     }
 
-    /// Job `j` pauses (`Phase::Sleeping`): on the CPU while it spins, off it once it
-    /// sleeps.
+    /// Job `j` pauses (`Phase::Sleeping`): a spin is CPU time, a sleep a timer
+    /// (whose wake-up then waits for the CPU like any other).
     fn pause_job(&mut self, j: u32, pause: FioSleep) {
-        self.spend(j, pause.spun);
-        self.wake_job(j, pause.took);
         if pause.slept {
-            self.off_cpu(j);
+            self.wake_job(j, pause.took);
+        } else {
+            self.run_for(j, pause.spun);
         }
     }
 
@@ -896,8 +871,7 @@ impl Pipeline {
             // the per-page part of the submission cost, past the first bio's pages
             let rest = self.host.submit_cost(bytes) - self.host.submit_cost(BIO_MAX_BYTES);
             self.jobs[j as usize].phase = Phase::Pinning(io);
-            self.spend(j, rest);
-            self.wake_job(j, rest);
+            self.run_for(j, rest);
             return;
         }
         let now = self.q.now();
