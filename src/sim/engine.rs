@@ -1145,14 +1145,8 @@ impl Pipeline {
     /// (`kblockd_mod_delayed_work_on()`) and runs once the CPU picks it; runs asked
     /// for meanwhile are that one run (the work item is pending once).
     fn kworker_wake(&mut self) {
-        let now = self.q.now();
-        if self.run_work != Some(now) || self.kblockd != KworkerState::Idle {
-            return;
-        }
-        self.kblockd = KworkerState::Queued;
-        let kb = self.ctxs.len() as u32;
-        if let Some(cpu) = self.cpu.as_mut() {
-            cpu.request(now, kb, 0, Event::QueueRun, &mut self.q);
+        if self.run_work == Some(self.q.now()) && self.kblockd == KworkerState::Idle {
+            self.kworker_burst(KworkerState::Queued, 0);
         }
     }
 
@@ -1161,26 +1155,26 @@ impl Pipeline {
     /// spent it (it sleeps, or runs again for a run asked for meanwhile).
     fn kworker_step(&mut self) {
         let now = self.q.now();
-        let kb = self.ctxs.len() as u32;
         match self.kblockd {
             KworkerState::Queued => {
                 self.run_work = self.run_work.map(|_| now);
                 let cost = self.kblockd_run_queue();
-                self.kblockd = KworkerState::Running;
-                if let Some(cpu) = self.cpu.as_mut() {
-                    cpu.request(now, kb, cost, Event::QueueRun, &mut self.q);
-                }
+                self.kworker_burst(KworkerState::Running, cost);
             }
-            KworkerState::Running => {
-                self.kblockd = KworkerState::Idle;
-                if self.run_work.is_some_and(|t| t <= now) {
-                    self.kblockd = KworkerState::Queued;
-                    if let Some(cpu) = self.cpu.as_mut() {
-                        cpu.request(now, kb, 0, Event::QueueRun, &mut self.q);
-                    }
-                }
+            KworkerState::Running if self.run_work.is_some_and(|t| t <= now) => {
+                self.kworker_burst(KworkerState::Queued, 0);
             }
+            KworkerState::Running => self.kblockd = KworkerState::Idle,
             KworkerState::Idle => {}
+        }
+    }
+
+    /// The kworker (the CPU's last task) goes to `state` and asks for a burst of `ns`.
+    fn kworker_burst(&mut self, state: KworkerState, ns: Ns) {
+        self.kblockd = state;
+        let kworker = self.ctxs.len() as u32;
+        if let Some(cpu) = self.cpu.as_mut() {
+            cpu.request(self.q.now(), kworker, ns, Event::QueueRun, &mut self.q);
         }
     }
 
