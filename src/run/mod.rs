@@ -13,9 +13,9 @@
 //! are applied the same way, at their time. A
 //! cgroup's `fio` array is successive runs, as a script's loop with a `wait`: every job
 //! of run k waits (its `after` list) for every job of run k-1, then `[host]
-//! fio_restart_ns` more; with `[host] fio_sleep_compensation` every fio process starts
-//! at a phase of the tick and times its sleep granularity as fio does at start-up
-//! (`FioProcess`). [`simulate`] puts the pipeline together from those layers
+//! fio_restart_ns` more; with `[host] fio_start_phase` every fio process starts at a
+//! phase of the tick, and with `[host] fio_sleep_compensation` it times its sleep
+//! granularity as fio does at start-up (`FioProcess`). [`simulate`] puts the pipeline together from those layers
 //! (so `check`, which stops after `prepare`, allocates none of a run's state), runs
 //! it and gathers fio's report, summaries, io.stat (`crate::report::io_stat`) and the
 //! policies' views.
@@ -327,11 +327,14 @@ struct FioProcess {
 
 impl FioProcess {
     /// Process `src_idx` of the run (an index into `r.fio`), from a stream of its own
-    /// under the run's seed; with `[host] fio_sleep_compensation` only (without it
-    /// every fio starts on a whole millisecond and sleeps as asked, late by the whole
-    /// lateness).
+    /// under the run's seed: the phase with `[host] fio_start_phase` (without it every
+    /// fio starts on a whole millisecond), the granularity with `[host]
+    /// fio_sleep_compensation` (without it every sleep is asked as is, and ends late by
+    /// the whole lateness). The phase is drawn first either way, so that each key's
+    /// draw is the same with or without the other.
     fn draw(r: &Resolved, src_idx: usize) -> FioProcess {
-        if !r.host.fio_sleep_compensation {
+        let h = &r.host;
+        if !h.fio_start_phase && !h.fio_sleep_compensation {
             return FioProcess {
                 start_phase: 0,
                 ns_granularity_us: 0,
@@ -339,9 +342,14 @@ impl FioProcess {
         }
         let mut rng = SimRng::new(r.seed, &format!("fio-process#{src_idx}"));
         let jiffy = NSEC_PER_SEC / u64::from(r.kernel.hz.max(1));
+        let phase = rng.below(jiffy);
         FioProcess {
-            start_phase: rng.below(jiffy),
-            ns_granularity_us: crate::sim::fio::fio_time_init(&r.host, &mut rng),
+            start_phase: if h.fio_start_phase { phase } else { 0 },
+            ns_granularity_us: if h.fio_sleep_compensation {
+                crate::sim::fio::fio_time_init(h, &mut rng)
+            } else {
+                0
+            },
         }
     }
 }

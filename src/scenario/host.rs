@@ -119,13 +119,20 @@ pub struct HostCosts {
     /// fio's own sleep compensation (docs/validation.md §26, §28): each fio process
     /// times ten 1 µs sleeps at start-up (`fio_time_init()`) and asks the kernel for that
     /// much less on every sleep, spinning the rest (`usec_sleep()`), so a sleep ends late
-    /// only by a wake-up's excess over that; and each fio process starts at a phase of
-    /// the kernel's tick drawn from the seed (without it, sleeps that end on time put a
-    /// rate-paced job's I/Os exactly on the jiffy boundaries the kernel's timers run
-    /// at). Off (the default until the validated scenarios it moves are re-examined,
-    /// §28): every sleep ends late by the whole lateness, and every fio starts on a whole
-    /// millisecond.
+    /// only by a wake-up's excess over that. Off (the default until the validated
+    /// scenarios it moves are re-examined, §28): every sleep ends late by the whole
+    /// lateness.
     pub fio_sleep_compensation: bool,
+    /// Each fio process starts at a phase of the kernel's tick drawn from the seed,
+    /// as a real fio does (its start-up takes milliseconds, none of them tick-aligned).
+    /// Off, every fio starts on a whole millisecond, and a rate-paced job's I/Os fall on
+    /// the jiffy boundaries the kernel's timers (blk-iocost's period, blk-throttle's
+    /// slices) run at, or a fixed distance from them. Where a result hangs on that phase
+    /// the seeds then span the real kernel's boot-to-boot spread
+    /// (`validate-iocost-saturated`: docs/validation.md §8, session 29). Off, by default
+    /// and in the qemu guests' profiles, until the validated scenarios it moves are
+    /// re-examined (§8, §28).
+    pub fio_start_phase: bool,
 }
 
 /// In scenario syntax (`[host]` keys, ns): `submit_ns=2000 submit_page_ns=75 ...`.
@@ -196,6 +203,9 @@ impl std::fmt::Display for HostCosts {
         if let Some(w) = &self.wakeup_lateness {
             write!(f, " wakeup_lateness={w}")?;
         }
+        if self.fio_start_phase {
+            write!(f, " fio_start_phase=1")?;
+        }
         Ok(())
     }
 }
@@ -204,7 +214,7 @@ impl HostCosts {
     /// Every `[host]` key, as the errors list them: `profile` (a named set of the
     /// others, `crate::scenario::host_profile`), the costs and delays (ns), the
     /// counts (`cpus`, the `_ppm` shares) and the `wakeup_lateness` table.
-    pub const KEYS: [&'static str; 25] = [
+    pub const KEYS: [&'static str; 26] = [
         "profile",
         "submit_ns",
         "submit_page_ns",
@@ -230,6 +240,7 @@ impl HostCosts {
         "cpus",
         "fio_restart_ns",
         "fio_sleep_compensation",
+        "fio_start_phase",
     ];
 
     /// Sets the integer key `key` (a time in ns, or a count) to `v`; false when `key`
@@ -261,6 +272,7 @@ impl HostCosts {
             "wakeup_slip_ppm" => self.wakeup_slip_ppm = count,
             "tag_wakeup_slip_ppm" => self.tag_wakeup_slip_ppm = count,
             "fio_sleep_compensation" => self.fio_sleep_compensation = v > 0,
+            "fio_start_phase" => self.fio_start_phase = v > 0,
             _ => return false,
         }
         true
@@ -331,6 +343,9 @@ impl HostCosts {
         if self.fio_sleep_compensation {
             s += ", fio's sleep compensation";
         }
+        if self.fio_start_phase {
+            s += ", each fio starting at a drawn phase of the tick";
+        }
         s
     }
 
@@ -388,6 +403,7 @@ impl Default for HostCosts {
             cpus: 0,
             fio_restart_ns: 300 * NSEC_PER_MSEC,
             fio_sleep_compensation: false,
+            fio_start_phase: false,
         }
     }
 }

@@ -675,7 +675,12 @@ impl Scenario {
                 "fio_sleep_compensation" => u64::from(count(
                     1,
                     "0 (every fio sleep ends late by the whole lateness) or 1 (fio's own \
-                     compensation, and each fio's start at a phase of the tick)",
+                     compensation)",
+                )?),
+                "fio_start_phase" => u64::from(count(
+                    1,
+                    "0 (every fio starts on a whole millisecond) or 1 (at a phase of the \
+                     tick drawn from the seed)",
                 )?),
                 "wakeup_slip_ppm" | "tag_wakeup_slip_ppm" => u64::from(count(1_000_000, PPM)?),
                 k if !HostCosts::KEYS.contains(&k) => {
