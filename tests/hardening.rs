@@ -96,6 +96,15 @@ fn check_refuses_exactly_what_run_refuses() {
             &[":7:", "host.cpus", "0 (every woken task runs at once) or 1"],
         ),
         (
+            "host-start-phase-not-a-switch",
+            "[host]\nfio_start_phase = 2\n",
+            &[
+                ":7:",
+                "host.fio_start_phase",
+                "0 (every fio starts on a whole millisecond) or 1",
+            ],
+        ),
+        (
             "host-tag-wakeup-not-a-time",
             "[host]\ntag_wakeup_ns = \"soon\"\n",
             &[":7:", "host.tag_wakeup_ns"],
