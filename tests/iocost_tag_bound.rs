@@ -17,12 +17,17 @@ mod common;
 use blkcg_sim::iocost::ctl::PeriodRow;
 use blkcg_sim::sim::NSEC_PER_SEC;
 
-/// The period rows of the scenario as `validate` simulates it on 6.1.192.
-fn rows() -> Vec<PeriodRow> {
-    common::as_validate_simulates("validate-iocost-tag-bound", "6.1.192")
+/// The period rows of the scenario as `validate` simulates it on 6.1.192 (`seed`: in
+/// place of the scenario's).
+fn rows_of_seed(seed: Option<u64>) -> Vec<PeriodRow> {
+    common::as_validate_simulates_seed("validate-iocost-tag-bound", None, "6.1.192", seed)
         .record
         .rows::<PeriodRow>()
         .to_vec()
+}
+
+fn rows() -> Vec<PeriodRow> {
+    rows_of_seed(None)
 }
 
 /// The base vrate in force at `t_ms` (the last period ended by then).
@@ -54,25 +59,35 @@ fn tag_waits_drive_vrate_down_as_on_the_real_kernel() {
     assert!(first > 500, "rq_wait_pct in the first second: {first}");
 }
 
-/// Agree (§17, §19): the real kernel settled at 16.1–42.6% over four boots; the
-/// simulation settles in that range (25.6%; 59.8% before the tag sleepers' bound),
-/// with `rq_wait_pct` about the 5% edge (busy_level back to 0 or 1–3, which move
-/// nothing).
+/// Agree (§17, §19): the real kernel settled at 16.1–42.6% over four boots — where,
+/// hangs on a draw boot to boot — and so does the simulation seed to seed: over seeds
+/// 1–8 it settles at 24.6–50.3%, with its median (39.3%) in the real range (59.8% for
+/// every seed before the tag sleepers' bound), and `rq_wait_pct` about the 5% edge
+/// (busy_level back to 0 or 1–3, which move nothing). One seed's point is not the
+/// figure: a model change that shifts the draw moves it by ten points either way
+/// (docs/validation.md §8, session 29).
 #[test]
 fn the_simulation_settles_where_the_real_kernel_does() {
-    let rows = rows();
-    let settled = vrate_at(&rows, 9_000);
-    assert!(
-        (16.1..42.6).contains(&settled),
-        "settled at {settled:.2}% (real 16.1–42.6%, sim until now 25.55%)"
-    );
-    let late: Vec<u32> = rows
-        .iter()
-        .filter(|r| r.t > 5 * NSEC_PER_SEC)
-        .map(|r| r.rq_wait_pct)
+    let mut settled: Vec<f64> = (1..=8)
+        .map(|seed| {
+            let rows = rows_of_seed(Some(seed));
+            let late: Vec<u32> = rows
+                .iter()
+                .filter(|r| r.t > 5 * NSEC_PER_SEC)
+                .map(|r| r.rq_wait_pct)
+                .collect();
+            assert!(
+                late.iter().all(|&p| p <= 25),
+                "seed {seed}: rq_wait_pct after 5 s: {late:?}"
+            );
+            vrate_at(&rows, 9_000)
+        })
         .collect();
+    settled.sort_by(f64::total_cmp);
+    let median = (settled[3] + settled[4]) / 2.0;
     assert!(
-        late.iter().all(|&p| p <= 25),
-        "rq_wait_pct after 5 s: {late:?}"
+        (16.1..42.6).contains(&median),
+        "median settled at {median:.2}% over seeds 1-8, {settled:?} (real 16.1–42.6%, \
+         sim until now 39.3%)"
     );
 }

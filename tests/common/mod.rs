@@ -225,6 +225,17 @@ pub fn as_validate_simulates_variant(
     variant: Option<&str>,
     release: &str,
 ) -> blkcg_sim::run::VariantRun {
+    as_validate_simulates_seed(name, variant, release, None)
+}
+
+/// [`as_validate_simulates_variant`] with `seed` in place of the scenario's
+/// (`validate --runs N` simulates seeds from the scenario's on).
+pub fn as_validate_simulates_seed(
+    name: &str,
+    variant: Option<&str>,
+    release: &str,
+    seed: Option<u64>,
+) -> blkcg_sim::run::VariantRun {
     use toml::Value;
     let text = blkcg_sim::scenario::embedded::get(name).unwrap();
     let sc = blkcg_sim::scenario::Scenario::parse(text, name).unwrap();
@@ -239,7 +250,7 @@ pub fn as_validate_simulates_variant(
         "dispatch_ns",
         Value::Integer(guest.dispatch_ns),
     ));
-    blkcg_sim::run::run_variant(&sc.pinned(&pins), variant, Some(release), None, false).unwrap()
+    blkcg_sim::run::run_variant(&sc.pinned(&pins), variant, Some(release), seed, false).unwrap()
 }
 
 /// [`as_validate_simulates`], as the fio JSON document `validate` reads.
