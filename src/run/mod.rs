@@ -15,9 +15,9 @@
 //! of run k waits (its `after` list) for every job of run k-1, then `[host]
 //! fio_restart_ns` more; with `[host] fio_start_phase` every fio process starts at a
 //! phase of the tick, and with `[host] fio_sleep_compensation` it times its sleep
-//! granularity as fio does at start-up (`FioProcess`). [`simulate`] puts the pipeline together from those layers
-//! (so `check`, which stops after `prepare`, allocates none of a run's state), runs
-//! it and gathers fio's report, summaries, io.stat (`crate::report::io_stat`) and the
+//! granularity as fio does at start-up (`FioProcess`). [`simulate`] puts the pipeline
+//! together from those layers (so `check`, which stops after `prepare`, allocates none
+//! of a run's state), runs it and gathers fio's report, summaries, io.stat (`crate::report::io_stat`) and the
 //! policies' views.
 //! What the variant assumes (kernel, host, device latency model) is said once, here,
 //! by `crate::report::assumed` for `check` and the run's summary; so is what it was

@@ -125,12 +125,12 @@ pub struct HostCosts {
     pub fio_sleep_compensation: bool,
     /// Each fio process starts at a phase of the kernel's tick drawn from the seed,
     /// as a real fio does (its start-up takes milliseconds, none of them tick-aligned).
-    /// Off, every fio starts on a whole millisecond, and a rate-paced job's I/Os fall on
-    /// the jiffy boundaries the kernel's timers (blk-iocost's period, blk-throttle's
-    /// slices) run at, or a fixed distance from them. Where a result hangs on that phase
-    /// the seeds then span the real kernel's boot-to-boot spread
-    /// (`validate-iocost-saturated`: docs/validation.md §8, session 29). Off, by default
-    /// and in the qemu guests' profiles, until the validated scenarios it moves are
+    /// Without it every fio starts on a whole millisecond, and a rate-paced job's I/Os
+    /// fall on the jiffy boundaries the kernel's timers (blk-iocost's period,
+    /// blk-throttle's slices) run at, or a fixed distance from them. Where a result
+    /// hangs on that phase the seeds then span the real kernel's boot-to-boot spread
+    /// (`validate-iocost-saturated`: docs/validation.md §8, session 29). Off by default
+    /// and in the qemu guests' profiles until the validated scenarios it moves are
     /// re-examined (§8, §28).
     pub fio_start_phase: bool,
 }
@@ -177,6 +177,9 @@ impl std::fmt::Display for HostCosts {
         if self.fio_sleep_compensation {
             write!(f, " fio_sleep_compensation=1")?;
         }
+        if self.fio_start_phase {
+            write!(f, " fio_start_phase=1")?;
+        }
         if self.tag_wakeup_slip_ppm > 0 {
             write!(
                 f,
@@ -202,9 +205,6 @@ impl std::fmt::Display for HostCosts {
         }
         if let Some(w) = &self.wakeup_lateness {
             write!(f, " wakeup_lateness={w}")?;
-        }
-        if self.fio_start_phase {
-            write!(f, " fio_start_phase=1")?;
         }
         Ok(())
     }
