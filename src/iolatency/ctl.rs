@@ -376,15 +376,7 @@ impl BlkIolatency {
         let hz = u64::from(self.cfg.hz.max(1));
         let clk = self.cfg.start_jiffies
             + (u128::from(now) * u128::from(hz) / u128::from(NSEC_PER_SEC)) as u64;
-        let expires = clk + hz;
-        let delta = expires - clk;
-        // LVL_START(n) = 63 << 3(n−1); granularity 8^lvl jiffies
-        let mut lvl = 0;
-        while lvl < 8 && delta >= 63u64 << (3 * lvl) {
-            lvl += 1;
-        }
-        let shift = 3 * lvl;
-        let bucket = ((expires >> shift) + 1) << shift;
+        let bucket = crate::sim::jiffies::wheel_bucket(clk + hz, clk);
         let d = u128::from(bucket - self.cfg.start_jiffies) * u128::from(NSEC_PER_SEC);
         self.timer = Some(d.div_ceil(u128::from(hz)) as Ns);
     }

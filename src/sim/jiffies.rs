@@ -11,8 +11,9 @@
 //! absolute jiffies (blk-throttle's `slice_end`, the timer wheel's buckets) is not
 //! aligned to t = 0, as on a freshly booted machine.
 //!
-//! Moving parts: [`initial_jiffies`] (the reading at t = 0), [`at`] (ns → jiffies) and
-//! [`ns_of`] (the first instant a reading is reached). Each user keeps its own `start`
+//! Moving parts: [`initial_jiffies`] (the reading at t = 0), [`at`] (ns → jiffies),
+//! [`ns_of`] (the first instant a reading is reached) and [`wheel_bucket`] (when the
+//! timer wheel fires a timer). Each user keeps its own `start`
 //! and `HZ` (`ThrottleConfig`, mq-deadline's tunables, blk-iolatency's config); the
 //! `msecs_to_jiffies()` of mq-deadline's tunables stays with them.
 
@@ -36,4 +37,18 @@ pub fn at(now: Ns, start: u64, hz: u64) -> u64 {
 pub fn ns_of(j: u64, start: u64, hz: u64) -> Ns {
     let d = u128::from(j.saturating_sub(start)) * u128::from(NSEC_PER_SEC);
     d.div_ceil(u128::from(hz)) as Ns
+}
+
+/// The jiffy at which the timer wheel fires a timer armed at `clk` to expire at
+/// `expires` (`calc_wheel_index()` → `calc_index()`): the expiry rounded up past its
+/// level's granularity (`8^lvl` jiffies, level `lvl` from `LVL_START(n) = 63 << 3(n−1)`),
+/// so never early and, at level 0, one jiffy late.
+pub fn wheel_bucket(expires: u64, clk: u64) -> u64 {
+    let delta = expires.saturating_sub(clk);
+    let mut lvl = 0;
+    while lvl < 8 && delta >= 63u64 << (3 * lvl) {
+        lvl += 1;
+    }
+    let shift = 3 * lvl;
+    ((expires >> shift) + 1) << shift
 }
