@@ -46,6 +46,8 @@ pub mod throttle;
 pub mod validate;
 #[doc(hidden)]
 pub mod workload;
+#[doc(hidden)]
+pub mod writeback;
 
 // Internal, used by nothing outside the crate.
 pub(crate) mod device_fit;
