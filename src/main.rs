@@ -112,7 +112,8 @@ enum Cmd {
     /// pictures, and links to its files. What each run assumed (kernel version and HZ,
     /// host costs, the device's latency model, and who set each) heads its summary, and
     /// goes to stderr when no summary is printed; then every warning of the run (what
-    /// it was given but does not model: buffered I/O runs as direct I/O), as on stderr.
+    /// it was given but does not model: buffered reads run as direct reads), as on
+    /// stderr.
     Run {
         scenario: String,
         /// Run only this variant (repeatable).
@@ -151,8 +152,9 @@ enum Cmd {
     /// `ssd:preset=dc-nvme`, `hdd:rpm=5400`.
     /// The fio arguments are exactly fio's (`--name=a --rw=randread ...` or a job file);
     /// `${VAR}` in them or in a job file expands from the environment, as in fio.
-    /// What fio accepts but blkcg-sim does not model is a warning (buffered I/O,
-    /// direct=0 being fio's default, runs as direct I/O).
+    /// What fio accepts but blkcg-sim does not model is a warning (a buffered job's
+    /// reads, direct=0 being fio's default, run as direct reads; its writes go through
+    /// the page cache).
     Fio {
         #[arg(long)]
         device: String,

@@ -105,6 +105,31 @@ fn check_refuses_exactly_what_run_refuses() {
             ],
         ),
         (
+            "host-memory-not-a-size",
+            "[host]\nmemory = \"lots\"\n",
+            &[":7:", "host.memory", "1 MiB to 1 PiB", "\"16G\""],
+        ),
+        (
+            "memory-max-too-small",
+            "[cgroup.b]\n\"memory.max\" = \"4k\"\n",
+            &[":7:", "memory.max", "\"max\" or a size of at least 1 MiB"],
+        ),
+        (
+            "sysctl-out-of-range",
+            "[sysctl]\nvm.dirty_background_ratio = 150\n",
+            &[":7:", "vm.dirty_background_ratio", "EINVAL", "0 to 100"],
+        ),
+        (
+            "sysctl-ratio-and-bytes",
+            "[sysctl]\nvm.dirty_ratio = 10\nvm.dirty_bytes = 1048576\n",
+            &[":8:", "one setting"],
+        ),
+        (
+            "sysctl-unknown",
+            "[sysctl]\nvm.drop_caches = 3\n",
+            &[":7:", "vm.drop_caches", "accepted: vm.dirty_ratio"],
+        ),
+        (
             "host-tag-wakeup-not-a-time",
             "[host]\ntag_wakeup_ns = \"soon\"\n",
             &[":7:", "host.tag_wakeup_ns"],

@@ -34,6 +34,8 @@ pub struct Assumed {
     kernel: String,
     host: String,
     device: String,
+    /// With buffered writers: the page cache's memory and sysctls.
+    page_cache: Option<String>,
     /// The defaults no distribution ships, as `check` warns of them.
     defaults: Vec<String>,
 }
@@ -126,8 +128,31 @@ impl Assumed {
             kernel,
             host,
             device,
+            page_cache: None,
             defaults,
         }
+    }
+
+    /// The run has buffered writers: say what their page cache is (a fourth line).
+    pub fn set_page_cache(&mut self, r: &Resolved) {
+        let memcg: Vec<String> = r
+            .memory_max
+            .iter()
+            .map(|&(cg, b)| format!("{} memory.max={b}", r.tree.nodes[cg as usize].path))
+            .collect();
+        let memcg = if memcg.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", memcg.join(", "))
+        };
+        self.page_cache = Some(format!(
+            "page cache of {} bytes dirtyable ([host] memory), {}, a buffered write's copy \
+             {}/page ([host] page_copy_ns); cgroup writeback (each cgroup's pages written \
+             back as that cgroup){memcg}",
+            r.host.memory,
+            crate::scenario::sysctl::describe(&r.vm),
+            crate::sim::time_text(r.host.page_copy_ns),
+        ));
     }
 
     /// Where the variant relies on a default no distribution ships: one line each,
@@ -141,6 +166,9 @@ impl Assumed {
 impl fmt::Display for Assumed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for line in [&self.kernel, &self.host, &self.device] {
+            writeln!(f, "assumed: {line}")?;
+        }
+        if let Some(line) = &self.page_cache {
             writeln!(f, "assumed: {line}")?;
         }
         Ok(())

@@ -56,6 +56,30 @@ pub fn summary_text(run: &VariantRun) -> String {
         + &warnings
         + &summary::summary_table(&run.summaries)
         + &summary::device_summary(&run.limits.name, &run.fio.device)
+        + &page_cache_summary(run)
+}
+
+/// The page cache's lines of the summary, for a run with buffered writers.
+fn page_cache_summary(run: &VariantRun) -> String {
+    let Some(pc) = run.out.page_cache.as_deref() else {
+        return String::new();
+    };
+    let tree = &run.resolved.tree;
+    let jobs = &run.out.jobs;
+    let paused = |cg: u32| {
+        jobs.iter()
+            .filter(|(p, _, _)| p.cgroup == cg)
+            .map(|(_, _, t)| t.dirty_paused)
+            .sum()
+    };
+    let writers_done = jobs.iter().map(|(_, _, t)| t.finished).max().unwrap_or(0);
+    crate::writeback::summary(
+        &pc.model,
+        |cg| timeline::cg_name(tree, cg),
+        paused,
+        pc.last_written,
+        writers_done,
+    )
 }
 
 /// Every output file of one run in its folder `out` (see `report::outdir`) besides

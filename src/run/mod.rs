@@ -21,7 +21,7 @@
 //! policies' views.
 //! What the variant assumes (kernel, host, device latency model) is said once, here,
 //! by `crate::report::assumed` for `check` and the run's summary; so is what it was
-//! given but does not model (buffered I/O first: `crate::workload::job::unmodelled`,
+//! given but does not model (buffered reads first: `crate::workload::job::unmodelled`,
 //! once per fio job), a warning `run` prints on stderr and in the summary.
 //! [`reproduce`] runs a built-in seed's variants and evaluates its bands.
 //!
@@ -281,6 +281,13 @@ fn build_pipeline(
     pipe.set_blk_mq(parts.blk, r.kernel.hz);
     pipe.set_fair(parts.fair);
     pipe.set_nomerges(parts.nomerges);
+    let cgroups = (0..r.tree.len() as u32)
+        .map(|cg| {
+            let max = r.memory_max.iter().find(|m| m.0 == cg).map(|m| m.1);
+            (r.tree.parent(cg), max)
+        })
+        .collect();
+    pipe.set_writeback(r.vm, cgroups);
     let mut stack = build_stack(POLICIES, r, setups, &r.tree, &q_limits, parts.trace_on);
     stack.elevator = parts.elevator;
     pipe.set_stack(stack);
@@ -378,7 +385,7 @@ pub fn prepare(
         |table: &[&str], e: &crate::error::KeyError| key_err(sc, variant, table, e).to_string();
     let (dev, dev_keys, dev_warnings) =
         crate::device::config::resolve(&r.device, r.seed).map_err(|e| located(&["device"], &e))?;
-    let assumed = Assumed::of(&r, dev.as_ref());
+    let mut assumed = Assumed::of(&r, dev.as_ref());
     warnings.extend(dev_warnings.iter().map(|w| located(&["device"], w)));
     let mut limits = dev.limits().clone();
     let key = |name: &str| dev_keys.iter().find(|(k, _)| k == name).map(|(_, v)| v);
@@ -515,7 +522,7 @@ pub fn prepare(
             p.startdelay += process.start_phase;
             p.ns_granularity_us = process.ns_granularity_us;
             if p.filename.is_empty() {
-                p.filename = format!("/dev/{}", limits.name);
+                p.filename = format!("/dev/{}", limits.name).into();
             }
             // once per job: its numjobs clones would only say it again
             if spec.clone_index == 0 {
@@ -540,6 +547,9 @@ pub fn prepare(
             specs.push(spec);
             sources.push(src_idx);
         }
+    }
+    if params.iter().any(|p| p.buffered.is_some() && p.kind.write) {
+        assumed.set_page_cache(&r);
     }
     // they live for the whole run: no room left over from their growth
     params.shrink_to_fit();

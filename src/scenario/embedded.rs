@@ -36,6 +36,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/example-iocost-debt.toml"),
     ),
     (
+        "example-buffered-writes",
+        include_str!("../../scenarios/example-buffered-writes.toml"),
+    ),
+    (
         "example-ssd-write-cliff",
         include_str!("../../scenarios/example-ssd-write-cliff.toml"),
     ),

@@ -30,6 +30,7 @@ pub mod repro;
 pub mod resolve;
 pub mod source;
 pub mod spec;
+pub mod sysctl;
 
 use std::collections::HashMap;
 
@@ -61,6 +62,7 @@ const TOP_KEYS: &[&str] = &[
     "device",
     "kernel",
     "host",
+    "sysctl",
     "state",
     "root",
     "cgroup",
@@ -78,6 +80,7 @@ const VARIANT_KEYS: &[&str] = &[
     "kernel",
     "device",
     "host",
+    "sysctl",
     "state",
     "root",
     "cgroup",

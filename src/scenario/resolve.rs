@@ -210,6 +210,10 @@ pub struct Resolved {
     pub device_writes: Vec<DeviceWrite>,
     /// Every fio run, ordered by round, then by cgroup as the scenario lists them.
     pub fio: Vec<FioSource>,
+    /// `[sysctl]`: the `vm.*` writeback sysctls.
+    pub vm: crate::writeback::VmWriteback,
+    /// Each cgroup's `memory.max` in bytes, where one is set (not `max`).
+    pub memory_max: Vec<(u32, u64)>,
     /// What is accepted but worth saying (a kernel newer than the newest modelled).
     pub warnings: Vec<String>,
 }
@@ -326,6 +330,8 @@ impl Scenario {
             _ => Given::Default,
         };
         let state = self.prior_state(t.get("state"))?;
+        let vm = self.sysctls(t.get("sysctl"))?;
+        let mut memory_max = Vec::new();
         let mut tree = CgroupTree::default();
         let mut writes = Vec::new();
         let mut fio = Vec::new();
@@ -446,6 +452,12 @@ impl Scenario {
                         }
                         continue;
                     }
+                    if k == "memory.max" {
+                        if let Some(b) = self.memory_max(&path, v)? {
+                            memory_max.push((cg, b));
+                        }
+                        continue;
+                    }
                     match IfaceFile::from_key(k) {
                         Some(f) if f.0.on_children() => {
                             for line in self.lines_of(&path, k, v)? {
@@ -502,6 +514,8 @@ impl Scenario {
             writes,
             device_writes,
             fio,
+            vm,
+            memory_max,
             warnings,
         })
     }
@@ -683,6 +697,7 @@ impl Scenario {
                      tick drawn from the seed)",
                 )?),
                 "wakeup_slip_ppm" | "tag_wakeup_slip_ppm" => u64::from(count(1_000_000, PPM)?),
+                "memory" => self.host_memory(val)?,
                 k if !HostCosts::KEYS.contains(&k) => {
                     return Err(self.err_at(
                         &["host"],
@@ -698,6 +713,52 @@ impl Scenario {
             h.set_integer(key, n);
         }
         Ok((h, named))
+    }
+
+    /// A cgroup's `memory.max` (the page cache's limit for its dirty pages): `max`, or
+    /// bytes with the kernel's suffixes (`"512M"`, `memparse()`); None for `max`.
+    fn memory_max(&self, path: &[&str], v: &Value) -> Result<Option<u64>, ScenarioError> {
+        let bytes = match v {
+            Value::String(s) if s.trim() == "max" => return Ok(None),
+            Value::Integer(i) => u64::try_from(*i).ok(),
+            Value::String(s) => {
+                crate::workload::fio::units::bytes(s.trim(), 1024, &mut Vec::new()).ok()
+            }
+            _ => None,
+        };
+        match bytes {
+            Some(b) if b >= 1 << 20 => Ok(Some(b)),
+            _ => Err(self.err_at(
+                path,
+                "memory.max",
+                format!(
+                    "`memory.max` = {v}: \"max\" or a size of at least 1 MiB is accepted \
+                     (bytes, or \"512M\", \"2G\")"
+                ),
+            )),
+        }
+    }
+
+    /// `[host] memory`: bytes, as an integer or a size with fio's units (`"16G"`,
+    /// `"512MiB"`), from 1 MiB to 1 PiB.
+    fn host_memory(&self, val: &Value) -> Result<u64, ScenarioError> {
+        let bytes = match val {
+            Value::Integer(i) => u64::try_from(*i).ok(),
+            Value::String(s) => crate::workload::fio::units::bytes(s, 1024, &mut Vec::new()).ok(),
+            _ => None,
+        };
+        bytes
+            .filter(|b| (1 << 20..=1 << 50).contains(b))
+            .ok_or_else(|| {
+                self.err_at(
+                    &["host"],
+                    "memory",
+                    format!(
+                        "`host.memory` = {val}: a size from 1 MiB to 1 PiB is accepted, in bytes \
+                     or with a unit (\"16G\", \"512MiB\")"
+                    ),
+                )
+            })
     }
 
     /// A `[host]` time: a duration (a bare number is ns) up to a second, or an hour

@@ -106,7 +106,7 @@ use crate::device::{BlockDevice, Completion, DevRq, QueueLimits};
 use crate::scenario::host::HostCosts;
 use crate::sim::cpu::{FairSched, GuestCpu};
 use crate::sim::fio::stats::{JobStats, LatHist};
-use crate::sim::fio::{FIO_SAMPLE, IoU, JobRt, JobTimes, Phase};
+use crate::sim::fio::{FIO_SAMPLE, IoKind, IoU, JobRt, JobTimes, Phase};
 use crate::sim::inline_deque::InlineDeque;
 use crate::sim::iostat::DevAcct;
 use crate::sim::jiffies;
@@ -116,6 +116,7 @@ use crate::sim::prefetch::prefetch;
 use crate::sim::rng::SimRng;
 use crate::sim::sbitmap::{Sbitmap, TagSet};
 use crate::sim::timebins::TimeBins;
+use crate::sim::writeback::PageCache;
 use crate::sim::{
     BioId, BioSlab, Dir, Event, EventQueue, IoErr, NO_BIO, NSEC_PER_MSEC, NSEC_PER_SEC, Ns,
 };
@@ -167,8 +168,8 @@ pub(super) struct Ctx {
     /// The call inserted a request for kblockd and returns once kblockd has run the
     /// queue (`crate::sim::plug`).
     awaits_queue_run: bool,
-    /// The fio job this context belongs to (None: the policies' dispatch worker).
-    job: Option<u32>,
+    /// Whose context this is.
+    pub(super) owner: Owner,
     /// When the bio at the front started to wait for a tag (its `alloc_time`).
     tag_wait_since: Ns,
     /// The bios still to push (`current->bio_list`): one, or two after a split.
@@ -177,6 +178,29 @@ pub(super) struct Ctx {
 
 // the context's flags and its inline bios share the first cache line
 const _: () = assert!(std::mem::size_of::<Ctx>() == 64);
+
+/// Who pushes a context's bios.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) enum Owner {
+    /// The policies' dispatch worker (kthrotld and the like).
+    #[default]
+    Worker,
+    /// A fio job, inside its `io_submit()`/`pread()` or `fsync()`.
+    Job(u32),
+    /// The flusher of a cgroup's wb (`crate::sim::writeback`).
+    Flusher(u32),
+}
+
+impl Owner {
+    /// The fio job, if a job's.
+    #[inline]
+    pub(super) fn job(self) -> Option<u32> {
+        match self {
+            Owner::Job(j) => Some(j),
+            _ => None,
+        }
+    }
+}
 
 /// Per-cgroup `io.stat` counters kept by blk-cgroup (`blk_cgroup_bio_start()`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -203,6 +227,8 @@ pub struct RunOutput {
     pub device_lat: Option<Box<[LatHist; 2]>>,
     /// The device model's counters of the whole run (`BlockDevice::run_counters`).
     pub device_counters: Vec<(&'static str, u64)>,
+    /// The page cache as the run left it, with buffered writers.
+    pub page_cache: Option<Box<PageCache>>,
 }
 
 /// kblockd's kworker on the one CPU (`[host] cpus = 1`).
@@ -261,7 +287,7 @@ pub struct Pipeline {
     /// first by the next queue run.
     hctx_dispatch: std::collections::VecDeque<Request>,
     /// The kernel's `HZ`: kblockd's delayed queue runs are timer-wheel timers.
-    hz: u32,
+    pub(super) hz: u32,
     /// The driver stopped the hardware queue (`blk_mq_stop_hw_queues()`, null_blk over
     /// its `mbps` grant): no queue run dispatches until it restarts it.
     hw_stopped: bool,
@@ -311,6 +337,8 @@ pub struct Pipeline {
     /// Each cgroup's first job's context (0: none), the one a wake-up in that cgroup
     /// most likely resumes: for hints only, so made only when `lookahead` is set.
     cg_ctx: Vec<u32>,
+    /// The page cache of a run with buffered writers (`crate::sim::writeback`).
+    pub(super) wb: Option<Box<PageCache>>,
 }
 
 const WORKER: u32 = 0;
@@ -360,7 +388,7 @@ impl Pipeline {
             .enumerate()
             .map(|(i, p)| {
                 ctxs.push(Ctx {
-                    job: Some(i as u32),
+                    owner: Owner::Job(i as u32),
                     ..Ctx::default()
                 });
                 JobRt::new(p, seed)
@@ -416,6 +444,7 @@ impl Pipeline {
             job_timelines: false,
             lookahead: false,
             cg_ctx: Vec::new(),
+            wb: None,
             limits,
         }
     }
@@ -436,6 +465,22 @@ impl Pipeline {
     /// (EEVDF unless set).
     pub fn set_fair(&mut self, f: FairSched) {
         self.fair = f;
+    }
+
+    /// A submission context for `owner`, before the run starts; its index.
+    pub(super) fn add_ctx(&mut self, owner: Owner) -> u32 {
+        self.ctxs.push(Ctx {
+            owner,
+            ..Ctx::default()
+        });
+        (self.ctxs.len() - 1) as u32
+    }
+
+    /// Every job has ended and the page cache, if any, is clean: the run is over (a
+    /// buffered writer's pages are followed to the device, as a `sync` after fio
+    /// would wait for them).
+    fn run_over(&self) -> bool {
+        self.jobs_done == self.jobs.len() && self.wb.as_deref().is_none_or(PageCache::clean)
     }
 
     /// Stop the run at this time even if jobs are still running.
@@ -675,6 +720,8 @@ impl Pipeline {
                     }
                 }
                 Event::Config(i) => on_config(&mut self, i),
+                Event::WbWork(cg) => self.on_wb_work(cg),
+                Event::WbBandwidth(cg) => self.on_wb_bandwidth(cg),
                 Event::QueueRun => {
                     if self.cpu.is_some() {
                         self.kworker_wake();
@@ -691,7 +738,7 @@ impl Pipeline {
                     break;
                 }
             }
-            if self.jobs_done == self.jobs.len() {
+            if self.run_over() {
                 break;
             }
         }
@@ -727,6 +774,7 @@ impl Pipeline {
                     epoch: j.epoch,
                     stats_start: j.stats_start,
                     finished: j.finished_at,
+                    dirty_paused: j.buf.paused,
                 };
                 (j.p, j.stats, times)
             })
@@ -739,6 +787,7 @@ impl Pipeline {
             stack: self.stack,
             device_lat: self.device_lat,
             device_counters: self.dev.run_counters(),
+            page_cache: self.wb,
         }
     }
 
@@ -752,6 +801,9 @@ impl Pipeline {
         }
         if let Some(e) = self.stack.elevator.as_mut() {
             e.drain(rec);
+        }
+        if let Some(pc) = self.wb.as_deref_mut() {
+            pc.drain(rec);
         }
     }
 
@@ -841,7 +893,7 @@ impl Pipeline {
 
     /// Context `c` runs `ns` of its job's CPU time, then goes on: on the guest CPU
     /// when it is modelled, else after `ns`.
-    fn ctx_run_for(&mut self, c: u32, ns: Ns) {
+    pub(super) fn ctx_run_for(&mut self, c: u32, ns: Ns) {
         let Some(cpu) = &mut self.cpu else {
             self.kick_ctx(c, ns);
             return;
@@ -962,34 +1014,39 @@ impl Pipeline {
             }
         }
         let awaits_queue_run = std::mem::take(&mut self.ctxs[c as usize].awaits_queue_run);
-        if let Some(j) = self.ctxs[c as usize].job
-            && let Phase::InSubmit(io) = self.jobs[j as usize].phase
-        {
-            if awaits_queue_run {
-                // the call goes on once kblockd has run the queue (kblockd_run_queue())
-                self.queue_run_waiters.push(c);
-                return;
+        let (j, io) = match self.ctxs[c as usize].owner {
+            Owner::Job(j) => match self.jobs[j as usize].phase {
+                Phase::InSubmit(io) => (j, io),
+                Phase::Fsync(_) => return self.fsync_step(j),
+                _ => return,
+            },
+            Owner::Flusher(cg) => return self.flusher_step(cg),
+            Owner::Worker => return,
+        };
+        if awaits_queue_run {
+            // the call goes on once kblockd has run the queue (kblockd_run_queue())
+            self.queue_run_waiters.push(c);
+            return;
+        }
+        // the completions the driver ran inside this call, then
+        // blkcg_maybe_throttle_current(): the delay on return to user space; both
+        // are part of the syscall, so they land in this I/O's slat
+        // the I/O's own copy: the job's parameters are a cold line by now
+        let cg = self.ios[io as usize].cgroup;
+        let mut user_delay = 0;
+        if self.stack.rq_qos_ops.user_delay {
+            for p in &mut self.stack.rq_qos {
+                user_delay = user_delay.max(p.user_delay(now, cg));
             }
-            // the completions the driver ran inside this call, then
-            // blkcg_maybe_throttle_current(): the delay on return to user space; both
-            // are part of the syscall, so they land in this I/O's slat
-            // the I/O's own copy: the job's parameters are a cold line by now
-            let cg = self.ios[io as usize].cgroup;
-            let mut user_delay = 0;
-            if self.stack.rq_qos_ops.user_delay {
-                for p in &mut self.stack.rq_qos {
-                    user_delay = user_delay.max(p.user_delay(now, cg));
-                }
-            }
-            let queue_run = std::mem::take(&mut self.queue_run_cpu);
-            let delay = queue_run + user_delay;
-            if self.cpu.is_some() && user_delay == 0 && queue_run > 0 {
-                self.ctx_run_for(c, queue_run);
-            } else if delay > 0 {
-                self.kick_ctx(c, delay);
-            } else {
-                self.submit_returned(j, io);
-            }
+        }
+        let queue_run = std::mem::take(&mut self.queue_run_cpu);
+        let delay = queue_run + user_delay;
+        if self.cpu.is_some() && user_delay == 0 && queue_run > 0 {
+            self.ctx_run_for(c, queue_run);
+        } else if delay > 0 {
+            self.kick_ctx(c, delay);
+        } else {
+            self.submit_returned(j, io);
         }
     }
 
@@ -1079,15 +1136,20 @@ impl Pipeline {
     /// dispatch worker plugs and flushes in its own context
     /// (`blk_throtl_dispatch_work_fn()`), a job as `crate::sim::plug` says.
     fn queue_run_of(&self, c: u32, b: BioId) -> QueueRun {
-        let Some(j) = self.ctxs[c as usize].job else {
+        let Some(j) = self.ctxs[c as usize].owner.job() else {
             return QueueRun::Caller;
         };
         let bio = self.bios.get(b);
+        let iou = &self.ios[bio.io as usize];
+        if iou.kind == IoKind::Writeback {
+            // an fsync's pages: the caller's plug ends with its last bio
+            return QueueRun::Caller;
+        }
         plug::queue_run(
             &self.blk,
             self.jobs[j as usize].p.sync_engine,
             bio.dir,
-            self.ios[bio.io as usize].bytes,
+            iou.bytes,
             self.stack.elevator.is_some(),
         )
     }
@@ -1618,7 +1680,7 @@ impl Pipeline {
         if let Some(&(b, _)) = ctx.pending.front() {
             prefetch(self.bios.get(b));
         }
-        if let Some(j) = ctx.job {
+        if let Some(j) = ctx.owner.job() {
             let job = &self.jobs[j as usize];
             prefetch(job);
             job.stats.prefetch_submit();
@@ -1629,7 +1691,7 @@ impl Pipeline {
     /// slip (`tag_wakeup_slip_*`) drawn from its job's host stream.
     fn tag_wakeup(&mut self, c: u32) -> Ns {
         let mut delay = self.host.tag_wakeup_ns;
-        if let Some(j) = self.ctxs[c as usize].job {
+        if let Some(j) = self.ctxs[c as usize].owner.job() {
             let h = &self.host;
             let rng = &mut self.jobs[j as usize].host_rng;
             if h.tag_wakeup_slip_ppm > 0 && rng.below(1_000_000) < u64::from(h.tag_wakeup_slip_ppm)
@@ -1668,7 +1730,10 @@ impl Pipeline {
         if let Some(e) = self.stack.elevator.as_mut() {
             e.sample(now);
         }
-        self.jobs_done < self.jobs.len()
+        if let Some(pc) = self.wb.as_deref_mut() {
+            pc.sample(now);
+        }
+        !self.run_over()
     }
 }
 
@@ -1769,6 +1834,7 @@ mod tests {
             randommap: RandomMap::NewOrder,
             distribution: Distribution::Random,
             meta: false,
+            buffered: None,
             prio: Default::default(),
             continue_on_error: 0,
             slat_percentiles: false,

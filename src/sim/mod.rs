@@ -47,6 +47,7 @@ pub mod queue;
 pub mod rng;
 pub mod sbitmap;
 pub mod timebins;
+pub mod writeback;
 
 pub use bio::{Bio, BioId, BioSlab, Dir, IoErr, NO_BIO};
 pub use queue::{Event, EventQueue};

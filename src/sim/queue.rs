@@ -53,6 +53,10 @@ pub enum Event {
     CpuBurst(u32),
     /// The guest CPU's scheduler tick.
     CpuTick,
+    /// A cgroup's writeback work item runs (`wb_workfn()`; `crate::sim::writeback`).
+    WbWork(u32),
+    /// A cgroup's delayed write-bandwidth update (`wb->bw_dwork`).
+    WbBandwidth(u32),
 }
 
 /// Number of sorted FIFO lanes in front of the heap.

@@ -322,12 +322,17 @@ pub fn scheduler_names() -> Vec<&'static str> {
         .collect()
 }
 
-/// Every timeline stream, policies' then elevators', in registry order.
+/// The streams of the pipeline itself, not of a policy: the page cache's.
+const CORE_STREAMS: &[&StreamDef] = &[&crate::writeback::timeline::STREAM];
+
+/// Every timeline stream, policies' then elevators', in registry order, then the
+/// pipeline's own.
 pub fn streams() -> impl Iterator<Item = &'static StreamDef> {
     POLICIES
         .iter()
         .flat_map(|d| d.streams.iter())
         .chain(ELEVATORS.iter().flat_map(|e| e.streams.iter()))
+        .chain(CORE_STREAMS.iter())
         .copied()
 }
 
@@ -337,7 +342,8 @@ pub fn output_files() -> Vec<&'static str> {
     let mut v = Vec::new();
     let policies = POLICIES.iter().map(|d| (d.reports, d.streams));
     let elevators = ELEVATORS.iter().map(|e| (&[][..], e.streams));
-    for (reports, streams) in policies.chain(elevators) {
+    let core = std::iter::once((&[][..], CORE_STREAMS));
+    for (reports, streams) in policies.chain(elevators).chain(core) {
         v.extend(reports);
         for s in streams {
             v.push(s.csv);

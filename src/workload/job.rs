@@ -93,12 +93,15 @@ pub struct JobParams {
     pub rate_iops: [u64; 2],
     pub distribution: Distribution,
     /// The file fio names in its error lines (`filename`, else the device node).
-    pub filename: String,
+    pub filename: Box<str>,
     /// Jobs (indices into the job list) that must end before this one starts
     /// (fio's `stonewall`: every earlier job of the same job file).
     pub after: Box<[u32]>,
     /// Seed stream name (fio seeds each job from its name and number).
     pub seed_name: Box<str>,
+    /// With `direct=0` (fio's default) the job's writes go through the page cache:
+    /// copied, dirty, written back later (`crate::writeback`); its reads stay direct.
+    pub buffered: Option<Box<BufferedWrites>>,
 }
 
 /// The I/O priorities a job gives its bios.
@@ -171,6 +174,17 @@ pub struct RwKind {
     pub read: bool,
     pub write: bool,
     pub random: bool,
+}
+
+/// A buffered writer's sync options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BufferedWrites {
+    /// `end_fsync`: the job syncs its file once its writes are done, inside its
+    /// runtime.
+    pub end_fsync: bool,
+    /// `fsync=N`, `fdatasync=N`: a sync after every N writes issued (0: none). On a
+    /// block device both are `blkdev_fsync()`.
+    pub sync_blocks: [u32; 2],
 }
 
 /// How block sizes are chosen for one direction.
@@ -615,6 +629,14 @@ impl JobParams {
                 randommap: RandomMap::of(spec),
                 distribution,
                 meta: spec.blkcg_meta,
+                buffered: (!spec.direct
+                    && !matches!(spec.ioengine, IoEngine::Null | IoEngine::Mmap))
+                .then(|| {
+                    Box::new(BufferedWrites {
+                        end_fsync: spec.end_fsync,
+                        sync_blocks: [spec.fsync, spec.fdatasync],
+                    })
+                }),
                 prio: JobPrio::from_spec(spec)?,
                 continue_on_error: spec.continue_on_error,
                 slat_percentiles: spec.slat_percentiles,
@@ -627,7 +649,7 @@ impl JobParams {
                     .split(':')
                     .next()
                     .unwrap_or_default()
-                    .to_string(),
+                    .into(),
                 after: after.into(),
                 seed_name: seed_name.into(),
                 reap_batch_max: spec.iodepth_batch_complete_max.max(1),
@@ -638,7 +660,7 @@ impl JobParams {
 }
 
 /// What a job asks for that blkcg-sim accepts but does not model, one sentence each,
-/// buffered I/O first: the run says so (`crate::run::prepare`, once per job, on stderr
+/// buffered reads and mmap first: the run says so (`crate::run::prepare`, once per job, on stderr
 /// and in the summary), so that a figure the simulator cannot give is never printed
 /// silently as if it could. Options fio knows that the option table ignores warn where
 /// they are parsed (`crate::workload::fio`); these are the ones it stores and nothing
@@ -646,18 +668,20 @@ impl JobParams {
 /// buffered-I/O warning for it (it has its own in [`JobParams::from_spec`]).
 pub fn unmodelled(spec: &JobSpec) -> Vec<String> {
     let mut out = Vec::new();
-    let buffered = match spec.ioengine {
-        IoEngine::Mmap => Some("ioengine=mmap"),
-        IoEngine::Null => None,
-        _ => (!spec.direct).then_some("direct=0, fio's default; or buffered=1"),
-    };
-    if let Some(what) = buffered {
-        out.push(format!(
-            "buffered I/O ({what}) is not modelled: the job runs as direct I/O, every I/O \
-             going to the device as with direct=1 (no page cache, dirty throttling or \
-             writeback, so a buffered writer's latency and io.max's effect on it differ \
-             from a real kernel's); write direct=1 to run what is simulated"
-        ));
+    match spec.ioengine {
+        IoEngine::Mmap => out.push(
+            "ioengine=mmap is not modelled: the job runs as direct I/O, every I/O going to \
+             the device as with direct=1 (no page faults, no page cache)"
+                .into(),
+        ),
+        IoEngine::Null => {}
+        _ if !spec.direct && spec.rw.reads() => out.push(
+            "buffered reads (direct=0, fio's default; or buffered=1) are not modelled: the \
+             job's reads go to the device as with direct=1 (no page cache hits, no \
+             readahead); its writes go through the page cache"
+                .into(),
+        ),
+        _ => {}
     }
     let mut option = |set: bool, what: String, instead: &str| {
         if set {

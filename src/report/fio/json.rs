@@ -234,8 +234,16 @@ fn job_obj(r: &JobReport, group_bw: &GroupBw, plus: bool) -> J {
     kv.push((
         "sync",
         obj(vec![
-            ("total_ios", J::Int(0)),
-            ("lat_ns", lat_obj(&LatStat::default(), None, false)),
+            ("total_ios", J::Int(st.sync.n.into())),
+            (
+                "lat_ns",
+                lat_obj(
+                    &st.sync,
+                    (r.lat_percentiles || r.clat_percentiles)
+                        .then_some(r.percentile_list.as_slice()),
+                    plus,
+                ),
+            ),
         ]),
     ));
     let total_ios: u64 = st.dd.iter().map(|d| d.issued()).sum();

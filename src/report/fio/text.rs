@@ -292,6 +292,12 @@ fn job_block(r: &JobReport, group_bw: &GroupBw) -> String {
     out.push_str(&lat_lines("nsec", &st.lat_n, &nk, total));
     out.push_str(&lat_lines("usec", &st.lat_u, &nk, total));
     out.push_str(&lat_lines("msec", &st.lat_m, &mk, total));
+    // show_ddir_status(DDIR_SYNC): the syncs of fsync=/fdatasync=
+    if st.sync.n > 0 {
+        out.push_str("  fsync/fdatasync/sync_file_range:\n");
+        out.push_str(&lat_line("sync", &st.sync));
+        out.push_str(&pct_block("sync", &st.sync, &r.percentile_list));
+    }
     out.push_str(&format!(
         "  cpu          : usr=0.00%, sys=0.00%, ctx={}, majf=0, minf={}\n",
         st.ctx, st.minf

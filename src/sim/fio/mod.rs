@@ -56,6 +56,7 @@ use crate::sim::prefetch::{prefetch, prefetch_span};
 use crate::sim::timebins::TimeBins;
 use crate::sim::{Bio, Dir, Event, IoErr, NSEC_PER_MSEC, Ns, SimRng};
 use crate::workload::job::{BsGen, JobParams, OffsetGen, RateDecision, RateState, RwMix};
+use crate::writeback::limits::PAGE_SIZE;
 
 /// How often fio's bw/iops logs take a sample (`bwavgtime`, `iopsavgtime`: 500 ms).
 pub(crate) const FIO_SAMPLE: Ns = 500 * NSEC_PER_MSEC;
@@ -69,6 +70,17 @@ pub(super) enum IoRes {
     /// `res = 0`: a read at or past the end of the disk (a removed disk has size 0).
     Eof,
     Err(IoErr),
+}
+
+/// Whose an I/O unit is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) enum IoKind {
+    /// A fio job's I/O.
+    #[default]
+    Fio,
+    /// Pages of a job's file under writeback (`crate::sim::writeback`), from its
+    /// wb's flusher or its own `fsync()`: `job` is the file's job.
+    Writeback,
 }
 
 /// One fio I/O unit in flight.
@@ -90,6 +102,7 @@ pub(super) struct IoU {
     pub(super) pieces: u32,
     /// io.stat has counted this I/O's bytes (split remainders count ios only).
     pub(super) bytes_counted: bool,
+    pub(super) kind: IoKind,
 }
 
 /// What a job does next; mirrors the positions in fio's do_io() loop.
@@ -116,6 +129,38 @@ pub(super) enum Phase {
     /// Runtime over: waiting for everything in flight.
     Drain,
     Done,
+    /// A buffered write (`write()` without O_DIRECT) copying its pages into the page
+    /// cache a chunk at a time (`crate::sim::writeback`).
+    Buffered(u32),
+    /// The chunk's copy is being paid for; its pages turn dirty when it ends.
+    Copying(u32),
+    /// Paused in `balance_dirty_pages()`; true: another round after the pause.
+    DirtyPause(u32, bool),
+    /// `fsync()`: the file's dirty pages go out from the job's context, a bio at a
+    /// time; true: the job's `end_fsync`.
+    Fsync(bool),
+    /// `fsync()`: waiting for the file's writeback to end.
+    FsyncWait(bool),
+}
+
+/// A buffered writer's state: where its write is, its sync rule's counters, how long
+/// it was paused.
+#[derive(Debug, Clone, Default)]
+pub(super) struct BufState {
+    /// The pages of the write in progress still to copy: `[next, end)`.
+    pub(super) next: u64,
+    pub(super) end: u64,
+    /// Pages of the chunk being copied.
+    pub(super) chunk: u64,
+    /// Writes issued (fio's `io_issues[DDIR_WRITE]`).
+    pub(super) write_issues: u64,
+    /// The last I/O to complete was a sync (fio's `last_was_sync`).
+    pub(super) last_was_sync: bool,
+    /// The sync in progress started here; its dirty pages are out.
+    pub(super) sync_start: Ns,
+    pub(super) fsync_started: bool,
+    /// Time paused in `balance_dirty_pages()`.
+    pub(super) paused: Ns,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -186,6 +231,7 @@ pub(super) struct JobRt {
     /// `cmdprio_percentage`).
     pub(super) prio_rng: SimRng,
     pub(super) finished_at: Ns,
+    pub(super) buf: BufState,
 }
 
 // what a completion touches stays in the first cache line, the loop's in the second
@@ -264,6 +310,7 @@ impl JobRt {
             finished_at: 0,
             stopped: false,
             getevents_paid: false,
+            buf: BufState::default(),
             p,
         }
     }
@@ -369,6 +416,8 @@ pub struct JobTimes {
     pub epoch: Ns,
     pub stats_start: Ns,
     pub finished: Ns,
+    /// Time a buffered writer spent paused in `balance_dirty_pages()`.
+    pub dirty_paused: Ns,
 }
 
 /// What one of fio's pauses (a think time, a rate sleep) took: in all, and the part
@@ -425,6 +474,10 @@ impl Pipeline {
     #[inline(always)]
     pub(super) fn piece_done(&mut self, io: u32, err: Option<IoErr>) {
         let iou = &mut self.ios[io as usize];
+        if iou.kind == IoKind::Writeback {
+            self.writeback_piece_done(io, err);
+            return;
+        }
         if let (Some(e), IoRes::Full) = (err, iou.res) {
             iou.res = IoRes::Err(e);
         }
@@ -531,6 +584,14 @@ impl Pipeline {
             }
             match job.phase {
                 Phase::NotStarted | Phase::Done | Phase::InSubmit(_) => return,
+                Phase::Buffered(_) | Phase::Copying(_) | Phase::DirtyPause(..) => {
+                    self.buffered_write_step(j);
+                    return;
+                }
+                Phase::Fsync(_) | Phase::FsyncWait(_) => {
+                    self.fsync_step(j);
+                    return;
+                }
                 Phase::Sleeping(resume) => {
                     job.phase = match resume {
                         Resume::Loop => Phase::Loop,
@@ -544,6 +605,16 @@ impl Pipeline {
                         job.phase = Phase::Drain;
                         continue;
                     }
+                    if self.sync_due(j) {
+                        // get_rw_ddir(): DDIR_SYNC, run inline (fio 3.33's psync and
+                        // libaio alike)
+                        let job = &mut self.jobs[j as usize];
+                        job.buf.sync_start = now;
+                        job.phase = Phase::Fsync(false);
+                        self.run_for(j, self.host.sync_submit_ns);
+                        return;
+                    }
+                    let job = &mut self.jobs[j as usize];
                     let dir = job.mix.next_dir(&mut job.rng);
                     let go = if job.rate.active() {
                         let now_us = (now - job.epoch) / 1000;
@@ -601,6 +672,7 @@ impl Pipeline {
                         issued: 0,
                         pieces: 1,
                         bytes_counted: false,
+                        kind: IoKind::Fio,
                     });
                     let job = &mut self.jobs[j as usize];
                     job.issued_bytes += bytes;
@@ -608,6 +680,25 @@ impl Pipeline {
                     job.rate.issued(dir, bytes, &mut job.rng);
                     if job.p.thinktime_count_issue {
                         job.blocks_counter += 1;
+                    }
+                    if dir == Dir::Write
+                        && job.p.buffered.is_some()
+                        && self.wb.is_some()
+                        && !self.dead
+                    {
+                        // a buffered write: into the page cache, no bio
+                        // (crate::sim::writeback); the syscall's entry first
+                        job.buf.write_issues += 1;
+                        job.buf.next = offset / PAGE_SIZE;
+                        job.buf.end = (offset + bytes).div_ceil(PAGE_SIZE);
+                        job.phase = Phase::Buffered(io);
+                        let entry = if job.p.sync_engine {
+                            self.host.sync_submit_ns
+                        } else {
+                            self.host.submit_ns
+                        };
+                        self.run_for(j, entry);
+                        return;
                     }
                     job.phase = Phase::SubmitEnter(io);
                     let ioprio = job.p.prio.bio_ioprio(dir, &mut job.prio_rng);
@@ -699,6 +790,15 @@ impl Pipeline {
                             return;
                         }
                         self.reap(j, usize::MAX);
+                    }
+                    let job = &mut self.jobs[j as usize];
+                    let end_fsync = job.p.buffered.as_ref().is_some_and(|b| b.end_fsync);
+                    if end_fsync && job.buf.write_issues > 0 && !job.stopped && self.wb.is_some() {
+                        // do_io()'s end: fio_io_sync(), inside the runtime, in no
+                        // statistic
+                        job.phase = Phase::Fsync(true);
+                        self.run_for(j, self.host.sync_submit_ns);
+                        return;
                     }
                     self.finish_job(j);
                     return;
@@ -832,7 +932,7 @@ impl Pipeline {
         late
     }
 
-    fn alloc_io(&mut self, io: IoU) -> u32 {
+    pub(super) fn alloc_io(&mut self, io: IoU) -> u32 {
         if let Some(i) = self.free_ios.pop() {
             self.ios[i as usize] = io;
             i
@@ -942,6 +1042,7 @@ impl Pipeline {
             if failed.is_none() && !job.p.thinktime_count_issue {
                 job.blocks_counter += 1;
             }
+            job.buf.last_was_sync = false;
             if let Some((e, site)) = failed {
                 if logging {
                     job.stats.add_error(dir);
@@ -966,7 +1067,7 @@ impl Pipeline {
         }
     }
 
-    fn finish_job(&mut self, j: u32) {
+    pub(super) fn finish_job(&mut self, j: u32) {
         let now = self.q.now();
         let job = &mut self.jobs[j as usize];
         job.phase = Phase::Done;

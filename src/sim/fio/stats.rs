@@ -533,6 +533,8 @@ pub struct JobStats {
     pub ctx: u64,
     pub minf: u64,
     pub err: ErrorStats,
+    /// fio's `sync_stat`: each `fsync=`/`fdatasync=` sync's latency (not `end_fsync`'s).
+    pub sync: LatStat,
 }
 
 impl JobStats {
@@ -581,6 +583,11 @@ impl JobStats {
         let s = &mut self.dd[d.idx()];
         s.io_bytes += bytes;
         s.total_ios += 1;
+    }
+
+    /// One sync's latency (`add_sync_clat_sample()`).
+    pub fn add_sync(&mut self, ns: u64) {
+        self.sync.add(ns);
     }
 
     /// One I/O that ended in an error (issued, but no bytes or latency recorded).

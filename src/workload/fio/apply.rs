@@ -483,6 +483,9 @@ pub(super) fn apply(
         }
         "direct" => spec.direct = bool01(v)?,
         "buffered" => spec.direct = !bool01(v)?,
+        "fsync" => spec.fsync = u32v(v, kb, notes, 0, u32::MAX)?,
+        "fdatasync" => spec.fdatasync = u32v(v, kb, notes, 0, u32::MAX)?,
+        "end_fsync" => spec.end_fsync = bool01(v)?,
         "size" => spec.size = unless_zero(units::size_or_pct(v, kb, notes)?),
         "filesize" => spec.filesize = Some(units::size_range(v, kb, notes)?),
         "offset" => spec.offset = units::size_or_pct(v, kb, notes)?,

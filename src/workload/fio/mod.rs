@@ -305,6 +305,11 @@ pub struct JobSpec {
     pub ioengine: IoEngine,
     /// `direct` (O_DIRECT), default false; `buffered=0` sets it.
     pub direct: bool,
+    /// `fsync=N` / `fdatasync=N`: a sync after every N writes issued (0: none).
+    pub fsync: u32,
+    pub fdatasync: u32,
+    /// `end_fsync`: sync the file when the job's writes are done.
+    pub end_fsync: bool,
     /// `size`: total bytes (or % of device) this job does per loop; `None` = whole
     /// file/device (`size=0` too, as in fio).
     pub size: Option<SizeOrPct>,
@@ -453,6 +458,9 @@ impl Default for JobSpec {
             iodepth_low: 0,
             ioengine: IoEngine::Psync,
             direct: false,
+            fsync: 0,
+            fdatasync: 0,
+            end_fsync: false,
             size: None,
             filesize: None,
             offset: SizeOrPct::Bytes(0),

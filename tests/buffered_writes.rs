@@ -1,0 +1,140 @@
+//! Buffered writes (issue 34): `example-buffered-writes`, a dd-like writer in a cgroup
+//! held to 10 MiB/s of writes by `io.max`, on a host with 4 GiB of dirtyable memory
+//! (dirty limit 819 MiB, background 409 MiB, freerun ceiling 614 MiB), and fio's
+//! `fsync=N` on its own.
+//!
+//! What the kernel does, and so the bands: a write only copies into the page cache,
+//! so below the freerun ceiling the writer runs at memory speed (1 µs a page here:
+//! ~3.9 GiB/s) and `io.max` holds only the flusher's writeback, at 10 MiB/s, long
+//! after the writer is done; past the ceiling `balance_dirty_pages()` paces the writer
+//! toward its wb's write bandwidth; `end_fsync` (dd's `conv=fsync`) makes the job wait
+//! for the device; `memory.max` gives the cgroup its own dirty limits, a fifth of what
+//! it may use; `direct=1` is held by `io.max` itself.
+
+use blkcg_sim::run::{VariantRun, run_variant};
+use blkcg_sim::scenario::{Scenario, embedded};
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+fn variant(name: &str) -> VariantRun {
+    let text = embedded::get("example-buffered-writes").expect("built-in scenario");
+    let sc = Scenario::parse(text, "example-buffered-writes.toml").unwrap();
+    run_variant(&sc, Some(name), None, None, false).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// The writer's fio bandwidth (MiB/s), its cgroup's written bytes (io.stat, MiB), its
+/// most dirty-or-under-writeback pages at once (MiB), and when the last page reached
+/// the device (s).
+fn figures(run: &VariantRun) -> (f64, f64, f64, f64) {
+    let bw = run.summaries[0].mib_s;
+    let written = run.out.cg_stat[1].wbytes as f64 / MIB;
+    let pc = run.out.page_cache.as_deref();
+    let peak = pc.map_or(0.0, |p| p.model.wbs[1].peak as f64 * 4096.0 / MIB);
+    let last = pc.and_then(|p| p.last_written).unwrap_or(run.out.end) as f64 / 1e9;
+    (bw, written, peak, last)
+}
+
+#[test]
+fn io_max_holds_the_writeback_not_the_writer_below_the_freerun_ceiling() {
+    let run = variant("buffered");
+    let (bw, written, peak, last) = figures(&run);
+    // 512 MiB copied at ~1 µs a page (plus a syscall per MiB): ~3.9 GiB/s; io.max
+    // would give 10
+    assert!(bw > 2000.0, "the writer got {bw:.1} MiB/s");
+    // every page reaches the device, as the writeback of `batch`, at 10 MiB/s:
+    // 51.2 s (+ the first writeback's start)
+    assert_eq!(written, 512.0);
+    assert!((51.2..52.0).contains(&last), "the last page at {last:.3} s");
+    assert_eq!(peak, 512.0);
+    let summary = blkcg_sim::report::outputs::summary_text(&run);
+    assert!(
+        summary.contains("page cache: dirty limit 819 MiB, background 409 MiB, freerun 614 MiB"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("assumed: page cache of 4294967296 bytes dirtyable"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn past_the_freerun_ceiling_the_writer_is_paced_toward_its_writeback() {
+    let run = variant("past-the-setpoint");
+    let (bw, written, peak, last) = figures(&run);
+    // 2 GiB: the first ~614 MiB at memory speed, the rest paced down from 100 MiB/s
+    // (INIT_BW) toward the 10 MiB/s its pages are written at; never over the limit
+    assert!((11.0..25.0).contains(&bw), "the writer got {bw:.1} MiB/s");
+    assert_eq!(written, 2048.0);
+    assert!(
+        (780.0..819.0).contains(&peak),
+        "at most {peak:.1} MiB dirty"
+    );
+    assert!(
+        (204.8..206.0).contains(&last),
+        "the last page at {last:.3} s"
+    );
+    let paused = run.out.jobs[0].2.dirty_paused as f64 / 1e9;
+    assert!(paused > 100.0, "paused {paused:.1} s");
+}
+
+#[test]
+fn end_fsync_makes_the_writer_wait_for_the_device() {
+    let (bw, written, _, _) = figures(&variant("end_fsync"));
+    assert!((9.7..10.1).contains(&bw), "the writer got {bw:.2} MiB/s");
+    assert_eq!(written, 512.0);
+}
+
+#[test]
+fn memory_max_gives_the_cgroup_its_own_lower_dirty_limits() {
+    let run = variant("memory.max");
+    let (bw, written, peak, _) = figures(&run);
+    // 256 MiB of memory: limit 51 MiB, freerun 38 MiB; the writer is paced from there
+    assert!(bw < 15.0, "the writer got {bw:.1} MiB/s");
+    assert_eq!(written, 512.0);
+    assert!((45.0..56.0).contains(&peak), "at most {peak:.1} MiB dirty");
+    let summary = blkcg_sim::report::outputs::summary_text(&run);
+    assert!(
+        summary.contains("its own limit 51 MiB, background 26 MiB"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn direct_writes_are_held_by_io_max_itself() {
+    let run = variant("direct");
+    let (bw, written, _, _) = figures(&run);
+    assert!((9.95..10.05).contains(&bw), "the writer got {bw:.2} MiB/s");
+    assert_eq!(written, 512.0);
+    assert!(run.out.page_cache.is_none());
+}
+
+/// fio's `fsync=16`: a sync after every 16 writes issued, none after the last (fio
+/// stops at the size first), each in the sync statistics with its latency: the
+/// device's time for the 16 MiB it wrote out.
+#[test]
+fn fsync_every_n_writes_is_timed_as_fio_reports_it() {
+    let text = "name = \"fsync\"\n[device]\nmodel = \"nullb\"\ndev = \"252:0\"\n\
+                [kernel]\nversion = \"6.12\"\nhz = 250\n[cgroup.a]\n\
+                \"io.max\" = \"252:0 wbps=10485760\"\n\
+                fio = \"fio --name=w --rw=write --bs=1M --size=64M --fsync=16\"\n";
+    let sc = Scenario::parse(text, "fsync.toml").unwrap();
+    let run = run_variant(&sc, None, None, None, false).unwrap();
+    let stats = &run.out.jobs[0].1;
+    assert_eq!(stats.sync.n, 3);
+    let mean_s = stats.sync.mean / 1e9;
+    assert!((1.55..1.65).contains(&mean_s), "a sync took {mean_s:.3} s");
+    let text = blkcg_sim::report::fio::text::to_normal(&run.fio);
+    assert!(
+        text.contains("  fsync/fdatasync/sync_file_range:\n    sync (usec): min="),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_buffered_run_is_the_same_run_twice() {
+    let a = variant("past-the-setpoint");
+    let b = variant("past-the-setpoint");
+    let text = |r: &VariantRun| blkcg_sim::report::fio::text::to_normal(&r.fio);
+    assert_eq!(text(&a), text(&b));
+    assert_eq!(a.out.end, b.out.end);
+}
