@@ -12,8 +12,8 @@ use super::grp::DEFAULT_SCALE_COOKIE;
 use crate::blkcg::CgroupTree;
 use crate::report::csv_field;
 use crate::report::decimate::Lines;
-use crate::report::plot::{Panel, Series as Line};
-use crate::report::timeline::{cg_name, first_lines, job_panels, plot_run};
+use crate::report::plot::Panel;
+use crate::report::timeline::{cg_name, cgroup_lines, first_lines, job_panels, plot_run};
 use crate::stack::stream::{PictureDef, PlotCtx, RowCtx, Series, StreamDef, TimelineRow};
 
 /// blk-iolatency's stream.
@@ -141,15 +141,7 @@ fn plot_iolatency(
     series: &IolatencySeries,
     ctx: &PlotCtx,
 ) -> Result<(), String> {
-    let tree = ctx.tree;
-    let lines = |m: &Lines<u32>, suffix: &str| -> Vec<Line> {
-        m.iter()
-            .map(|(cg, d)| Line {
-                name: format!("{}{suffix}", cg_name(tree, *cg)),
-                points: d.points(),
-            })
-            .collect()
-    };
+    let lines = |m: &Lines<u32>, suffix: &str| cgroup_lines(ctx.tree, m, suffix);
     let mut latency = lines(&series.window_ms, "");
     latency.extend(lines(&series.target_ms, " target"));
     let mut panels = vec![

@@ -42,6 +42,17 @@ pub fn first_lines(label: &str, lines: &Lines<u32>) -> String {
     }
 }
 
+/// A panel's lines from per-cgroup series, each named by its cgroup's path and
+/// `suffix` (so that a cgroup has one colour in every panel).
+pub fn cgroup_lines(tree: &CgroupTree, m: &Lines<u32>, suffix: &str) -> Vec<Series> {
+    m.iter()
+        .map(|(cg, d)| Series {
+            name: format!("{}{suffix}", cg_name(tree, *cg)),
+            points: d.points(),
+        })
+        .collect()
+}
+
 /// One job's completions over time, labelled for pictures and `jobs.csv`.
 pub struct JobLine<'a> {
     pub label: String,

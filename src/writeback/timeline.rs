@@ -12,7 +12,7 @@ use crate::blkcg::CgroupTree;
 use crate::report::csv_field;
 use crate::report::decimate::Lines;
 use crate::report::plot::{Panel, Series as Line};
-use crate::report::timeline::{cg_name, first_lines, job_panels, plot_run};
+use crate::report::timeline::{cg_name, cgroup_lines, first_lines, job_panels, plot_run};
 use crate::sim::Ns;
 use crate::stack::stream::{PictureDef, PlotCtx, RowCtx, Series, StreamDef, TimelineRow};
 
@@ -172,15 +172,7 @@ impl Series for WritebackSeries {
     }
 
     fn plot(&self, base: &Path, title: &str, ctx: &PlotCtx) -> Result<(), String> {
-        let tree = ctx.tree;
-        let lines = |m: &Lines<u32>, suffix: &str| -> Vec<Line> {
-            m.iter()
-                .map(|(cg, d)| Line {
-                    name: format!("{}{suffix}", cg_name(tree, *cg)),
-                    points: d.points(),
-                })
-                .collect()
-        };
+        let lines = |m: &Lines<u32>, suffix: &str| cgroup_lines(ctx.tree, m, suffix);
         let global = self
             .global
             .iter()
