@@ -14,7 +14,7 @@
 //! the wb's flusher, or the writer's own `fsync()`, puts them under writeback.
 //!
 //! Moving parts:
-//! - [`PageCache`]: the [`Writeback`] model, and one [`Flusher`] per cgroup with a
+//! - [`PageCache`]: the [`Writeback`] model, and one `Flusher` per cgroup with a
 //!   buffered writer — a submission context of its own (`Owner::Flusher`) that
 //!   pushes the wb's writeback bios, charged to that cgroup, down the stack like a
 //!   job's, sleeping where a job would (an rq-qos entry, a tag) and never held by a
@@ -27,7 +27,7 @@
 //!   (`wb_wakeup_delayed()`). Woken meanwhile (`wb_wakeup()`: a writer over the
 //!   background threshold) it runs again once done. Its timers are delayed work on
 //!   the timer wheel (`Event::WbWork`, `Event::WbBandwidth`);
-//! - a writeback bio is an I/O unit of kind [`IoKind::Writeback`]: its completion
+//! - a writeback bio is an I/O unit of kind `IoKind::Writeback`: its completion
 //!   ends the writeback of its pages (`end_writeback()`), which is what the
 //!   bandwidth estimate counts and what a waiting `fsync()` waits for;
 //! - fio's side (`crate::sim::fio`): the job phases `Buffered`, `Copying`,
@@ -59,6 +59,8 @@ struct Flusher {
     running: Option<WorkKind>,
     /// Woken while running: run again once done.
     rerun: bool,
+    /// The device's last close asked for every dirty page (`WorkKind::Sync`).
+    sync_pending: bool,
     /// When the delayed work (`wb->dwork`) runs, if pending.
     dwork: Option<Ns>,
     /// When the bandwidth update (`wb->bw_dwork`) runs, if pending.
@@ -168,6 +170,7 @@ impl Pipeline {
                     ctx,
                     running: None,
                     rerun: false,
+                    sync_pending: false,
                     dwork: None,
                     bw_work: None,
                     runs: VecDeque::new(),
@@ -484,7 +487,12 @@ impl Pipeline {
         let nowj = pc.jiffies(now);
         let interval = pc.model.writeback_interval();
         let wb = &mut pc.model.wbs[cg as usize];
-        let kind = if interval > 0 && nowj >= wb.last_old_flush + interval {
+        let sync = pc.flushers[cg as usize]
+            .as_mut()
+            .is_some_and(|f| std::mem::take(&mut f.sync_pending));
+        let kind = if sync {
+            WorkKind::Sync
+        } else if interval > 0 && nowj >= wb.last_old_flush + interval {
             wb.last_old_flush = nowj;
             WorkKind::Kupdate
         } else {
@@ -533,8 +541,8 @@ impl Pipeline {
             }
             let fl = pc.flushers[cg as usize].as_mut().expect("checked above");
             match kind {
-                // wb_check_old_data_flush() done: wb_check_background_flush()
-                WorkKind::Kupdate => fl.running = Some(WorkKind::Background),
+                // the sync or wb_check_old_data_flush() done: wb_check_background_flush()
+                WorkKind::Sync | WorkKind::Kupdate => fl.running = Some(WorkKind::Background),
                 WorkKind::Background => {
                     fl.running = None;
                     if std::mem::take(&mut fl.rerun) {
@@ -545,6 +553,33 @@ impl Pipeline {
                     return;
                 }
             }
+        }
+    }
+
+    /// The block device's last opener closed it (every fio job that ran has ended):
+    /// `blkdev_put_whole()` → `blkdev_flush_mapping()` → `sync_blockdev()` writes every
+    /// dirty page of the device's page cache, `WB_SYNC_ALL`, each wb's as its cgroup's
+    /// (here by its flusher, at once; in the kernel by the closing task, whose
+    /// `close()` waits for it after fio has reported).
+    pub(super) fn last_close(&mut self) {
+        let Some(pc) = self.wb.as_deref_mut() else {
+            return;
+        };
+        let mut start = Vec::new();
+        for (cg, fl) in pc.flushers.iter_mut().enumerate() {
+            let Some(fl) = fl.as_mut() else { continue };
+            if !pc.model.has_dirty(cg as u32) {
+                continue;
+            }
+            fl.sync_pending = true;
+            if fl.running.is_some() {
+                fl.rerun = true;
+            } else {
+                start.push(cg as u32);
+            }
+        }
+        for cg in start {
+            self.start_wb_work(cg);
         }
     }
 

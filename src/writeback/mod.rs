@@ -33,6 +33,12 @@
 //!   `crate::sim::writeback` (the pipeline's side); fio's buffered job:
 //!   `crate::sim::fio`.
 //!
+//! Versions: 6.1's `domain_dirty_limits()`, `wb_position_ratio()`,
+//! `wb_update_dirty_ratelimit()` and `wb_min_pause()` compute the same as 6.12's (its
+//! `__wb_calc_thresh()` counts a bdi's ratios in percent where 6.12 counts 1/10000ths:
+//! the same with the defaults), so there is no behaviour switch here yet; both are
+//! checked on real kernels (docs/validation.md §40).
+//!
 //! Left out, and why:
 //! - each fio job's file is an inode of its own, dirtied by one cgroup, so no inode is
 //!   shared between wbs and the kernel's switching of an inode to its majority
@@ -250,6 +256,9 @@ pub enum WorkKind {
     Background,
     /// The pages of files dirtied more than `dirty_expire_centisecs` ago.
     Kupdate,
+    /// Every dirty page (`WB_SYNC_ALL`): the block device's last close
+    /// (`blkdev_put_whole()` → `blkdev_flush_mapping()` → `sync_blockdev()`).
+    Sync,
 }
 
 /// The global view at one instant, for timelines and the summary (pages).
@@ -740,6 +749,7 @@ impl Writeback {
         let dirtied_before = match kind {
             WorkKind::Kupdate => now.saturating_sub(expire),
             WorkKind::Background => now,
+            WorkKind::Sync => u64::MAX,
         };
         let wb = &self.wbs[cg as usize];
         let n = wb.files.len();
@@ -754,10 +764,13 @@ impl Writeback {
             return false;
         };
         let pos = wb.files.iter().position(|&x| x == f).unwrap_or(0);
-        // writeback_chunk_size()
+        // writeback_chunk_size(): all of it for WB_SYNC_ALL
         let pages = (wb.bw.avg_write_bandwidth / 2).min(self.global.dirty_limit / DIRTY_SCOPE);
         self.wbs[cg as usize].cursor = pos + 1;
-        let pages = (pages + MIN_WRITEBACK_PAGES) / MIN_WRITEBACK_PAGES * MIN_WRITEBACK_PAGES;
+        let pages = match kind {
+            WorkKind::Sync => u64::MAX,
+            _ => (pages + MIN_WRITEBACK_PAGES) / MIN_WRITEBACK_PAGES * MIN_WRITEBACK_PAGES,
+        };
         let mut runs = Vec::new();
         let file = &mut self.files[f as usize];
         file.writeback_index = file
@@ -908,7 +921,8 @@ pub fn summary(
     if let Some(t) = clean_at {
         s += &format!(
             "  the last page reached the device at {:.3} s, {:.3} s after the writers ended \
-             (the run follows writeback to its end)\n",
+             (the device's last close writes back what is dirty, sync_blockdev(); the run \
+             follows the writeback to its end)\n",
             t as f64 / 1e9,
             t.saturating_sub(writers_done) as f64 / 1e9
         );

@@ -1073,6 +1073,10 @@ impl Pipeline {
         job.phase = Phase::Done;
         self.jobs_done += 1;
         job.finished_at = now;
+        // every job that started has ended: the device's last opener closes it
+        if self.wb.is_some() && self.jobs_done + self.nr_not_started == self.jobs.len() {
+            self.last_close();
+        }
         self.start_ready();
     }
 }
