@@ -162,6 +162,16 @@ pub struct Prepared {
     pub assumed: Assumed,
 }
 
+impl Prepared {
+    /// Some job writes through the page cache (`crate::sim::writeback`).
+    pub fn writes_buffered(&self) -> bool {
+        self.parts
+            .params
+            .iter()
+            .any(|p| p.buffered.is_some() && p.kind.write)
+    }
+}
+
 /// The policies of the variant, each where the kernel creates it (its registry
 /// entry's `created`): those made with the queue first, then the others at the first
 /// write (in time order) to one of their files. An rq-qos policy made later goes to the

@@ -64,6 +64,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/example-iolatency-protect.toml"),
     ),
     (
+        "validate-buffered-iomax",
+        include_str!("../../scenarios/validate-buffered-iomax.toml"),
+    ),
+    (
         "validate-iomax-riops",
         include_str!("../../scenarios/validate-iomax-riops.toml"),
     ),

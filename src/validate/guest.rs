@@ -40,6 +40,7 @@ use crate::scenario::resolve::{DeviceAction, Resolved};
 use crate::sim::Ns;
 use crate::workload::cmdline::{is_cmdline, split_shell_words};
 use crate::workload::fio::{PROGRAM_OPTIONS, getopt_words};
+use crate::writeback::VmWriteback;
 
 /// The console marker every line of ours starts with.
 pub const MARK: &str = "@@blkcg-sim";
@@ -121,6 +122,13 @@ pub struct GuestPlan {
     pub debug_stats: bool,
     /// More tracepoints to record (`--trace-event block:block_rq_requeue`).
     pub extra_events: Vec<String>,
+    /// Enable the memory controller beside io: a job writes buffered (cgroup
+    /// writeback needs both) or a cgroup has a `memory.max`.
+    pub memory: bool,
+    /// `memory.max` per cgroup (bytes).
+    pub memory_max: Vec<(String, u64)>,
+    /// `/proc/sys/vm/` files the scenario sets (`[sysctl]`), in writing order.
+    pub sysctls: Vec<(&'static str, u64)>,
 }
 
 /// Quote `s` for a POSIX shell.
@@ -163,6 +171,44 @@ fn dropped_arg(arg: &str) -> bool {
     arg.strip_prefix("--")
         .map(|o| o.split_once('=').map_or(o, |(k, _)| k))
         .is_some_and(|k| k == "filename" || PROGRAM_OPTIONS.contains(&k))
+}
+
+/// The `/proc/sys/vm/` writes that set `vm` from the kernel's defaults: only the
+/// values that differ, a byte value after its ratio (writing one zeroes the other).
+fn vm_writes(vm: &VmWriteback) -> Vec<(&'static str, u64)> {
+    let d = VmWriteback::default();
+    let mut out = Vec::new();
+    let pairs = [
+        ("dirty_ratio", vm.dirty.dirty_ratio, d.dirty.dirty_ratio),
+        ("dirty_bytes", vm.dirty.dirty_bytes, d.dirty.dirty_bytes),
+        (
+            "dirty_background_ratio",
+            vm.dirty.dirty_background_ratio,
+            d.dirty.dirty_background_ratio,
+        ),
+        (
+            "dirty_background_bytes",
+            vm.dirty.dirty_background_bytes,
+            d.dirty.dirty_background_bytes,
+        ),
+        (
+            "dirty_expire_centisecs",
+            vm.dirty_expire_centisecs,
+            d.dirty_expire_centisecs,
+        ),
+        (
+            "dirty_writeback_centisecs",
+            vm.dirty_writeback_centisecs,
+            d.dirty_writeback_centisecs,
+        ),
+    ];
+    for (name, v, default) in pairs {
+        // a byte value of 0 is "use the ratio", which the ratio's write says
+        if v != default && !(name.ends_with("_bytes") && v == 0) {
+            out.push((name, v));
+        }
+    }
+    out
 }
 
 /// Seconds with millisecond precision, as busybox `sleep` takes them.
@@ -361,6 +407,13 @@ impl GuestPlan {
             iocost,
             debug_stats: r.kernel.debug_stats,
             extra_events: Vec::new(),
+            memory: !r.memory_max.is_empty(),
+            memory_max: r
+                .memory_max
+                .iter()
+                .map(|&(cg, b)| (path_of(cg), b))
+                .collect(),
+            sysctls: vm_writes(&r.vm),
         })
     }
 
@@ -525,12 +578,36 @@ mount -t tracefs none /sys/kernel/tracing 2>/dev/null
                 parents.push(p);
             }
         }
-        let _ = writeln!(s, "w /sys/fs/cgroup cgroup.subtree_control +io");
+        // cgroup writeback needs the memory controller beside io; each its own write,
+        // so that a kernel without it still enables io
+        let controllers: &[&str] = if self.memory {
+            &["+io", "+memory"]
+        } else {
+            &["+io"]
+        };
+        for c in controllers {
+            let _ = writeln!(s, "w /sys/fs/cgroup cgroup.subtree_control {c}");
+        }
         for cg in &self.cgroups {
             let _ = writeln!(s, "mkdir {}", cgroup_dir(cg));
             if parents.contains(&cg.as_str()) {
-                let _ = writeln!(s, "w {} cgroup.subtree_control +io", cgroup_dir(cg));
+                for c in controllers {
+                    let _ = writeln!(s, "w {} cgroup.subtree_control {c}", cgroup_dir(cg));
+                }
             }
+        }
+        for (cg, bytes) in &self.memory_max {
+            let _ = writeln!(s, "w {} memory.max {bytes}", cgroup_dir(cg));
+        }
+        for (name, v) in &self.sysctls {
+            let _ = writeln!(s, "w /proc/sys/vm {name} {v}");
+        }
+        if self.memory {
+            // the page cache's thresholds as the guest computes them (pages)
+            let _ = writeln!(
+                s,
+                "say \"vmstat $(grep -E '^nr_dirty_(background_)?threshold ' /proc/vmstat | tr '\\n' ' ')\""
+            );
         }
         let _ = writeln!(s, "# interface files at time 0");
         for w in self.writes.iter().filter(|w| w.at == 0) {
