@@ -331,7 +331,8 @@ enum Cmd {
     ///   kernel.PREFIX.NAME              a behaviour switch: throttle.*, iocost.*,
     ///                                   iolatency.*, deadline.* (kernel.deadline.prio)
     ///   device.iosched.NAME             an elevator's queue/iosched/ file (fifo_batch)
-    ///   host.KEY | state.KEY            e.g. host.submit_ns, state.iocost.vrate
+    ///   host.KEY | state.KEY            e.g. host.submit_ns, host.memory, state.iocost.vrate
+    ///   sysctl.vm.NAME                  the writeback sysctls: sysctl.vm.dirty_ratio
     ///   root.FILE[:TOKEN]               a root file's whole line or one token:
     ///                                   root.io.cost.qos:max=50,100,
     ///                                   root.io.cost.model:rrandiops=3000,3566

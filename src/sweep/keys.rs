@@ -17,6 +17,7 @@
 //!                                (kernel.throttle.iops_wait, kernel.deadline.prio)
 //! device.iosched.NAME            an elevator's queue/iosched/ file (…iosched.fifo_batch)
 //! host.KEY | state.KEY           [host] / [state]        (host.submit_ns, state.iocost.vrate)
+//! sysctl.vm.NAME                 [sysctl] vm.NAME        (sysctl.vm.dirty_ratio)
 //! root.FILE                      a root cgroup file's whole line (root.io.cost.qos)
 //! root.FILE:TOKEN                one key=value token of it (root.io.cost.qos:max)
 //! cgroup.NAME.FILE               a cgroup file's whole line (…io.weight, …io.prio.class)
@@ -97,7 +98,8 @@ pub fn key_forms() -> String {
         .collect();
     format!(
         "variant, duration, device.KEY, device.iosched.NAME, kernel.version, kernel.hz, \
-         kernel.config.NAME, {}, host.KEY, state.KEY, {}, {}, cgroup.NAME.fio[:OPTION]",
+         kernel.config.NAME, {}, host.KEY, state.KEY, sysctl.vm.NAME, {}, {}, \
+         cgroup.NAME.fio[:OPTION]",
         switches.join(", "),
         root.join(", "),
         child.join(", ")
@@ -429,6 +431,9 @@ fn parse_key(key: &str) -> Result<Target, String> {
     if let Some(k) = rest_of("state.") {
         return Ok(path(&["state"], k));
     }
+    if let Some(k) = rest_of("sysctl.vm.") {
+        return Ok(path(&["sysctl", "vm"], k));
+    }
     if let Some(k) = rest_of("kernel.") {
         if let Some(c) = k.strip_prefix("config.").filter(|c| !c.is_empty()) {
             return Ok(path(&["kernel", "config"], c));
@@ -619,6 +624,10 @@ mod tests {
                 "config".into(),
                 "throttling_low".into()
             ])
+        );
+        assert_eq!(
+            t("sysctl.vm.dirty_ratio"),
+            Target::Key(vec!["sysctl".into(), "vm".into(), "dirty_ratio".into()])
         );
         assert_eq!(
             t("state.iocost.vrate"),
