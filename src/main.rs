@@ -333,6 +333,7 @@ enum Cmd {
     ///   device.iosched.NAME             an elevator's queue/iosched/ file (fifo_batch)
     ///   host.KEY | state.KEY            e.g. host.submit_ns, host.memory, state.iocost.vrate
     ///   sysctl.vm.NAME                  the writeback sysctls: sysctl.vm.dirty_ratio
+    ///   cgroup.NAME.memory.max          a cgroup's memory.max (its dirty limits)
     ///   root.FILE[:TOKEN]               a root file's whole line or one token:
     ///                                   root.io.cost.qos:max=50,100,
     ///                                   root.io.cost.model:rrandiops=3000,3566

@@ -24,6 +24,7 @@
 //! cgroup.NAME.FILE:TOKEN         one token of it (…io.max:riops, …io.latency:target)
 //! cgroup.NAME.fio                the whole fio command line / job file
 //! cgroup.NAME.fio:OPTION         one fio option of every job (…fio:iodepth)
+//! cgroup.NAME.memory.max         the cgroup's memory.max (its page cache's dirty limits)
 //! ```
 //!
 //! The files, where each may be written, their tokens, the switch prefixes and the
@@ -99,7 +100,7 @@ pub fn key_forms() -> String {
     format!(
         "variant, duration, device.KEY, device.iosched.NAME, kernel.version, kernel.hz, \
          kernel.config.NAME, {}, host.KEY, state.KEY, sysctl.vm.NAME, {}, {}, \
-         cgroup.NAME.fio[:OPTION]",
+         cgroup.NAME.fio[:OPTION], cgroup.NAME.memory.max",
         switches.join(", "),
         root.join(", "),
         child.join(", ")
@@ -466,6 +467,10 @@ fn parse_key(key: &str) -> Result<Target, String> {
         };
     }
     if let Some(r) = rest_of("cgroup.") {
+        // the memory controller's limit, a key of the cgroup's table (not an io file)
+        if let Some(cgroup) = r.strip_suffix(".memory.max").filter(|c| !c.is_empty()) {
+            return Ok(path(&["cgroup", cgroup], "memory.max"));
+        }
         // the file is found from the end: a cgroup's name may hold dots
         // each child file as `.NAME`, and the fio text (None)
         let files: Vec<(String, Option<&'static CgroupFile>)> = registry::cgroup_files()
@@ -624,6 +629,10 @@ mod tests {
                 "config".into(),
                 "throttling_low".into()
             ])
+        );
+        assert_eq!(
+            t("cgroup.a.b.memory.max"),
+            Target::Key(vec!["cgroup".into(), "a.b".into(), "memory.max".into()])
         );
         assert_eq!(
             t("sysctl.vm.dirty_ratio"),
