@@ -199,7 +199,8 @@ class Result:
         tables: every CSV table by name, as a DataFrame parsed when first read (then
             kept): ``jobs``, ``iostat``, then each controller's timeline, whether or not
             the run used it (empty then): ``throttle`` (blk-throttle), ``timeline``
-            (blk-iocost), ``iolatency`` (blk-iolatency), ``deadline`` (mq-deadline).
+            (blk-iocost), ``iolatency`` (blk-iolatency), ``deadline`` (mq-deadline),
+            then ``writeback`` (the page cache, with buffered writers).
             Until read, a table's text waits in the library (memory up to 1 MiB, then an
             unlinked temporary file); :meth:`open` reads it as a file instead.
         jobs, timeline, iostat, throttle: four of them, as properties (below).

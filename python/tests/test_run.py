@@ -61,7 +61,7 @@ def test_tables_have_the_csv_columns_even_when_empty():
 
 def test_tables_are_parsed_when_first_read(small):
     r = blkcg_sim.run(small, variant="one")
-    names = ["jobs", "iostat", "throttle", "timeline", "iolatency", "deadline"]
+    names = ["jobs", "iostat", "throttle", "timeline", "iolatency", "deadline", "writeback"]
     assert list(r.tables) == names and len(r.tables) == len(names)
     assert "timeline" in r.tables and "nope" not in r.tables
     assert "(0 read: none)" in repr(r.tables)
