@@ -273,14 +273,18 @@ impl Pipeline {
     /// Whether job `j` syncs now, as fio 3.33's `get_rw_ddir()` decides: after every
     /// `fsync=N` (or `fdatasync=N`) writes issued, unless the last I/O to complete was
     /// a sync (`should_fsync()`: `last_was_sync`).
+    /// Asked on every I/O: a run without a page cache answers from the pipeline's own
+    /// line, never touching the job's cold ones.
     pub(super) fn sync_due(&self, j: u32) -> bool {
+        if self.wb.is_none() {
+            return false;
+        }
         let job = &self.jobs[j as usize];
         let n = job.buf.write_issues;
         let Some(b) = job.p.buffered.as_ref() else {
             return false;
         };
-        self.wb.is_some()
-            && n > 0
+        n > 0
             && !job.buf.last_was_sync
             && b.sync_blocks
                 .iter()

@@ -681,9 +681,11 @@ impl Pipeline {
                     if job.p.thinktime_count_issue {
                         job.blocks_counter += 1;
                     }
-                    if dir == Dir::Write
+                    // the pipeline's own line first: a run without a page cache
+                    // never reads the job's cold `buffered`
+                    if self.wb.is_some()
+                        && dir == Dir::Write
                         && job.p.buffered.is_some()
-                        && self.wb.is_some()
                         && !self.dead
                     {
                         // a buffered write: into the page cache, no bio
