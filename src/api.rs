@@ -268,6 +268,9 @@ pub struct Controller {
     pub tables: Vec<&'static str>,
     /// The kernel config options a real kernel needs for it.
     pub kconfig: Vec<&'static str>,
+    /// What I/O it acts on: `any`, or `buffered-writes` (wbt: only the page cache's
+    /// writeback; a scenario shows it with a buffered writer).
+    pub acts_on: &'static str,
 }
 
 /// Every controller the simulator has, policies first, in registry order.
@@ -295,6 +298,7 @@ pub fn controllers() -> Vec<Controller> {
         attributes: &[],
         tables: tables(d.streams),
         kconfig: kconfig(d.kconfig),
+        acts_on: d.acts_on.name(),
     });
     let elevators = registry::ELEVATORS.iter().map(|e| Controller {
         name: e.name,
@@ -304,6 +308,7 @@ pub fn controllers() -> Vec<Controller> {
         attributes: e.attributes,
         tables: tables(e.streams),
         kconfig: kconfig(e.kconfig),
+        acts_on: registry::ActsOn::AnyIo.name(),
     });
     policies.chain(elevators).collect()
 }
@@ -365,6 +370,8 @@ pub struct RunResult {
     pub tables: Vec<Table>,
     /// `io.stat` of every cgroup that did I/O.
     pub io_stat: String,
+    /// Every cgroup's `io.pressure` at the end, as `run --output` writes it.
+    pub io_pressure: String,
     /// The controllers' event log as `trace.txt` holds it, one line each, spooled
     /// (empty unless asked for).
     pub trace: Spooled,
@@ -499,6 +506,7 @@ pub fn run(sc: &Scenario, req: &RunRequest) -> Result<RunResult, Error> {
         summary: summary_text(&run),
         tables,
         io_stat: run.io_stat.clone(),
+        io_pressure: run.io_pressure.clone(),
         trace: text("trace.txt", ""),
         warnings: run.warnings.clone(),
     })

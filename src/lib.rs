@@ -27,6 +27,8 @@ pub mod iolatency;
 #[doc(hidden)]
 pub mod progress;
 #[doc(hidden)]
+pub mod psi;
+#[doc(hidden)]
 pub mod report;
 #[doc(hidden)]
 pub mod run;
@@ -44,6 +46,8 @@ pub mod sweep;
 pub mod throttle;
 #[doc(hidden)]
 pub mod validate;
+#[doc(hidden)]
+pub mod wbt;
 #[doc(hidden)]
 pub mod workload;
 #[doc(hidden)]

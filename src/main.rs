@@ -26,6 +26,7 @@ Controllers and the elevator, each where Linux calls it:\
 \n  blk-iocost     io.cost.model and io.cost.qos (root), io.weight\
 \n  blk-iolatency  io.latency\
 \n  blk-ioprio     io.prio.class (and fio's prio, prioclass, cmdprio)\
+\n  wbt            writeback throttling of buffered writes: [device] wbt_lat_usec\
 \n  mq-deadline    the I/O scheduler: [device] scheduler = \"mq-deadline\" (or \"none\"), \
 [device.iosched] for its queue/iosched files\n\n\
 Device models, [device] model = ...:\
@@ -98,13 +99,18 @@ enum Cmd {
     /// All variants run unless --variant picks some. With one variant, --output-format
     /// json prints exactly one fio JSON document holding every job of every cgroup, so
     /// `jq '.jobs[] | select(.jobname=="cgB")'` works. --output DIR writes, per variant,
-    /// DIR/<variant>/{fio.json,fio.txt,summary.txt,io.stat,iostat.csv,jobs.csv} and,
+    /// DIR/<variant>/{fio.json,fio.txt,summary.txt,io.stat,io.pressure,iostat.csv,jobs.csv}
+    /// (io.pressure: every cgroup's, as the file reads at the end) and,
     /// with a controller on, its timeline: throttle.csv (blk-throttle), timeline.csv,
     /// iocost_monitor.txt and iocost_monitor.json (blk-iocost), iolatency.csv
-    /// (blk-iolatency), deadline.csv (mq-deadline); trace.txt with --trace; plus
+    /// (blk-iolatency), deadline.csv (mq-deadline), writeback.csv (the page cache) and
+    /// wbt.csv (writeback throttling) with buffered writers, pressure.csv (each
+    /// cgroup's io.pressure every 2 s, from its first stall); trace.txt with --trace; plus
     /// pictures as PNG and SVG: jobs (each job's IOPS and latency over time), clat
     /// (percentiles), iostat, iocost (vrate, busy_level and hweights over the jobs),
-    /// iolatency (windows, depths) and deadline (the priority levels' queues).
+    /// iolatency (windows, depths), deadline (the priority levels' queues), writeback
+    /// (dirty pages, thresholds, rates), wbt (its limits, windows and steps) and
+    /// pressure (each cgroup's io.pressure avg10).
     /// With several variants or kernels the summary ends with an A/B table: each job's
     /// IOPS, bandwidth, slat and clat of every run beside the first run's, with ratios
     /// (also DIR/ab.txt with --output). DIR/report.html puts it all on one page to open

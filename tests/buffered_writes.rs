@@ -1,4 +1,4 @@
-//! Buffered writes (issue 34): `example-buffered-writes`, a dd-like writer in a cgroup
+//! Buffered writes (issue 34): `example-buffered-iomax`, a dd-like writer in a cgroup
 //! held to 10 MiB/s of writes by `io.max`, on a host with 4 GiB of dirtyable memory
 //! (dirty limit 819 MiB, background 409 MiB, freerun ceiling 614 MiB), and fio's
 //! `fsync=N` on its own.
@@ -19,8 +19,8 @@ mod common;
 const MIB: f64 = 1024.0 * 1024.0;
 
 fn variant(name: &str) -> VariantRun {
-    let text = embedded::get("example-buffered-writes").expect("built-in scenario");
-    let sc = Scenario::parse(text, "example-buffered-writes.toml").unwrap();
+    let text = embedded::get("example-buffered-iomax").expect("built-in scenario");
+    let sc = Scenario::parse(text, "example-buffered-iomax.toml").unwrap();
     run_variant(&sc, Some(name), None, None, false).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 

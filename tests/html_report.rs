@@ -56,8 +56,11 @@ fn the_report_page_links_only_what_the_run_wrote_and_a_browser_shows_every_pictu
     }
     let targets = links(&page);
     let pictures = targets.iter().filter(|t| t.ends_with(".svg")).count();
-    // jobs, clat, iostat in both runs, deadline only under mq-deadline
-    assert_eq!(pictures, 7, "{targets:?}");
+    // jobs, clat, iostat in both runs, deadline only under mq-deadline, pressure only
+    // under none (its 8 in flight wait for the driver's tags: iowait; mq-deadline's
+    // scheduler tags hold them all)
+    assert_eq!(pictures, 8, "{targets:?}");
+    assert!(targets.iter().any(|t| t == "none/pressure.svg"));
     assert!(targets.iter().any(|t| t == "mq-deadline/deadline.svg"));
     assert!(!targets.iter().any(|t| t == "none/deadline.svg"));
     for t in &targets {

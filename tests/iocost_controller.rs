@@ -81,6 +81,7 @@ fn run_meta(qos: &str, weights: &[u32], meta: &[bool], qd: usize, secs: u64) -> 
         max_sectors_kb: 1280,
         logical_block_size: 512,
         capacity: 1 << 40,
+        write_cache: false,
     };
     let cfg = IocostConfig {
         timer: TimerMode::Jiffies {

@@ -23,6 +23,7 @@ fn limits() -> QueueLimits {
         max_sectors_kb: 512,
         logical_block_size: 512,
         capacity: 1 << 30,
+        write_cache: false,
     }
 }
 

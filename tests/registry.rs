@@ -13,7 +13,8 @@ const DEV: &str = "252:0";
 
 /// A two-cgroup null_blk scenario under `c`: each of its files written with its example
 /// line (a child's file in cgroup `a`, a root-only one in `[root]`), its elevator as
-/// the scheduler.
+/// the scheduler; for a controller that acts on buffered writes (wbt), `b` writes
+/// through the page cache of a small host, so its writeback starts at once.
 fn scenario_of(c: &Controller) -> String {
     let line = |example: &str| example.replace("MAJ:MIN", DEV);
     let mut root = String::new();
@@ -33,12 +34,21 @@ fn scenario_of(c: &Controller) -> String {
              --iodepth=8 --runtime=2 --time_based\"\n"
         )
     };
+    let (host, b) = if c.acts_on == "buffered-writes" {
+        (
+            "[host]\nmemory = \"256M\"\n\n",
+            "fio = \"fio --name=b --rw=write --bs=1M --ioengine=psync --size=64M \
+             --runtime=2 --time_based\"\n"
+                .to_string(),
+        )
+    } else {
+        ("", fio("b"))
+    };
     format!(
         "name = \"registry-{name}\"\nseed = 1\n\n[device]\nmodel = \"nullb\"\ndev = \"{DEV}\"\n\
          irqmode = 2\ncompletion_nsec = 200000\nscheduler = \"{scheduler}\"\n\n\
-         [kernel]\nhz = 250\n\n[root]\n{root}\n[cgroup.a]\n{a}{}\n[cgroup.b]\n{}",
+         [kernel]\nhz = 250\n\n{host}[root]\n{root}\n[cgroup.a]\n{a}{}\n[cgroup.b]\n{b}",
         fio("a"),
-        fio("b"),
         name = c.name.replace(['-', ' '], "_"),
     )
 }
@@ -68,6 +78,7 @@ fn the_registry_lists_every_controller_the_tool_has() {
         "blk-iocost",
         "blk-ioprio",
         "blk-iolatency",
+        "wbt",
         "mq-deadline",
     ] {
         assert!(names.contains(&n), "{n} missing from {names:?}");

@@ -21,6 +21,7 @@ fn limits(rotational: bool) -> QueueLimits {
         max_sectors_kb: 512,
         logical_block_size: 512,
         capacity: 1 << 40,
+        write_cache: false,
     }
 }
 

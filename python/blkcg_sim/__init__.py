@@ -133,6 +133,7 @@ class _Held:
         self.fio_json: str = state["fio_json"]
         self.summary: str = state["summary"]
         self.io_stat: str = state["io_stat"]
+        self.io_pressure: str = state["io_pressure"]
         self.warnings: List[str] = state["warnings"]
         self.trace: List[str] = state["trace"]
         self._csv: Dict[str, bytes] = state["csv"]
@@ -193,14 +194,17 @@ class Result:
         summary: the summary table (``summary.txt``), ending with the device line of
             an FTL drive (its write amplification).
         io_stat: ``io.stat`` of every cgroup that did I/O.
+        io_pressure: ``io.pressure`` of every cgroup at the end (the root's first).
         trace: the controllers' event log, one line each (``trace=True``; read when
             first asked for).
         warnings: what ``blkcg-sim run`` prints as warnings.
         tables: every CSV table by name, as a DataFrame parsed when first read (then
             kept): ``jobs``, ``iostat``, then each controller's timeline, whether or not
             the run used it (empty then): ``throttle`` (blk-throttle), ``timeline``
-            (blk-iocost), ``iolatency`` (blk-iolatency), ``deadline`` (mq-deadline),
-            then ``writeback`` (the page cache, with buffered writers).
+            (blk-iocost), ``iolatency`` (blk-iolatency), ``wbt`` (writeback
+            throttling's windows), ``deadline`` (mq-deadline), then ``writeback`` (the
+            page cache, with buffered writers) and ``pressure`` (every cgroup's
+            io.pressure, every 2 s).
             Until read, a table's text waits in the library (memory up to 1 MiB, then an
             unlinked temporary file); :meth:`open` reads it as a file instead.
         jobs, timeline, iostat, throttle: four of them, as properties (below).
@@ -211,6 +215,7 @@ class Result:
         self.fio: Dict[str, Any] = json.loads(out.fio_json)
         self.summary: str = out.summary
         self.io_stat: str = out.io_stat
+        self.io_pressure: str = out.io_pressure
         self.warnings: List[str] = list(out.warnings)
         self.tables: Mapping[str, pd.DataFrame] = _Tables(out)
 
@@ -259,6 +264,7 @@ class Result:
             "fio_json": self._out.fio_json,
             "summary": self.summary,
             "io_stat": self.io_stat,
+            "io_pressure": self.io_pressure,
             "warnings": list(self.warnings),
             "trace": list(self.trace),
             "csv": {n: self._out.csv(n).encode() for n in self._out.tables},

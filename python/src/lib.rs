@@ -206,6 +206,10 @@ impl RunOutput {
         &self.0.io_stat
     }
     #[getter]
+    fn io_pressure(&self) -> &str {
+        &self.0.io_pressure
+    }
+    #[getter]
     fn trace(&self) -> PyResult<Vec<String>> {
         self.0.trace_lines().map_err(err)
     }

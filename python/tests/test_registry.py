@@ -18,7 +18,7 @@ def scenario_of(c):
         return (f"fio --name={name} --rw=randrw --bs=4k --ioengine=libaio --direct=1 "
                 "--iodepth=8 --runtime=2 --time_based")
 
-    return {
+    sc = {
         "name": "registry",
         "seed": 1,
         "device": {
@@ -29,6 +29,12 @@ def scenario_of(c):
         "root": root,
         "cgroup": {"a": {**a, "fio": fio("a")}, "b": {"fio": fio("b")}},
     }
+    if c["acts_on"] == "buffered-writes":
+        # wbt: b writes through the page cache of a small host, written back at once
+        sc["host"] = {"memory": "256M"}
+        sc["cgroup"]["b"]["fio"] = ("fio --name=b --rw=write --bs=1M --ioengine=psync "
+                                    "--size=64M --runtime=2 --time_based")
+    return sc
 
 
 def key_of(f):
@@ -37,7 +43,8 @@ def key_of(f):
 
 def test_every_controller_is_listed():
     names = {c["name"] for c in blkcg_sim.controllers()}
-    assert {"blk-throttle", "blk-iocost", "blk-ioprio", "blk-iolatency", "mq-deadline"} <= names
+    assert {"blk-throttle", "blk-iocost", "blk-ioprio", "blk-iolatency", "wbt",
+            "mq-deadline"} <= names
 
 
 def test_every_controllers_tables_files_and_switches_from_python():

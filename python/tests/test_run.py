@@ -26,6 +26,7 @@ def test_run_is_the_command_lines_run(cli, tmp_path, small):
     assert r.fio == json.loads((folder / "fio.json").read_text())
     assert r.summary == (folder / "summary.txt").read_text()
     assert r.io_stat == (folder / "io.stat").read_text()
+    assert r.io_pressure == (folder / "io.pressure").read_text()
     for name in TABLES:
         f = folder / f"{name}.csv"
         assert f.exists(), name  # this scenario fills every table
@@ -61,7 +62,8 @@ def test_tables_have_the_csv_columns_even_when_empty():
 
 def test_tables_are_parsed_when_first_read(small):
     r = blkcg_sim.run(small, variant="one")
-    names = ["jobs", "iostat", "throttle", "timeline", "iolatency", "deadline", "writeback"]
+    names = ["jobs", "iostat", "throttle", "timeline", "iolatency", "wbt", "deadline", "writeback",
+             "pressure"]
     assert list(r.tables) == names and len(r.tables) == len(names)
     assert "timeline" in r.tables and "nope" not in r.tables
     assert "(0 read: none)" in repr(r.tables)
@@ -85,9 +87,8 @@ def test_results_pickle_whole_and_read_alike_unpickled(small):
 
     r = blkcg_sim.run("throttle-iops-tail-latency", variant="after", trace=True)
     back = pickle.loads(pickle.dumps(r))
-    assert (back.fio, back.summary, back.io_stat, back.warnings, back.trace) == (
-        r.fio, r.summary, r.io_stat, r.warnings, r.trace
-    )
+    assert (back.fio, back.summary, back.io_stat, back.io_pressure, back.warnings,
+            back.trace) == (r.fio, r.summary, r.io_stat, r.io_pressure, r.warnings, r.trace)
     assert back.trace and repr(back) == repr(r) and list(back.tables) == list(r.tables)
     for name in r.tables:
         assert back.csv(name) == r.csv(name)

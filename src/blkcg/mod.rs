@@ -9,7 +9,8 @@
 //!   `ioprio_set_prio_policy()` / `blkcg_set_ioprio()` / `bio_set_ioprio()`;
 //! - `iolatency.rs`   — `io.latency` (blk-iolatency), mirrors `iolatency_set_limit()` /
 //!   `iolatency_prfill_limit()`;
-//! - `tree.rs`        — the cgroup hierarchy of a scenario.
+//! - `tree.rs`        — the cgroup hierarchy of a scenario;
+//! - `kstrto.rs`      — `kstrtoint()` and kin, as a written number is read.
 
 /// The errno a refused interface-file write returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,6 +80,7 @@ pub mod iolatency;
 pub mod iomax;
 pub mod ioprio;
 pub mod ioweight;
+pub mod kstrto;
 pub mod tree;
 
 pub use tree::CgroupTree;

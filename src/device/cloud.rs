@@ -475,6 +475,8 @@ impl Cloud {
             max_sectors_kb: cfg.max_sectors_kb,
             logical_block_size: 512,
             capacity: cfg.size_gb << 30,
+            // network volumes acknowledge writes once durable (EBS NVMe: VWC 0)
+            write_cache: false,
         };
         let (bi, bb, cs) = if cfg.bursting {
             (cfg.burst_iops, cfg.burst_bps, cfg.credit_secs)

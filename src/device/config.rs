@@ -245,6 +245,19 @@ impl<'a> Keys<'a> {
         Ok(v)
     }
 
+    /// `wbt_lat_usec`: `queue/wbt_lat_usec` as the kernel takes a write of it
+    /// (`crate::wbt::store_lat_usec`), if the scenario writes it.
+    pub fn wbt_lat_usec(&mut self) -> Result<(), KeyError> {
+        self.used.insert("wbt_lat_usec");
+        if let Some(v) = self.table.get("wbt_lat_usec") {
+            let line = crate::sched::echo_line("wbt_lat_usec", v)?;
+            let v = crate::wbt::store_lat_usec(&line)
+                .map_err(|e| KeyError::new("device.wbt_lat_usec", e.to_string()))?;
+            self.resolved.push(("wbt_lat_usec".into(), v.to_string()));
+        }
+        Ok(())
+    }
+
     /// Note that `key`, if the scenario set it, has no effect, and `why`.
     pub fn warn(&mut self, key: &'static str, why: impl Into<String>) {
         if self.has(key) {
@@ -339,6 +352,8 @@ pub fn resolve(table: &toml::Table, seed: u64) -> Result<Resolved, KeyError> {
     // queue/nomerges (queue_nomerges_store(): any unsigned int; read by the pipeline,
     // crate::sim::merge::NoMerges)
     k.u64("nomerges", 0, 0, u64::from(u32::MAX))?;
+    // queue/wbt_lat_usec (read by crate::wbt)
+    k.wbt_lat_usec()?;
     let mut res = vec![("model".to_string(), model.to_string())];
     let warnings = std::mem::take(&mut k.warnings);
     res.extend(k.finish()?);

@@ -72,6 +72,8 @@ impl Hdd {
             max_sectors_kb: cfg.max_sectors_kb,
             logical_block_size: 512,
             capacity: cfg.size_gb * 1_000_000_000,
+            // a SATA disk's write cache is on from the factory (WCE)
+            write_cache: true,
         };
         let fifo = VecDeque::with_capacity(cfg.queue_depth as usize);
         Hdd {

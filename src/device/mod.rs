@@ -81,6 +81,9 @@ pub struct QueueLimits {
     pub logical_block_size: u32,
     /// Capacity in bytes (fio's default file size when `size` is not given).
     pub capacity: u64,
+    /// queue/write_cache is "write back" (`blk_queue_write_cache()`): the device has a
+    /// volatile cache. wbt lets a wb's writes drain before waking writers then.
+    pub write_cache: bool,
 }
 
 impl QueueLimits {
@@ -103,6 +106,8 @@ impl QueueLimits {
             max_sectors_kb,
             logical_block_size: 512,
             capacity,
+            // NVMe's VWC bit, set on client drives
+            write_cache: true,
         }
     }
 }

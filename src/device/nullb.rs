@@ -225,6 +225,8 @@ impl NullBlk {
             max_sectors_kb: cfg.max_sectors_kb,
             logical_block_size: cfg.blocksize,
             capacity: cfg.size << 20,
+            // null_blk has a cache only with `cache_size` (not modelled; 0 by default)
+            write_cache: false,
         };
         let throttled = cfg.mbps > 0;
         let mut badblocks = Badblocks::default();

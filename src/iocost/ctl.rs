@@ -1392,6 +1392,7 @@ mod tests {
             max_sectors_kb: 128,
             logical_block_size: 512,
             capacity: 1 << 30,
+            write_cache: false,
         };
         let cfg = IocostConfig {
             timer,

@@ -81,6 +81,22 @@ impl Named for NoCompletion {
     ];
 }
 
+/// Whether enabling blk-iocost turns writeback throttling off (`iocost.wbt`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WbtWhileEnabled {
+    /// Before 6.2: wbt stays as it was (6.1.192's `ioc_qos_write()` never calls it).
+    LeftOn,
+    /// 6.2 on ("blk-iocost: disable writeback throttling"): `ioc_qos_write()` ends in
+    /// `wbt_disable_default()` when it enables the controller and
+    /// `wbt_enable_default()` when it disables it; a `wbt_lat_usec` the user wrote is
+    /// kept either way.
+    Off,
+}
+
+impl Named for WbtWhileEnabled {
+    const NAMES: &'static [(&'static str, Self)] = &[("left-on", Self::LeftOn), ("off", Self::Off)];
+}
+
 impl Named for TraceVrate {
     const NAMES: &'static [(&'static str, Self)] =
         &[("in-force", Self::InForce), ("base", Self::Base)];
@@ -91,6 +107,7 @@ impl Named for TraceVrate {
 pub struct IocostBehaviour {
     pub no_completion: NoCompletion,
     pub trace_vrate: TraceVrate,
+    pub wbt: WbtWhileEnabled,
 }
 
 /// How the period timer is armed.
@@ -115,9 +132,11 @@ impl std::fmt::Display for IocostConfig {
         };
         write!(
             f,
-            "iocost.timer={timer} iocost.no_completion={} iocost.trace_vrate={} debug_stats={}",
+            "iocost.timer={timer} iocost.no_completion={} iocost.trace_vrate={} iocost.wbt={} \
+             debug_stats={}",
             self.behaviour.no_completion.name(),
             self.behaviour.trace_vrate.name(),
+            self.behaviour.wbt.name(),
             u8::from(self.debug_stats)
         )
     }
@@ -150,18 +169,26 @@ pub fn behaviour_for(
     } else {
         TraceVrate::Base
     };
+    let wbt = if v.before(6, 2) {
+        WbtWhileEnabled::LeftOn
+    } else {
+        WbtWhileEnabled::Off
+    };
     let mut b = IocostBehaviour {
         no_completion,
         trace_vrate,
+        wbt,
     };
     for (key, val) in overrides {
         match key.as_str() {
             "iocost.no_completion" => b.no_completion = Named::parse(key, val)?,
             "iocost.trace_vrate" => b.trace_vrate = Named::parse(key, val)?,
+            "iocost.wbt" => b.wbt = Named::parse(key, val)?,
             k if k.starts_with("iocost.") => {
                 return Err(KeyError::new(
                     key.clone(),
-                    "unknown iocost behaviour (accepted: iocost.no_completion, iocost.trace_vrate)",
+                    "unknown iocost behaviour (accepted: iocost.no_completion, \
+                     iocost.trace_vrate, iocost.wbt)",
                 ));
             }
             _ => {}
@@ -442,6 +469,7 @@ mod tests {
             max_sectors_kb: 1280,
             logical_block_size: 512,
             capacity: 1 << 40,
+            write_cache: false,
         }
     }
 

@@ -16,7 +16,7 @@ use crate::kernel_version::KernelVersion;
 use crate::scenario::resolve::Resolved;
 use crate::sim::{BioId, BioSlab, EventQueue, Ns};
 use crate::stack::registry::{
-    CgroupFile, Creation, HookKind, Kconfig, Place, PolicyDef, PolicySetup,
+    ActsOn, CgroupFile, Creation, HookKind, Kconfig, Place, PolicyDef, PolicySetup,
 };
 use crate::stack::{BlkcgPolicy, Hooks, PolicyId, Recorder, Request, RqQos, RqQosEntry, RqQosOps};
 
@@ -66,6 +66,7 @@ pub const POLICY: PolicyDef = PolicyDef {
     refuses,
     configure,
     created: Creation::AtFirstWrite,
+    acts_on: ActsOn::AnyIo,
 };
 
 /// Figures of the whole run, counted from its periods as they are drained.
@@ -195,6 +196,9 @@ impl BlkcgPolicy for Iocost {
     fn set_tracing(&mut self, on: bool) {
         Iocost::set_tracing(self, on);
     }
+    fn disables_wbt(&self) -> bool {
+        self.enabled() && self.cfg.behaviour.wbt == super::WbtWhileEnabled::Off
+    }
     fn figures(&self) -> Vec<(&'static str, f64)> {
         let f = &self.run;
         let mut v = vec![("iocost.no_completion_resets", f.no_completion_resets as f64)];
@@ -260,7 +264,7 @@ impl RqQos for Iocost {
         self.on_bio_done(now, bios.get(id));
     }
     #[inline]
-    fn done(&mut self, now: Ns, rq: &Request) {
+    fn done(&mut self, now: Ns, rq: &Request, _q: &mut EventQueue, _woken: &mut Vec<BioId>) {
         self.on_rq_done(now, rq.dir, rq.bytes, rq.alloc_time, rq.start_time);
     }
     #[inline]

@@ -18,11 +18,13 @@ use crate::error::KeyError;
 use crate::kernel_version::KernelVersion;
 use crate::scenario::resolve::Resolved;
 use crate::sim::jiffies;
-use crate::sim::{BioId, BioSlab, Event, EventQueue, Ns};
+use crate::sim::{BioId, BioSlab, EventQueue, Ns};
 use crate::stack::registry::{
-    CgroupFile, Creation, HookKind, Kconfig, Place, PolicyDef, PolicySetup,
+    ActsOn, CgroupFile, Creation, HookKind, Kconfig, Place, PolicyDef, PolicySetup,
 };
-use crate::stack::{BlkcgPolicy, Hooks, PolicyId, Recorder, RqQos, RqQosEntry, RqQosOps};
+use crate::stack::{
+    BlkcgPolicy, Hooks, PolicyId, PolicyTimer, Recorder, RqQos, RqQosEntry, RqQosOps,
+};
 
 /// blk-iolatency's id: 16 + `RQ_QOS_LATENCY`.
 pub const ID: PolicyId = PolicyId(17);
@@ -46,6 +48,7 @@ pub const POLICY: PolicyDef = PolicyDef {
     refuses,
     configure,
     created: Creation::AtFirstWrite,
+    acts_on: ActsOn::AnyIo,
 };
 
 /// `io.latency` appears with blk-iolatency, in 4.19.
@@ -89,7 +92,7 @@ impl PolicySetup for Setup {
             lat: BlkIolatency::new(cfg, tree),
             counted: Vec::new(),
             notify: vec![false; tree.len()],
-            timer_pushed: None,
+            timer: PolicyTimer::default(),
             stopped: false,
         })))
     }
@@ -112,20 +115,14 @@ pub struct LatencyEntry {
     counted: Vec<Seen>,
     /// Per cgroup: a task was marked for the return-to-user sleep.
     notify: Vec<bool>,
-    /// The expiry of the timer event pushed (its token), so a timer is pushed once and
-    /// a stale event is ignored.
-    timer_pushed: Option<Ns>,
+    /// The 1 s timer's event.
+    timer: PolicyTimer,
     stopped: bool,
 }
 
 impl LatencyEntry {
     fn push_timer(&mut self, now: Ns, q: &mut EventQueue) {
-        if let Some(at) = self.lat.timer_at()
-            && self.timer_pushed != Some(at)
-        {
-            self.timer_pushed = Some(at);
-            q.push(at.max(now), Event::Policy(ID, at));
-        }
+        self.timer.arm(ID, self.lat.timer_at(), now, q);
     }
 
     fn released(&mut self, bios: &BioSlab, woken: &mut Vec<BioId>) {
@@ -173,10 +170,9 @@ impl BlkcgPolicy for LatencyEntry {
         _bios: &mut BioSlab,
         _out: &mut Vec<BioId>,
     ) {
-        if self.stopped || self.timer_pushed != Some(token) {
+        if self.stopped || !self.timer.fires(token) {
             return;
         }
-        self.timer_pushed = None;
         self.lat.timer_fn(now);
         self.push_timer(now, q);
     }

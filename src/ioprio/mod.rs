@@ -22,7 +22,7 @@ use crate::kernel_version::KernelVersion;
 use crate::scenario::resolve::Resolved;
 use crate::sim::{Bio, BioId, BioSlab, EventQueue, Ns};
 use crate::stack::registry::{
-    CgroupFile, Creation, HookKind, Kconfig, Place, PolicyDef, PolicySetup,
+    ActsOn, CgroupFile, Creation, HookKind, Kconfig, Place, PolicyDef, PolicySetup,
 };
 use crate::stack::{BioPolicy, BlkcgPolicy, Hooks, PolicyId, Recorder};
 use crate::workload::job::JobPrio;
@@ -53,6 +53,7 @@ pub const POLICY: PolicyDef = PolicyDef {
     refuses,
     configure,
     created: Creation::AtFirstWrite,
+    acts_on: ActsOn::AnyIo,
 };
 
 fn refuses(v: &KernelVersion) -> Option<&'static str> {

@@ -145,10 +145,14 @@ impl Assumed {
         } else {
             format!(", {}", memcg.join(", "))
         };
+        let wbt = match r.device.get("wbt_lat_usec") {
+            Some(v) => format!("wbt_lat_usec={v} ([device])"),
+            None => "the default target (2 ms non-rotational, 75 ms rotational)".into(),
+        };
         self.page_cache = Some(format!(
             "page cache of {} bytes dirtyable ([host] memory), {}, a buffered write's copy \
              {}/page ([host] page_copy_ns); cgroup writeback (each cgroup's pages written \
-             back as that cgroup){memcg}",
+             back as that cgroup){memcg}; writeback throttling (wbt) with {wbt}",
             r.host.memory,
             crate::scenario::sysctl::describe(&r.vm),
             crate::sim::time_text(r.host.page_copy_ns),

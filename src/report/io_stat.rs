@@ -1,7 +1,8 @@
 //! The `io.stat` text of a run: blk-cgroup's own counters (`blkcg_print_one_stat()`:
 //! rbytes, wbytes, rios, wios, dbytes, dios), summed up the tree as the kernel's
 //! recursive stats are, then every policy's keys for the cgroup (`pd_stat_fn`, through
-//! `crate::stack::BlkcgPolicy::pd_stat`).
+//! `crate::stack::BlkcgPolicy::pd_stat`); and the `io.pressure` text of every cgroup
+//! (`crate::psi`) in the same shape.
 
 use crate::blkcg::CgroupTree;
 use crate::device::QueueLimits;
@@ -40,6 +41,22 @@ pub fn io_stat_text(out: &mut RunOutput, tree: &CgroupTree, limits: &QueueLimits
             st.wios,
             out.stack.pd_stat(i as u32)
         ));
+    }
+    s
+}
+
+/// `io.pressure` of every cgroup at the end of the run, the root's first (the system's,
+/// `/proc/pressure/io`), each of the file's two lines after the cgroup's path.
+pub fn io_pressure_text(out: &RunOutput, tree: &CgroupTree) -> String {
+    let mut s = String::new();
+    for (i, text) in out.pressure.iter().enumerate() {
+        let path = tree.nodes.get(i).map_or("", |n| n.path.as_str());
+        for line in text.lines() {
+            s.push_str(&format!(
+                "{}: {line}\n",
+                if path.is_empty() { "/" } else { path }
+            ));
+        }
     }
     s
 }

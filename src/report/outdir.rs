@@ -34,6 +34,7 @@ const RUN_FILES: &[&str] = &[
     "fio.txt",
     "iostat.csv",
     "io.stat",
+    "io.pressure",
     "jobs.csv",
     "jobs.png",
     "jobs.svg",

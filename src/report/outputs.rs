@@ -44,8 +44,9 @@ pub fn job_lines(run: &VariantRun) -> Vec<JobLine<'_>> {
 
 /// A run's summary as `summary.txt` holds it, `run` prints it and report.html shows
 /// it: what the run assumed (`crate::report::assumed`), every warning of the run (what
-/// it was given but does not model, as `run` prints them on stderr), the table, then
-/// the device's whole-run figures (an FTL's write amplification) if it has any.
+/// it was given but does not model, as `run` prints them on stderr), the table, the
+/// jobs' cgroups' io.pressure totals, then the device's whole-run figures (an FTL's
+/// write amplification) if it has any, the page cache's and the policies' lines.
 pub fn summary_text(run: &VariantRun) -> String {
     let warnings: String = run
         .warnings
@@ -55,8 +56,54 @@ pub fn summary_text(run: &VariantRun) -> String {
     run.assumed.to_string()
         + &warnings
         + &summary::summary_table(&run.summaries)
+        + &pressure_summary(run)
         + &summary::device_summary(&run.limits.name, &run.fio.device)
         + &page_cache_summary(run)
+        + &policy_summary(run)
+}
+
+/// The summary's io.pressure line: each cgroup with jobs, its `some` and `full`
+/// totals at the end (the `io.pressure` file has the averages too).
+fn pressure_summary(run: &VariantRun) -> String {
+    let tree = &run.resolved.tree;
+    let psi = run.out.pressure.iter().map(|text| {
+        let total = |line: Option<&str>| {
+            line.and_then(|l| l.rsplit_once("total="))
+                .and_then(|(_, t)| t.trim().parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        let mut lines = text.lines();
+        (total(lines.next()), total(lines.next()))
+    });
+    let parts: Vec<String> = psi
+        .enumerate()
+        .filter(|&(cg, _)| run.out.jobs.iter().any(|(p, _, _)| p.cgroup == cg as u32))
+        .map(|(cg, (some, full))| {
+            format!(
+                "{} {} / {}",
+                timeline::cg_name(tree, cg as u32),
+                crate::sim::time_text(some * 1000),
+                crate::sim::time_text(full * 1000)
+            )
+        })
+        .collect();
+    if parts.is_empty() {
+        return String::new();
+    }
+    format!(
+        "io.pressure, time stalled on I/O (some / full): {} (io.pressure has the averages)\n",
+        parts.join(", ")
+    )
+}
+
+/// The policies' lines of the summary ([`crate::stack::BlkcgPolicy::summary_line`]).
+fn policy_summary(run: &VariantRun) -> String {
+    run.out
+        .stack
+        .policies()
+        .filter_map(|p| p.summary_line())
+        .map(|l| l + "\n")
+        .collect()
 }
 
 /// The page cache's lines of the summary, for a run with buffered writers.
@@ -97,6 +144,7 @@ pub fn write_outputs(out: &OutDir, run: &VariantRun, notify: &dyn Notify) -> Res
         fioreport::text::write_normal(&run.fio, &mut |p| w.write_all(p.as_bytes()))
     })?;
     write("io.stat", &run.io_stat)?;
+    write("io.pressure", &run.io_pressure)?;
     let jobs = job_lines(run);
     write("jobs.csv", &timeline::jobs_csv(&jobs))?;
     let events = timeline::schedule_events(&run.resolved.writes, &run.resolved.device_writes, tree);

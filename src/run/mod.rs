@@ -42,7 +42,7 @@ use crate::kernel_version::{Distro, KernelVersion, named};
 use crate::progress::{Cancel, Horizon, Reporter};
 use crate::report::assumed::Assumed;
 use crate::report::fio::{self as fioreport, FioMessage, JobReport, RunReport};
-use crate::report::io_stat::io_stat_text;
+use crate::report::io_stat::{io_pressure_text, io_stat_text};
 use crate::report::record::{RecordOptions, Recorded, RunRecorder};
 use crate::report::summary::JobSummary;
 use crate::scenario::repro::{self, ReproSpec, VariantMetrics};
@@ -73,6 +73,8 @@ pub struct VariantRun {
     pub fio: RunReport,
     pub warnings: Vec<String>,
     pub io_stat: String,
+    /// `io.pressure` of every cgroup at the end (`crate::report::io_stat`).
+    pub io_pressure: String,
     pub extra: BTreeMap<String, f64>,
     /// The timelines kept of the run (all rows where the caller asked to keep them;
     /// always the pictures' decimated series) and the folder they streamed to.
@@ -165,11 +167,13 @@ pub struct Prepared {
 impl Prepared {
     /// Some job writes through the page cache (`crate::sim::writeback`).
     pub fn writes_buffered(&self) -> bool {
-        self.parts
-            .params
-            .iter()
-            .any(|p| p.buffered.is_some() && p.kind.write)
+        writes_buffered(&self.parts.params)
     }
+}
+
+/// Some of the jobs `params` writes through the page cache.
+fn writes_buffered(params: &[JobParams]) -> bool {
+    params.iter().any(|p| p.buffered.is_some() && p.kind.write)
 }
 
 /// The policies of the variant, each where the kernel creates it (its registry
@@ -177,19 +181,21 @@ impl Prepared {
 /// write (in time order) to one of their files. An rq-qos policy made later goes to the
 /// head of the chain (`rq_qos_add()`).
 /// `defs` are the registry's policies and `setups` their configurations, in its order.
+/// `buffered_writes`: some job writes through the page cache.
 fn build_stack(
     defs: &[PolicyDef],
     r: &Resolved,
     setups: &[Box<dyn PolicySetup>],
     tree: &CgroupTree,
     limits: &QueueLimits,
+    buffered_writes: bool,
     trace: bool,
 ) -> Stack {
     let mut made = vec![false; defs.len()];
     let mut stack = Stack::default();
     for (i, d) in defs.iter().enumerate() {
         if let Creation::WithQueue(on) = d.created
-            && on(r, limits)
+            && on(r, limits, buffered_writes)
         {
             made[i] = true;
             stack.add(setups[i].build(tree, limits, trace));
@@ -286,6 +292,7 @@ fn build_pipeline(
         nr_requests: queue_nr_requests,
         ..limits.clone()
     };
+    let buffered = writes_buffered(&parts.params);
     let mut pipe = Pipeline::new(parts.dev, parts.params, r.tree.len(), r.host, r.seed);
     pipe.set_duration(r.duration);
     pipe.set_blk_mq(parts.blk, r.kernel.hz);
@@ -298,7 +305,20 @@ fn build_pipeline(
         })
         .collect();
     pipe.set_writeback(r.vm, cgroups);
-    let mut stack = build_stack(POLICIES, r, setups, &r.tree, &q_limits, parts.trace_on);
+    // io.pressure of every cgroup; its tasks are the contexts, the flushers' too
+    let parents: Vec<Option<u32>> = (0..r.tree.len() as u32)
+        .map(|cg| r.tree.parent(cg))
+        .collect();
+    pipe.set_pressure(&parents);
+    let mut stack = build_stack(
+        POLICIES,
+        r,
+        setups,
+        &r.tree,
+        &q_limits,
+        buffered,
+        parts.trace_on,
+    );
     stack.elevator = parts.elevator;
     pipe.set_stack(stack);
     if pipe.limits().nr_requests != limits.nr_requests {
@@ -599,7 +619,8 @@ pub fn prepare(
     };
     // every write of the run, in time order, on policies of its own: a write the
     // kernel refuses is an error now, not a surprise at its time
-    let mut scratch_stack = build_stack(POLICIES, &r, &setups, &tree, &q_limits, false);
+    let buffered = writes_buffered(&params);
+    let mut scratch_stack = build_stack(POLICIES, &r, &setups, &tree, &q_limits, buffered, false);
     let mut scratch = EventQueue::new();
     for w in in_time_order(&r) {
         let now = scratch.now();
@@ -777,6 +798,7 @@ pub fn simulate(
         .map(|(k, v)| (k.to_string(), v))
         .collect();
     let io_stat = io_stat_text(&mut out, tree, &p.limits);
+    let io_pressure = io_pressure_text(&out, tree);
     let reports = if wants_reports {
         out.stack
             .policies_mut()
@@ -794,6 +816,7 @@ pub fn simulate(
         fio,
         warnings,
         io_stat,
+        io_pressure,
         extra,
         record,
         reports,
@@ -1110,7 +1133,7 @@ mod tests {
     #[test]
     fn a_policy_made_with_the_queue_needs_no_write() {
         let with_queue = PolicyDef {
-            created: Creation::WithQueue(|_, limits| !limits.rotational),
+            created: Creation::WithQueue(|_, limits, _| !limits.rotational),
             ..crate::iolatency::rqos::POLICY
         };
         let defs = [crate::iocost::rqos::POLICY, with_queue];
@@ -1124,7 +1147,7 @@ mod tests {
             .clone();
         let setups: Vec<_> = defs.iter().map(|d| (d.configure)(&r).unwrap()).collect();
         let ids = |s: &Stack| -> Vec<_> { s.rq_qos.iter().map(|e| e.get_ref().id()).collect() };
-        let stack = build_stack(&defs, &r, &setups, &r.tree, &limits, false);
+        let stack = build_stack(&defs, &r, &setups, &r.tree, &limits, false, false);
         let (cost, latency) = (crate::iocost::rqos::ID, crate::iolatency::rqos::ID);
         assert_eq!(
             ids(&stack),
@@ -1134,7 +1157,7 @@ mod tests {
         // without a write, only the one made with the queue
         let bare = Scenario::parse("[device]\nmodel = \"nullb\"\n", "t.toml").unwrap();
         let r = bare.resolve(None).unwrap();
-        let stack = build_stack(&defs, &r, &setups, &r.tree, &limits, false);
+        let stack = build_stack(&defs, &r, &setups, &r.tree, &limits, false, false);
         assert_eq!(ids(&stack), [latency]);
     }
 

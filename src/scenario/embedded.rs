@@ -36,8 +36,12 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/example-iocost-debt.toml"),
     ),
     (
-        "example-buffered-writes",
-        include_str!("../../scenarios/example-buffered-writes.toml"),
+        "example-buffered-iomax",
+        include_str!("../../scenarios/example-buffered-iomax.toml"),
+    ),
+    (
+        "example-wbt",
+        include_str!("../../scenarios/example-wbt.toml"),
     ),
     (
         "example-ssd-write-cliff",
@@ -66,6 +70,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "validate-buffered-iomax",
         include_str!("../../scenarios/validate-buffered-iomax.toml"),
+    ),
+    (
+        "validate-wbt",
+        include_str!("../../scenarios/validate-wbt.toml"),
     ),
     (
         "validate-iomax-riops",

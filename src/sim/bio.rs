@@ -62,6 +62,19 @@ impl IoErr {
     }
 }
 
+/// The `bi_opf` flags a policy reads (`include/linux/blk_types.h`), as bits of
+/// [`Bio::opf`].
+pub mod req {
+    /// `REQ_SYNC`.
+    pub const SYNC: u8 = 1;
+    /// `REQ_IDLE`: no more I/O follows soon (an O_DIRECT write).
+    pub const IDLE: u8 = 2;
+    /// `REQ_BACKGROUND`: background or periodic writeback (`wbc_to_write_flags()`).
+    pub const BACKGROUND: u8 = 4;
+    /// An O_DIRECT I/O's: `REQ_SYNC | REQ_IDLE` (`dio_bio_write_op()`).
+    pub const DIRECT: u8 = SYNC | IDLE;
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct Bio {
     /// Cgroup index (0 = root) in the scenario's cgroup tree.
@@ -73,6 +86,9 @@ pub struct Bio {
     pub bytes: u64,
     /// REQ_META / REQ_SWAP: must not be blocked (blk-throttle 6.12+ bypass, iocost debt).
     pub meta: bool,
+    /// The `REQ_SYNC` / `REQ_IDLE` / `REQ_BACKGROUND` bits of `bi_opf` ([`req`]): what
+    /// kind of write it is, as wbt tells an O_DIRECT write from writeback.
+    pub opf: u8,
     /// BIO_BPS_THROTTLED: bytes already charged by blk-throttle on the whole path; a
     /// split remainder inherits it and is then looked at for iops only.
     pub bps_throttled: bool,
@@ -102,7 +118,8 @@ pub const NO_BIO: BioId = BioId::MAX;
 
 impl Bio {
     /// A plain bio of `bytes` at `sector`, entering the block layer at `submitted`:
-    /// not metadata, nothing charged yet, fio I/O 0 (set `meta`/`io` with struct update).
+    /// an O_DIRECT one ([`req::DIRECT`]), not metadata, nothing charged yet, fio I/O 0
+    /// (set `meta`/`opf`/`io` with struct update).
     pub fn new(cgroup: u32, dir: Dir, sector: u64, bytes: u64, submitted: Ns) -> Bio {
         Bio {
             cgroup,
@@ -110,6 +127,7 @@ impl Bio {
             sector,
             bytes,
             meta: false,
+            opf: req::DIRECT,
             bps_throttled: false,
             tg_bps_charged: false,
             iocost_cost: 0,

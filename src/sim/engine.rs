@@ -103,6 +103,7 @@ use std::ops::ControlFlow;
 
 use crate::device::fault::BadblocksWrite;
 use crate::device::{BlockDevice, Completion, DevRq, QueueLimits};
+use crate::psi::Psi;
 use crate::scenario::host::HostCosts;
 use crate::sim::cpu::{FairSched, GuestCpu};
 use crate::sim::fio::stats::{JobStats, LatHist};
@@ -164,10 +165,13 @@ pub(super) struct RqSlot {
 #[repr(C, align(64))]
 pub(super) struct Ctx {
     pub(super) blocked: bool,
-    wake_scheduled: bool,
+    pub(super) wake_scheduled: bool,
     /// The call inserted a request for kblockd and returns once kblockd has run the
     /// queue (`crate::sim::plug`).
     awaits_queue_run: bool,
+    /// Sleeping off blk-cgroup's delay on return to user space
+    /// (`blkcg_maybe_throttle_current()`: `io_schedule_timeout()`, iowait for PSI).
+    pub(super) iowait_sleep: bool,
     /// Whose context this is.
     pub(super) owner: Owner,
     /// When the bio at the front started to wait for a tag (its `alloc_time`).
@@ -229,6 +233,8 @@ pub struct RunOutput {
     pub device_counters: Vec<(&'static str, u64)>,
     /// The page cache as the run left it, with buffered writers.
     pub page_cache: Option<Box<PageCache>>,
+    /// Each cgroup's `io.pressure` at the end, as the file reads (the root's first).
+    pub pressure: Vec<String>,
 }
 
 /// kblockd's kworker on the one CPU (`[host] cpus = 1`).
@@ -339,6 +345,12 @@ pub struct Pipeline {
     cg_ctx: Vec<u32>,
     /// The page cache of a run with buffered writers (`crate::sim::writeback`).
     pub(super) wb: Option<Box<PageCache>>,
+    /// io.pressure (`crate::sim::pressure`), once set up.
+    pub(super) psi: Option<Box<Psi>>,
+    /// Contexts whose PSI state may have changed in the event being handled.
+    pub(super) psi_dirty: Vec<u32>,
+    /// Per context: its job's engine is synchronous (a wait for its I/O is iowait).
+    pub(super) psi_sync: Vec<bool>,
 }
 
 const WORKER: u32 = 0;
@@ -445,6 +457,9 @@ impl Pipeline {
             lookahead: false,
             cg_ctx: Vec::new(),
             wb: None,
+            psi: None,
+            psi_dirty: Vec::new(),
+            psi_sync: Vec::new(),
             limits,
         }
     }
@@ -645,6 +660,7 @@ impl Pipeline {
             }
             match ev {
                 Event::Job(j) => {
+                    self.psi_mark(j + 1);
                     if let Some(cpu) = &mut self.cpu {
                         // a timer woke the job: it runs once the CPU picks it
                         cpu.request(now, j + 1, 0, Event::Job(j), &mut self.q);
@@ -653,14 +669,18 @@ impl Pipeline {
                         self.job_step(j);
                     }
                 }
-                Event::Ctx(c) => match &mut self.cpu {
-                    // a timer or a kernel wake-up: the context runs once picked
-                    Some(cpu) => cpu.request(now, c, 0, Event::Ctx(c), &mut self.q),
-                    None => {
-                        self.ctxs[c as usize].wake_scheduled = false;
-                        self.run_ctx(c);
+                Event::Ctx(c) => {
+                    self.ctxs[c as usize].iowait_sleep = false;
+                    self.psi_mark(c);
+                    match &mut self.cpu {
+                        // a timer or a kernel wake-up: the context runs once picked
+                        Some(cpu) => cpu.request(now, c, 0, Event::Ctx(c), &mut self.q),
+                        None => {
+                            self.ctxs[c as usize].wake_scheduled = false;
+                            self.run_ctx(c);
+                        }
                     }
-                },
+                }
                 Event::CpuBurst(generation) => {
                     let then = self
                         .cpu
@@ -669,10 +689,12 @@ impl Pipeline {
                     if let Some(then) = then {
                         match then {
                             Event::Job(j) => {
+                                self.psi_mark(j + 1);
                                 self.jobs[j as usize].wake_scheduled = false;
                                 self.job_step(j);
                             }
                             Event::Ctx(c) => {
+                                self.psi_mark(c);
                                 self.ctxs[c as usize].wake_scheduled = false;
                                 self.run_ctx(c);
                             }
@@ -730,6 +752,7 @@ impl Pipeline {
                     }
                 }
             }
+            self.psi_flush();
             events += 1;
             if now >= last_progress + NSEC_PER_SEC || events == PROGRESS_EVENTS {
                 last_progress = now;
@@ -760,6 +783,8 @@ impl Pipeline {
             self.dev.stat_row(&mut tail.dev_vals);
             self.dev_acct.rows.push(tail);
         }
+        self.psi_flush();
+        let pressure = self.psi_show_all(end);
         self.drain(rec);
         let job_timelines = self
             .jobs
@@ -788,6 +813,7 @@ impl Pipeline {
             device_lat: self.device_lat,
             device_counters: self.dev.run_counters(),
             page_cache: self.wb,
+            pressure,
         }
     }
 
@@ -804,6 +830,11 @@ impl Pipeline {
         }
         if let Some(pc) = self.wb.as_deref_mut() {
             pc.drain(rec);
+        }
+        if let Some(p) = self.psi.as_deref_mut() {
+            for row in p.take_rows() {
+                rec.row(&row);
+            }
         }
     }
 
@@ -894,6 +925,7 @@ impl Pipeline {
     /// Context `c` runs `ns` of its job's CPU time, then goes on: on the guest CPU
     /// when it is modelled, else after `ns`.
     pub(super) fn ctx_run_for(&mut self, c: u32, ns: Ns) {
+        self.psi_mark(c);
         let Some(cpu) = &mut self.cpu else {
             self.kick_ctx(c, ns);
             return;
@@ -906,6 +938,7 @@ impl Pipeline {
     }
 
     fn kick_ctx(&mut self, c: u32, delay: Ns) {
+        self.psi_mark(c);
         let ctx = &mut self.ctxs[c as usize];
         if !ctx.wake_scheduled && !ctx.blocked {
             ctx.wake_scheduled = true;
@@ -975,6 +1008,7 @@ impl Pipeline {
                     front.1 = Stage::RqQos(k as u8);
                 }
                 ctx.blocked = true;
+                self.psi_mark(c);
                 return;
             }
             // blk_mq_get_new_requests() → blk_mq_get_tag(): a tag within the
@@ -1010,6 +1044,7 @@ impl Pipeline {
                 }
                 ctx.tag_wait_since = since;
                 ctx.blocked = true;
+                self.psi_mark(c);
                 return;
             }
         }
@@ -1044,6 +1079,7 @@ impl Pipeline {
         if self.cpu.is_some() && user_delay == 0 && queue_run > 0 {
             self.ctx_run_for(c, queue_run);
         } else if delay > 0 {
+            self.ctxs[c as usize].iowait_sleep = user_delay > 0;
             self.kick_ctx(c, delay);
         } else {
             self.submit_returned(j, io);
@@ -1086,6 +1122,7 @@ impl Pipeline {
             front.1 = Stage::RqQos(k as u8 + 1);
         }
         ctx.blocked = false;
+        self.psi_mark(c);
         if self.cpu.is_some() {
             self.ctx_run_for(c, 0);
         } else {
@@ -1575,12 +1612,12 @@ impl Pipeline {
                     p.done_bio(now, b, &self.bios, &mut self.q, &mut woken);
                     b = self.bios.get(b).next;
                 }
+                p.done(now, &rq, &mut self.q, &mut woken);
                 if !woken.is_empty() {
                     // rare (an entry's waiters); an empty drain and extend cost ~90
                     // instructions per I/O
                     woken_at.extend(woken.drain(..).map(|b| (b, k)));
                 }
-                p.done(now, &rq);
             }
             self.scratch_bios = woken;
             if let Some(e) = self.stack.elevator.as_mut() {
@@ -1630,6 +1667,7 @@ impl Pipeline {
         self.tags.put(tag, &mut woken);
         for &c in &woken {
             self.ctxs[c as usize].blocked = false;
+            self.psi_mark(c);
             self.prefetch_tag_retry(c);
             if one_cpu {
                 self.tag_woken.push(c);
@@ -1662,13 +1700,20 @@ impl Pipeline {
         if let Some(e) = self.stack.elevator.as_mut() {
             e.completed_request(gone, now);
         }
+        let mut woken_at: Vec<(BioId, usize)> = Vec::new();
         if self.stack.rq_qos_ops.done {
-            for p in &mut self.stack.rq_qos {
-                p.done(now, gone);
+            let mut woken = std::mem::take(&mut self.scratch_bios);
+            for (k, p) in self.stack.rq_qos.iter_mut().enumerate() {
+                p.done(now, gone, &mut self.q, &mut woken);
+                woken_at.extend(woken.drain(..).map(|b| (b, k)));
             }
+            self.scratch_bios = woken;
         }
         self.put_tag(tag);
         self.wake_tag_sleepers();
+        for (b, k) in woken_at {
+            self.rq_qos_woken(b, k);
+        }
     }
 
     /// Hints what context `c`, woken for a tag, reads when it runs a little later and
@@ -1730,6 +1775,7 @@ impl Pipeline {
         if let Some(e) = self.stack.elevator.as_mut() {
             e.sample(now);
         }
+        self.psi_tick();
         if let Some(pc) = self.wb.as_deref_mut() {
             pc.sample(now);
         }
@@ -1796,6 +1842,7 @@ mod tests {
                 max_sectors_kb: 128,
                 logical_block_size: 512,
                 capacity: 1 << 30,
+                write_cache: false,
             },
             lat,
             inline,

@@ -43,6 +43,7 @@ pub mod jiffies;
 pub mod merge;
 pub mod plug;
 pub mod prefetch;
+pub mod pressure;
 pub mod queue;
 pub mod rng;
 pub mod sbitmap;

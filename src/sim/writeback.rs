@@ -40,6 +40,7 @@
 use std::collections::VecDeque;
 
 use crate::blkcg::ioprio::task_ioprio;
+use crate::sim::bio::req;
 use crate::sim::engine::{Owner, Pipeline, Stage};
 use crate::sim::fio::{IoKind, IoRes, IoU, Phase};
 use crate::sim::{Bio, Dir, Event, IoErr, Ns, jiffies};
@@ -81,6 +82,9 @@ pub struct PageCache {
     fsync_runs: Vec<VecDeque<(u64, u64)>>,
     /// When the last writeback bio completed.
     pub last_written: Option<Ns>,
+    /// The job whose `close()` was the device's last: it waits in `sync_blockdev()`
+    /// until every page is written (iowait for io.pressure, `crate::sim::pressure`).
+    pub closer: Option<u32>,
     /// Timeline rows not yet handed to the recorder.
     rows: Vec<WbRow>,
 }
@@ -184,6 +188,7 @@ impl Pipeline {
             scratch: Vec::new(),
             fsync_runs: vec![VecDeque::new(); cfg.writers.len()],
             last_written: None,
+            closer: None,
             rows: Vec::new(),
         }));
     }
@@ -263,6 +268,8 @@ impl Pipeline {
         let Some(at) = wake else {
             return false;
         };
+        // bdi->last_bdp_sleep = jiffies, before io_schedule_timeout()
+        self.stack.bdp_sleep(now, cg);
         let job = &mut self.jobs[j as usize];
         job.phase = Phase::DirtyPause(io, b.again);
         job.buf.paused += at - now;
@@ -320,7 +327,8 @@ impl Pipeline {
                 match pc.fsync_runs[j as usize].pop_front() {
                     Some((page, n)) => {
                         let ioprio = task_ioprio(job.p.prio.task);
-                        let b = self.writeback_bio(j, page, n, ioprio);
+                        // WB_SYNC_ALL (wbc_to_write_flags())
+                        let b = self.writeback_bio(j, page, n, ioprio, req::SYNC);
                         self.ctxs[c as usize].pending.push_back((b, Stage::Bio(0)));
                         self.run_for(j, self.host.sync_submit_cost(n * PAGE_SIZE));
                     }
@@ -352,13 +360,14 @@ impl Pipeline {
     }
 
     /// A writeback bio of `n` pages from `page` of job `f`'s file, charged to the
-    /// file's wb (`wbc_init_bio()`).
+    /// file's wb (`wbc_init_bio()`), with flags `opf` ([`req`]).
     fn writeback_bio(
         &mut self,
         f: u32,
         page: u64,
         n: u64,
         ioprio: crate::blkcg::ioprio::Ioprio,
+        opf: u8,
     ) -> u32 {
         let now = self.q.now();
         let cgroup = self.jobs[f as usize].p.cgroup;
@@ -379,6 +388,7 @@ impl Pipeline {
         self.bios.alloc(Bio {
             io,
             ioprio,
+            opf,
             ..Bio::new(cgroup, Dir::Write, page * PAGE_SIZE / 512, bytes, now)
         })
     }
@@ -401,9 +411,17 @@ impl Pipeline {
         };
         let nowj = pc.jiffies(now);
         pc.last_written = Some(now);
-        if !pc.model.end_writeback(nowj, f, n) {
+        let ended = pc.model.end_writeback(nowj, f, n);
+        // the last close's sync_blockdev() returns once every page is written
+        if let Some(c) = pc.closer.filter(|_| pc.clean()) {
+            self.psi_mark(c + 1);
+        }
+        if !ended {
             return;
         }
+        let Some(pc) = self.wb.as_deref_mut() else {
+            return;
+        };
         let cg = pc.model.files[f as usize].cgroup;
         let at = pc.ns_of(jiffies::wheel_bucket(nowj + max_pause(pc.model.hz()), nowj));
         if let Some(fl) = pc.flushers[cg as usize].as_mut()
@@ -526,7 +544,13 @@ impl Pipeline {
                 return;
             }
             if let Some((f, page, n)) = fl.runs.pop_front() {
-                let b = self.writeback_bio(f, page, n, task_ioprio(None));
+                // wbc_to_write_flags(): WB_SYNC_ALL is REQ_SYNC, background and
+                // periodic writeback REQ_BACKGROUND
+                let opf = match fl.running {
+                    Some(WorkKind::Sync) => req::SYNC,
+                    _ => req::BACKGROUND,
+                };
+                let b = self.writeback_bio(f, page, n, task_ioprio(None), opf);
                 self.ctxs[c as usize].pending.push_back((b, Stage::Bio(0)));
                 self.ctx_run_for(c, self.host.submit_cost(n * PAGE_SIZE));
                 return;
@@ -565,7 +589,12 @@ impl Pipeline {
     /// dirty page of the device's page cache, `WB_SYNC_ALL`, each wb's as its cgroup's
     /// (here by its flusher, at once; in the kernel by the closing task, whose
     /// `close()` waits for it after fio has reported).
-    pub(super) fn last_close(&mut self) {
+    pub(super) fn last_close(&mut self, closer: u32) {
+        let Some(pc) = self.wb.as_deref_mut() else {
+            return;
+        };
+        pc.closer = Some(closer);
+        self.psi_mark(closer + 1);
         let Some(pc) = self.wb.as_deref_mut() else {
             return;
         };

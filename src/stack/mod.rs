@@ -142,6 +142,16 @@ pub trait BlkcgPolicy: Any + Send {
     fn reports(&mut self, _now: Ns, _json: bool) -> Vec<(&'static str, String)> {
         Vec::new()
     }
+    /// Its line of the run's summary (what it did over the run), if it has one.
+    /// Called once the run has ended.
+    fn summary_line(&self) -> Option<String> {
+        None
+    }
+    /// Whether, in its present state, it holds writeback throttling off
+    /// (`wbt_disable_default()`: blk-iocost while enabled, from 6.2).
+    fn disables_wbt(&self) -> bool {
+        false
+    }
 }
 
 /// A bio-level policy, called from `submit_bio()` before the split (blk-throttle).
@@ -222,8 +232,18 @@ pub trait RqQos: BlkcgPolicy {
         _woken: &mut Vec<BioId>,
     ) {
     }
-    /// `rq_qos_done()`: the request completed.
-    fn done(&mut self, _now: Ns, _rq: &Request) {}
+    /// `rq_qos_done()`: the request completed, or was freed unstarted (merged into
+    /// another). Sleepers this wakes (wbt's `wake_up_all()` of a freed slot) go into
+    /// `woken`; they go on once the completion is done.
+    fn done(&mut self, _now: Ns, _rq: &Request, _q: &mut EventQueue, _woken: &mut Vec<BioId>) {}
+    /// `balance_dirty_pages()` put a writer of cgroup `cg` to sleep on this disk
+    /// (`bdi->last_bdp_sleep = jiffies`): wbt reads it as "someone waits for
+    /// writeback". Rare (once per pause), so every entry hears it.
+    fn bdp_sleep(&mut self, _now: Ns, _cg: u32) {}
+    /// `wbt_enable_default()` (`enable`) / `wbt_disable_default()`: what the rest of
+    /// the queue asks of writeback throttling once a policy's state changed (blk-iocost
+    /// turns it off while enabled, [`BlkcgPolicy::disables_wbt`]). Only wbt listens.
+    fn wbt_default(&mut self, _enable: bool) {}
     /// `blkcg_maybe_throttle_current()`: how long a submitter of cgroup `cg` sleeps on
     /// its return to user space (in slat). The stack sleeps the largest any entry asks.
     fn user_delay(&mut self, _now: Ns, _cg: u32) -> Ns {
@@ -240,6 +260,42 @@ pub trait RqQos: BlkcgPolicy {
     /// pipeline to hint theirs). A hint only.
     fn prefetch_timer(&self, _token: u64) -> Option<u32> {
         None
+    }
+}
+
+/// A policy's one timer (`struct timer_list`) as events `Event::Policy(id, expiry)`:
+/// the expiry pushed is the event's token, so a timer re-armed to the same expiry is
+/// pushed once, and an event for an expiry since moved or cancelled is ignored.
+#[derive(Debug, Default)]
+pub struct PolicyTimer {
+    pushed: Option<Ns>,
+}
+
+impl PolicyTimer {
+    /// `mod_timer()`: push the event for `at` (the policy's pending expiry) unless it
+    /// is pushed already.
+    pub fn arm(&mut self, id: PolicyId, at: Option<Ns>, now: Ns, q: &mut EventQueue) {
+        if let Some(at) = at
+            && self.pushed != Some(at)
+        {
+            self.pushed = Some(at);
+            q.push(at.max(now), crate::sim::Event::Policy(id, at));
+        }
+    }
+
+    /// The event with `token` fired: whether it is the timer's (then it is no longer
+    /// pending), not a stale one.
+    pub fn fires(&mut self, token: u64) -> bool {
+        if self.pushed != Some(token) {
+            return false;
+        }
+        self.pushed = None;
+        true
+    }
+
+    /// `del_timer()`: the pushed event, if any, is stale from now on.
+    pub fn cancel(&mut self) {
+        self.pushed = None;
     }
 }
 
@@ -305,8 +361,8 @@ impl RqQosEntry {
 
     /// [`RqQos::done`].
     #[inline(always)]
-    pub fn done(&mut self, now: Ns, rq: &Request) {
-        on_rq_qos_entry!(self, p => RqQos::done(&mut **p, now, rq))
+    pub fn done(&mut self, now: Ns, rq: &Request, q: &mut EventQueue, woken: &mut Vec<BioId>) {
+        on_rq_qos_entry!(self, p => RqQos::done(&mut **p, now, rq, q, woken))
     }
 
     /// [`RqQos::user_delay`].
@@ -432,7 +488,21 @@ impl Stack {
             .find(|p| Some(p.id()) == id)
             .ok_or_else(|| format!("no policy of this run owns {file}"))?;
         p.write(now, file, cg, line, devs, q)
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        // blk-iocost's ioc_qos_write() ends in wbt_disable_default() or
+        // wbt_enable_default()
+        let off = self.policies().any(|p| p.disables_wbt());
+        for p in &mut self.rq_qos {
+            p.get().wbt_default(!off);
+        }
+        Ok(())
+    }
+
+    /// `balance_dirty_pages()` put a writer of cgroup `cg` to sleep ([`RqQos::bdp_sleep`]).
+    pub fn bdp_sleep(&mut self, now: Ns, cg: u32) {
+        for p in &mut self.rq_qos {
+            p.get().bdp_sleep(now, cg);
+        }
     }
 
     /// Every policy's keys of cgroup `cg`'s `io.stat` line, each with a leading space.

@@ -123,8 +123,28 @@ pub enum Creation {
     /// blk-cgroup policy's per-queue state (`blkcg_activate_policy()`).
     AtFirstWrite,
     /// With the queue, before any write, where the function says so for the
-    /// variant's device and kernel (`wbt_enable_default()`).
-    WithQueue(fn(&Resolved, &QueueLimits) -> bool),
+    /// variant, its queue, and whether some job writes through the page cache
+    /// (`wbt_enable_default()`).
+    WithQueue(fn(&Resolved, &QueueLimits, bool) -> bool),
+}
+
+/// What I/O a policy acts on: what a scenario needs for it to show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActsOn {
+    /// Any bio of a cgroup it is set up for.
+    AnyIo,
+    /// Buffered writes' writeback only (wbt: an O_DIRECT write is never throttled).
+    BufferedWrites,
+}
+
+impl ActsOn {
+    /// As the library and Python say it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ActsOn::AnyIo => "any",
+            ActsOn::BufferedWrites => "buffered-writes",
+        }
+    }
 }
 
 /// Where a policy sits on the bio's path.
@@ -162,6 +182,8 @@ pub struct PolicyDef {
     pub configure: fn(r: &Resolved) -> Result<Box<dyn PolicySetup>, KeyError>,
     /// When a run makes it.
     pub created: Creation,
+    /// What I/O it acts on.
+    pub acts_on: ActsOn,
 }
 
 /// A policy configured for one variant, ready to build.
@@ -269,6 +291,7 @@ registry! {
         crate::iocost::rqos::POLICY => Cost(crate::iocost::Iocost);
         crate::ioprio::POLICY;
         crate::iolatency::rqos::POLICY => Latency(crate::iolatency::rqos::LatencyEntry);
+        crate::wbt::rqos::POLICY => Wbt(crate::wbt::rqos::WbtEntry);
     }
     elevators {
         crate::sched::mq_deadline::elevator::ELEVATOR;
@@ -322,8 +345,12 @@ pub fn scheduler_names() -> Vec<&'static str> {
         .collect()
 }
 
-/// The streams of the pipeline itself, not of a policy: the page cache's.
-const CORE_STREAMS: &[&StreamDef] = &[&crate::writeback::timeline::STREAM];
+/// The streams of the pipeline itself, not of a policy: the page cache's and
+/// io.pressure's.
+const CORE_STREAMS: &[&StreamDef] = &[
+    &crate::writeback::timeline::STREAM,
+    &crate::psi::timeline::STREAM,
+];
 
 /// Every timeline stream, policies' then elevators', in registry order, then the
 /// pipeline's own.

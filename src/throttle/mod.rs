@@ -837,6 +837,7 @@ mod tests {
             max_sectors_kb: 512,
             logical_block_size: 512,
             capacity: 1 << 40,
+            write_cache: false,
         };
         let cgs: Vec<u32> = lim.iter().map(|(p, _)| tree.ensure(p)).collect();
         let b = behaviour_for(version, false, &[]).unwrap();

@@ -14,7 +14,7 @@ use crate::error::KeyError;
 use crate::scenario::resolve::Resolved;
 use crate::sim::{Bio, BioId, BioSlab, EventQueue, Ns};
 use crate::stack::registry::{
-    CgroupFile, Creation, HookKind, Kconfig, Place, PolicyDef, PolicySetup,
+    ActsOn, CgroupFile, Creation, HookKind, Kconfig, Place, PolicyDef, PolicySetup,
 };
 use crate::stack::{BioPolicy, BlkcgPolicy, Hooks, PolicyId, Recorder};
 
@@ -48,6 +48,7 @@ pub const POLICY: PolicyDef = PolicyDef {
     refuses: |_| None,
     configure,
     created: Creation::AtFirstWrite,
+    acts_on: ActsOn::AnyIo,
 };
 
 /// Its behaviours for the variant's kernel version and `throttle.*` switches.

@@ -25,6 +25,8 @@ pub struct GuestOutput {
     pub fio_logs: BTreeMap<usize, String>,
     /// `io.stat` by cgroup path.
     pub io_stat: Vec<(String, String)>,
+    /// `io.pressure` by cgroup path (the root's: `/proc/pressure/io`).
+    pub io_pressure: Vec<(String, String)>,
     pub trace: String,
     /// `UPTIME FIELDS...` of `/sys/block/NAME/stat`, once a second.
     pub diskstat: String,
@@ -90,6 +92,7 @@ impl GuestOutput {
                 }
             }
             "io.stat" => self.io_stat.push((v.to_string(), body)),
+            "io.pressure" => self.io_pressure.push((v.to_string(), body)),
             "trace" => self.trace = body,
             "diskstat" => self.diskstat = body,
             _ => {}

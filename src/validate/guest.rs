@@ -282,6 +282,12 @@ impl GuestPlan {
         if let Some(v) = r.device.get("nomerges").and_then(toml::Value::as_integer) {
             queue_attrs.push(("nomerges".to_string(), v.to_string()));
         }
+        // wbt was made with the disk (its target from the rotational flag null_blk had
+        // then: non-rotational); a scenario's own value is written like any queue file
+        if let Some(v) = r.device.get("wbt_lat_usec") {
+            let line = crate::sched::echo_line("wbt_lat_usec", v).map_err(|e| e.to_string())?;
+            queue_attrs.push(("wbt_lat_usec".to_string(), line));
+        }
         queue_attrs.extend(
             crate::sched::iosched_writes(iosched)
                 .map_err(|e| e.to_string())?
@@ -711,6 +717,19 @@ mount -t tracefs none /sys/kernel/tracing 2>/dev/null
                 s,
                 "say {}; cat {}/io.stat; say end",
                 sh_quote(&format!("begin io.stat {cg}")),
+                cgroup_dir(cg)
+            );
+        }
+        // io.pressure: the root's is the system's, /proc/pressure/io
+        let _ = writeln!(
+            s,
+            "say 'begin io.pressure '; cat /proc/pressure/io; say end"
+        );
+        for cg in &self.cgroups {
+            let _ = writeln!(
+                s,
+                "say {}; cat {}/io.pressure; say end",
+                sh_quote(&format!("begin io.pressure {cg}")),
                 cgroup_dir(cg)
             );
         }

@@ -697,6 +697,18 @@ fn render(
     for l in sim.run.io_stat.lines() {
         let _ = writeln!(s, "  {l}");
     }
+    if !last.io_pressure.is_empty() {
+        let _ = writeln!(s, "\nio.pressure, real:");
+        for (cg, text) in &last.io_pressure {
+            for l in text.lines() {
+                let _ = writeln!(s, "  {}: {l}", if cg.is_empty() { "/" } else { cg });
+            }
+        }
+        let _ = writeln!(s, "io.pressure, simulated:");
+        for l in sim.run.io_pressure.lines() {
+            let _ = writeln!(s, "  {l}");
+        }
+    }
     let sim_disk: Vec<compare::DiskSecond> = sim
         .run
         .record

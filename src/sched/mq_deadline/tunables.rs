@@ -7,7 +7,8 @@
 //! `int` — and the `*_expire` values go through `msecs_to_jiffies()`. Reading shows
 //! `jiffies_to_msecs()` of them, so a write of 1 ms on HZ=250 reads back 4.
 
-use crate::blkcg::{Errno, KernelError};
+use crate::blkcg::KernelError;
+use crate::blkcg::kstrto::kstrtoint;
 use crate::error::KeyError;
 
 use super::behaviour::{AsyncDepth, DeadlineBehaviour, PrioMode};
@@ -121,30 +122,6 @@ impl Tunables {
             .filter(|n| self.show(n, b).is_some())
             .collect()
     }
-}
-
-/// `kstrtoint(s, 0, &res)`: the errno it returns for a bad string.
-fn kstrtoint(s: &str) -> Result<i32, Errno> {
-    let s = s.strip_suffix('\n').unwrap_or(s);
-    let (neg, body) = match s.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, s.strip_prefix('+').unwrap_or(s)),
-    };
-    // _parse_integer_fixup_radix(): "0x" + a hex digit is hex, a leading 0 octal
-    let (digits, radix) = match body.get(..2) {
-        Some("0x" | "0X") if body[2..].starts_with(|c: char| c.is_ascii_hexdigit()) => {
-            (&body[2..], 16)
-        }
-        _ if body.starts_with('0') => (body, 8),
-        _ => (body, 10),
-    };
-    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
-        return Err(Errno::EINVAL);
-    }
-    // every digit checked above: the only failure left is overflow
-    let mag = u64::from_str_radix(digits, radix).map_err(|_| Errno::ERANGE)?;
-    let v = if neg { -(mag as i128) } else { mag as i128 };
-    i32::try_from(v).map_err(|_| Errno::ERANGE)
 }
 
 /// `msecs_to_jiffies()` for an in-range value: rounds up to whole jiffies.

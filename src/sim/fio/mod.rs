@@ -484,6 +484,10 @@ impl Pipeline {
         iou.pieces -= 1;
         if iou.pieces == 0 {
             let j = iou.job;
+            // psi_mark(), on the fields: `iou` is still borrowed
+            if self.psi.is_some() {
+                self.psi_dirty.push(j + 1);
+            }
             let job = &mut self.jobs[j as usize];
             job.completed.push_back(io);
             if matches!(job.phase, Phase::Reap | Phase::Quiesce(_) | Phase::Drain) {
@@ -512,6 +516,7 @@ impl Pipeline {
     /// Job `j` runs `ns` of host CPU, then goes on: on the guest CPU when it is
     /// modelled (`crate::sim::cpu`), else after `ns`.
     pub(super) fn run_for(&mut self, j: u32, ns: Ns) {
+        self.psi_mark(j + 1);
         let job = &mut self.jobs[j as usize];
         if job.wake_scheduled {
             return;
@@ -524,6 +529,7 @@ impl Pipeline {
     }
 
     pub(super) fn wake_job(&mut self, j: u32, delay: Ns) {
+        self.psi_mark(j + 1);
         let job = &mut self.jobs[j as usize];
         if !job.wake_scheduled {
             job.wake_scheduled = true;
@@ -561,6 +567,7 @@ impl Pipeline {
             job.phase = Phase::Loop;
             job.wake_scheduled = true;
             self.q.push(at, Event::Job(j as u32));
+            self.psi_mark(j as u32 + 1);
         }
     }
 
@@ -1075,9 +1082,10 @@ impl Pipeline {
         job.phase = Phase::Done;
         self.jobs_done += 1;
         job.finished_at = now;
+        self.psi_mark(j + 1);
         // every job that started has ended: the device's last opener closes it
         if self.wb.is_some() && self.jobs_done + self.nr_not_started == self.jobs.len() {
-            self.last_close();
+            self.last_close(j);
         }
         self.start_ready();
     }
