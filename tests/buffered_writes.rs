@@ -186,3 +186,37 @@ fn validate_buffered_iomax_stays_next_to_the_real_kernels() {
         );
     }
 }
+
+/// The page cache's plateau as `validate` compares it (§40): the most dirty and under
+/// writeback pages at once of the whole seconds, against `/proc/meminfo`'s `Dirty` +
+/// `Writeback` sampled once a second in the guest (real: 347.2 MiB on 6.12, 347.8 on
+/// 6.1).
+#[test]
+fn validate_buffered_iomax_dirty_plateau_is_the_real_kernels() {
+    use blkcg_sim::writeback::timeline::WbRow;
+    for (release, real) in [("6.12.117", 347.2), ("6.1.192", 347.8)] {
+        let run = common::as_validate_simulates_variant(
+            "validate-buffered-iomax",
+            Some("buffered"),
+            release,
+        );
+        let peak = run
+            .record
+            .rows::<WbRow>()
+            .iter()
+            .filter_map(|r| match *r {
+                WbRow::Global {
+                    at,
+                    dirty,
+                    writeback,
+                    ..
+                } if at % 1_000_000_000 == 0 => Some((dirty + writeback) as f64 * 4096.0 / MIB),
+                _ => None,
+            })
+            .fold(0.0, f64::max);
+        assert!(
+            (peak / real - 1.0).abs() < 0.05,
+            "{release}: most dirty + under writeback {peak:.1} MiB, real {real}"
+        );
+    }
+}

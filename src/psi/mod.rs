@@ -53,9 +53,11 @@ const FIXED_1: u64 = 1 << FSHIFT;
 const EXP: [u64; 3] = [1677, 1981, 2034];
 
 /// What a task is doing, as PSI tells it apart.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(u8)]
 pub enum TaskState {
     /// Asleep other than in `io_schedule()`, or not a task yet (or any more).
+    #[default]
     Idle,
     /// On a CPU or waiting for one (`TSK_RUNNING`).
     Running,

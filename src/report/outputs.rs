@@ -62,23 +62,46 @@ pub fn summary_text(run: &VariantRun) -> String {
         + &policy_summary(run)
 }
 
-/// The summary's io.pressure line: each cgroup with jobs, its `some` and `full`
-/// totals at the end (the `io.pressure` file has the averages too).
+/// How many cgroups the summary's io.pressure line names (the most stalled first).
+const PRESSURE_LINE_CGROUPS: usize = 8;
+
+/// The summary's io.pressure line: the cgroups with jobs, the most stalled first (at
+/// most [`PRESSURE_LINE_CGROUPS`]), their `some` and `full` totals at the end (the
+/// `io.pressure` file has every cgroup, with the averages).
 fn pressure_summary(run: &VariantRun) -> String {
     let tree = &run.resolved.tree;
-    let psi = run.out.pressure.iter().map(|text| {
-        let total = |line: Option<&str>| {
-            line.and_then(|l| l.rsplit_once("total="))
-                .and_then(|(_, t)| t.trim().parse::<u64>().ok())
-                .unwrap_or(0)
-        };
-        let mut lines = text.lines();
-        (total(lines.next()), total(lines.next()))
-    });
-    let parts: Vec<String> = psi
+    let total = |line: Option<&str>| {
+        line.and_then(|l| l.rsplit_once("total="))
+            .and_then(|(_, t)| t.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let mut with_jobs = vec![false; run.out.pressure.len()];
+    for (p, _, _) in &run.out.jobs {
+        if let Some(w) = with_jobs.get_mut(p.cgroup as usize) {
+            *w = true;
+        }
+    }
+    let mut psi: Vec<(usize, u64, u64)> = run
+        .out
+        .pressure
+        .iter()
         .enumerate()
-        .filter(|&(cg, _)| run.out.jobs.iter().any(|(p, _, _)| p.cgroup == cg as u32))
-        .map(|(cg, (some, full))| {
+        .filter(|&(cg, _)| with_jobs[cg])
+        .map(|(cg, text)| {
+            let mut lines = text.lines();
+            (cg, total(lines.next()), total(lines.next()))
+        })
+        .collect();
+    if psi.is_empty() {
+        return String::new();
+    }
+    // the most stalled first; a stable sort keeps tree order among equals
+    psi.sort_by_key(|&(_, some, _)| std::cmp::Reverse(some));
+    let more = psi.len().saturating_sub(PRESSURE_LINE_CGROUPS);
+    let parts: Vec<String> = psi
+        .iter()
+        .take(PRESSURE_LINE_CGROUPS)
+        .map(|&(cg, some, full)| {
             format!(
                 "{} {} / {}",
                 timeline::cg_name(tree, cg as u32),
@@ -87,11 +110,14 @@ fn pressure_summary(run: &VariantRun) -> String {
             )
         })
         .collect();
-    if parts.is_empty() {
-        return String::new();
-    }
+    let more = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
     format!(
-        "io.pressure, time stalled on I/O (some / full): {} (io.pressure has the averages)\n",
+        "io.pressure, time stalled on I/O (some / full): {}{more} (io.pressure has every \
+         cgroup, with the averages)\n",
         parts.join(", ")
     )
 }

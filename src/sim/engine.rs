@@ -103,7 +103,7 @@ use std::ops::ControlFlow;
 
 use crate::device::fault::BadblocksWrite;
 use crate::device::{BlockDevice, Completion, DevRq, QueueLimits};
-use crate::psi::Psi;
+use crate::psi::{Psi, TaskState};
 use crate::scenario::host::HostCosts;
 use crate::sim::cpu::{FairSched, GuestCpu};
 use crate::sim::fio::stats::{JobStats, LatHist};
@@ -174,6 +174,12 @@ pub(super) struct Ctx {
     pub(super) iowait_sleep: bool,
     /// Whose context this is.
     pub(super) owner: Owner,
+    /// Its task's PSI state as last told to `crate::psi` (`crate::sim::pressure`).
+    pub(super) psi_state: TaskState,
+    /// Its job's engine is synchronous: a wait for its I/O is iowait.
+    pub(super) psi_sync: bool,
+    /// Marked for the PSI flush after the event (`Pipeline::psi_mark`).
+    pub(super) psi_marked: bool,
     /// When the bio at the front started to wait for a tag (its `alloc_time`).
     tag_wait_since: Ns,
     /// The bios still to push (`current->bio_list`): one, or two after a split.
@@ -349,8 +355,6 @@ pub struct Pipeline {
     pub(super) psi: Option<Box<Psi>>,
     /// Contexts whose PSI state may have changed in the event being handled.
     pub(super) psi_dirty: Vec<u32>,
-    /// Per context: its job's engine is synchronous (a wait for its I/O is iowait).
-    pub(super) psi_sync: Vec<bool>,
 }
 
 const WORKER: u32 = 0;
@@ -459,7 +463,6 @@ impl Pipeline {
             wb: None,
             psi: None,
             psi_dirty: Vec::new(),
-            psi_sync: Vec::new(),
             limits,
         }
     }

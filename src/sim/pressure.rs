@@ -32,15 +32,13 @@ impl Pipeline {
                 Owner::Worker => None,
             })
             .collect();
-        self.psi_sync = self
-            .ctxs
-            .iter()
-            .map(|c| {
-                c.owner
-                    .job()
-                    .is_some_and(|j| self.jobs[j as usize].p.sync_engine)
-            })
-            .collect();
+        let jobs = &self.jobs;
+        for c in &mut self.ctxs {
+            c.psi_sync = c
+                .owner
+                .job()
+                .is_some_and(|j| jobs[j as usize].p.sync_engine);
+        }
         self.psi = Some(Box::new(Psi::new(
             self.hz,
             self.host.cpus == 1,
@@ -53,7 +51,10 @@ impl Pipeline {
     #[inline]
     pub(super) fn psi_mark(&mut self, c: u32) {
         if self.psi.is_some() {
-            self.psi_dirty.push(c);
+            let ctx = &mut self.ctxs[c as usize];
+            if !std::mem::replace(&mut ctx.psi_marked, true) {
+                self.psi_dirty.push(c);
+            }
         }
     }
 
@@ -65,7 +66,14 @@ impl Pipeline {
         let now = self.q.now();
         let mut dirty = std::mem::take(&mut self.psi_dirty);
         for &c in &dirty {
+            self.ctxs[c as usize].psi_marked = false;
             let state = self.task_state(c);
+            // the context's line is hot: only a change reaches the accounting
+            let ctx = &mut self.ctxs[c as usize];
+            if ctx.psi_state == state {
+                continue;
+            }
+            ctx.psi_state = state;
             if let Some(p) = self.psi.as_deref_mut() {
                 p.set(now, c, state);
             }
@@ -89,8 +97,31 @@ impl Pipeline {
             _ => return TaskState::Idle,
         };
         let job = &self.jobs[j as usize];
-        match job.phase {
-            // the device's last close waits in sync_blockdev() for every page
+        let phase = job.phase;
+        // the common cases first, each a compare: a branch on the phase's whole
+        // discriminant (a jump table) cost the event loop a mispredicted jump per event
+        if job.wake_scheduled {
+            // CPU work or a timer sleep: thinktime is idle, a dirty-throttle pause is not
+            return match phase {
+                Phase::Sleeping(_) => TaskState::Idle,
+                // io_schedule_timeout() in balance_dirty_pages()
+                Phase::DirtyPause(..) => TaskState::IoWait,
+                _ => TaskState::Running,
+            };
+        }
+        if matches!(phase, Phase::Reap | Phase::Quiesce(_) | Phase::Drain) {
+            // a psync call waits for its I/O in blk_io_schedule(); libaio's
+            // io_getevents() sleeps in a plain schedule()
+            return if ctx.psi_sync {
+                TaskState::IoWait
+            } else {
+                TaskState::Idle
+            };
+        }
+        match phase {
+            // folio_wait_writeback() in fsync(); the device's last close waits in
+            // sync_blockdev() for every page
+            Phase::FsyncWait(_) | Phase::DirtyPause(..) => TaskState::IoWait,
             Phase::Done
                 if self
                     .wb
@@ -100,17 +131,6 @@ impl Pipeline {
                 TaskState::IoWait
             }
             Phase::NotStarted | Phase::Done | Phase::Sleeping(_) => TaskState::Idle,
-            // io_schedule_timeout() in balance_dirty_pages(); folio_wait_writeback()
-            Phase::DirtyPause(..) | Phase::FsyncWait(_) => TaskState::IoWait,
-            // a psync call waits for its I/O in blk_io_schedule(); libaio's
-            // io_getevents() sleeps in a plain schedule()
-            Phase::Reap | Phase::Quiesce(_) | Phase::Drain if !job.wake_scheduled => {
-                if self.psi_sync[c as usize] {
-                    TaskState::IoWait
-                } else {
-                    TaskState::Idle
-                }
-            }
             _ => TaskState::Running,
         }
     }

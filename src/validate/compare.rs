@@ -449,6 +449,50 @@ pub fn iostat_table(real: &[DiskSecond], sim: &[DiskSecond]) -> String {
     s
 }
 
+/// The page cache each second, MiB: (dirty, under writeback).
+pub type PageCacheSecond = (f64, f64);
+
+/// Per-second page cache from `UPTIME Dirty: N kB Writeback: N kB` lines
+/// (`/proc/meminfo`), the first sample at second 0.
+pub fn real_dirty(text: &str) -> Vec<PageCacheSecond> {
+    let mib = |kb: &str| kb.parse::<f64>().ok().map(|k| k / 1024.0);
+    text.lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let at = |key: &str| w.iter().position(|x| *x == key).and_then(|i| w.get(i + 1));
+            Some((mib(at("Dirty:")?)?, mib(at("Writeback:")?)?))
+        })
+        .collect()
+}
+
+/// The page cache of both sides second by second, then the most dirty and under
+/// writeback at once on each (the plateau a writer's pages settle at).
+pub fn dirty_table(real: &[PageCacheSecond], sim: &[PageCacheSecond]) -> String {
+    let mut s = format!(
+        "{:>5}  {:>9} {:>9}   {:>9} {:>9}\n",
+        "t(s)", "real MiB", "writeback", "sim MiB", "writeback"
+    );
+    let cells = |d: Option<&PageCacheSecond>| match d {
+        Some(&(dirty, wb)) => format!("{dirty:>9.1} {wb:>9.1}"),
+        None => format!("{:>9} {:>9}", "-", "-"),
+    };
+    for t in 0..real.len().max(sim.len()) {
+        let _ = writeln!(s, "{t:>5}  {}   {}", cells(real.get(t)), cells(sim.get(t)));
+    }
+    let peak = |v: &[PageCacheSecond]| v.iter().map(|(d, w)| d + w).fold(0.0, f64::max);
+    let (r, m) = (peak(real), peak(sim));
+    let ratio = if r > 0.0 {
+        format!("{:.2}", m / r)
+    } else {
+        "-".into()
+    };
+    let _ = writeln!(
+        s,
+        "most dirty + under writeback at once: real {r:.1} MiB, sim {m:.1} MiB, sim/real {ratio}"
+    );
+    s
+}
+
 /// A tracepoint's vrate: `126.23%` (newer kernels print a percentage), or the raw
 /// `vtime_base_rate` (6.1 prints `137438` for 100%: `VTIME_PER_USEC`).
 fn vrate_pct(v: &str) -> Option<f64> {
@@ -637,5 +681,23 @@ mod tests {
         assert_eq!(real_vrate(&raw)[0].1.round(), 150.0);
         let t = vrate_table(&v, &[(0.2, 100.0)], 1);
         assert!(t.contains("98.50%") && t.contains("100.00%"), "{t}");
+    }
+}
+
+#[cfg(test)]
+mod dirty_tests {
+    use super::*;
+
+    #[test]
+    fn meminfo_samples_become_seconds_and_the_plateau() {
+        let text =
+            "5.01 Dirty: 1024 kB Writeback: 0 kB \n6.01 Dirty: 204800 kB Writeback: 10240 kB \n";
+        let real = real_dirty(text);
+        assert_eq!(real, vec![(1.0, 0.0), (200.0, 10.0)]);
+        let t = dirty_table(&real, &[(2.0, 0.0), (190.0, 9.0)]);
+        assert!(
+            t.contains("real 210.0 MiB, sim 199.0 MiB, sim/real 0.95"),
+            "{t}"
+        );
     }
 }

@@ -30,6 +30,9 @@ pub struct GuestOutput {
     pub trace: String,
     /// `UPTIME FIELDS...` of `/sys/block/NAME/stat`, once a second.
     pub diskstat: String,
+    /// `UPTIME Dirty: N kB Writeback: N kB` of `/proc/meminfo`, once a second (a run
+    /// with a page cache).
+    pub dirty: String,
     pub done: bool,
 }
 
@@ -95,6 +98,7 @@ impl GuestOutput {
             "io.pressure" => self.io_pressure.push((v.to_string(), body)),
             "trace" => self.trace = body,
             "diskstat" => self.diskstat = body,
+            "dirty" => self.dirty = body,
             _ => {}
         }
     }

@@ -639,10 +639,16 @@ mount -t tracefs none /sys/kernel/tracing 2>/dev/null
             s.push_str("echo blkcg-sim-start > $T/trace_marker\n");
         }
         let _ = writeln!(s, "say start");
+        // with a page cache, its dirty and under-writeback KiB each second too
+        let dirty = if self.memory {
+            "; grep -E '^(Dirty|Writeback):' /proc/meminfo | tr -s ' \\n' ' ' | sed \"s/^/$up /\" >>/tmp/dirty; echo >>/tmp/dirty"
+        } else {
+            ""
+        };
         let _ = writeln!(
             s,
             "# the disk's counters once a second, as iostat reads them\n\
-             (while :; do read up idle < /proc/uptime; printf '%s ' \"$up\"; cat \"/sys/block/$DISK/stat\"; sleep 1; done) >/tmp/diskstat 2>&1 &\n\
+             (while :; do read up idle < /proc/uptime; printf '%s ' \"$up\"; cat \"/sys/block/$DISK/stat\"{dirty}; sleep 1; done) >/tmp/diskstat 2>&1 &\n\
              SAMPLER=$!"
         );
         let _ = writeln!(s, "# every cgroup's fio at once, each inside its cgroup");
@@ -705,6 +711,9 @@ mount -t tracefs none /sys/kernel/tracing 2>/dev/null
         let _ = writeln!(s, "kill $SAMPLER");
         let _ = writeln!(s, "say finish");
         let _ = writeln!(s, "say \"begin diskstat\"; cat /tmp/diskstat; say end");
+        if self.memory {
+            let _ = writeln!(s, "say \"begin dirty\"; cat /tmp/dirty; say end");
+        }
         for n in 0..self.fio.len() {
             let _ = writeln!(
                 s,

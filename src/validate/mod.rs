@@ -732,6 +732,38 @@ fn render(
         &compare::real_iostat(&last.diskstat),
         &sim_disk,
     ));
+    if !last.dirty.is_empty() {
+        // the simulated page cache at each whole second (its 100 ms global rows), empty
+        // at the start as the real one is at its first sample
+        let mib = |pages: u64| (pages * crate::writeback::limits::PAGE_SIZE) as f64 / 1_048_576.0;
+        let sim_dirty: Vec<compare::PageCacheSecond> = std::iter::once((0.0, 0.0))
+            .chain(
+                sim.run
+                    .record
+                    .rows::<crate::writeback::timeline::WbRow>()
+                    .iter()
+                    .filter_map(|r| match *r {
+                        crate::writeback::timeline::WbRow::Global {
+                            at,
+                            dirty,
+                            writeback,
+                            ..
+                        } if at % crate::sim::NSEC_PER_SEC == 0 => {
+                            Some((mib(dirty), mib(writeback)))
+                        }
+                        _ => None,
+                    }),
+            )
+            .collect();
+        let _ = writeln!(
+            s,
+            "\npage cache (real: /proc/meminfo Dirty and Writeback once a second; sim: its rows):"
+        );
+        s.push_str(&compare::dirty_table(
+            &compare::real_dirty(&last.dirty),
+            &sim_dirty,
+        ));
+    }
     if plan.iocost {
         let sim_vrate: Vec<(f64, f64)> = sim
             .run

@@ -485,7 +485,9 @@ impl Pipeline {
         if iou.pieces == 0 {
             let j = iou.job;
             // psi_mark(), on the fields: `iou` is still borrowed
-            if self.psi.is_some() {
+            if self.psi.is_some()
+                && !std::mem::replace(&mut self.ctxs[(j + 1) as usize].psi_marked, true)
+            {
                 self.psi_dirty.push(j + 1);
             }
             let job = &mut self.jobs[j as usize];
