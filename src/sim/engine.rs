@@ -97,7 +97,10 @@
 //! `start_request()` / `run_hw_queue()` / `on_device_done()`; sampling in
 //! `on_sample()`. Elsewhere: the fio jobs (`job_step()`, `piece_done()`,
 //! `submit_returned()`) in `crate::sim::fio`, the device's per-second accounting in
-//! `crate::sim::iostat`, the host's costs in `crate::scenario::host`.
+//! `crate::sim::iostat`, the host's costs in `crate::scenario::host`, the page cache's
+//! side in `crate::sim::writeback`. Every place that changes a context's state
+//! (its job's phase, a sleep, pending CPU work) marks it, and the event loop ends each
+//! event with the PSI flush of the marked contexts (`crate::sim::pressure`).
 
 use std::ops::ControlFlow;
 

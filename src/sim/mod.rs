@@ -31,7 +31,10 @@
 //! - `sbitmap.rs` — the tags and who gets a freed one (`sbitmap_queue`);
 //! - `iostat.rs` — the device's per-second accounting (`IostatRow`, as `iostat -x 1`);
 //! - `engine.rs` — the request pipeline of docs/design.md §2 wiring all layers together;
-//! - `fio/`      — the fio job machine: fio's `do_io()` loop per job, as part of the pipeline.
+//! - `fio/`      — the fio job machine: fio's `do_io()` loop per job, as part of the pipeline;
+//! - `writeback.rs` — buffered writes, `fsync` and each cgroup's flusher (`crate::writeback`
+//!   is the page cache's state and arithmetic);
+//! - `pressure.rs` — each context's PSI state, handed to `crate::psi` once an event is done.
 
 pub mod bio;
 pub mod cpu;
