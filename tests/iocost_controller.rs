@@ -82,6 +82,7 @@ fn run_meta(qos: &str, weights: &[u32], meta: &[bool], qd: usize, secs: u64) -> 
         logical_block_size: 512,
         capacity: 1 << 40,
         write_cache: false,
+        queue_depth: None,
     };
     let cfg = IocostConfig {
         timer: TimerMode::Jiffies {

@@ -24,6 +24,7 @@ fn limits() -> QueueLimits {
         logical_block_size: 512,
         capacity: 1 << 30,
         write_cache: false,
+        queue_depth: None,
     }
 }
 

@@ -24,6 +24,7 @@ fn run(version: &str, arrivals: &[(u64, u64, bool)]) -> Vec<(u32, Dir, u64, Ns)>
         logical_block_size: 512,
         capacity: 1 << 40,
         write_cache: false,
+        queue_depth: None,
     };
     let b = behaviour_for(version, false, &[]).unwrap();
     let mut t = Throttle::new(ThrottleConfig::new(1000, b), &tree, &lim);

@@ -22,6 +22,7 @@ fn limits(rotational: bool) -> QueueLimits {
         logical_block_size: 512,
         capacity: 1 << 40,
         write_cache: false,
+        queue_depth: None,
     }
 }
 

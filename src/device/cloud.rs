@@ -477,6 +477,7 @@ impl Cloud {
             capacity: cfg.size_gb << 30,
             // network volumes acknowledge writes once durable (EBS NVMe: VWC 0)
             write_cache: false,
+            queue_depth: None,
         };
         let (bi, bb, cs) = if cfg.bursting {
             (cfg.burst_iops, cfg.burst_bps, cfg.credit_secs)

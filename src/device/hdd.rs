@@ -74,6 +74,8 @@ impl Hdd {
             capacity: cfg.size_gb * 1_000_000_000,
             // a SATA disk's write cache is on from the factory (WCE)
             write_cache: true,
+            // a SATA disk is SCSI to the block layer: sd sets q->queue_depth
+            queue_depth: Some(cfg.queue_depth),
         };
         let fifo = VecDeque::with_capacity(cfg.queue_depth as usize);
         Hdd {

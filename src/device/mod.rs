@@ -84,9 +84,17 @@ pub struct QueueLimits {
     /// queue/write_cache is "write back" (`blk_queue_write_cache()`): the device has a
     /// volatile cache. wbt lets a wb's writes drain before waking writers then.
     pub write_cache: bool,
+    /// `q->queue_depth`, which only SCSI sets (`blk_set_queue_depth()`: the device's
+    /// queue depth); None elsewhere.
+    pub queue_depth: Option<u32>,
 }
 
 impl QueueLimits {
+    /// `blk_queue_depth()`: `q->queue_depth` where set, else `q->nr_requests`.
+    pub fn blk_queue_depth(&self) -> u32 {
+        self.queue_depth.unwrap_or(self.nr_requests)
+    }
+
     /// An NVMe SSD's queue (both `ssd` modes): `depth` tags, scheduler `none`, 512 B
     /// logical blocks.
     pub fn nvme(
@@ -108,6 +116,7 @@ impl QueueLimits {
             capacity,
             // NVMe's VWC bit, set on client drives
             write_cache: true,
+            queue_depth: None,
         }
     }
 }

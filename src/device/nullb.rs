@@ -227,6 +227,7 @@ impl NullBlk {
             capacity: cfg.size << 20,
             // null_blk has a cache only with `cache_size` (not modelled; 0 by default)
             write_cache: false,
+            queue_depth: None,
         };
         let throttled = cfg.mbps > 0;
         let mut badblocks = Badblocks::default();

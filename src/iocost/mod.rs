@@ -237,9 +237,8 @@ impl Iocost {
     /// `blk_iocost_init()` deferred: preset from the queue, weights for every cgroup.
     pub fn new(cfg: IocostConfig, tree: &CgroupTree, limits: &QueueLimits) -> Iocost {
         // ioc_autop_idx() asks blk_queue_depth(): q->queue_depth, which only SCSI sets
-        // (none of the non-rotational models is SCSI), else q->nr_requests, the
-        // scheduler's depth under an elevator
-        let autop = Autop::select(limits.rotational, limits.nr_requests);
+        // (the HDD model), else q->nr_requests, the scheduler's depth under an elevator
+        let autop = Autop::select(limits.rotational, limits.blk_queue_depth());
         let model = ModelParams::auto(&AUTOP[autop].inputs);
         let qos = QosParams::auto(AUTOP[autop].lat_us);
         let mut ioc = Iocost {
@@ -470,6 +469,7 @@ mod tests {
             logical_block_size: 512,
             capacity: 1 << 40,
             write_cache: false,
+            queue_depth: None,
         }
     }
 

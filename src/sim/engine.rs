@@ -1849,6 +1849,7 @@ mod tests {
                 logical_block_size: 512,
                 capacity: 1 << 30,
                 write_cache: false,
+                queue_depth: None,
             },
             lat,
             inline,

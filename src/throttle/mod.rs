@@ -838,6 +838,7 @@ mod tests {
             logical_block_size: 512,
             capacity: 1 << 40,
             write_cache: false,
+            queue_depth: None,
         };
         let cgs: Vec<u32> = lim.iter().map(|(p, _)| tree.ensure(p)).collect();
         let b = behaviour_for(version, false, &[]).unwrap();

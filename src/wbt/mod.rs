@@ -263,7 +263,7 @@ pub struct WbtConfig {
     pub hz: u32,
     /// jiffies at t = 0.
     pub start_jiffies: u64,
-    /// `blk_queue_depth()` when wbt was made: `q->nr_requests`.
+    /// `blk_queue_depth()` when wbt was made.
     pub queue_depth: u32,
     pub rotational: bool,
     /// `blk_queue_write_cache()`.

@@ -93,8 +93,9 @@ impl PolicySetup for Setup {
             behaviour: self.behaviour,
             hz: self.hz,
             start_jiffies: jiffies::initial_jiffies(self.hz),
-            // blk_queue_depth(): q->nr_requests, the scheduler's with an elevator
-            queue_depth: limits.nr_requests,
+            // blk_queue_depth(): the SCSI disk's depth, else q->nr_requests (the
+            // scheduler's with an elevator)
+            queue_depth: limits.blk_queue_depth(),
             rotational: limits.rotational,
             write_cache: limits.write_cache,
             lat_usec: self.lat_usec,
