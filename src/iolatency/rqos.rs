@@ -93,7 +93,6 @@ impl PolicySetup for Setup {
             counted: Vec::new(),
             notify: vec![false; tree.len()],
             timer: PolicyTimer::default(),
-            stopped: false,
         })))
     }
 }
@@ -117,7 +116,6 @@ pub struct LatencyEntry {
     notify: Vec<bool>,
     /// The 1 s timer's event.
     timer: PolicyTimer,
-    stopped: bool,
 }
 
 impl LatencyEntry {
@@ -170,7 +168,7 @@ impl BlkcgPolicy for LatencyEntry {
         _bios: &mut BioSlab,
         _out: &mut Vec<BioId>,
     ) {
-        if self.stopped || !self.timer.fires(token) {
+        if !self.timer.fires(token) {
             return;
         }
         self.lat.timer_fn(now);
@@ -186,7 +184,7 @@ impl BlkcgPolicy for LatencyEntry {
     }
     fn exit(&mut self, _now: Ns, _q: &mut EventQueue) {
         // blkcg_iolatency_exit(): timer_shutdown_sync()
-        self.stopped = true;
+        self.timer.shutdown();
     }
 }
 

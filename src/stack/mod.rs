@@ -269,6 +269,8 @@ pub trait RqQos: BlkcgPolicy {
 #[derive(Debug, Default)]
 pub struct PolicyTimer {
     pushed: Option<Ns>,
+    /// Shut down with its queue (`timer_shutdown_sync()`): it never fires again.
+    stopped: bool,
 }
 
 impl PolicyTimer {
@@ -284,13 +286,18 @@ impl PolicyTimer {
     }
 
     /// The event with `token` fired: whether it is the timer's (then it is no longer
-    /// pending), not a stale one.
+    /// pending), not a stale one nor one of a timer shut down.
     pub fn fires(&mut self, token: u64) -> bool {
-        if self.pushed != Some(token) {
+        if self.stopped || self.pushed != Some(token) {
             return false;
         }
         self.pushed = None;
         true
+    }
+
+    /// `timer_shutdown_sync()`: the queue is going away; nothing it pushed fires.
+    pub fn shutdown(&mut self) {
+        self.stopped = true;
     }
 
     /// `del_timer()`: the pushed event, if any, is stale from now on.

@@ -105,7 +105,6 @@ impl PolicySetup for Setup {
         Hooks::RqQos(RqQosEntry::Wbt(Box::new(WbtEntry {
             wb,
             timer: PolicyTimer::default(),
-            stopped: false,
         })))
     }
 }
@@ -115,7 +114,6 @@ pub struct WbtEntry {
     pub wb: RqWb,
     /// The window's timer (`cb->timer`).
     timer: PolicyTimer,
-    stopped: bool,
 }
 
 impl WbtEntry {
@@ -152,7 +150,7 @@ impl BlkcgPolicy for WbtEntry {
         _bios: &mut BioSlab,
         out: &mut Vec<BioId>,
     ) {
-        if self.stopped || !self.timer.fires(token) {
+        if !self.timer.fires(token) {
             return;
         }
         self.wb.timer_fn(now);
@@ -172,7 +170,7 @@ impl BlkcgPolicy for WbtEntry {
     }
     fn exit(&mut self, _now: Ns, _q: &mut EventQueue) {
         // rq_qos_exit() → wbt_exit(): the stat callback goes
-        self.stopped = true;
+        self.timer.shutdown();
         self.wb.exit();
     }
     fn summary_line(&self) -> Option<String> {
