@@ -271,12 +271,12 @@ impl Psi {
         if self.one_cpu {
             let grp = &mut self.groups[g];
             integrate(grp, now);
-            let times: Vec<u64> = (0..3).map(|s| grp.times[s] - grp.seen[s]).collect();
+            let times: [u64; 3] = std::array::from_fn(|s| grp.times[s] - grp.seen[s]);
             grp.seen = grp.times;
             let nonidle = times[2] / jiffy;
             nonidle_total = nonidle;
-            for s in 0..2 {
-                deltas[s] = u128::from(times[s]) * u128::from(nonidle);
+            for (d, &t) in deltas.iter_mut().zip(&times) {
+                *d = u128::from(t) * u128::from(nonidle);
             }
         } else {
             for m in &mut self.members[g] {

@@ -541,24 +541,26 @@ impl RqWb {
         }
     }
 
-    /// `wbt_track()`: request `tag` got the bio.
-    pub fn track(&mut self, tag: u32, bio: &Bio) {
-        let flags = self.bio_flags(bio);
-        let i = tag as usize;
+    /// The per-tag records reach tag index `i` (tags are known as they come).
+    fn grow_to(&mut self, i: usize) {
         if self.rq_flags.len() <= i {
             self.rq_flags.resize(i + 1, 0);
             self.rq_start.resize(i + 1, None);
         }
+    }
+
+    /// `wbt_track()`: request `tag` got the bio.
+    pub fn track(&mut self, tag: u32, bio: &Bio) {
+        let flags = self.bio_flags(bio);
+        let i = tag as usize;
+        self.grow_to(i);
         self.rq_flags[i] |= flags;
     }
 
     /// `blk_mq_start_request()` (`io_start_time_ns`) and `wbt_issue()`.
     pub fn issue(&mut self, now: Ns, tag: u32) {
         let i = tag as usize;
-        if self.rq_start.len() <= i {
-            self.rq_flags.resize(i + 1, 0);
-            self.rq_start.resize(i + 1, None);
-        }
+        self.grow_to(i);
         self.rq_start[i] = Some(now);
         if self.enabled() && self.rq_flags[i] & WBT_READ != 0 && self.sync_issue.is_none() {
             self.sync_issue = Some((now, tag));
