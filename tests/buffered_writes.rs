@@ -142,16 +142,17 @@ fn a_buffered_run_is_the_same_run_twice() {
 }
 
 /// `validate-buffered-iomax` as `validate` simulates it (the qemu guest's profile: its
-/// dirtyable memory and its page copy measured there), beside one boot of Debian's
-/// kernels each (docs/validation.md §40). The writer's median `write()` is the copy;
-/// its throughput is 12-17% short of the real one's (the simulated writer is paused a
-/// little more past the freerun ceiling); with `end_fsync` both wait for the device.
+/// dirtyable memory while writing and its page copy, measured there), beside Debian's
+/// kernels (docs/validation.md §40: the mean of six boots on `buffered`, one on
+/// `end_fsync`). The writer's median `write()` is the copy; its total time is within
+/// the 10% issue #34 asks (MiB/s 0.91–1.10 of the real, sim 1.03 and 0.95 since
+/// session 32); with `end_fsync` both wait for the device.
 #[test]
 fn validate_buffered_iomax_stays_next_to_the_real_kernels() {
     // (release, variant, real MiB/s, real clat p50 µs, band on the MiB/s ratio)
     let cases = [
-        ("6.12.117", "buffered", 177.2, 1548.0, 0.80..0.90),
-        ("6.1.192", "buffered", 186.6, 1532.0, 0.83..0.93),
+        ("6.12.117", "buffered", 178.7, 1548.0, 0.91..1.10),
+        ("6.1.192", "buffered", 186.3, 1524.0, 0.91..1.10),
         ("6.12.117", "end_fsync", 19.5, 1532.0, 0.98..1.04),
         ("6.1.192", "end_fsync", 19.7, 1516.0, 0.98..1.03),
     ];
@@ -189,12 +190,12 @@ fn validate_buffered_iomax_stays_next_to_the_real_kernels() {
 
 /// The page cache's plateau as `validate` compares it (§40): the most dirty and under
 /// writeback pages at once of the whole seconds, against `/proc/meminfo`'s `Dirty` +
-/// `Writeback` sampled once a second in the guest (real: 347.2 MiB on 6.12, 347.8 on
-/// 6.1).
+/// `Writeback` sampled once a second in the guest (real: 347.8 MiB on both, the
+/// mean of two boots each).
 #[test]
 fn validate_buffered_iomax_dirty_plateau_is_the_real_kernels() {
     use blkcg_sim::writeback::timeline::WbRow;
-    for (release, real) in [("6.12.117", 347.2), ("6.1.192", 347.8)] {
+    for (release, real) in [("6.12.117", 347.8), ("6.1.192", 347.8)] {
         let run = common::as_validate_simulates_variant(
             "validate-buffered-iomax",
             Some("buffered"),

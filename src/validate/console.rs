@@ -69,6 +69,20 @@ impl GuestOutput {
         out
     }
 
+    /// Events the tracefs ring buffer overwrote, and how many were written, from the
+    /// header of `trace` (`# entries-in-buffer/entries-written: KEPT/WRITTEN`); None
+    /// when none were lost.
+    pub fn trace_lost(&self) -> Option<(u64, u64)> {
+        let counts = self
+            .trace
+            .lines()
+            .find_map(|l| l.split_once("entries-in-buffer/entries-written:"))?
+            .1;
+        let (kept, written) = counts.split_whitespace().next()?.split_once('/')?;
+        let (kept, written) = (kept.parse::<u64>().ok()?, written.parse::<u64>().ok()?);
+        (written > kept).then_some((written - kept, written))
+    }
+
     fn single(&mut self, m: &str) {
         let (k, v) = m.split_once(' ').unwrap_or((m, ""));
         match k {
@@ -135,6 +149,19 @@ mod tests {
             vec![("a".to_string(), "254:0 rbytes=4096\n".to_string())]
         );
         assert!(g.done);
+    }
+
+    #[test]
+    fn a_full_trace_buffer_is_told() {
+        let head = |counts: &str| GuestOutput {
+            trace: format!(
+                "# tracer: nop\n#\n# entries-in-buffer/entries-written: {counts}   #P:1\n"
+            ),
+            ..GuestOutput::default()
+        };
+        assert_eq!(head("224/224").trace_lost(), None);
+        assert_eq!(head("9000/12500").trace_lost(), Some((3500, 12500)));
+        assert_eq!(GuestOutput::default().trace_lost(), None);
     }
 
     #[test]

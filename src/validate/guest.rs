@@ -456,6 +456,17 @@ impl GuestPlan {
 
     /// Tracepoints to record (`SYSTEM/EVENT`): blk-iocost's vrate adjustments and
     /// activations when it is on, plus the user's `--trace-event`s.
+    /// The tracefs ring buffer, KiB (one vCPU). 64 MiB holds a block-layer trace of a
+    /// whole run, but its pages are taken from the memory the page cache's thresholds
+    /// are a fraction of: with a buffered writer it cut the guest's dirty threshold by
+    /// 3,300 pages and the writer's throughput by a fifth (docs/validation.md §40), so
+    /// a run with a page cache keeps 4 MiB (dirty throttling's own tracepoints fill a
+    /// few hundred KiB). [`GuestOutput::trace_lost`](super::console::GuestOutput::trace_lost)
+    /// tells when it was not enough.
+    pub fn trace_buffer_kb(&self) -> u32 {
+        if self.memory { 4096 } else { 65536 }
+    }
+
     pub fn trace_events(&self) -> Vec<String> {
         let mut ev: Vec<String> = Vec::new();
         if self.iocost {
@@ -627,7 +638,11 @@ mount -t tracefs none /sys/kernel/tracing 2>/dev/null
         }
         let events = self.trace_events();
         if !events.is_empty() {
-            s.push_str("T=/sys/kernel/tracing\necho 65536 > $T/buffer_size_kb\n");
+            let _ = writeln!(
+                s,
+                "T=/sys/kernel/tracing\necho {} > $T/buffer_size_kb",
+                self.trace_buffer_kb()
+            );
             for e in &events {
                 let _ = writeln!(
                     s,

@@ -581,6 +581,14 @@ fn boot_runs(
             o.notify.status(&format!("  guest: {m}"))
         })?;
         let g = GuestOutput::parse(&b.console);
+        if let Some((lost, written)) = g.trace_lost() {
+            o.notify.warning(&format!(
+                "the guest's trace buffer ({} KiB) kept the last {} of {written} events: \
+                 trace fewer events",
+                plan.trace_buffer_kb(),
+                written - lost
+            ));
+        }
         if let Some(f) = files.as_mut() {
             f.write(&format!("{prefix}console-{run}.txt"), &b.console)?;
             f.write(&format!("{prefix}trace-{run}.txt"), &g.trace)?;
