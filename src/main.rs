@@ -118,7 +118,7 @@ enum Cmd {
     /// pictures, and links to its files. What each run assumed (kernel version and HZ,
     /// host costs, the device's latency model, and who set each) heads its summary, and
     /// goes to stderr when no summary is printed; then every warning of the run (what
-    /// it was given but does not model: buffered reads run as direct reads), as on
+    /// it was given but does not model: mmap runs as direct I/O), as on
     /// stderr.
     Run {
         scenario: String,

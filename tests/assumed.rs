@@ -24,7 +24,7 @@ fn scenario(name: &str, kernel: Option<&str>) -> PathBuf {
         &p,
         format!(
             "[device]\nmodel = \"cloud\"\npreset = \"aws-gp3\"\n{kernel}[cgroup.web]\n\
-             fio = \"fio --name=web --rw=randread --runtime=300ms --time_based\"\n"
+             fio = \"fio --name=web --rw=randread --direct=1 --runtime=300ms --time_based\"\n"
         ),
     )
     .unwrap();

@@ -132,6 +132,71 @@ fn fsync_every_n_writes_is_timed_as_fio_reports_it() {
     );
 }
 
+/// fio's `sync_file_range=flags:4` on a writer of a MiB every 250 ms (io.max at
+/// 10 MiB/s): its range is what the job wrote since its last sync (fio's
+/// `first_write`..`last_write`), each flag one step of `sync_file_range()`. All three
+/// flags are an `fsync()` of the range: 4 MiB at 10 MiB/s each. `write` alone starts
+/// the range's writeback and returns, so the device keeps pace with the writer;
+/// `wait_after` alone waits only for writeback already started in the range — none:
+/// the 16 MiB stay dirty, below the background threshold, until the job's close
+/// writes them (`sync_blockdev()`).
+#[test]
+fn sync_file_range_writes_and_waits_as_its_flags_say() {
+    let run = |flags: &str| {
+        let text = format!(
+            "name = \"sfr\"\n[device]\nmodel = \"nullb\"\ndev = \"252:0\"\n\
+             [kernel]\nversion = \"6.12\"\nhz = 250\n[cgroup.a]\n\
+             \"io.max\" = \"252:0 wbps=10485760\"\n\
+             fio = \"fio --name=w --rw=write --bs=1M --size=16M --thinktime=250ms \
+             --sync_file_range={flags}:4\"\n"
+        );
+        let sc = Scenario::parse(&text, "sfr.toml").unwrap();
+        let run = run_variant(&sc, None, None, None, false).unwrap();
+        let sync = &run.out.jobs[0].1.sync;
+        (sync.n, sync.mean / 1e9, run.out.end as f64 / 1e9)
+    };
+    let (n, mean_s, _) = run("wait_before,write,wait_after");
+    assert_eq!(n, 3);
+    assert!((0.39..0.42).contains(&mean_s), "a sync took {mean_s:.3} s");
+    let (n, mean_s, kept_pace) = run("write");
+    assert_eq!(n, 3);
+    assert!(mean_s < 0.001, "a sync took {mean_s:.4} s");
+    let (n, mean_s, at_close) = run("wait_after");
+    assert_eq!(n, 3);
+    assert!(mean_s < 0.001, "a sync took {mean_s:.4} s");
+    // the job closes its file at 4 s (16 × 250 ms): 4 MiB left to write then with
+    // `write` (0.4 s), all 16 MiB without (1.6 s)
+    assert!(
+        (4.35..4.45).contains(&kept_pace) && (5.55..5.65).contains(&at_close),
+        "the device was done at {kept_pace:.2} s with write, {at_close:.2} s without"
+    );
+}
+
+#[test]
+fn sync_file_range_is_parsed_as_fio_does() {
+    for (value, error) in [
+        (
+            "flush:8",
+            "`flush` is not valid; accepted: wait_before, write, wait_after",
+        ),
+        ("write:0", "0"),
+    ] {
+        let text = format!(
+            "name = \"sfr\"\n[device]\nmodel = \"nullb\"\n[cgroup.a]\n\
+             fio = \"fio --name=w --rw=write --bs=1M --size=64M --sync_file_range={value}\"\n"
+        );
+        let sc = Scenario::parse(&text, "sfr.toml").unwrap();
+        let Err(err) = run_variant(&sc, None, None, None, false) else {
+            panic!("sync_file_range={value} was accepted");
+        };
+        let err = err.to_string();
+        assert!(
+            err.contains("sync_file_range") && err.contains(error),
+            "{err}"
+        );
+    }
+}
+
 #[test]
 fn a_buffered_run_is_the_same_run_twice() {
     let a = variant("past-the-setpoint");
@@ -157,19 +222,12 @@ fn validate_buffered_iomax_stays_next_to_the_real_kernels() {
         ("6.1.192", "end_fsync", 19.7, 1516.0, 0.98..1.03),
     ];
     for (release, v, real_bw, real_p50, band) in cases {
-        let run =
-            common::as_validate_simulates_variant("validate-buffered-iomax", Some(v), release);
-        let s = &run.summaries[0];
-        let ratio = s.mib_s / real_bw;
-        assert!(
-            band.contains(&ratio),
-            "{release} {v}: {:.1} MiB/s, real {real_bw}",
-            s.mib_s
-        );
-        let p50 = s.pct(50.0).unwrap() * 1000.0;
-        assert!(
-            (p50 / real_p50 - 1.0).abs() < 0.03,
-            "{release} {v}: clat p50 {p50:.0} µs, real {real_p50}"
+        let run = common::validate_run_next_to_real(
+            "validate-buffered-iomax",
+            v,
+            release,
+            (real_bw, band),
+            (real_p50, 0.03),
         );
         // io.max holds the writeback: every byte at 20 MiB/s, done by 19.2 s + the
         // start (the real device's last second is its 19th)

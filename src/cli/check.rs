@@ -64,12 +64,13 @@ fn listing(
         out,
         "kernel",
         &format!(
-            "version={} hz={} throttling_low={} {} {}",
+            "version={} hz={} throttling_low={} {} {} {}",
             r.kernel.version,
             r.kernel.hz,
             r.kernel.throttling_low,
             p.blk_mq(),
-            p.fair()
+            p.fair(),
+            p.mm()
         ),
     )?;
     for s in &p.setups {

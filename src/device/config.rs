@@ -354,6 +354,10 @@ pub fn resolve(table: &toml::Table, seed: u64) -> Result<Resolved, KeyError> {
     k.u64("nomerges", 0, 0, u64::from(u32::MAX))?;
     // queue/wbt_lat_usec (read by crate::wbt)
     k.wbt_lat_usec()?;
+    // queue/read_ahead_kb (queue_ra_store(): any unsigned long; read by the page
+    // cache, crate::writeback::readahead): the default of a queue without an optimal
+    // I/O size, VM_READAHEAD_PAGES
+    k.u64("read_ahead_kb", 128, 0, u64::from(u32::MAX))?;
     let mut res = vec![("model".to_string(), model.to_string())];
     let warnings = std::mem::take(&mut k.warnings);
     res.extend(k.finish()?);

@@ -133,8 +133,9 @@ impl Assumed {
         }
     }
 
-    /// The run has buffered writers: say what their page cache is (a fourth line).
-    pub fn set_page_cache(&mut self, r: &Resolved) {
+    /// The run has buffered readers or writers: say what their page cache is (a
+    /// fourth line).
+    pub fn set_page_cache(&mut self, r: &Resolved, read_ahead_kb: u64) {
         let memcg: Vec<String> = r
             .memory_max
             .iter()
@@ -152,7 +153,8 @@ impl Assumed {
         self.page_cache = Some(format!(
             "page cache of {} bytes dirtyable ([host] memory), {}, a buffered write's copy \
              {}/page ([host] page_copy_ns); cgroup writeback (each cgroup's pages written \
-             back as that cgroup){memcg}; writeback throttling (wbt) with {wbt}",
+             back as that cgroup){memcg}; writeback throttling (wbt) with {wbt}; \
+             readahead of {read_ahead_kb} KiB (read_ahead_kb)",
             r.host.memory,
             crate::scenario::sysctl::describe(&r.vm),
             crate::sim::time_text(r.host.page_copy_ns),

@@ -21,7 +21,7 @@
 //! policies' views.
 //! What the variant assumes (kernel, host, device latency model) is said once, here,
 //! by `crate::report::assumed` for `check` and the run's summary; so is what it was
-//! given but does not model (buffered reads first: `crate::workload::job::unmodelled`,
+//! given but does not model (mmap first: `crate::workload::job::unmodelled`,
 //! once per fio job), a warning `run` prints on stderr and in the summary.
 //! [`reproduce`] runs a built-in seed's variants and evaluates its bands.
 //!
@@ -61,6 +61,7 @@ use crate::workload::cmdline::{is_cmdline, parse_fio};
 use crate::workload::fio as fiojob;
 use crate::workload::job::JobParams;
 use crate::workload::job::start_dependencies;
+use crate::writeback::readahead::{self, MmBehaviour};
 
 /// Everything one variant's run produced.
 pub struct VariantRun {
@@ -165,9 +166,10 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    /// Some job writes through the page cache (`crate::sim::writeback`).
-    pub fn writes_buffered(&self) -> bool {
-        writes_buffered(&self.parts.params)
+    /// Some job reads or writes through the page cache (`crate::sim::writeback`,
+    /// `crate::sim::readahead`).
+    pub fn uses_page_cache(&self) -> bool {
+        self.parts.params.iter().any(|p| p.buffered.is_some())
     }
 }
 
@@ -255,6 +257,11 @@ impl Prepared {
     pub fn fair(&self) -> FairSched {
         self.parts.fair
     }
+
+    /// The page cache's switches in force (`mm.*`).
+    pub fn mm(&self) -> MmBehaviour {
+        self.parts.mm
+    }
 }
 
 /// The layers a prepared variant's pipeline is made of. Only `simulate` puts them
@@ -270,6 +277,10 @@ struct PipelineParts {
     fair: FairSched,
     /// `queue/nomerges`.
     nomerges: NoMerges,
+    /// The page cache's switches (`crate::writeback::readahead`) and
+    /// `queue/read_ahead_kb`.
+    mm: MmBehaviour,
+    read_ahead_kb: u64,
     trace_on: bool,
     device_latency: bool,
 }
@@ -304,7 +315,7 @@ fn build_pipeline(
             (r.tree.parent(cg), max)
         })
         .collect();
-    pipe.set_writeback(r.vm, cgroups);
+    pipe.set_writeback(r.vm, cgroups, parts.mm, parts.read_ahead_kb);
     // io.pressure of every cgroup; its tasks are the contexts, the flushers' too
     let parents: Vec<Option<u32>> = (0..r.tree.len() as u32)
         .map(|cg| r.tree.parent(cg))
@@ -425,6 +436,9 @@ pub fn prepare(
         .and_then(|v| v.parse().ok())
         .unwrap_or(limits.nr_requests);
     let nomerges = NoMerges::of(key("nomerges").and_then(|v| v.parse().ok()).unwrap_or(0));
+    let read_ahead_kb = key("read_ahead_kb")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(128);
     if scheduler == "none" {
         // without an elevator q->nr_requests is the driver tags' depth
         limits.nr_requests = nr_requests;
@@ -481,6 +495,11 @@ pub fn prepare(
         .map_err(|e| located(&["kernel"], &e))?;
     let fair = cpu::fair_for(&r.kernel.version, &r.kernel.switches(cpu::SWITCH_PREFIX))
         .map_err(|e| located(&["kernel"], &e))?;
+    let mm = readahead::behaviour_for(
+        &r.kernel.version,
+        &r.kernel.switches(readahead::SWITCH_PREFIX),
+    )
+    .map_err(|e| located(&["kernel"], &e))?;
     // fio jobs, in the order the scenario lists cgroups, refused as soon as they
     // could not fit in 90% of the memory available
     let memory_limit = available_memory().map_or(u64::MAX, |a| a / 10 * 9);
@@ -578,8 +597,8 @@ pub fn prepare(
             sources.push(src_idx);
         }
     }
-    if params.iter().any(|p| p.buffered.is_some() && p.kind.write) {
-        assumed.set_page_cache(&r);
+    if params.iter().any(|p| p.buffered.is_some()) {
+        assumed.set_page_cache(&r, read_ahead_kb);
     }
     // they live for the whole run: no room left over from their growth
     params.shrink_to_fit();
@@ -641,6 +660,8 @@ pub fn prepare(
             blk,
             fair,
             nomerges,
+            mm,
+            read_ahead_kb,
             trace_on,
             device_latency: false,
         },

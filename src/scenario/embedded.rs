@@ -76,6 +76,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/validate-wbt.toml"),
     ),
     (
+        "validate-buffered-read",
+        include_str!("../../scenarios/validate-buffered-read.toml"),
+    ),
+    (
         "validate-iomax-riops",
         include_str!("../../scenarios/validate-iomax-riops.toml"),
     ),

@@ -1059,6 +1059,7 @@ impl Pipeline {
             Owner::Job(j) => match self.jobs[j as usize].phase {
                 Phase::InSubmit(io) => (j, io),
                 Phase::Fsync(_) => return self.fsync_step(j),
+                Phase::ReadSubmit(..) => return self.buffered_read_step(j),
                 _ => return,
             },
             Owner::Flusher(cg) => return self.flusher_step(cg),
@@ -1184,8 +1185,9 @@ impl Pipeline {
         };
         let bio = self.bios.get(b);
         let iou = &self.ios[bio.io as usize];
-        if iou.kind == IoKind::Writeback {
-            // an fsync's pages: the caller's plug ends with its last bio
+        if iou.kind != IoKind::Fio {
+            // an fsync's pages, a read's readahead: the caller's plug ends with its
+            // last bio
             return QueueRun::Caller;
         }
         plug::queue_run(

@@ -48,6 +48,7 @@ pub mod plug;
 pub mod prefetch;
 pub mod pressure;
 pub mod queue;
+pub mod readahead;
 pub mod rng;
 pub mod sbitmap;
 pub mod timebins;

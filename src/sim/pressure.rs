@@ -121,7 +121,8 @@ impl Pipeline {
         match phase {
             // folio_wait_writeback() in fsync(); the device's last close waits in
             // sync_blockdev() for every page
-            Phase::FsyncWait(_) | Phase::DirtyPause(..) => TaskState::IoWait,
+            // and a buffered read on a page being read (folio_lock())
+            Phase::FsyncWait(_) | Phase::DirtyPause(..) | Phase::ReadWait(_) => TaskState::IoWait,
             Phase::Done
                 if self
                     .wb

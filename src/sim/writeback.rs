@@ -42,15 +42,16 @@ use std::collections::VecDeque;
 use crate::blkcg::ioprio::task_ioprio;
 use crate::sim::bio::req;
 use crate::sim::engine::{Owner, Pipeline, Stage};
-use crate::sim::fio::{IoKind, IoRes, IoU, Phase};
+use crate::sim::fio::{IoKind, IoRes, IoU, Phase, SyncCall, SyncStage};
 use crate::sim::{Bio, Dir, Event, IoErr, Ns, jiffies};
 use crate::stack::Recorder;
 use crate::writeback::limits::{PAGE_SIZE, max_pause};
+use crate::writeback::readahead::{Bdi, Fadvise, MmBehaviour};
 use crate::writeback::timeline::WbRow;
 use crate::writeback::{VmWriteback, WorkKind, Writeback, WritebackConfig};
 
-/// The most pages one writeback bio holds: `BIO_MAX_VECS`.
-const MAX_RUN_PAGES: u64 = 256;
+/// The most pages one writeback or readahead bio holds: `BIO_MAX_VECS`.
+pub(super) const MAX_RUN_PAGES: u64 = 256;
 
 /// One cgroup's flusher: its context and its work's state.
 #[derive(Debug)]
@@ -78,8 +79,10 @@ pub struct PageCache {
     /// Per cgroup: its flusher, if it has buffered writers.
     flushers: Vec<Option<Flusher>>,
     scratch: Vec<(u32, u64, u64)>,
-    /// Each writer job's fsync: its runs still to submit.
-    fsync_runs: Vec<VecDeque<(u64, u64)>>,
+    pub(super) scratch_runs: Vec<(u64, u64)>,
+    /// Each job's own bios still to submit, as runs of its file: its `fsync()`'s or
+    /// its read's readahead.
+    pub(super) submit_runs: Vec<VecDeque<(u64, u64)>>,
     /// When the last writeback bio completed.
     pub last_written: Option<Ns>,
     /// The job whose `close()` was the device's last: it waits in `sync_blockdev()`
@@ -139,14 +142,21 @@ impl PageCache {
 }
 
 impl Pipeline {
-    /// Give the run a page cache if a job writes buffered (else nothing changes):
-    /// the `vm.*` sysctls, and each cgroup's parent and `memory.max`. Each cgroup with
-    /// a buffered writer gets a flusher context. Call before the run starts, after
+    /// Give the run a page cache if a job reads or writes buffered (else nothing
+    /// changes): the `vm.*` sysctls, each cgroup's parent and `memory.max`, the page
+    /// cache's behaviours (`mm.*`) and the device's `read_ahead_kb`. Each cgroup with a
+    /// buffered writer gets a flusher context. Call before the run starts, after
     /// [`Pipeline::set_blk_mq`] (its `HZ`).
-    pub fn set_writeback(&mut self, vm: VmWriteback, cgroups: Vec<(Option<u32>, Option<u64>)>) {
+    pub fn set_writeback(
+        &mut self,
+        vm: VmWriteback,
+        cgroups: Vec<(Option<u32>, Option<u64>)>,
+        mm: MmBehaviour,
+        read_ahead_kb: u64,
+    ) {
         let writes_buffered =
             |p: &crate::workload::job::JobParams| p.buffered.is_some() && p.kind.write;
-        if !self.jobs.iter().any(|j| writes_buffered(&j.p)) {
+        if !self.jobs.iter().any(|j| j.p.buffered.is_some()) {
             return;
         }
         let cfg = WritebackConfig {
@@ -157,6 +167,18 @@ impl Pipeline {
             writers: self.jobs.iter().map(|j| j.p.cgroup).collect(),
             one_cpu: self.host.cpus == 1,
             jiffies0: jiffies::initial_jiffies(self.hz),
+            mm,
+            bdi: Bdi {
+                ra_pages: read_ahead_kb * 1024 / PAGE_SIZE,
+                // blk_apply_bdi_limits(): max_sectors >> PAGE_SECTORS_SHIFT
+                io_pages: u64::from(self.limits().max_sectors_kb) * 1024 / PAGE_SIZE,
+            },
+            isize_pages: self.limits().capacity / PAGE_SIZE,
+            advice: self
+                .jobs
+                .iter()
+                .map(|j| j.p.buffered.as_ref().map_or(Fadvise::Normal, |b| b.fadvise))
+                .collect(),
         };
         let jiffies0 = cfg.jiffies0;
         let mut flushers: Vec<Option<Flusher>> =
@@ -186,7 +208,8 @@ impl Pipeline {
             jiffies0,
             flushers,
             scratch: Vec::new(),
-            fsync_runs: vec![VecDeque::new(); cfg.writers.len()],
+            scratch_runs: Vec::new(),
+            submit_runs: vec![VecDeque::new(); cfg.writers.len()],
             last_written: None,
             closer: None,
             rows: Vec::new(),
@@ -277,32 +300,44 @@ impl Pipeline {
         true
     }
 
-    /// Whether job `j` syncs now, as fio 3.33's `get_rw_ddir()` decides: after every
-    /// `fsync=N` (or `fdatasync=N`) writes issued, unless the last I/O to complete was
-    /// a sync (`should_fsync()`: `last_was_sync`).
+    /// What job `j` syncs now, as fio 3.33's `get_rw_ddir()` decides: after every
+    /// `fsync=N` (or `fdatasync=N`, then `sync_file_range=…:N`) writes issued, unless
+    /// the last I/O to complete was a sync (`should_fsync()`: `last_was_sync`).
     /// Asked on every I/O: a run without a page cache answers from the pipeline's own
     /// line, never touching the job's cold ones.
-    pub(super) fn sync_due(&self, j: u32) -> bool {
-        if self.wb.is_none() {
-            return false;
-        }
+    pub(super) fn sync_due(&self, j: u32) -> Option<SyncCall> {
+        self.wb.as_ref()?;
         let job = &self.jobs[j as usize];
         let n = job.buf.write_issues;
-        let Some(b) = job.p.buffered.as_ref() else {
-            return false;
-        };
-        n > 0
-            && !job.buf.last_was_sync
-            && b.sync_blocks
-                .iter()
-                .any(|&b| b > 0 && n.is_multiple_of(u64::from(b)))
+        let b = job.p.buffered.as_ref()?;
+        if n == 0 || job.buf.last_was_sync {
+            return None;
+        }
+        let every = |k: u32| k > 0 && n.is_multiple_of(u64::from(k));
+        if b.sync_blocks.iter().any(|&k| every(k)) {
+            return Some(SyncCall::Fsync);
+        }
+        let r = b.sync_file_range.filter(|r| every(r.every))?;
+        // do_sync_file_range(): first_write .. last_write, in pages as
+        // ksys_sync_file_range() reckons them (nothing written: no range)
+        let pages = job.buf.written.map_or((0, 0), |(lo, hi)| {
+            let first = lo / PAGE_SIZE;
+            (first, (hi - 1) / PAGE_SIZE + 1 - first)
+        });
+        Some(SyncCall::FileRange {
+            pages,
+            flags: r.flags,
+        })
     }
 
-    /// `fsync()` of job `j`'s file (phases `Fsync`, `FsyncWait`), from the job's own
-    /// context: its dirty pages go under writeback, their bios pushed one by one
-    /// (`file_write_and_wait_range()`), then the job waits for every page of the file
-    /// under writeback, the flusher's too (`blkdev_fsync()`; a device without a
-    /// volatile cache needs no flush).
+    /// A sync of job `j`'s file (phases `Fsync`, `FsyncWait`), from the job's own
+    /// context. `fsync()`: its dirty pages go under writeback, their bios pushed one
+    /// by one (`file_write_and_wait_range()`), then the job waits for every page of
+    /// the file under writeback, the flusher's too (`blkdev_fsync()`; a device
+    /// without a volatile cache needs no flush). `sync_file_range()` does the same
+    /// over its range, each step only if its flag asks: wait for the range's
+    /// writeback, write its dirty pages (`WB_SYNC_NONE` unless all three flags are
+    /// set), wait again (`sync_file_range()` in `fs/sync.c`).
     pub(super) fn fsync_step(&mut self, j: u32) {
         let now = self.q.now();
         let c = j + 1;
@@ -310,6 +345,7 @@ impl Pipeline {
             return;
         };
         let job = &mut self.jobs[j as usize];
+        let call = job.buf.sync;
         match job.phase {
             Phase::Fsync(end) => {
                 if !self.ctxs[c as usize].pending.is_empty() {
@@ -317,65 +353,97 @@ impl Pipeline {
                     self.run_ctx(c);
                     return;
                 }
-                if !job.buf.fsync_started {
-                    job.buf.fsync_started = true;
-                    let nowj = pc.jiffies(now);
-                    pc.scratch.clear();
-                    pc.model.fsync(nowj, j, MAX_RUN_PAGES, &mut pc.scratch);
-                    pc.fsync_runs[j as usize].extend(pc.scratch.iter().map(|&(_, p, n)| (p, n)));
+                match job.buf.sync_stage {
+                    SyncStage::Begun if call.waits_before() => {
+                        job.buf.sync_stage = SyncStage::WaitingBefore;
+                        job.phase = Phase::FsyncWait(end);
+                        return self.fsync_step(j);
+                    }
+                    SyncStage::Begun | SyncStage::WaitingBefore => {
+                        job.buf.sync_stage = SyncStage::Writing;
+                        if call.writes() {
+                            let nowj = pc.jiffies(now);
+                            let pages = call.pages().unwrap_or((0, u64::MAX));
+                            pc.scratch.clear();
+                            pc.model
+                                .fsync(nowj, j, pages, MAX_RUN_PAGES, &mut pc.scratch);
+                            let runs = pc.scratch.iter().map(|&(_, p, n)| (p, n));
+                            pc.submit_runs[j as usize].extend(runs);
+                        }
+                    }
+                    SyncStage::Writing => {}
                 }
-                match pc.fsync_runs[j as usize].pop_front() {
+                match pc.submit_runs[j as usize].pop_front() {
                     Some((page, n)) => {
                         let ioprio = task_ioprio(job.p.prio.task);
-                        // WB_SYNC_ALL (wbc_to_write_flags())
-                        let b = self.writeback_bio(j, page, n, ioprio, req::SYNC);
+                        let b = self.page_bio(j, (page, n), IoKind::Writeback, ioprio, call.opf());
                         self.ctxs[c as usize].pending.push_back((b, Stage::Bio(0)));
                         self.run_for(j, self.host.sync_submit_cost(n * PAGE_SIZE));
                     }
-                    None => {
+                    None if call.waits_after() => {
                         self.jobs[j as usize].phase = Phase::FsyncWait(end);
                         self.fsync_step(j);
                     }
+                    None => self.sync_done(j, end),
                 }
             }
             Phase::FsyncWait(end) => {
-                if pc.model.files[j as usize].writeback > 0 {
+                if pc.model.writeback_in(j, call.pages()) {
                     return;
                 }
-                job.buf.fsync_started = false;
-                if end {
-                    self.finish_job(j);
-                    return;
+                if job.buf.sync_stage == SyncStage::WaitingBefore {
+                    job.phase = Phase::Fsync(end);
+                    return self.fsync_step(j);
                 }
-                let lat = now - job.buf.sync_start;
-                if now >= job.stats_start {
-                    job.stats.add_sync(lat);
-                }
-                job.buf.last_was_sync = true;
-                job.phase = Phase::Loop;
-                self.job_step(j);
+                self.sync_done(j, end);
             }
             _ => {}
         }
     }
 
-    /// A writeback bio of `n` pages from `page` of job `f`'s file, charged to the
-    /// file's wb (`wbc_init_bio()`), with flags `opf` ([`req`]).
-    fn writeback_bio(
+    /// Job `j`'s sync returns: fio counts its latency (not `end_fsync`'s) and goes on.
+    fn sync_done(&mut self, j: u32, end: bool) {
+        let now = self.q.now();
+        let job = &mut self.jobs[j as usize];
+        job.buf.sync_stage = SyncStage::Begun;
+        if end {
+            self.finish_job(j);
+            return;
+        }
+        let lat = now - job.buf.sync_start;
+        if now >= job.stats_start {
+            job.stats.add_sync(lat);
+        }
+        // io_completed(): a sync ends the range the next one covers
+        job.buf.last_was_sync = true;
+        job.buf.written = None;
+        job.phase = Phase::Loop;
+        self.job_step(j);
+    }
+
+    /// A bio of `n` pages from `page` of job `f`'s file, charged to its cgroup: a
+    /// writeback bio (the file's wb's, `wbc_init_bio()`) or a read's readahead, with
+    /// flags `opf` ([`req`]).
+    pub(super) fn page_bio(
         &mut self,
         f: u32,
-        page: u64,
-        n: u64,
+        (page, n): (u64, u64),
+        kind: IoKind,
         ioprio: crate::blkcg::ioprio::Ioprio,
         opf: u8,
     ) -> u32 {
         let now = self.q.now();
         let cgroup = self.jobs[f as usize].p.cgroup;
         let bytes = n * PAGE_SIZE;
+        let dir = if kind == IoKind::Readahead {
+            Dir::Read
+        } else {
+            Dir::Write
+        };
         let io = self.alloc_io(IoU {
             job: f,
             cgroup,
-            dir_write: true,
+            dir_write: dir == Dir::Write,
             bytes,
             offset: page * PAGE_SIZE,
             res: IoRes::Full,
@@ -383,13 +451,13 @@ impl Pipeline {
             issued: now,
             pieces: 1,
             bytes_counted: false,
-            kind: IoKind::Writeback,
+            kind,
         });
         self.bios.alloc(Bio {
             io,
             ioprio,
             opf,
-            ..Bio::new(cgroup, Dir::Write, page * PAGE_SIZE / 512, bytes, now)
+            ..Bio::new(cgroup, dir, page * PAGE_SIZE / 512, bytes, now)
         })
     }
 
@@ -404,17 +472,26 @@ impl Pipeline {
         if iou.pieces > 0 {
             return;
         }
-        let (f, n) = (iou.job, iou.bytes / PAGE_SIZE);
+        let (f, first, n) = (iou.job, iou.offset / PAGE_SIZE, iou.bytes / PAGE_SIZE);
         self.free_ios.push(io);
         let Some(pc) = self.wb.as_deref_mut() else {
             return;
         };
         let nowj = pc.jiffies(now);
         pc.last_written = Some(now);
-        let ended = pc.model.end_writeback(nowj, f, n);
+        let ended = pc.model.end_writeback(nowj, f, (first, n));
         // the last close's sync_blockdev() returns once every page is written
         if let Some(c) = pc.closer.filter(|_| pc.clean()) {
             self.psi_mark(c + 1);
+        }
+        // a sync waiting on these pages (folio_wait_writeback()) wakes once its range
+        // is clear
+        let job = &self.jobs[f as usize];
+        let pc = self.wb.as_deref().expect("set above");
+        if matches!(job.phase, Phase::FsyncWait(_))
+            && !pc.model.writeback_in(f, job.buf.sync.pages())
+        {
+            self.run_for(f, self.host.complete_ns);
         }
         if !ended {
             return;
@@ -429,9 +506,6 @@ impl Pipeline {
         {
             fl.bw_work = Some(at);
             self.q.push(at, Event::WbBandwidth(cg));
-        }
-        if matches!(self.jobs[f as usize].phase, Phase::FsyncWait(_)) {
-            self.run_for(f, self.host.complete_ns);
         }
     }
 
@@ -550,7 +624,7 @@ impl Pipeline {
                     Some(WorkKind::Sync) => req::SYNC,
                     _ => req::BACKGROUND,
                 };
-                let b = self.writeback_bio(f, page, n, task_ioprio(None), opf);
+                let b = self.page_bio(f, (page, n), IoKind::Writeback, task_ioprio(None), opf);
                 self.ctxs[c as usize].pending.push_back((b, Stage::Bio(0)));
                 self.ctx_run_for(c, self.host.submit_cost(n * PAGE_SIZE));
                 return;

@@ -321,12 +321,13 @@ pub fn file_names(root: bool) -> String {
 }
 
 /// Every `[kernel]` switch prefix (`throttle.`): the block core's
-/// (`crate::sim::plug`) and the CPU scheduler's (`crate::sim::cpu`), then policies'
-/// and elevators'.
+/// (`crate::sim::plug`), the CPU scheduler's (`crate::sim::cpu`) and the page cache's
+/// (`crate::writeback::readahead`), then policies' and elevators'.
 pub fn switch_prefixes() -> impl Iterator<Item = &'static str> {
     [
         crate::sim::plug::SWITCH_PREFIX,
         crate::sim::cpu::SWITCH_PREFIX,
+        crate::writeback::readahead::SWITCH_PREFIX,
     ]
     .into_iter()
     .chain(POLICIES.iter().filter_map(|d| d.switches))
@@ -456,9 +457,15 @@ mod tests {
                 &res.kernel.switches(crate::sim::cpu::SWITCH_PREFIX),
             )
             .err();
+            let mm = crate::writeback::readahead::behaviour_for(
+                &res.kernel.version,
+                &res.kernel
+                    .switches(crate::writeback::readahead::SWITCH_PREFIX),
+            )
+            .err();
             let refused = policies
                 .chain(elevators)
-                .chain([core, sched])
+                .chain([core, sched, mm])
                 .flatten()
                 .count();
             assert_eq!(

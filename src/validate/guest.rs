@@ -279,8 +279,10 @@ impl GuestPlan {
             ("max_sectors_kb".to_string(), c.max_sectors_kb.to_string()),
             ("rotational".to_string(), u8::from(c.rotational).to_string()),
         ]);
-        if let Some(v) = r.device.get("nomerges").and_then(toml::Value::as_integer) {
-            queue_attrs.push(("nomerges".to_string(), v.to_string()));
+        for attr in ["nomerges", "read_ahead_kb"] {
+            if let Some(v) = r.device.get(attr).and_then(toml::Value::as_integer) {
+                queue_attrs.push((attr.to_string(), v.to_string()));
+            }
         }
         // wbt was made with the disk (its target from the rotational flag null_blk had
         // then: non-rotational); a scenario's own value is written like any queue file

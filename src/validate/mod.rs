@@ -962,7 +962,7 @@ pub(crate) fn check(sc: &Scenario, o: &ValidateOptions<'_>) -> Result<Checked, S
     // first the checks `run` makes (the device, every switch, the fio jobs, every
     // interface write), as the simulation side makes them for each kernel, so that
     // validate, its dry run and `run` refuse the same scenarios with the same messages
-    let mut writes_buffered = false;
+    let mut page_cache = false;
     for t in &targets {
         let behaviours = t.behaviours();
         let pins: Vec<(&[&str], &str, toml::Value)> = behaviours
@@ -970,12 +970,13 @@ pub(crate) fn check(sc: &Scenario, o: &ValidateOptions<'_>) -> Result<Checked, S
             .map(|(k, v)| (&["kernel"][..], k.as_str(), toml::Value::String(v.clone())))
             .collect();
         let p = crate::run::prepare(&sc.pinned(&pins), o.variant.as_deref(), None, None, false)?;
-        writes_buffered |= p.writes_buffered();
+        page_cache |= p.uses_page_cache();
     }
     // then what only the guest needs (a null_blk it can recreate, the trace events)
     let mut plan = GuestPlan::from_resolved(&resolved).map_err(|e| format!("{}: {e}", sc.file))?;
-    // cgroup writeback needs the memory controller beside io (cgroup-v2.rst, Writeback)
-    plan.memory |= writes_buffered;
+    // cgroup writeback needs the memory controller beside io (cgroup-v2.rst,
+    // Writeback), and a reader's page cache is charged by it
+    plan.memory |= page_cache;
     plan.extra_events = trace_events(&o.trace_events)?;
     check_fio(sc, &resolved)?;
     Ok(Checked {

@@ -176,7 +176,7 @@ pub struct RwKind {
     pub random: bool,
 }
 
-/// A buffered writer's sync options.
+/// A buffered job's page-cache options: its syncs, its `fadvise()`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BufferedWrites {
     /// `end_fsync`: the job syncs its file once its writes are done, inside its
@@ -185,6 +185,10 @@ pub struct BufferedWrites {
     /// `fsync=N`, `fdatasync=N`: a sync after every N writes issued (0: none). On a
     /// block device both are `blkdev_fsync()`.
     pub sync_blocks: [u32; 2],
+    /// `sync_file_range=flags:N`.
+    pub sync_file_range: Option<crate::workload::fio::SyncFileRange>,
+    /// What fio's `fadvise_hint` tells the kernel of the file at its open.
+    pub fadvise: crate::writeback::readahead::Fadvise,
 }
 
 /// How block sizes are chosen for one direction.
@@ -635,6 +639,8 @@ impl JobParams {
                     Box::new(BufferedWrites {
                         end_fsync: spec.end_fsync,
                         sync_blocks: [spec.fsync, spec.fdatasync],
+                        sync_file_range: spec.sync_file_range,
+                        fadvise: spec.fadvise(),
                     })
                 }),
                 prio: JobPrio::from_spec(spec)?,
@@ -660,7 +666,7 @@ impl JobParams {
 }
 
 /// What a job asks for that blkcg-sim accepts but does not model, one sentence each,
-/// buffered reads and mmap first: the run says so (`crate::run::prepare`, once per job, on stderr
+/// mmap first: the run says so (`crate::run::prepare`, once per job, on stderr
 /// and in the summary), so that a figure the simulator cannot give is never printed
 /// silently as if it could. Options fio knows that the option table ignores warn where
 /// they are parsed (`crate::workload::fio`); these are the ones it stores and nothing
@@ -668,20 +674,20 @@ impl JobParams {
 /// buffered-I/O warning for it (it has its own in [`JobParams::from_spec`]).
 pub fn unmodelled(spec: &JobSpec) -> Vec<String> {
     let mut out = Vec::new();
-    match spec.ioengine {
-        IoEngine::Mmap => out.push(
+    if spec.ioengine == IoEngine::Mmap {
+        out.push(
             "ioengine=mmap is not modelled: the job runs as direct I/O, every I/O going to \
              the device as with direct=1 (no page faults, no page cache)"
                 .into(),
-        ),
-        IoEngine::Null => {}
-        _ if !spec.direct && spec.rw.reads() => out.push(
-            "buffered reads (direct=0, fio's default; or buffered=1) are not modelled: the \
-             job's reads go to the device as with direct=1 (no page cache hits, no \
-             readahead); its writes go through the page cache"
-                .into(),
-        ),
-        _ => {}
+        );
+    }
+    if !spec.direct && spec.rw.reads() && spec.loops > 1 && spec.invalidate {
+        out.push(format!(
+            "loops={} with buffered reads: fio drops the file's page cache each time it \
+             opens it (invalidate=1), which is not modelled: a later loop's reads may find \
+             pages the one before left cached",
+            spec.loops
+        ));
     }
     let mut option = |set: bool, what: String, instead: &str| {
         if set {

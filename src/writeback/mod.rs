@@ -1,5 +1,6 @@
-//! Buffered writes: the page cache's dirty pages, dirty throttling and cgroup
-//! writeback (`mm/page-writeback.c`, `fs/fs-writeback.c`, 6.12).
+//! The page cache: buffered writes' dirty pages, dirty throttling and cgroup
+//! writeback (`mm/page-writeback.c`, `fs/fs-writeback.c`, 6.12), and what buffered
+//! reads find cached (`mm/filemap.c`, `mm/readahead.c`).
 //!
 //! Design
 //! ------
@@ -15,12 +16,17 @@
 //! each memory cgroup has its own `bdi_writeback` (wb) per device, so the flusher
 //! writes a cgroup's pages *as that cgroup*: io.max, io.cost and io.latency act on
 //! them there, not on the writer — which is why `io.max` "does not limit my writes"
-//! until the dirty pages reach the setpoint.
+//! until the dirty pages reach the setpoint. A buffered read finds pages cached — its
+//! own earlier reads, readahead's, the pages its job wrote — and what it misses
+//! readahead reads in, windows ahead of it ([`readahead`]); read-in pages are clean
+//! pages charged to the reader's memory cgroup.
 //!
 //! Moving parts and where they live:
 //! - [`limits`]: the kernel's arithmetic, function by function (thresholds, the
 //!   position ratio, the bandwidth and rate-limit estimators, the pause bounds);
-//! - [`pagecache`]: one file's dirty pages as page ranges;
+//! - [`pagecache`]: one file's dirty pages, and what a read finds of it, as page
+//!   ranges;
+//! - [`readahead`]: the readahead window and the kernel's rules for it;
 //! - [`timeline`]: `writeback.csv` and its picture, from the pipeline's samples;
 //! - [`Writeback`] (here): the state those functions read — the global and per-memcg
 //!   domains (`wb_domain`: the fraction of recent writeout each wb did, the smoothed
@@ -28,16 +34,19 @@
 //!   its wb, when it was first dirtied) and each writer task (`nr_dirtied`,
 //!   `nr_dirtied_pause`, `dirty_paused_when`); [`Writeback::balance_dirty_pages`] is
 //!   the writer's side, [`Writeback::next_chunk`] / [`Writeback::fsync`] /
-//!   [`Writeback::end_writeback`] the flusher's;
+//!   [`Writeback::end_writeback`] the flusher's, [`Writeback::read_batch`] /
+//!   [`Writeback::read_miss`] / [`Writeback::read_marked`] / [`Writeback::read_done`]
+//!   a reader's;
 //! - the flusher as a submission context, the writer's pause and the fsync wait:
-//!   `crate::sim::writeback` (the pipeline's side); fio's buffered job:
-//!   `crate::sim::fio`.
+//!   `crate::sim::writeback` (the pipeline's side); a reader's call:
+//!   `crate::sim::readahead`; fio's buffered job: `crate::sim::fio`.
 //!
 //! Versions: 6.1's `domain_dirty_limits()`, `wb_position_ratio()`,
 //! `wb_update_dirty_ratelimit()` and `wb_min_pause()` compute the same as 6.12's (its
 //! `__wb_calc_thresh()` counts a bdi's ratios in percent where 6.12 counts 1/10000ths:
-//! the same with the defaults), so there is no behaviour switch here yet; both are
-//! checked on real kernels (docs/validation.md §40).
+//! the same with the defaults), so dirty throttling has no behaviour switch; both are
+//! checked on real kernels (docs/validation.md §40). Readahead's rules changed in 6.11
+//! (`mm.readahead`, [`readahead`]).
 //!
 //! Left out, and why:
 //! - each fio job's file is an inode of its own, dirtied by one cgroup, so no inode is
@@ -51,18 +60,25 @@
 //!   `blk_start_plug()`) makes of a block device's one-buffer bios, and what a
 //!   filesystem's `iomap`/`mpage` writeback builds; blk-throttle's iops limits and
 //!   blk-iocost's per-bio cost therefore see one bio per run;
-//! - clean pages are only counted, per memory cgroup, and reclaimed (without cost)
-//!   when a `memory.max` would be passed; `memory.high`, anonymous memory, the
+//! - clean pages are counted per memory cgroup and reclaimed (without cost) when a
+//!   `memory.max`, or the dirtyable memory, would be passed: the pages the cgroup's
+//!   reads brought in are dropped from the cache oldest first (no active list, no
+//!   refaults); pages its jobs wrote stay cached for their reads once clean, only
+//!   their count drops; `memory.high`, anonymous memory, the
 //!   metadata and journal writes of a filesystem, laptop mode and the strict limit of
 //!   FUSE-like devices are not modelled;
 //! - the counters are exact where the kernel's are per-CPU approximations.
 
 pub mod limits;
 pub mod pagecache;
+pub mod readahead;
 pub mod timeline;
 
+use std::collections::VecDeque;
+
 use limits::{DirtySysctls, Dtc, PAGE_SIZE, WbBandwidth};
-use pagecache::DirtyPages;
+use pagecache::{CachedPages, DirtyPages, PageRanges};
+use readahead::{Bdi, Fadvise, MmBehaviour, RaRead, RaState};
 
 /// `VM_COMPLETIONS_PERIOD_LEN`: the writeout fractions halve every 3 s.
 fn completions_period(hz: u64) -> u64 {
@@ -72,6 +88,8 @@ fn completions_period(hz: u64) -> u64 {
 const MIN_WRITEBACK_PAGES: u64 = 4096 >> 2;
 /// `DIRTY_SCOPE`.
 const DIRTY_SCOPE: u64 = 8;
+/// `PAGEVEC_SIZE`: a read's batch of folios (`filemap_get_read_batch()`).
+const READ_BATCH: u64 = 31;
 /// `wb_stat_error()` on the guests' one CPU: `WB_STAT_BATCH`.
 const WB_STAT_ERROR: u64 = 8;
 
@@ -117,6 +135,13 @@ pub struct WritebackConfig {
     pub one_cpu: bool,
     /// jiffies at t = 0.
     pub jiffies0: u64,
+    /// Readahead: the kernel's rules and the device's limits.
+    pub mm: MmBehaviour,
+    pub bdi: Bdi,
+    /// The device's size in pages: every job's file is the device (`i_size`).
+    pub isize_pages: u64,
+    /// Each job's `posix_fadvise()` of its file.
+    pub advice: Vec<Fadvise>,
 }
 
 /// A `wb_domain`: the writeout completions each wb did recently (flexible
@@ -212,6 +237,9 @@ struct Memcg {
     file: u64,
     /// Clean pages charged to this cgroup itself: what its reclaim can drop.
     own_clean: u64,
+    /// The ranges its reads brought in, oldest first (file, first page, pages): what
+    /// its reclaim drops from the cache.
+    reads: VecDeque<(u32, u64, u64)>,
     domain: Domain,
 }
 
@@ -220,12 +248,25 @@ struct Memcg {
 pub struct File {
     pub cgroup: u32,
     pub dirty: DirtyPages,
-    /// Pages under writeback.
+    /// Pages under writeback: how many, and which (a page written twice at once
+    /// counts twice, and leaves the set at its first end).
     pub writeback: u64,
+    under_writeback: PageRanges,
     /// `inode->dirtied_when`: when it went from clean to dirty (jiffies).
     dirtied_when: Option<u64>,
     /// `mapping->writeback_index`: where the range-cyclic walk goes on.
     writeback_index: u64,
+    /// What a read finds cached, and the file's readahead window.
+    pub cache: CachedPages,
+    pub ra: RaState,
+    /// The file's `ra->ra_pages` and `FMODE_RANDOM`, after its job's `fadvise()`.
+    ra_pages: u64,
+    random: bool,
+    /// Pages its reads asked for, how many of them were cached already, and the
+    /// pages its reads brought in (readahead included).
+    pub read_asked: u64,
+    pub read_hits: u64,
+    pub read_in: u64,
 }
 
 /// A writer task's throttling state (`task_struct`'s).
@@ -291,6 +332,9 @@ pub struct Writeback {
     /// `NR_FILE_DIRTY`, `NR_WRITEBACK`.
     pub nr_dirty: u64,
     pub nr_writeback: u64,
+    mm: MmBehaviour,
+    bdi: Bdi,
+    isize_pages: u64,
 }
 
 impl Writeback {
@@ -349,9 +393,19 @@ impl Writeback {
             files: cfg
                 .writers
                 .iter()
-                .map(|&cgroup| File {
-                    cgroup,
-                    ..File::default()
+                .enumerate()
+                .map(|(j, &cgroup)| {
+                    let advice = cfg.advice.get(j).copied().unwrap_or_default();
+                    File {
+                        cgroup,
+                        // file_ra_state_init(), then generic_fadvise()
+                        ra_pages: match advice {
+                            Fadvise::Sequential => cfg.bdi.ra_pages * 2,
+                            _ => cfg.bdi.ra_pages,
+                        },
+                        random: advice == Fadvise::Random,
+                        ..File::default()
+                    }
                 })
                 .collect(),
             tasks: (0..cfg.writers.len())
@@ -368,6 +422,9 @@ impl Writeback {
             ratelimit_pages: (thresh / (nr_cpus as u64 * 32)).max(16),
             nr_dirty: 0,
             nr_writeback: 0,
+            mm: cfg.mm,
+            bdi: cfg.bdi,
+            isize_pages: cfg.isize_pages,
         }
     }
 
@@ -410,6 +467,8 @@ impl Writeback {
         if new == 0 {
             return (0, false);
         }
+        // pages new to the cache are charged; cached clean ones turn dirty
+        let new_present = file.cache.present.mark(first, n);
         let cg = file.cgroup;
         let mut first_dirty = false;
         if file.dirtied_when.is_none() {
@@ -427,8 +486,10 @@ impl Writeback {
         self.nr_dirty += new;
         self.memcg_walk(cg, |m| {
             m.dirty += new;
-            m.file += new;
+            m.file += new_present;
         });
+        let own = &mut self.memcgs[cg as usize].own_clean;
+        *own = own.saturating_sub(new - new_present);
         self.charge_reclaim(cg);
         let task = &mut self.tasks[t as usize];
         task.nr_dirtied += new;
@@ -494,11 +555,174 @@ impl Writeback {
             }
             c = m.parent;
         }
-        let r = excess.min(self.memcgs[cg as usize].own_clean);
+        // the whole cache past the memory it may fill: the same, globally
+        let global = self.memcgs[0].file.saturating_sub(self.dirtyable);
+        let r = excess.max(global).min(self.memcgs[cg as usize].own_clean);
         if r > 0 {
             self.memcgs[cg as usize].own_clean -= r;
             self.memcg_walk(cg, |m| m.file -= r);
+            self.evict_reads(cg, r);
         }
+    }
+
+    /// Drop up to `n` pages that `cg`'s reads brought in, oldest first, from the
+    /// cache (pages dirtied since stay).
+    fn evict_reads(&mut self, cg: u32, mut n: u64) {
+        while n > 0 {
+            let Some((f, first, k)) = self.memcgs[cg as usize].reads.pop_front() else {
+                return;
+            };
+            let take = k.min(n);
+            if take < k {
+                self.memcgs[cg as usize]
+                    .reads
+                    .push_front((f, first + take, k - take));
+            }
+            let file = &mut self.files[f as usize];
+            let dirty: Vec<(u64, u64)> = file.dirty.pages().within(first, take).collect();
+            file.cache.present.remove(first, take);
+            for (s, e) in dirty {
+                file.cache.present.mark(s, e - s);
+            }
+            file.cache.marks.retain(|&m| m < first || m >= first + take);
+            n -= take;
+        }
+    }
+
+    /// A buffered read of job `t` at page `index`, `req` pages to its end: the batch it
+    /// finds cached (`filemap_get_read_batch()`, at most `PAGEVEC_SIZE` pages, ending
+    /// at the first page still being read or marked `PG_readahead`); 0 when `index` is
+    /// not cached.
+    pub fn read_batch(&self, t: u32, index: u64, req: u64) -> u64 {
+        self.files[t as usize]
+            .cache
+            .read_batch(index, index + req, READ_BATCH)
+    }
+
+    /// Whether page `p` of job `t`'s file is still being read.
+    pub fn read_pending(&self, t: u32, p: u64) -> bool {
+        self.files[t as usize].cache.locked.contains(p)
+    }
+
+    /// A read of job `t` found page `index` missing (`page_cache_sync_ra()`), or
+    /// (`create`) readahead left it missing (`filemap_create_folio()`: that page
+    /// alone): the pages to read go to `out` as runs of at most `max_run`.
+    pub fn read_miss(
+        &mut self,
+        t: u32,
+        index: u64,
+        req: u64,
+        create: bool,
+        max_run: u64,
+        out: &mut Vec<(u64, u64)>,
+    ) {
+        let mut reads = Vec::new();
+        let file = &mut self.files[t as usize];
+        if create {
+            reads.push(RaRead {
+                index,
+                nr: 1,
+                lookahead: 0,
+            });
+        } else {
+            let bdi = Bdi {
+                ra_pages: file.ra_pages,
+                ..self.bdi
+            };
+            readahead::sync_ra(
+                self.mm.readahead,
+                &mut file.ra,
+                &file.cache.present,
+                bdi,
+                file.random,
+                index,
+                req,
+                &mut reads,
+            );
+        }
+        self.read_in(t, &reads, max_run, out);
+    }
+
+    /// The last page of a read's batch, `p`, carried `PG_readahead`: clear it and
+    /// start the next window (`filemap_readahead()` → `page_cache_async_ra()`); the
+    /// pages to read go to `out`.
+    pub fn read_marked(
+        &mut self,
+        t: u32,
+        p: u64,
+        req: u64,
+        max_run: u64,
+        out: &mut Vec<(u64, u64)>,
+    ) {
+        let file = &mut self.files[t as usize];
+        if !file.cache.take_mark(p) {
+            return;
+        }
+        let bdi = Bdi {
+            ra_pages: file.ra_pages,
+            ..self.bdi
+        };
+        let r = readahead::async_ra(
+            self.mm.readahead,
+            &mut file.ra,
+            &file.cache.present,
+            bdi,
+            p,
+            req,
+        );
+        self.read_in(t, r.as_slice(), max_run, out);
+    }
+
+    /// The pages of `reads` not cached yet join job `t`'s file, locked, charged to its
+    /// cgroup (`filemap_add_folio()`), as runs into `out`.
+    fn read_in(&mut self, t: u32, reads: &[RaRead], max_run: u64, out: &mut Vec<(u64, u64)>) {
+        let isize = self.isize_pages;
+        let file = &mut self.files[t as usize];
+        let cg = file.cgroup;
+        let added: u64 = reads
+            .iter()
+            .map(|&r| file.cache.alloc_for_read(r, isize, max_run, out))
+            .sum();
+        file.read_in += added;
+        if added > 0 {
+            self.memcg_walk(cg, |m| m.file += added);
+            self.charge_reclaim(cg);
+        }
+    }
+
+    /// A read of `n` pages from `first` of job `f`'s file completed: they are uptodate,
+    /// clean, and the oldest its cgroup's reclaim would drop next.
+    pub fn read_done(&mut self, f: u32, first: u64, n: u64) {
+        let file = &mut self.files[f as usize];
+        file.cache.locked.remove(first, n);
+        let m = &mut self.memcgs[file.cgroup as usize];
+        m.own_clean += n;
+        m.reads.push_back((f, first, n));
+    }
+
+    /// Whether page `p` of job `t`'s file is in the cache.
+    pub fn read_cached(&self, t: u32, p: u64) -> bool {
+        self.files[t as usize].cache.present.contains(p)
+    }
+
+    /// A read of `n` pages from `first` of job `f`'s file failed: they are not uptodate;
+    /// they leave the cache (uncharged) and a later read reads them again.
+    pub fn read_failed(&mut self, f: u32, first: u64, n: u64) {
+        let file = &mut self.files[f as usize];
+        file.cache.locked.remove(first, n);
+        let dropped = file.cache.present.remove(first, n);
+        file.cache.marks.retain(|&m| m < first || m >= first + n);
+        let cg = file.cgroup;
+        self.memcg_walk(cg, |m| m.file -= dropped);
+    }
+
+    /// Job `t`'s read ended at byte `pos` (`ra->prev_pos`), having asked for `asked`
+    /// pages of which `hits` were cached when it came to them.
+    pub fn read_ended(&mut self, t: u32, pos: u64, asked: u64, hits: u64) {
+        let file = &mut self.files[t as usize];
+        file.ra.prev_pos = pos;
+        file.read_asked += asked;
+        file.read_hits += hits;
     }
 
     /// The global `dirty_throttle_control`'s domain part (`domain_dirty_avail()`,
@@ -780,13 +1004,35 @@ impl Writeback {
         true
     }
 
-    /// `fsync()` of writer `t`'s file (`file_write_and_wait_range()`, `WB_SYNC_ALL`):
-    /// every dirty page goes under writeback, as runs of at most `max_run` pages into
-    /// `out`; the caller then waits for the file's writeback to end.
-    pub fn fsync(&mut self, now: u64, t: u32, max_run: u64, out: &mut Vec<(u32, u64, u64)>) {
+    /// `fsync()` of writer `t`'s file (`file_write_and_wait_range()`), or a
+    /// `sync_file_range()` of its pages `(first, n)` (`__filemap_fdatawrite_range()`):
+    /// every dirty page in the range goes under writeback, as runs of at most `max_run`
+    /// pages into `out`; the caller then waits for the range's writeback to end
+    /// ([`Writeback::writeback_in`]).
+    pub fn fsync(
+        &mut self,
+        now: u64,
+        t: u32,
+        (first, n): (u64, u64),
+        max_run: u64,
+        out: &mut Vec<(u32, u64, u64)>,
+    ) {
         let mut runs = Vec::new();
-        self.files[t as usize].dirty.take_all(max_run, &mut runs);
+        self.files[t as usize]
+            .dirty
+            .take_in(first, n, max_run, &mut runs);
         self.start_writeback(now, t, &runs, out);
+    }
+
+    /// Whether any of file `f`'s pages `(first, n)` is under writeback
+    /// (`__filemap_fdatawait_range()` would sleep).
+    /// `None`: the whole file.
+    pub fn writeback_in(&self, f: u32, pages: Option<(u64, u64)>) -> bool {
+        let file = &self.files[f as usize];
+        match pages {
+            None => file.writeback > 0,
+            Some((first, n)) => file.under_writeback.within(first, n).next().is_some(),
+        }
     }
 
     fn start_writeback(
@@ -827,6 +1073,9 @@ impl Writeback {
             m.dirty -= n;
             m.writeback += n;
         });
+        for &(p, k) in runs {
+            self.files[f as usize].under_writeback.mark(p, k);
+        }
         out.extend(runs.iter().map(|&(p, k)| (f, p, k)));
         // do_writepages(): a bandwidth update now and then under constant writeback
         if self.wbs[cg as usize].bw.bw_time_stamp + limits::max_pause(hz) < now {
@@ -838,11 +1087,12 @@ impl Writeback {
     /// in the wb's share of the domain's completions (`__wb_writeout_add()`). True when
     /// the file has no more pages under writeback (`wb_inode_writeback_end()`: the
     /// pipeline then updates the bandwidth `BANDWIDTH_INTERVAL` later).
-    pub fn end_writeback(&mut self, now: u64, f: u32, n: u64) -> bool {
+    pub fn end_writeback(&mut self, now: u64, f: u32, (first, n): (u64, u64)) -> bool {
         let hz = self.hz;
         let file = &mut self.files[f as usize];
         let cg = file.cgroup;
         file.writeback -= n;
+        file.under_writeback.remove(first, n);
         let file_done = file.writeback == 0;
         let wb = &mut self.wbs[cg as usize];
         wb.writeback -= n;
@@ -918,6 +1168,28 @@ pub fn summary(
             crate::sim::time_text(paused(cg)),
         );
     }
+    // the readers, per cgroup: what they asked, found and read in
+    let mut reads: Vec<(u32, u64, u64, u64)> = Vec::new();
+    for f in w.files.iter().filter(|f| f.read_asked > 0) {
+        match reads.iter_mut().find(|r| r.0 == f.cgroup) {
+            Some(r) => {
+                r.1 += f.read_asked;
+                r.2 += f.read_hits;
+                r.3 += f.read_in;
+            }
+            None => reads.push((f.cgroup, f.read_asked, f.read_hits, f.read_in)),
+        }
+    }
+    for (cg, asked, hits, read_in) in reads {
+        s += &format!(
+            "  {}: read {:.1} MiB, {:.1}% of it found in the page cache (read ahead, or left \
+             by earlier I/O); {:.1} MiB read in from the device\n",
+            cgroup_name(cg),
+            mib(asked),
+            hits as f64 * 100.0 / asked as f64,
+            mib(read_in),
+        );
+    }
     if let Some(t) = clean_at {
         s += &format!(
             "  the last page reached the device at {:.3} s, {:.3} s after the writers ended \
@@ -961,7 +1233,59 @@ mod tests {
             writers: vec![1],
             one_cpu: true,
             jiffies0: 1000,
+            mm: readahead::behaviour_for("6.12", &[]).unwrap(),
+            bdi: Bdi {
+                ra_pages: readahead::VM_READAHEAD_PAGES,
+                io_pages: 256,
+            },
+            isize_pages: 1 << 20,
+            advice: vec![Fadvise::Sequential],
         })
+    }
+
+    #[test]
+    fn a_read_charges_its_cgroup_and_reclaim_drops_the_oldest_reads() {
+        // 1 MiB of memory.max: 256 pages
+        let mut w = one_writer(1 << 30, Some(1 << 20));
+        let mut runs = Vec::new();
+        // a miss at the file's start: the initial window, 4 pages for a 1-page read
+        w.read_miss(0, 0, 1, false, 256, &mut runs);
+        assert_eq!(runs, vec![(0, 4)]);
+        assert_eq!(w.read_batch(0, 0, 1), 1, "present, still being read");
+        assert!(w.read_pending(0, 0));
+        w.read_done(0, 0, 4);
+        assert!(!w.read_pending(0, 0));
+        // then 300 pages more: past memory.max, the first read goes first
+        runs.clear();
+        w.read_in(
+            0,
+            &[RaRead {
+                index: 100,
+                nr: 300,
+                lookahead: 0,
+            }],
+            256,
+            &mut runs,
+        );
+        w.read_done(0, 100, 300);
+        assert_eq!(runs, vec![(100, 256), (356, 44)]);
+        runs.clear();
+        w.read_in(
+            0,
+            &[RaRead {
+                index: 1000,
+                nr: 1,
+                lookahead: 0,
+            }],
+            256,
+            &mut runs,
+        );
+        assert_eq!(w.read_batch(0, 0, 1), 0, "the oldest pages were dropped");
+        assert!(
+            w.memcgs[1].file <= 256,
+            "{} pages charged",
+            w.memcgs[1].file
+        );
     }
 
     #[test]
@@ -1001,8 +1325,8 @@ mod tests {
             while w.next_chunk(now, 1, WorkKind::Background, 256, &mut out) {
                 chunks += 1;
             }
-            for &(f, _, n) in &out {
-                w.end_writeback(now + 10, f, n);
+            for &(f, p, n) in &out {
+                w.end_writeback(now + 10, f, (p, n));
             }
             chunks
         };

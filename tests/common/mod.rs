@@ -228,6 +228,32 @@ pub fn as_validate_simulates_variant(
     as_validate_simulates_seed(name, variant, release, None)
 }
 
+/// `name`'s variant `v` as `validate` simulates it on `release`, its first job's MiB/s
+/// checked against the real `real_bw` (the ratio within `band`) and its clat median
+/// against the real `real_p50` µs (within `p50_tol`, a fraction); the run, for more.
+pub fn validate_run_next_to_real(
+    name: &str,
+    v: &str,
+    release: &str,
+    (real_bw, band): (f64, std::ops::Range<f64>),
+    (real_p50, p50_tol): (f64, f64),
+) -> blkcg_sim::run::VariantRun {
+    let run = as_validate_simulates_variant(name, Some(v), release);
+    let s = &run.summaries[0];
+    let ratio = s.mib_s / real_bw;
+    assert!(
+        band.contains(&ratio),
+        "{release} {v}: {:.1} MiB/s, real {real_bw}",
+        s.mib_s
+    );
+    let p50 = s.pct(50.0).unwrap() * 1000.0;
+    assert!(
+        (p50 / real_p50 - 1.0).abs() < p50_tol,
+        "{release} {v}: clat p50 {p50:.2} µs, real {real_p50}"
+    );
+    run
+}
+
 /// [`as_validate_simulates_variant`] with `seed` in place of the scenario's
 /// (`validate --runs N` simulates seeds from the scenario's on).
 pub fn as_validate_simulates_seed(

@@ -49,12 +49,14 @@ const BIO_MAX_BYTES: u64 = 256 * 4096;
 
 use crate::blkcg::ioprio::{Ioprio, IoprioClass, task_ioprio};
 use crate::scenario::host::HostCosts;
+use crate::sim::bio::req;
 use crate::sim::engine::{Pipeline, Stage};
 use crate::sim::fio::stats::{ErrorStats, JobStats};
 use crate::sim::inline_deque::InlineDeque;
 use crate::sim::prefetch::{prefetch, prefetch_span};
 use crate::sim::timebins::TimeBins;
 use crate::sim::{Bio, Dir, Event, IoErr, NSEC_PER_MSEC, Ns, SimRng};
+use crate::workload::fio::SyncFileRange;
 use crate::workload::job::{BsGen, JobParams, OffsetGen, RateDecision, RateState, RwMix};
 use crate::writeback::limits::PAGE_SIZE;
 
@@ -81,6 +83,8 @@ pub(super) enum IoKind {
     /// Pages of a job's file under writeback (`crate::sim::writeback`), from its
     /// wb's flusher or its own `fsync()`: `job` is the file's job.
     Writeback,
+    /// Pages of a job's file its buffered read reads in (`crate::sim::readahead`).
+    Readahead,
 }
 
 /// One fio I/O unit in flight.
@@ -141,6 +145,16 @@ pub(super) enum Phase {
     Fsync(bool),
     /// `fsync()`: waiting for the file's writeback to end.
     FsyncWait(bool),
+    /// A buffered read (`read()` without O_DIRECT): the next batch of cached pages
+    /// (`crate::sim::readahead`).
+    ReadBatch(u32),
+    /// Its call submits the readahead bios it started; true: then looks again, false:
+    /// then waits for the batch.
+    ReadSubmit(u32, bool),
+    /// Sleeping on the lock of the batch's last page, still being read.
+    ReadWait(u32),
+    /// The batch's copy to the user is being paid for.
+    ReadCopy(u32),
 }
 
 /// A buffered writer's state: where its write is, its sync rule's counters, how long
@@ -156,11 +170,83 @@ pub(super) struct BufState {
     pub(super) write_issues: u64,
     /// The last I/O to complete was a sync (fio's `last_was_sync`).
     pub(super) last_was_sync: bool,
-    /// The sync in progress started here; its dirty pages are out.
+    /// The sync in progress: what it writes and waits for, when it began, how far
+    /// it got.
+    pub(super) sync: SyncCall,
     pub(super) sync_start: Ns,
-    pub(super) fsync_started: bool,
+    pub(super) sync_stage: SyncStage,
+    /// The bytes its writes covered since its last sync (fio's `first_write`,
+    /// `last_write`, set in `io_completed()`): a `sync_file_range()`'s range.
+    pub(super) written: Option<(u64, u64)>,
     /// Time paused in `balance_dirty_pages()`.
     pub(super) paused: Ns,
+    /// A buffered read (`crate::sim::readahead`): misses tried at its position (a
+    /// readahead, then the page alone), and pages it found cached.
+    pub(super) read_missed: u8,
+    pub(super) read_hits: u64,
+    /// When it began to sleep on a page being read.
+    pub(super) read_wait_from: Ns,
+    /// A read of a page it needs failed: the next miss reads that page alone.
+    pub(super) read_err: Option<IoErr>,
+}
+
+/// A sync a buffered job makes between its writes (`crate::sim::writeback`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) enum SyncCall {
+    /// `fsync()` / `fdatasync()` (one call on a block device: `blkdev_fsync()`).
+    #[default]
+    Fsync,
+    /// `sync_file_range()` of pages `(first, n)`, with its `SYNC_FILE_RANGE_*` flags.
+    FileRange { pages: (u64, u64), flags: u8 },
+}
+
+impl SyncCall {
+    /// The pages it writes and waits for; `None`: the whole file.
+    pub(super) fn pages(self) -> Option<(u64, u64)> {
+        match self {
+            SyncCall::Fsync => None,
+            SyncCall::FileRange { pages, .. } => Some(pages),
+        }
+    }
+
+    fn has(self, flag: u8) -> bool {
+        match self {
+            SyncCall::Fsync => flag & (SyncFileRange::WRITE | SyncFileRange::WAIT_AFTER) != 0,
+            SyncCall::FileRange { flags, .. } => flags & flag != 0,
+        }
+    }
+
+    pub(super) fn waits_before(self) -> bool {
+        self.has(SyncFileRange::WAIT_BEFORE)
+    }
+
+    pub(super) fn writes(self) -> bool {
+        self.has(SyncFileRange::WRITE)
+    }
+
+    pub(super) fn waits_after(self) -> bool {
+        self.has(SyncFileRange::WAIT_AFTER)
+    }
+
+    /// Its bios' flags: `REQ_SYNC` for `WB_SYNC_ALL` (`wbc_to_write_flags()`), which
+    /// `sync_file_range()` asks for only with all three flags.
+    pub(super) fn opf(self) -> u8 {
+        match self {
+            SyncCall::FileRange { flags, .. } if flags != SyncFileRange::WRITE_AND_WAIT => 0,
+            _ => req::SYNC,
+        }
+    }
+}
+
+/// How far the sync in progress got.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) enum SyncStage {
+    #[default]
+    Begun,
+    /// Waiting for the range's writeback before writing (`SYNC_FILE_RANGE_WAIT_BEFORE`).
+    WaitingBefore,
+    /// Its dirty pages are out, their bios being submitted.
+    Writing,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -474,9 +560,10 @@ impl Pipeline {
     #[inline(always)]
     pub(super) fn piece_done(&mut self, io: u32, err: Option<IoErr>) {
         let iou = &mut self.ios[io as usize];
-        if iou.kind == IoKind::Writeback {
-            self.writeback_piece_done(io, err);
-            return;
+        match iou.kind {
+            IoKind::Fio => {}
+            IoKind::Writeback => return self.writeback_piece_done(io, err),
+            IoKind::Readahead => return self.readahead_piece_done(io, err),
         }
         if let (Some(e), IoRes::Full) = (err, iou.res) {
             iou.res = IoRes::Err(e);
@@ -601,6 +688,13 @@ impl Pipeline {
                     self.fsync_step(j);
                     return;
                 }
+                Phase::ReadBatch(_)
+                | Phase::ReadSubmit(..)
+                | Phase::ReadWait(_)
+                | Phase::ReadCopy(_) => {
+                    self.buffered_read_step(j);
+                    return;
+                }
                 Phase::Sleeping(resume) => {
                     job.phase = match resume {
                         Resume::Loop => Phase::Loop,
@@ -614,10 +708,11 @@ impl Pipeline {
                         job.phase = Phase::Drain;
                         continue;
                     }
-                    if self.sync_due(j) {
-                        // get_rw_ddir(): DDIR_SYNC, run inline (fio 3.33's psync and
-                        // libaio alike)
+                    if let Some(call) = self.sync_due(j) {
+                        // get_rw_ddir(): DDIR_SYNC (or _DATASYNC, _SYNC_FILE_RANGE), run
+                        // inline (fio 3.33's psync and libaio alike)
                         let job = &mut self.jobs[j as usize];
+                        job.buf.sync = call;
                         job.buf.sync_start = now;
                         job.phase = Phase::Fsync(false);
                         self.run_for(j, self.host.sync_submit_ns);
@@ -692,6 +787,20 @@ impl Pipeline {
                     }
                     // the pipeline's own line first: a run without a page cache
                     // never reads the job's cold `buffered`
+                    if self.wb.is_some()
+                        && dir == Dir::Read
+                        && job.p.buffered.is_some()
+                        && !self.dead
+                    {
+                        // a buffered read: from the page cache (crate::sim::readahead);
+                        // the call itself first
+                        job.buf.next = offset / PAGE_SIZE;
+                        job.buf.end = (offset + bytes).div_ceil(PAGE_SIZE);
+                        job.buf.chunk = 0;
+                        job.phase = Phase::ReadCopy(io);
+                        self.run_for(j, self.host.read_call_ns);
+                        return;
+                    }
                     if self.wb.is_some()
                         && dir == Dir::Write
                         && job.p.buffered.is_some()
@@ -807,6 +916,7 @@ impl Pipeline {
                     if end_fsync && job.buf.write_issues > 0 && !job.stopped && self.wb.is_some() {
                         // do_io()'s end: fio_io_sync(), inside the runtime, in no
                         // statistic
+                        job.buf.sync = SyncCall::Fsync;
                         job.phase = Phase::Fsync(true);
                         self.run_for(j, self.host.sync_submit_ns);
                         return;
@@ -1054,6 +1164,14 @@ impl Pipeline {
                 job.blocks_counter += 1;
             }
             job.buf.last_was_sync = false;
+            if failed.is_none() && dir == Dir::Write && self.wb.is_some() {
+                let (lo, hi) = (iou.offset, iou.offset + iou.bytes);
+                job.buf.written = Some(
+                    job.buf
+                        .written
+                        .map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))),
+                );
+            }
             if let Some((e, site)) = failed {
                 if logging {
                     job.stats.add_error(dir);

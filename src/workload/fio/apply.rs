@@ -9,8 +9,8 @@
 use super::known::{fio_flag, fio_knows};
 use super::units::{self, SizeOrPct};
 use super::{
-    BsSplit, IoEngine, JobSpec, NsRange, RandomDist, RateProcess, RwMode, RwSuffix, SubmitMode,
-    ThinkBlocksType, UnifiedRw,
+    BsSplit, FadviseHint, IoEngine, JobSpec, NsRange, RandomDist, RateProcess, RwMode, RwSuffix,
+    SubmitMode, SyncFileRange, ThinkBlocksType, UnifiedRw,
 };
 use crate::sim::Ns;
 
@@ -91,6 +91,27 @@ fn one_of<T: Copy>(v: &str, table: &[(&str, T)]) -> Result<T, String> {
             let names: Vec<&str> = table.iter().map(|(k, _)| *k).collect();
             format!("`{v}` is not valid; accepted: {}", names.join(", "))
         })
+}
+
+/// `sync_file_range=wait_before,write,wait_after:N` (fio's `str_sfr_cb()`: N
+/// defaults to 1; fio divides by it, so 0 is refused).
+fn sync_file_range(v: &str, kb: u64, notes: &mut Vec<String>) -> Result<SyncFileRange, String> {
+    let (names, every) = match v.split_once(':') {
+        Some((names, n)) => (names, u32v(n, kb, notes, 1, u32::MAX)?),
+        None => (v, 1),
+    };
+    let mut flags = 0;
+    for name in names.split(',') {
+        flags |= one_of(
+            name.trim(),
+            &[
+                ("wait_before", SyncFileRange::WAIT_BEFORE),
+                ("write", SyncFileRange::WRITE),
+                ("wait_after", SyncFileRange::WAIT_AFTER),
+            ],
+        )?;
+    }
+    Ok(SyncFileRange { flags, every })
 }
 
 /// Time option → Ns. `seconds` = bare numbers are seconds (else µs).
@@ -486,6 +507,20 @@ pub(super) fn apply(
         "fsync" => spec.fsync = u32v(v, kb, notes, 0, u32::MAX)?,
         "fdatasync" => spec.fdatasync = u32v(v, kb, notes, 0, u32::MAX)?,
         "end_fsync" => spec.end_fsync = bool01(v)?,
+        "sync_file_range" => spec.sync_file_range = Some(sync_file_range(v, kb, notes)?),
+        "invalidate" => spec.invalidate = bool01(v)?,
+        "fadvise_hint" => {
+            spec.fadvise_hint = one_of(
+                v,
+                &[
+                    ("0", FadviseHint::None),
+                    ("1", FadviseHint::Pattern),
+                    ("random", FadviseHint::Random),
+                    ("sequential", FadviseHint::Sequential),
+                    ("noreuse", FadviseHint::Noreuse),
+                ],
+            )?
+        }
         "size" => spec.size = unless_zero(units::size_or_pct(v, kb, notes)?),
         "filesize" => spec.filesize = Some(units::size_range(v, kb, notes)?),
         "offset" => spec.offset = units::size_or_pct(v, kb, notes)?,

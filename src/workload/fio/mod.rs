@@ -239,6 +239,40 @@ pub enum UnifiedRw {
     Both,
 }
 
+/// `fadvise_hint=`: what fio tells the kernel of a file when it opens it
+/// (`td_io_open_file()`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FadviseHint {
+    /// `0`: nothing.
+    None,
+    /// `1` (default): `POSIX_FADV_RANDOM` for a random job, else
+    /// `POSIX_FADV_SEQUENTIAL`.
+    Pattern,
+    Random,
+    Sequential,
+    /// `POSIX_FADV_NOREUSE`: no effect on readahead.
+    Noreuse,
+}
+
+/// `sync_file_range=wait_before,write,wait_after:N`: the `SYNC_FILE_RANGE_*` flags
+/// (`include/uapi/linux/fs.h`) and fio's `sync_file_range_nr`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SyncFileRange {
+    /// The bits of [`SyncFileRange::WAIT_BEFORE`], [`SyncFileRange::WRITE`],
+    /// [`SyncFileRange::WAIT_AFTER`].
+    pub flags: u8,
+    /// After every this many writes issued (at least 1).
+    pub every: u32,
+}
+
+impl SyncFileRange {
+    pub const WAIT_BEFORE: u8 = 1;
+    pub const WRITE: u8 = 2;
+    pub const WAIT_AFTER: u8 = 4;
+    /// `SYNC_FILE_RANGE_WRITE_AND_WAIT`: the three together write as `WB_SYNC_ALL`.
+    pub const WRITE_AND_WAIT: u8 = 7;
+}
+
 /// `io_submit_mode=`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SubmitMode {
@@ -310,6 +344,14 @@ pub struct JobSpec {
     pub fdatasync: u32,
     /// `end_fsync`: sync the file when the job's writes are done.
     pub end_fsync: bool,
+    /// `sync_file_range=flags:N`: a `sync_file_range()` of the range written since
+    /// the last sync, after every N writes issued.
+    pub sync_file_range: Option<SyncFileRange>,
+    /// `fadvise_hint`, default `1` (by the I/O pattern).
+    pub fadvise_hint: FadviseHint,
+    /// `invalidate`, default 1: drop the file's page cache when fio opens it (a block
+    /// device: `BLKFLSBUF`).
+    pub invalidate: bool,
     /// `size`: total bytes (or % of device) this job does per loop; `None` = whole
     /// file/device (`size=0` too, as in fio).
     pub size: Option<SizeOrPct>,
@@ -435,6 +477,20 @@ pub const DEFAULT_PERCENTILES: [f64; 17] = [
     99.99,
 ];
 
+impl JobSpec {
+    /// What the kernel makes of the job's `fadvise_hint` (`generic_fadvise()`).
+    pub fn fadvise(&self) -> crate::writeback::readahead::Fadvise {
+        use crate::writeback::readahead::Fadvise;
+        match self.fadvise_hint {
+            FadviseHint::None | FadviseHint::Noreuse => Fadvise::Normal,
+            FadviseHint::Random => Fadvise::Random,
+            FadviseHint::Sequential => Fadvise::Sequential,
+            FadviseHint::Pattern if self.rw.is_random() => Fadvise::Random,
+            FadviseHint::Pattern => Fadvise::Sequential,
+        }
+    }
+}
+
 impl Default for JobSpec {
     fn default() -> Self {
         JobSpec {
@@ -461,6 +517,9 @@ impl Default for JobSpec {
             fsync: 0,
             fdatasync: 0,
             end_fsync: false,
+            sync_file_range: None,
+            fadvise_hint: FadviseHint::Pattern,
+            invalidate: true,
             size: None,
             filesize: None,
             offset: SizeOrPct::Bytes(0),
