@@ -28,6 +28,8 @@ Controllers and the elevator, each where Linux calls it:\
 \n  blk-ioprio     io.prio.class (and fio's prio, prioclass, cmdprio)\
 \n  wbt            writeback throttling of buffered writes: [device] wbt_lat_usec\
 \n  mq-deadline    the I/O scheduler: [device] scheduler = \"mq-deadline\" (or \"none\"), \
+[device.iosched] for its queue/iosched files\
+\n  bfq            the I/O scheduler with weights: [device] scheduler = \"bfq\", io.bfq.weight, \
 [device.iosched] for its queue/iosched files\n\n\
 Device models, [device] model = ...:\
 \n  nullb          null_blk as configured through configfs\
@@ -103,12 +105,14 @@ enum Cmd {
     /// (io.pressure: every cgroup's, as the file reads at the end) and,
     /// with a controller on, its timeline: throttle.csv (blk-throttle), timeline.csv,
     /// iocost_monitor.txt and iocost_monitor.json (blk-iocost), iolatency.csv
-    /// (blk-iolatency), deadline.csv (mq-deadline), writeback.csv (the page cache) and
+    /// (blk-iolatency), deadline.csv (mq-deadline), bfq.csv (BFQ), writeback.csv (the
+    /// page cache) and
     /// wbt.csv (writeback throttling) with buffered writers, pressure.csv (each
     /// cgroup's io.pressure every 2 s, from its first stall); trace.txt with --trace; plus
     /// pictures as PNG and SVG: jobs (each job's IOPS and latency over time), clat
     /// (percentiles), iostat, iocost (vrate, busy_level and hweights over the jobs),
-    /// iolatency (windows, depths), deadline (the priority levels' queues), writeback
+    /// iolatency (windows, depths), deadline (the priority levels' queues), bfq (each
+    /// group's share and the idling), writeback
     /// (dirty pages, thresholds, rates), wbt (its limits, windows and steps) and
     /// pressure (each cgroup's io.pressure avg10).
     /// With several variants or kernels the summary ends with an A/B table: each job's

@@ -306,7 +306,7 @@ fn bad_keys_name_the_key() {
     assert_eq!(e.key, "device.completion_nsecs");
     assert!(e.msg.contains("completion_nsec"));
     assert_eq!(
-        err("model='nullb'\nscheduler='bfq'").key,
+        err("model='nullb'\nscheduler='kyber'").key,
         "device.scheduler"
     );
     assert_eq!(err("model='floppy'").key, "device.model");

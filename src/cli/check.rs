@@ -99,6 +99,14 @@ fn listing(
             },
             w.file.name()
         )?;
+        if let Some(n) = systemd_io_weight(w.file.name(), &w.line) {
+            writeln!(
+                out,
+                "  {:>15}  (systemd's IOWeight={n} writes io.bfq.weight \"{}\" and io.weight \"default {n}\")",
+                "",
+                crate::sched::bfq::weight::systemd_bfq_weight(n)
+            )?;
+        }
     }
     for w in &r.device_writes {
         writeln!(out, "  at {:>12} ns  {}", w.at, device_echo(w, &l.name))?;
@@ -123,6 +131,15 @@ fn listing(
         writeln!(out, "  warning: {w}")?;
     }
     Ok(())
+}
+
+/// The `IOWeight=` a default-weight write of `io.weight` is (`N`, `default N`).
+fn systemd_io_weight(file: &str, line: &str) -> Option<u64> {
+    if file != "io.weight" || line.contains(':') {
+        return None;
+    }
+    let t = line.trim();
+    t.strip_prefix("default").unwrap_or(t).trim().parse().ok()
 }
 
 /// One line of a variant's listing: its label in one column wide enough for every

@@ -304,6 +304,7 @@ fn build_pipeline(
         ..limits.clone()
     };
     let buffered = writes_buffered(&parts.params);
+    let task_ioprios: Vec<_> = parts.params.iter().map(|p| p.prio.task).collect();
     let mut pipe = Pipeline::new(parts.dev, parts.params, r.tree.len(), r.host, r.seed);
     pipe.set_duration(r.duration);
     pipe.set_blk_mq(parts.blk, r.kernel.hz);
@@ -330,7 +331,7 @@ fn build_pipeline(
         buffered,
         parts.trace_on,
     );
-    stack.elevator = parts.elevator;
+    set_elevator(&mut stack, parts.elevator, &r.tree, &task_ioprios);
     pipe.set_stack(stack);
     if pipe.limits().nr_requests != limits.nr_requests {
         pipe.resize_driver_tags(limits.nr_requests);
@@ -447,17 +448,35 @@ pub fn prepare(
     // the queue's nr_requests before `[device] nr_requests` was written: the default
     // blk_mq_init_sched() gave the scheduler
     let nr_before = crate::sched::nr_requests::default_nr_requests(true, limits.hw_queue_depth);
-    let (elevator, scheduler) =
-        crate::sched::build(scheduler, iosched, &r.kernel, nr_requests, nr_before).map_err(
-            |e| {
-                let table = if e.key.starts_with("device.") {
-                    "device"
-                } else {
-                    "kernel"
-                };
-                located(&[table], &e)
-            },
-        )?;
+    let scheduler_name = scheduler;
+    let build_elevator = || {
+        crate::sched::build(
+            scheduler_name,
+            iosched,
+            &r.kernel,
+            limits.rotational,
+            nr_requests,
+            nr_before,
+        )
+        .map_err(|e| {
+            let table = if e.key.starts_with("device.") {
+                "device"
+            } else {
+                "kernel"
+            };
+            located(&[table], &e)
+        })
+    };
+    let (elevator, scheduler) = build_elevator()?;
+    // the elevator's cgroup writes are checked on one of its own, as the policies'
+    let scratch_elevator = build_elevator()?.0;
+    if let Some(c) = crate::stack::registry::ELEVATORS
+        .iter()
+        .find(|e| e.name == scheduler_name)
+        .and_then(|e| e.caveat)
+    {
+        warnings.push(c.to_string());
+    }
     let devs = DeviceTable {
         disks: vec![(limits.major, limits.minor)],
     };
@@ -640,6 +659,8 @@ pub fn prepare(
     // kernel refuses is an error now, not a surprise at its time
     let buffered = writes_buffered(&params);
     let mut scratch_stack = build_stack(POLICIES, &r, &setups, &tree, &q_limits, buffered, false);
+    let task_ioprios: Vec<_> = params.iter().map(|p| p.prio.task).collect();
+    set_elevator(&mut scratch_stack, scratch_elevator, &tree, &task_ioprios);
     let mut scratch = EventQueue::new();
     for w in in_time_order(&r) {
         let now = scratch.now();
@@ -674,6 +695,21 @@ pub fn prepare(
         scheduler,
         assumed,
     })
+}
+
+/// The run's elevator into `stack`, told the cgroup tree and the tasks' I/O
+/// priorities before any request (`Elevator::attach`).
+fn set_elevator(
+    stack: &mut crate::stack::Stack,
+    elevator: Option<Box<dyn Elevator>>,
+    tree: &crate::blkcg::CgroupTree,
+    task_ioprios: &[Option<crate::blkcg::ioprio::Ioprio>],
+) {
+    stack.elevator = elevator;
+    if let Some(e) = stack.elevator.as_mut() {
+        let parents: Vec<Option<u32>> = (0..tree.len() as u32).map(|cg| tree.parent(cg)).collect();
+        e.attach(&parents, task_ioprios);
+    }
 }
 
 /// Build and run one variant (None: the scenario without variants), with progress

@@ -40,6 +40,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/example-buffered-iomax.toml"),
     ),
     (
+        "example-bfq-weights",
+        include_str!("../../scenarios/example-bfq-weights.toml"),
+    ),
+    (
         "example-wbt",
         include_str!("../../scenarios/example-wbt.toml"),
     ),
@@ -78,6 +82,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "validate-buffered-read",
         include_str!("../../scenarios/validate-buffered-read.toml"),
+    ),
+    (
+        "validate-bfq",
+        include_str!("../../scenarios/validate-bfq.toml"),
     ),
     (
         "validate-iomax-riops",

@@ -3,6 +3,9 @@
 //! its `queue/iosched/` files as `[device.iosched]` keys.
 //!
 //! - `none` is no elevator at all (`q->elevator` NULL: the stack issues directly);
+//! - `bfq/` — BFQ with its cgroup side (`io.bfq.weight`): B-WF2Q+ over the cgroups'
+//!   groups and the tasks' queues, budgets, idling, weight raising
+//!   (`block/bfq-*.c`); `bfq/elevator.rs` plugs it into the stack;
 //! - `mq_deadline/` — mq-deadline with its three priority levels, batching, expiry,
 //!   `writes_starved`, `async_depth` (`block/mq-deadline.c`): the scheduler itself is
 //!   self-contained (requests and jiffies in, the next request out);
@@ -14,6 +17,7 @@
 //! version preset and each elevator's switches) through its registry entry
 //! (`crate::stack::registry::ELEVATORS`), and says what `check` prints of it.
 
+pub mod bfq;
 pub mod mq_deadline;
 pub mod nr_requests;
 
@@ -31,6 +35,7 @@ pub fn build(
     scheduler: &str,
     iosched: Option<&toml::Table>,
     k: &KernelSettings,
+    rotational: bool,
     nr_requests: u32,
     nr_requests_before: u32,
 ) -> Result<(Option<Box<dyn Elevator>>, String), KeyError> {
@@ -54,7 +59,12 @@ pub fn build(
         }
         return Ok((None, "none".to_string()));
     };
-    let e = setups[i].build(nr_requests, nr_requests_before, &iosched_writes(iosched)?)?;
+    let e = setups[i].build(
+        rotational,
+        nr_requests,
+        nr_requests_before,
+        &iosched_writes(iosched)?,
+    )?;
     let nr = e.nr_requests().map(|n| format!(" nr_requests={n}"));
     let shown = format!(
         "{}{} {}",
@@ -101,7 +111,7 @@ mod tests {
             version: version.to_string(),
             ..KernelSettings::default()
         };
-        build("mq-deadline", None, &k, nr_requests, before)
+        build("mq-deadline", None, &k, false, nr_requests, before)
             .unwrap()
             .0
             .unwrap()

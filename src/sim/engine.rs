@@ -124,7 +124,7 @@ use crate::sim::writeback::PageCache;
 use crate::sim::{
     BioId, BioSlab, Dir, Event, EventQueue, IoErr, NO_BIO, NSEC_PER_MSEC, NSEC_PER_SEC, Ns,
 };
-use crate::stack::{PolicyId, Recorder, Request, Stack};
+use crate::stack::{FLUSHER, PolicyId, Recorder, Request, Stack};
 use crate::workload::job::JobParams;
 
 /// Where a bio is on its way down; declared in pipeline order.
@@ -1497,6 +1497,13 @@ impl Pipeline {
     #[inline(always)]
     pub(super) fn request(&self, tag: u32, slot: RqSlot) -> Request {
         let bio = self.bios.get(slot.bio);
+        let sync = bio.dir == Dir::Read || bio.opf & crate::sim::bio::req::SYNC != 0;
+        // a flusher's writeback is its kworker's; an fsync's, a readahead's and a
+        // fio I/O's their job's
+        let task = match self.ios.get(bio.io as usize) {
+            Some(iou) if iou.kind != IoKind::Writeback || sync => iou.job,
+            _ => FLUSHER,
+        };
         Request {
             tag,
             bio: slot.bio,
@@ -1507,6 +1514,8 @@ impl Pipeline {
             alloc_time: slot.alloc,
             start_time: slot.start,
             ioprio: bio.ioprio,
+            task,
+            sync,
         }
     }
 
@@ -1629,7 +1638,7 @@ impl Pipeline {
             }
             self.scratch_bios = woken;
             if let Some(e) = self.stack.elevator.as_mut() {
-                e.completed_request(&rq, now);
+                e.completed_request(&rq, now, &mut self.q);
             }
         }
         // the bios merged behind the first: their fio I/Os end after its
@@ -1706,7 +1715,7 @@ impl Pipeline {
         let now = self.q.now();
         self.rqs[tag as usize] = None;
         if let Some(e) = self.stack.elevator.as_mut() {
-            e.completed_request(gone, now);
+            e.completed_request(gone, now, &mut self.q);
         }
         let mut woken_at: Vec<(BioId, usize)> = Vec::new();
         if self.stack.rq_qos_ops.done {

@@ -30,6 +30,7 @@
 //! (mq-deadline, BFQ: their own issues implement [`Elevator`]).
 
 use crate::blkcg::ioprio::Ioprio;
+use crate::blkcg::{DeviceTable, KernelError};
 use crate::sim::sbitmap::Shallow;
 use crate::sim::{BioId, Dir, EventQueue, Ns};
 use crate::stack::{PolicyId, Recorder};
@@ -53,7 +54,15 @@ pub struct Request {
     pub start_time: Ns,
     /// `req_get_ioprio()`: its bio's priority.
     pub ioprio: Ioprio,
+    /// The task that submitted it (its io context): a job's index, or [`FLUSHER`]
+    /// for writeback a flusher issued.
+    pub task: u32,
+    /// `op_is_sync()`: a read, or a write with `REQ_SYNC`.
+    pub sync: bool,
 }
+
+/// [`Request::task`] of the flushers' writeback (a kworker's io context).
+pub const FLUSHER: u32 = u32::MAX;
 
 /// An I/O scheduler (`struct elevator_mq_ops`).
 pub trait Elevator: Send {
@@ -65,6 +74,26 @@ pub trait Elevator: Send {
     /// Its timer fired with `token` (an event it pushed); the pipeline then runs the
     /// queue (`blk_mq_run_hw_queue()`), as an elevator's timer does in the kernel.
     fn on_timer(&mut self, _now: Ns, _token: u64, _q: &mut EventQueue) {}
+    /// The run's cgroup tree (each cgroup's parent) and its tasks' io contexts' I/O
+    /// priorities (`ioprio_set()`, by task), once, before any request: what an
+    /// elevator with a cgroup side (BFQ) builds its groups and queues from.
+    fn attach(&mut self, _cgroup_parents: &[Option<u32>], _task_ioprios: &[Option<Ioprio>]) {}
+    /// `echo line > file` in cgroup `cg` (0 = root) at `now`, `file` one of its
+    /// registry entry's cgroup files; the kernel's errno if it refuses.
+    fn write(
+        &mut self,
+        _now: Ns,
+        file: &str,
+        _cg: u32,
+        _line: &str,
+        _devs: &DeviceTable,
+        _q: &mut EventQueue,
+    ) -> Result<(), KernelError> {
+        Err(KernelError::new(
+            crate::blkcg::Errno::ENOENT,
+            format!("{} has no cgroup file {file}", self.name()),
+        ))
+    }
     /// `limit_depth`: how the tag allocation of a request in direction `dir` is limited
     /// (`shallow_depth`, and how sbitmap reads it); None for all of the tags.
     fn limit_depth(&self, _dir: Dir) -> Option<Shallow> {
@@ -109,8 +138,8 @@ pub trait Elevator: Send {
     fn former_request(&self, _tag: u32) -> Option<u32> {
         None
     }
-    /// `completed_request`: `rq` completed at `now`.
-    fn completed_request(&mut self, _rq: &Request, _now: Ns) {}
+    /// `completed_request`: `rq` completed at `now` (a timer it arms goes in `q`).
+    fn completed_request(&mut self, _rq: &Request, _now: Ns, _q: &mut EventQueue) {}
     /// Every sample tick (100 ms): take the rows it keeps per tick.
     fn sample(&mut self, _now: Ns) {}
     /// Hand the rows made since the last call to `rec`.

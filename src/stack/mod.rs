@@ -63,7 +63,7 @@ use std::any::Any;
 use crate::blkcg::{DeviceTable, KernelError};
 use crate::sim::iostat::IostatRow;
 use crate::sim::{Bio, BioId, BioSlab, EventQueue, Ns};
-pub use elevator::{Elevator, Request};
+pub use elevator::{Elevator, FLUSHER, Request};
 pub use registry::RqQosEntry;
 use registry::on_rq_qos_entry;
 pub use stream::{AnyRow, TimelineRow};
@@ -489,7 +489,16 @@ impl Stack {
         devs: &DeviceTable,
         q: &mut EventQueue,
     ) -> Result<(), String> {
-        let id = registry::cgroup_file(file).map(|(d, _)| d.id);
+        let owner = registry::cgroup_file(file).map(|(o, _)| o);
+        if let Some(def) = owner.and_then(|o| o.elevator) {
+            // an elevator's cgroup side: to the run's elevator if it is this one
+            return match self.elevator.as_mut().filter(|e| e.id() == def.id) {
+                Some(e) => e.write(now, file, cg, line, devs, q),
+                None => (def.write_elsewhere)(file, line, devs),
+            }
+            .map_err(|e| e.to_string());
+        }
+        let id = owner.map(|o| o.id);
         let p = self
             .policies_mut()
             .find(|p| Some(p.id()) == id)

@@ -40,7 +40,7 @@
 //! `check` prints each policy's [`PolicySetup::describe`] under its
 //! [`PolicySetup::label`].
 
-use crate::blkcg::CgroupTree;
+use crate::blkcg::{CgroupTree, DeviceTable, KernelError};
 use crate::device::QueueLimits;
 use crate::error::KeyError;
 use crate::kernel_version::KernelVersion;
@@ -211,21 +211,42 @@ pub struct ElevatorDef {
     pub kconfig: &'static [Kconfig],
     /// Its timelines.
     pub streams: &'static [&'static StreamDef],
+    /// Its cgroup files (its `struct blkcg_policy`'s, BFQ's `io.bfq.weight`): written
+    /// to the run's elevator when it is this one ([`Elevator::write`]).
+    pub files: &'static [CgroupFile],
+    /// A write of one of its files in a run whose disk uses another elevator: the
+    /// module is loaded, its cgroup side takes the line, and refuses what needs the
+    /// disk to use it.
+    pub write_elsewhere: fn(file: &str, line: &str, devs: &DeviceTable) -> Result<(), KernelError>,
+    /// What a run with it is told of how far the model is from the real kernel, while
+    /// it is (a warning on stderr and in the summary).
+    pub caveat: Option<&'static str>,
     /// Its configuration for kernel `k` (its switches), checked for every variant.
     pub configure: fn(k: &KernelSettings) -> Result<Box<dyn ElevatorSetup>, KeyError>,
+}
+
+/// Who owns a cgroup file: a policy or an elevator's cgroup side.
+#[derive(Clone, Copy)]
+pub struct FileOwner {
+    pub id: PolicyId,
+    /// The kernel config options it needs.
+    pub kconfig: &'static [Kconfig],
+    /// An elevator's: its definition.
+    pub elevator: Option<&'static ElevatorDef>,
 }
 
 /// An elevator configured for one variant, ready to build.
 pub trait ElevatorSetup: Send {
     /// Its switches as `check` prints them.
     fn describe(&self) -> String;
-    /// The elevator with `nr_requests` scheduler tags, its `queue/iosched/` files then
+    /// The elevator on a disk (`rotational`: `queue/rotational`) with `nr_requests` scheduler tags, its `queue/iosched/` files then
     /// written in order (`echo VALUE > queue/iosched/NAME`); a refused write is named
     /// by its key (`iosched.NAME`). `nr_requests_before` is what the queue had before
     /// `queue/nr_requests` was written (the scheduler's default; `nr_requests` if it
     /// was not): what an elevator's `depth_updated()` read before 7d337eef4aff.
     fn build(
         &self,
+        rotational: bool,
         nr_requests: u32,
         nr_requests_before: u32,
         iosched: &[(String, String)],
@@ -295,19 +316,44 @@ registry! {
     }
     elevators {
         crate::sched::mq_deadline::elevator::ELEVATOR;
+        crate::sched::bfq::elevator::ELEVATOR;
     }
 }
 
-/// The cgroup file `name`, with the policy that owns it.
-pub fn cgroup_file(name: &str) -> Option<(&'static PolicyDef, &'static CgroupFile)> {
-    POLICIES
-        .iter()
-        .find_map(|d| d.files.iter().find(|f| f.name == name).map(|f| (d, f)))
+/// The cgroup file `name`, with the policy or elevator that owns it.
+pub fn cgroup_file(name: &str) -> Option<(FileOwner, &'static CgroupFile)> {
+    let policy = POLICIES.iter().find_map(|d| {
+        let f = d.files.iter().find(|f| f.name == name)?;
+        Some((
+            FileOwner {
+                id: d.id,
+                kconfig: d.kconfig,
+                elevator: None,
+            },
+            f,
+        ))
+    });
+    policy.or_else(|| {
+        ELEVATORS.iter().find_map(|e| {
+            let f = e.files.iter().find(|f| f.name == name)?;
+            Some((
+                FileOwner {
+                    id: e.id,
+                    kconfig: e.kconfig,
+                    elevator: Some(e),
+                },
+                f,
+            ))
+        })
+    })
 }
 
-/// Every cgroup file, in registry order.
+/// Every cgroup file, in registry order: policies', then elevators'.
 pub fn cgroup_files() -> impl Iterator<Item = &'static CgroupFile> {
-    POLICIES.iter().flat_map(|d| d.files.iter())
+    POLICIES
+        .iter()
+        .flat_map(|d| d.files.iter())
+        .chain(ELEVATORS.iter().flat_map(|e| e.files.iter()))
 }
 
 /// The names of the files a cgroup may have (`root`: the root's), quoted and joined

@@ -268,17 +268,19 @@ impl GuestPlan {
             .and_then(toml::Value::as_str)
             .unwrap_or("none");
         let iosched = r.device.get("iosched").and_then(toml::Value::as_table);
-        let mut queue_attrs = vec![("scheduler".to_string(), scheduler.to_string())];
+        // `rotational` before the scheduler: BFQ reads it when it starts on the queue
+        // (bfq_init_queue(): its reference rate, weight-raising time)
+        let mut queue_attrs = vec![
+            ("rotational".to_string(), u8::from(c.rotational).to_string()),
+            ("scheduler".to_string(), scheduler.to_string()),
+        ];
         // switching the scheduler resets nr_requests (and mq-deadline's async_depth
         // follows nr_requests): the scheduler first, then nr_requests, then iosched/
         if let Some(v) = r.device.get("nr_requests") {
             let line = crate::sched::echo_line("nr_requests", v).map_err(|e| e.to_string())?;
             queue_attrs.push(("nr_requests".to_string(), line));
         }
-        queue_attrs.extend([
-            ("max_sectors_kb".to_string(), c.max_sectors_kb.to_string()),
-            ("rotational".to_string(), u8::from(c.rotational).to_string()),
-        ]);
+        queue_attrs.push(("max_sectors_kb".to_string(), c.max_sectors_kb.to_string()));
         for attr in ["nomerges", "read_ahead_kb"] {
             if let Some(v) = r.device.get(attr).and_then(toml::Value::as_integer) {
                 queue_attrs.push((attr.to_string(), v.to_string()));
@@ -423,6 +425,18 @@ impl GuestPlan {
                 .collect(),
             sysctls: vm_writes(&r.vm),
         })
+    }
+
+    /// The kernel modules the guest loads: null_blk, and the scenario's elevator
+    /// where it is one (`bfq.ko`; one built in is skipped).
+    pub fn modules(&self) -> Vec<&str> {
+        let mut m = super::boot::MODULES.to_vec();
+        if let Some((_, e)) = self.queue_attrs.iter().find(|(k, _)| k == "scheduler")
+            && e != "none"
+        {
+            m.push(e);
+        }
+        m
     }
 
     /// Job files to place in the initramfs: (`jobs/N.fio` or, named on a command

@@ -260,8 +260,8 @@ fn check_config(plan: &GuestPlan, k: &kernel::Kernel) -> Result<(), String> {
     };
     let mut needs: Vec<(String, &[Kconfig])> = Vec::new();
     for w in &plan.writes {
-        if let Some((d, _)) = registry::cgroup_file(w.file) {
-            needs.push((format!("{} lines", w.file), d.kconfig));
+        if let Some((owner, _)) = registry::cgroup_file(w.file) {
+            needs.push((format!("{} lines", w.file), owner.kconfig));
         }
     }
     for (attr, value) in &plan.queue_attrs {
@@ -278,7 +278,8 @@ fn check_config(plan: &GuestPlan, k: &kernel::Kernel) -> Result<(), String> {
             .filter(|o| o.required && version.is_none_or(|v| o.in_version(v)));
         for o in required {
             let opt = format!("CONFIG_{}", o.name);
-            if k.has(&opt) != Some("y") {
+            // a module (`=m`) is loaded by the guest (`GuestPlan::modules()`)
+            if !matches!(k.has(&opt), Some("y" | "m")) {
                 return Err(format!(
                     "kernel {} is built without {opt}, which the scenario's {what} need",
                     k.release
@@ -800,7 +801,7 @@ fn dry_run(plan: &GuestPlan, target: &Target) -> Result<String, String> {
     let _ = writeln!(s, "validate --dry-run: {}", plan.title);
     let kernel = kernel::at_hand(target.spec.as_deref())
         .and_then(|k| k.ok_or_else(|| "not downloaded yet".to_string()))
-        .and_then(|k| Ok((k.modules_for(&boot::MODULES)?, k)));
+        .and_then(|k| Ok((k.modules_for(&plan.modules())?, k)));
     match &kernel {
         Ok((_, k)) => {
             let _ = writeln!(
@@ -1028,7 +1029,7 @@ pub fn validate_figures(
             o.notify.status(&format!("validate: {m}"))
         })?;
         check_config(&plan, &kernel)?;
-        let modules = kernel.modules_for(&boot::MODULES)?;
+        let modules = kernel.modules_for(&plan.modules())?;
         // the simulation first: it is quick, and its run length sizes the guest's deadline
         let sim = simulate(sc, o, &kernel, &t.behaviours(), resolved.seed)?;
         if let Some(f) = files.as_mut() {

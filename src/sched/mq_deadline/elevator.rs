@@ -37,6 +37,9 @@ pub const ELEVATOR: ElevatorDef = ElevatorDef {
     switches: Some("deadline."),
     kconfig: &[Kconfig::needed("MQ_IOSCHED_DEADLINE")],
     streams: &[&super::timeline::STREAM],
+    files: &[],
+    write_elsewhere: |_, _, _| Ok(()),
+    caveat: None,
     configure,
 };
 
@@ -60,6 +63,7 @@ impl ElevatorSetup for Setup {
     }
     fn build(
         &self,
+        _rotational: bool,
         nr_requests: u32,
         nr_requests_before: u32,
         iosched: &[(String, String)],
@@ -210,7 +214,7 @@ impl Elevator for MqDeadlineSched {
     fn former_request(&self, tag: u32) -> Option<u32> {
         self.dd.neighbour(self.at(tag)?, false).map(|t| t as u32)
     }
-    fn completed_request(&mut self, rq: &Request, _now: Ns) {
+    fn completed_request(&mut self, rq: &Request, _now: Ns, _q: &mut crate::sim::EventQueue) {
         // dd_finish_request()
         self.dd.finish_request(rq.ioprio);
     }

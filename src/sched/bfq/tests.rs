@@ -1,0 +1,241 @@
+//! BFQ against hand-worked rules and a toy device: a disk serving one request at a
+//! time in a fixed time, tasks keeping a number of random 4 KiB reads outstanding.
+
+use super::behaviour::{BfqBehaviour, Inject, PendingGroups};
+use super::tunables::Tunables;
+use super::*;
+
+/// A task of the toy run: its cgroup, priority, and the reads it keeps outstanding.
+struct Task {
+    cgroup: u32,
+    ioprio: Ioprio,
+    depth: u32,
+}
+
+/// Run `tasks` on a device of one request at a time taking `service` each, for
+/// `until` ns, a task's next read `THINK` after its last completed; each task's
+/// sectors served. Cgroups: the root and `weights.len()` children of it at those
+/// weights.
+fn toy_run(b: BfqBehaviour, weights: &[u64], tasks: &[Task], service: Ns, until: Ns) -> Vec<u64> {
+    const THINK: Ns = 5_000;
+    let mut bfq = Bfq::new(Tunables::new(250), b, true);
+    let mut parents = vec![None];
+    parents.extend(weights.iter().map(|_| Some(0)));
+    bfq.set_parents(parents);
+    for (i, &w) in weights.iter().enumerate() {
+        bfq.set_cgroup_weight(i as u32 + 1, w);
+    }
+    let mut free_tags: Vec<u32> = (0..256).rev().collect();
+    let mut outstanding = vec![0u32; tasks.len()];
+    let mut served = vec![0u64; tasks.len()];
+    let mut reqs: HashMap<u32, (usize, BfqRequest)> = HashMap::new();
+    let mut in_flight: Option<(Ns, u32)> = None;
+    let mut ready_at = vec![0; tasks.len()];
+    let mut rng = 12345u64;
+    let mut now: Ns = 0;
+    while now < until {
+        for (i, t) in tasks.iter().enumerate() {
+            while outstanding[i] < t.depth && ready_at[i] <= now {
+                rng = rng
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let tag = free_tags.pop().expect("enough tags");
+                let r = BfqRequest {
+                    token: tag,
+                    task: i as u32,
+                    task_ioprio: t.ioprio,
+                    sync: true,
+                    cgroup: t.cgroup,
+                    sector: (rng >> 20) % (1 << 30) / 8 * 8,
+                    sectors: 8,
+                };
+                reqs.insert(tag, (i, r));
+                bfq.insert(r, now);
+                outstanding[i] += 1;
+            }
+        }
+        if in_flight.is_none()
+            && let Some(tag) = bfq.dispatch(now)
+        {
+            in_flight = Some((now + service, tag));
+        }
+        let next_ready = (0..tasks.len())
+            .filter(|&i| outstanding[i] < tasks[i].depth)
+            .map(|i| ready_at[i])
+            .min()
+            .unwrap_or(Ns::MAX);
+        let timer = bfq.idle_timer;
+        let first = in_flight
+            .map_or(Ns::MAX, |f| f.0)
+            .min(timer.unwrap_or(Ns::MAX));
+        if next_ready < first {
+            now = now.max(next_ready);
+            continue;
+        }
+        match (in_flight, timer) {
+            (Some((done, tag)), t) if t.is_none_or(|t| done <= t) => {
+                now = done;
+                in_flight = None;
+                let (i, r) = reqs.remove(&tag).expect("a request in flight");
+                served[i] += r.sectors;
+                outstanding[i] -= 1;
+                free_tags.push(tag);
+                ready_at[i] = now + THINK;
+                bfq.completed(&r, now);
+            }
+            (_, Some(t)) => {
+                now = t;
+                bfq.idle_slice_timer(now);
+            }
+            _ => now += service,
+        }
+    }
+    served
+}
+
+fn be() -> Ioprio {
+    Ioprio::DEFAULT
+}
+
+fn newest() -> BfqBehaviour {
+    BfqBehaviour::default()
+}
+
+/// Two groups at 100 and 300, each with one task keeping 8 reads queued: the device
+/// is theirs 1:3 (the groups' weights; their queues are alike).
+#[test]
+fn backlogged_groups_share_the_sectors_by_weight() {
+    let tasks = [
+        Task {
+            cgroup: 1,
+            ioprio: be(),
+            depth: 8,
+        },
+        Task {
+            cgroup: 2,
+            ioprio: be(),
+            depth: 8,
+        },
+    ];
+    let s = toy_run(newest(), &[100, 300], &tasks, 40_000, 10_000_000_000);
+    let share = s[0] as f64 / (s[0] + s[1]) as f64;
+    assert!((0.23..0.27).contains(&share), "{s:?}: {share:.3}");
+}
+
+/// In one group, an RT task's queue is served before a BE one's, whatever their
+/// weights; the group itself is BE in its parent.
+#[test]
+fn rt_comes_before_be_in_a_group() {
+    let rt = Ioprio::new(IoprioClass::Rt, 4);
+    let tasks = [
+        Task {
+            cgroup: 1,
+            ioprio: rt,
+            depth: 8,
+        },
+        Task {
+            cgroup: 1,
+            ioprio: be(),
+            depth: 8,
+        },
+    ];
+    let s = toy_run(newest(), &[100], &tasks, 40_000, 5_000_000_000);
+    assert!(s[1] * 50 < s[0], "{s:?}");
+}
+
+/// An IDLE queue is served only when nothing else is, and once every
+/// `BFQ_CL_IDLE_TIMEOUT` (HZ/5) otherwise: a request at a time.
+#[test]
+fn the_idle_class_gets_a_request_per_idle_timeout() {
+    let idle = Ioprio::new(IoprioClass::Idle, 7);
+    let tasks = [
+        Task {
+            cgroup: 1,
+            ioprio: be(),
+            depth: 8,
+        },
+        Task {
+            cgroup: 1,
+            ioprio: idle,
+            depth: 8,
+        },
+    ];
+    let s = toy_run(newest(), &[100], &tasks, 40_000, 5_000_000_000);
+    // 5 s / 200 ms: about 25 turns of one 8-sector request
+    assert!(s[1] <= 40 * 8, "{s:?}");
+    assert!(s[1] >= 10 * 8, "{s:?}");
+}
+
+/// `bfq_asymmetric_scenario()`'s groups: one busy cgroup is asymmetric on 6.1 (any
+/// non-root group with pending requests), not on 6.12 (two groups needed).
+#[test]
+fn one_busy_group_is_asymmetric_only_before_6_2() {
+    for (pending_groups, asymmetric) in [
+        (PendingGroups::AnyChild, true),
+        (PendingGroups::AtLeastTwo, false),
+    ] {
+        let b = BfqBehaviour {
+            pending_groups,
+            inject: Inject::Total,
+        };
+        let mut bfq = Bfq::new(Tunables::new(250), b, true);
+        bfq.set_parents(vec![None, Some(0)]);
+        let r = BfqRequest {
+            token: 0,
+            task: 0,
+            task_ioprio: be(),
+            sync: true,
+            cgroup: 1,
+            sector: 0,
+            sectors: 8,
+        };
+        bfq.insert(r, 0);
+        assert_eq!(bfq.asymmetric(Some(0)), asymmetric, "{pending_groups:?}");
+    }
+}
+
+/// `bfq_choose_req()`: sync first; ahead of the head by distance, behind it at
+/// `back_seek_penalty` times the distance within `back_seek_max`, beyond it last.
+#[test]
+fn the_next_request_is_chosen_with_the_back_seek_penalty() {
+    let mut bfq = Bfq::new(Tunables::new(250), newest(), true);
+    let rq = |sector, sync| {
+        Some(Rq {
+            queue: 0,
+            sync,
+            sector,
+            sectors: 8,
+            seq: 0,
+        })
+    };
+    bfq.rqs = vec![
+        rq(1_100, true),
+        rq(960, true),
+        rq(100_000, true),
+        rq(1_010, false),
+    ];
+    // 100 ahead against 40 behind, ×2 = 80: behind wins
+    assert_eq!(bfq.choose_req(Some(0), Some(1), 1_000), Some(1));
+    // 40 behind (80) against 99,000 ahead
+    assert_eq!(bfq.choose_req(Some(2), Some(1), 1_000), Some(1));
+    // an async request loses to a sync one, however close
+    assert_eq!(bfq.choose_req(Some(3), Some(0), 1_000), Some(0));
+    // beyond back_seek_max (16 MiB = 32,768 sectors) behind: the one ahead
+    assert_eq!(bfq.choose_req(Some(1), Some(2), 40_000), Some(2));
+}
+
+/// `bfq_ioprio_to_weight()`: levels 0..7 are weights 80..10.
+#[test]
+fn a_queue_weight_is_its_level() {
+    assert_eq!(ioprio_to_weight(0), 80);
+    assert_eq!(ioprio_to_weight(4), 40);
+    assert_eq!(ioprio_to_weight(7), 10);
+}
+
+/// The weight sum and vtime advance: `vtime += (served << 22) / wsum` on each level.
+#[test]
+fn service_advances_each_level_by_its_weight_sum() {
+    assert_eq!(wf2q::bfq_delta(8, 400), (8 << 22) / 400);
+    assert!(wf2q::bfq_gt(5, 3) && !wf2q::bfq_gt(3, 3));
+    assert!(wf2q::bfq_gt(1, u64::MAX), "wrap-safe");
+}

@@ -1,0 +1,178 @@
+//! BFQ's timeline: `bfq.csv`, one line per group per sample tick — its weight in
+//! force, the sectors dispatched from its queues in the tick and its share of the
+//! device's, whether one of its queues was in service at the tick — with the device's
+//! estimated peak rate, the max budget and the time spent idling in the tick; and
+//! its picture `bfq.png` (each group's share and sectors per second over time, the
+//! time idling per second), as a [`TimelineRow`] of the stack's streams.
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::blkcg::CgroupTree;
+use crate::report::decimate::Decimated;
+use crate::report::plot::{Event, Panel, Picture, Series as Line, plot_picture};
+use crate::report::timeline::{JobLine, job_panels};
+use crate::sim::Ns;
+use crate::stack::stream::{PictureDef, PlotCtx, RowCtx, Series, StreamDef, TimelineRow};
+
+/// One group of BFQ at a sample tick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BfqRow {
+    pub at: Ns,
+    pub cgroup: u32,
+    /// Its entity's weight (0: the root group, which has none).
+    pub weight: u64,
+    /// Sectors dispatched from its queues in the tick, and from every group's.
+    pub sectors: u64,
+    pub all_sectors: u64,
+    pub in_service: bool,
+    /// The device's: peak rate (sectors/s), max budget (sectors), ns idled in the tick.
+    pub peak_rate: u64,
+    pub max_budget: u64,
+    pub idled: Ns,
+}
+
+/// BFQ's stream.
+pub static STREAM: StreamDef = StreamDef {
+    name: "bfq",
+    csv: "bfq.csv",
+    header: "t_s,cgroup,weight,sectors,share,in_service,peak_rate_sectors_s,max_budget_sectors,idled_ms\n",
+    picture: Some(PictureDef {
+        stem: "bfq",
+        png: "bfq.png",
+        svg: "bfq.svg",
+        title: "BFQ",
+        about: "BFQ: each group's share of the sectors, and the device's idling",
+        series: || Box::<BfqSeries>::default(),
+    }),
+};
+
+impl TimelineRow for BfqRow {
+    fn stream() -> &'static StreamDef {
+        &STREAM
+    }
+    fn csv(&self, out: &mut String, tree: &CgroupTree) {
+        let name = tree.nodes.get(self.cgroup as usize).map_or("?", |n| {
+            if n.path.is_empty() {
+                "root"
+            } else {
+                n.path.as_str()
+            }
+        });
+        out.push_str(&format!(
+            "{:.3},{},{},{},{:.4},{},{},{},{:.3}\n",
+            self.at as f64 / 1e9,
+            name,
+            self.weight,
+            self.sectors,
+            share(self),
+            u8::from(self.in_service),
+            self.peak_rate,
+            self.max_budget,
+            self.idled as f64 / 1e6
+        ));
+    }
+}
+
+fn share(r: &BfqRow) -> f64 {
+    if r.all_sectors == 0 {
+        0.0
+    } else {
+        r.sectors as f64 / r.all_sectors as f64
+    }
+}
+
+/// BFQ's series for its picture, per cgroup.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BfqSeries {
+    share: BTreeMap<String, Decimated>,
+    rate: BTreeMap<String, Decimated>,
+    idled: Decimated,
+    last_at: BTreeMap<String, Ns>,
+    idled_at: Ns,
+}
+
+impl Series for BfqSeries {
+    fn add(&mut self, row: &dyn Any, ctx: &RowCtx) {
+        let Some(r) = row.downcast_ref::<BfqRow>() else {
+            return;
+        };
+        let name = ctx
+            .tree
+            .nodes
+            .get(r.cgroup as usize)
+            .map_or("?".to_string(), |n| {
+                if n.path.is_empty() {
+                    "root".to_string()
+                } else {
+                    n.path.clone()
+                }
+            });
+        let since = self.last_at.insert(name.clone(), r.at).unwrap_or(0);
+        if r.at > since {
+            let secs = (r.at - since) as f64 / 1e9;
+            self.rate
+                .entry(name.clone())
+                .or_default()
+                .add(r.at, r.sectors as f64 * 512.0 / 1_048_576.0 / secs);
+            if r.all_sectors > 0 {
+                self.share
+                    .entry(name)
+                    .or_default()
+                    .add(r.at, share(r) * 100.0);
+            }
+        }
+        if r.at > self.idled_at {
+            let secs = (r.at - self.idled_at) as f64 / 1e9;
+            self.idled.add(r.at, r.idled as f64 / 1e6 / secs);
+            self.idled_at = r.at;
+        }
+    }
+    fn plot(&self, base: &Path, title: &str, ctx: &PlotCtx) -> Result<(), String> {
+        plot_bfq(base, title, self, ctx.jobs, ctx.events)
+    }
+}
+
+fn plot_bfq(
+    base: &Path,
+    title: &str,
+    s: &BfqSeries,
+    jobs: &[JobLine],
+    events: &[Event],
+) -> Result<(), String> {
+    let lines = |m: &BTreeMap<String, Decimated>| -> Vec<Line> {
+        m.iter()
+            .map(|(name, d)| Line {
+                name: name.clone(),
+                points: d.points(),
+            })
+            .collect()
+    };
+    let mut panels = vec![
+        Panel {
+            y_label: "share of sectors (%)".into(),
+            series: lines(&s.share),
+            log_y: false,
+        },
+        Panel {
+            y_label: "MiB/s dispatched".into(),
+            series: lines(&s.rate),
+            log_y: false,
+        },
+        Panel {
+            y_label: "ms idled per s".into(),
+            series: vec![Line {
+                name: "device".into(),
+                points: s.idled.points(),
+            }],
+            log_y: false,
+        },
+    ];
+    panels.extend(job_panels(jobs));
+    let pic = Picture {
+        events,
+        ..Picture::new(title, "time (s)", &panels)
+    };
+    plot_picture(base, &pic)
+}
