@@ -277,14 +277,8 @@ pub struct Controller {
 pub fn controllers() -> Vec<Controller> {
     let tables = |streams: &[&StreamDef]| streams.iter().map(|s| s.name).collect();
     let kconfig = |opts: &[registry::Kconfig]| opts.iter().map(|o| o.name).collect();
-    let policies = registry::POLICIES.iter().map(|d| Controller {
-        name: d.name,
-        kind: match d.hooks {
-            registry::HookKind::Bio => "bio",
-            registry::HookKind::RqQos => "rq-qos",
-        },
-        files: d
-            .files
+    let files = |files: &'static [registry::CgroupFile]| -> Vec<ControllerFile> {
+        files
             .iter()
             .map(|f| ControllerFile {
                 name: f.name,
@@ -293,7 +287,15 @@ pub fn controllers() -> Vec<Controller> {
                 tokens: f.tokens,
                 example: f.example,
             })
-            .collect(),
+            .collect()
+    };
+    let policies = registry::POLICIES.iter().map(|d| Controller {
+        name: d.name,
+        kind: match d.hooks {
+            registry::HookKind::Bio => "bio",
+            registry::HookKind::RqQos => "rq-qos",
+        },
+        files: files(d.files),
         switches: d.switches,
         attributes: &[],
         tables: tables(d.streams),
@@ -303,7 +305,7 @@ pub fn controllers() -> Vec<Controller> {
     let elevators = registry::ELEVATORS.iter().map(|e| Controller {
         name: e.name,
         kind: "elevator",
-        files: Vec::new(),
+        files: files(e.files),
         switches: e.switches,
         attributes: e.attributes,
         tables: tables(e.streams),

@@ -118,3 +118,42 @@ fn validate_bfq_qd1_splits_as_debians_6_12() {
         );
     }
 }
+
+/// `validate-bfq`'s slow disk (400 µs a read, 8 at a time, no `mbps` cap), as
+/// `validate` simulates it, beside Debian's kernels: the lighter cgroup's share within
+/// 5 points of the real one — 6.1 at queue depth 1 (611.6 and 1767 reads a second:
+/// 25.7%), both kernels at depth 8 (4149/11835: 26.0% on 6.12; 3704/11435: 24.5% on
+/// 6.1). 6.1 at depth 1 also moves as many reads in all (2379 a second). Not held
+/// yet: 6.12 at depth 1 (41–45% real, injection the model does not reproduce there)
+/// and the total at depth 8 (the model's is 1.2× the real; docs/validation.md §44).
+#[test]
+fn validate_bfq_slow_disk_shares_are_the_real_kernels() {
+    for (release, v, real_a, real_b) in [
+        ("6.1.192", "slow-qd1", 611.6, 1767.0),
+        ("6.12.117", "slow-qd8", 4149.0, 11835.0),
+        ("6.1.192", "slow-qd8", 3704.0, 11435.0),
+    ] {
+        let run = common::as_validate_simulates_variant("validate-bfq", Some(v), release);
+        let iops = |job: &str| {
+            run.summaries
+                .iter()
+                .find(|s| s.job == job)
+                .map(|s| s.iops)
+                .expect("the job ran")
+        };
+        let (a, b) = (iops("a"), iops("b"));
+        let share = a / (a + b);
+        let real = real_a / (real_a + real_b);
+        assert!(
+            (share - real).abs() < 0.05,
+            "{release} {v}: a's share {share:.3}, real {real:.3}"
+        );
+        if v == "slow-qd1" {
+            let total = (a + b) / (real_a + real_b);
+            assert!(
+                (0.95..1.05).contains(&total),
+                "{release} {v}: total ×{total:.3}"
+            );
+        }
+    }
+}

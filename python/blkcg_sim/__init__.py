@@ -9,6 +9,8 @@ Controllers and the elevator, each where Linux calls it:
 - blk-ioprio: ``io.prio.class`` (and fio's ``prio``, ``prioclass``, ``cmdprio``)
 - mq-deadline: the I/O scheduler (``[device] scheduler = "mq-deadline"``, its
   ``queue/iosched`` files in ``[device.iosched]``)
+- bfq: the I/O scheduler with weights (``[device] scheduler = "bfq"``,
+  ``io.bfq.weight``, its ``queue/iosched`` files in ``[device.iosched]``)
 
 Device models (``[device] model = ...``): ``nullb`` (null_blk as configured through
 configfs), ``ssd`` (simple parallel service, or flash with a translation layer and its
@@ -202,9 +204,9 @@ class Result:
             kept): ``jobs``, ``iostat``, then each controller's timeline, whether or not
             the run used it (empty then): ``throttle`` (blk-throttle), ``timeline``
             (blk-iocost), ``iolatency`` (blk-iolatency), ``wbt`` (writeback
-            throttling's windows), ``deadline`` (mq-deadline), then ``writeback`` (the
-            page cache, with buffered writers) and ``pressure`` (every cgroup's
-            io.pressure, every 2 s).
+            throttling's windows), ``deadline`` (mq-deadline), ``bfq`` (BFQ), then
+            ``writeback`` (the page cache, with buffered writers) and ``pressure``
+            (every cgroup's io.pressure, every 2 s).
             Until read, a table's text waits in the library (memory up to 1 MiB, then an
             unlinked temporary file); :meth:`open` reads it as a file instead.
         jobs, timeline, iostat, throttle: four of them, as properties (below).

@@ -44,7 +44,7 @@ def key_of(f):
 def test_every_controller_is_listed():
     names = {c["name"] for c in blkcg_sim.controllers()}
     assert {"blk-throttle", "blk-iocost", "blk-ioprio", "blk-iolatency", "wbt",
-            "mq-deadline"} <= names
+            "mq-deadline", "bfq"} <= names
 
 
 def test_every_controllers_tables_files_and_switches_from_python():

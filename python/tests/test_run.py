@@ -62,8 +62,8 @@ def test_tables_have_the_csv_columns_even_when_empty():
 
 def test_tables_are_parsed_when_first_read(small):
     r = blkcg_sim.run(small, variant="one")
-    names = ["jobs", "iostat", "throttle", "timeline", "iolatency", "wbt", "deadline", "writeback",
-             "pressure"]
+    names = ["jobs", "iostat", "throttle", "timeline", "iolatency", "wbt", "deadline", "bfq",
+             "writeback", "pressure"]
     assert list(r.tables) == names and len(r.tables) == len(names)
     assert "timeline" in r.tables and "nope" not in r.tables
     assert "(0 read: none)" in repr(r.tables)
@@ -178,5 +178,6 @@ def test_docstring_names_every_controller_and_device_model():
     """The same list as --help's (tests/cli.rs, EVERY_CONTROLLER_AND_DEVICE)."""
     for w in ("blk-throttle", "io.max", "blk-iocost", "io.cost.model", "io.cost.qos", "io.weight",
               "blk-iolatency", "io.latency", "blk-ioprio", "io.prio.class", "mq-deadline",
+              "bfq", "io.bfq.weight",
               "nullb", "null_blk", "ssd", "translation layer", "hdd", "cloud"):
         assert w in blkcg_sim.__doc__, w
