@@ -21,16 +21,17 @@ fn variant(name: &str) -> VariantRun {
     run_variant(&sc, Some(name), None, None, false).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
+/// Job `name`'s summary in `run`.
+fn job<'a>(run: &'a VariantRun, name: &str) -> &'a blkcg_sim::report::summary::JobSummary {
+    run.summaries
+        .iter()
+        .find(|s| s.job == name)
+        .expect("the job ran")
+}
+
 /// (the heavy tenant's share of the bytes, both tenants' MiB/s together).
 fn split(run: &VariantRun) -> (f64, f64) {
-    let bw = |job: &str| {
-        run.summaries
-            .iter()
-            .find(|s| s.job == job)
-            .map(|s| s.mib_s)
-            .expect("the job ran")
-    };
-    let (light, heavy) = (bw("light"), bw("heavy"));
+    let (light, heavy) = (job(run, "light").mib_s, job(run, "heavy").mib_s);
     (heavy / (light + heavy), light + heavy)
 }
 
@@ -102,19 +103,13 @@ fn check_shows_what_systemd_writes_to_io_bfq_weight() {
 #[test]
 fn validate_bfq_qd1_splits_as_debians_6_12() {
     let run = common::as_validate_simulates_variant("validate-bfq", Some("qd1"), "6.12.117");
-    let iops = |job: &str| {
-        run.summaries
-            .iter()
-            .find(|s| s.job == job)
-            .map(|s| s.iops)
-            .expect("the job ran")
-    };
-    for (job, real) in [("a", 12_445.0), ("b", 12_743.0)] {
-        let ratio = iops(job) / real;
+    let iops = |name: &str| job(&run, name).iops;
+    for (name, real) in [("a", 12_445.0), ("b", 12_743.0)] {
+        let ratio = iops(name) / real;
         assert!(
             (0.95..1.05).contains(&ratio),
-            "{job}: {:.0} IOPS, real {real}",
-            iops(job)
+            "{name}: {:.0} IOPS, real {real}",
+            iops(name)
         );
     }
 }
@@ -134,13 +129,7 @@ fn validate_bfq_slow_disk_shares_are_the_real_kernels() {
         ("6.1.192", "slow-qd8", 3704.0, 11435.0),
     ] {
         let run = common::as_validate_simulates_variant("validate-bfq", Some(v), release);
-        let iops = |job: &str| {
-            run.summaries
-                .iter()
-                .find(|s| s.job == job)
-                .map(|s| s.iops)
-                .expect("the job ran")
-        };
+        let iops = |name: &str| job(&run, name).iops;
         let (a, b) = (iops("a"), iops("b"));
         let share = a / (a + b);
         let real = real_a / (real_a + real_b);

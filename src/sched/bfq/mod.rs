@@ -120,6 +120,17 @@ pub fn ioprio_to_weight(level: u16) -> u64 {
     (IOPRIO_NR_LEVELS - u64::from(level.min(7))) * WEIGHT_CONVERSION_COEFF
 }
 
+/// The class index and level `bfq_set_next_ioprio_data()` takes from an io context's
+/// priority: CLASS_NONE is the task's nice (0 here: level 4, BE); IDLE is level 7.
+fn class_level(p: Ioprio) -> (usize, u16) {
+    match p.class() {
+        IoprioClass::Rt => (0, p.level().min(7)),
+        IoprioClass::Be => (CLASS_BE, p.level().min(7)),
+        IoprioClass::Idle => (CLASS_IDLE, 7),
+        IoprioClass::None => (CLASS_BE, IOPRIO_BE_NORM),
+    }
+}
+
 /// A request as BFQ is given it.
 #[derive(Debug, Clone, Copy)]
 pub struct BfqRequest {
@@ -447,36 +458,14 @@ impl Bfq {
     /// created at its first request (`bfq_init_bfqq()`).
     fn queue_of(&mut self, rq: &BfqRequest, now: Ns) -> u32 {
         let g = self.group(rq.cgroup);
-        // the class and level bfq_set_next_ioprio_data() takes from the io context:
-        // CLASS_NONE is the task's nice (0 here: level 4, BE)
-        let (class, level) = match rq.task_ioprio.class() {
-            IoprioClass::Rt => (0, rq.task_ioprio.level()),
-            IoprioClass::Be => (CLASS_BE, rq.task_ioprio.level()),
-            IoprioClass::Idle => (CLASS_IDLE, 7),
-            IoprioClass::None => (CLASS_BE, IOPRIO_BE_NORM),
-        };
-        let level = level.min(7);
-        if rq.sync {
-            if let Some(&q) = self.sync_q.get(&rq.task)
-                && self.queues[q as usize].group == g
-            {
-                return q;
-            }
-        } else {
-            // bfq_async_queue_prio(): the group's slot for the class and level (the
-            // flusher's: BE, level 4)
-            let slot = match class {
-                CLASS_IDLE => self.groups[g as usize].async_idle,
-                c => self.groups[g as usize].async_q[c][usize::from(level)],
-            };
-            if let Some(q) = slot {
-                return q;
-            }
+        if let Some(q) = self.existing_queue(g, rq) {
+            return q;
         }
+        let (class, level) = class_level(rq.task_ioprio);
         let q = self.queues.len() as u32;
         let e = self.w.e.len() as Eid;
         let mut en = Entity::new(g, None, ioprio_to_weight(level), class);
-        en.budget = 0;
+        en.queue = Some(q);
         self.w.e.push(en);
         let j = self.jiffies(now);
         let max_budget = 2 * self.max_budget() / 3;
@@ -661,15 +650,7 @@ impl Bfq {
         if self.b.pending_groups == PendingGroups::AnyChild {
             self.groups_pending_remove_61(q);
         }
-        let Some(w) = self.queues[q as usize].weight_counter.take() else {
-            return;
-        };
-        if let Some(n) = self.weights.get_mut(&w) {
-            *n -= 1;
-            if *n == 0 {
-                self.weights.remove(&w);
-            }
-        }
+        self.weights_tree_remove_counter_only(q);
     }
 
     /// 6.1's `bfq_weights_tree_remove()` walk: the queue's inactive ancestors leave
@@ -736,10 +717,9 @@ impl Bfq {
     /// leaves the weights tree, and comes back if it is not raised.
     fn sync_weight_changes(&mut self) {
         for (e, _prev) in std::mem::take(&mut self.w.weight_changes) {
-            let Some(q) = self.queues.iter().position(|qq| qq.entity == e) else {
+            let Some(q) = self.w.e[e as usize].queue else {
                 continue;
             };
-            let q = q as u32;
             self.weights_tree_remove_counter_only(q);
             if self.wr_coeff(q) == 1 {
                 self.weights_tree_add(q);
@@ -1373,7 +1353,7 @@ impl Bfq {
         }
         let j = self.jiffies(now);
         let e = self.w.get_next_queue(j)?;
-        let q = self.queues.iter().position(|qq| qq.entity == e)? as u32;
+        let q = self.w.e[e as usize].queue?;
         self.queues[q as usize].fifo_expire = false;
         self.budgets_assigned = (self.budgets_assigned * 7 + 256) / 8;
         let rt_max = self.msecs_to_jiffies(300);
@@ -1416,7 +1396,7 @@ impl Bfq {
             .expect("select_queue checked it");
         let r = self.rqs[tag as usize].expect("a queued request");
         let charge = self.serv_to_charge(r.sectors, q);
-        self.bfqq_served(q, charge, now);
+        self.bfqq_served(q, charge);
         if self.in_service == Some(q) && self.wait_dispatch {
             self.wait_dispatch = false;
             self.waited_rq = Some(tag);
@@ -1439,13 +1419,9 @@ impl Bfq {
     }
 
     /// `bfq_bfqq_served()`.
-    fn bfqq_served(&mut self, q: u32, served: u64, now: Ns) {
-        let j = self.jiffies(now);
+    fn bfqq_served(&mut self, q: u32, served: u64) {
         let wr = self.wr_coeff(q) > 1;
         let qq = &mut self.queues[q as usize];
-        if qq.service_from_backlogged == 0 {
-            let _ = j; // first_IO_time: for the merging this model leaves out
-        }
         if wr {
             qq.service_from_wr += served;
         }
@@ -1674,26 +1650,23 @@ impl Bfq {
 
     /// The queue a completed request was dispatched from.
     fn queue_of_done(&self, rq: &BfqRequest) -> Option<u32> {
-        let g = *self.group_of.get(&rq.cgroup)?;
+        self.existing_queue(*self.group_of.get(&rq.cgroup)?, rq)
+    }
+
+    /// Request `rq`'s queue in group `g`, if it has one: its task's sync queue, or
+    /// the group's async slot for the task's class and level (`bfq_async_queue_prio()`;
+    /// the flusher's: BE, level 4).
+    fn existing_queue(&self, g: u32, rq: &BfqRequest) -> Option<u32> {
         if rq.sync {
-            self.sync_q
+            return self
+                .sync_q
                 .get(&rq.task)
                 .copied()
-                .filter(|&q| self.queues[q as usize].group == g)
-        } else {
-            let class = match rq.task_ioprio.class() {
-                IoprioClass::Rt => 0,
-                IoprioClass::Idle => CLASS_IDLE,
-                _ => CLASS_BE,
-            };
-            let level = match rq.task_ioprio.class() {
-                IoprioClass::None => IOPRIO_BE_NORM,
-                _ => rq.task_ioprio.level().min(7),
-            };
-            match class {
-                CLASS_IDLE => self.groups[g as usize].async_idle,
-                c => self.groups[g as usize].async_q[c][usize::from(level)],
-            }
+                .filter(|&q| self.queues[q as usize].group == g);
+        }
+        match class_level(rq.task_ioprio) {
+            (CLASS_IDLE, _) => self.groups[g as usize].async_idle,
+            (c, level) => self.groups[g as usize].async_q[c][usize::from(level)],
         }
     }
 

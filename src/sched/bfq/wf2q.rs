@@ -84,6 +84,8 @@ pub struct Entity {
     pub sd: u32,
     /// The group it is (`my_sched_data`), or None for a queue.
     pub group: Option<u32>,
+    /// The queue it is (`bfq_entity_to_bfqq()`), set by the scheduler that made it.
+    pub queue: Option<u32>,
 }
 
 impl Entity {
@@ -106,6 +108,7 @@ impl Entity {
             node: (0, 0),
             sd,
             group,
+            queue: None,
         }
     }
 }
