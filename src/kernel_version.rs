@@ -203,6 +203,17 @@ impl KernelVersion {
             || ((self.major, self.minor) == (major, minor) && self.rc.is_some())
     }
 
+    /// Whether this kernel carries a change merged for `since` (`(major, minor)`, its
+    /// release candidates included) or backported to a stable series: `stable` lists
+    /// `((major, minor), first patch)`.
+    pub fn carries(&self, since: (u32, u32), stable: &[((u32, u32), u32)]) -> bool {
+        let v = (self.major, self.minor);
+        since <= v
+            || stable
+                .iter()
+                .any(|&(series, first)| series == v && self.patch >= first)
+    }
+
     /// Parse `s` (`newest`, `6.12`, `6.12.117`, `7.0-rc3`); the error says what is
     /// accepted.
     pub fn parse(s: &str) -> Result<KernelVersion, String> {

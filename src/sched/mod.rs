@@ -105,6 +105,7 @@ mod tests {
     use super::*;
     use crate::sim::Dir;
     use crate::sim::sbitmap::Shallow;
+    use crate::stack::TagAlloc;
 
     fn dd(version: &str, nr_requests: u32, before: u32) -> Box<dyn Elevator> {
         let k = KernelSettings {
@@ -117,23 +118,39 @@ mod tests {
             .unwrap()
     }
 
+    /// A request of the root cgroup's first job in direction `dir`.
+    fn alloc(dir: Dir) -> TagAlloc {
+        TagAlloc {
+            dir,
+            sync: dir == Dir::Read,
+            task: 0,
+            cgroup: 0,
+        }
+    }
+
     #[test]
     fn async_depth_follows_nr_requests_as_dd_depth_updated() {
         // since the tag-reservation fix: all of nr_requests, min_shallow_depth 1
         let e = dd("6.12", 64, 64);
         assert_eq!(e.nr_requests(), Some(64));
-        assert_eq!(e.limit_depth(Dir::Write), Some(Shallow::PerWordOfQueue(64)));
+        assert_eq!(
+            e.limit_depth(&alloc(Dir::Write)),
+            Some(Shallow::PerWordOfQueue(64))
+        );
         assert_eq!(e.min_shallow_depth(), Some(1));
         // before it: 3/4 of nr_requests, which sbitmap's wake-up batch also follows
         let e = dd("6.6", 64, 64);
-        assert_eq!(e.limit_depth(Dir::Write), Some(Shallow::PerWord(48)));
+        assert_eq!(
+            e.limit_depth(&alloc(Dir::Write)),
+            Some(Shallow::PerWord(48))
+        );
         assert_eq!(e.min_shallow_depth(), Some(48));
         assert_eq!(
-            dd("6.6", 4, 4).limit_depth(Dir::Write),
+            dd("6.6", 4, 4).limit_depth(&alloc(Dir::Write)),
             Some(Shallow::PerWord(3))
         );
         // reads are never limited
-        assert_eq!(e.limit_depth(Dir::Read), None);
+        assert_eq!(e.limit_depth(&alloc(Dir::Read)), None);
     }
 
     #[test]
@@ -142,13 +159,13 @@ mod tests {
         // new q->nr_requests: 32 written over the default 2 (one driver tag)
         let e = dd("6.12.117", 32, 2);
         assert_eq!(e.nr_requests(), Some(32));
-        assert_eq!(e.limit_depth(Dir::Write), Some(Shallow::Map(2)));
+        assert_eq!(e.limit_depth(&alloc(Dir::Write)), Some(Shallow::Map(2)));
         let e = dd("6.6", 32, 2);
-        assert_eq!(e.limit_depth(Dir::Write), Some(Shallow::PerWord(1)));
+        assert_eq!(e.limit_depth(&alloc(Dir::Write)), Some(Shallow::PerWord(1)));
         assert_eq!(e.min_shallow_depth(), Some(1));
         // 7d337eef4aff: after it
         assert_eq!(
-            dd("6.18", 32, 2).limit_depth(Dir::Write),
+            dd("6.18", 32, 2).limit_depth(&alloc(Dir::Write)),
             Some(Shallow::Map(32))
         );
     }

@@ -122,9 +122,9 @@ use crate::sim::sbitmap::{Sbitmap, TagSet};
 use crate::sim::timebins::TimeBins;
 use crate::sim::writeback::PageCache;
 use crate::sim::{
-    BioId, BioSlab, Dir, Event, EventQueue, IoErr, NO_BIO, NSEC_PER_MSEC, NSEC_PER_SEC, Ns,
+    Bio, BioId, BioSlab, Dir, Event, EventQueue, IoErr, NO_BIO, NSEC_PER_MSEC, NSEC_PER_SEC, Ns,
 };
-use crate::stack::{FLUSHER, PolicyId, Recorder, Request, Stack};
+use crate::stack::{FLUSHER, PolicyId, Recorder, Request, Stack, TagAlloc};
 use crate::workload::job::JobParams;
 
 /// Where a bio is on its way down; declared in pipeline order.
@@ -885,7 +885,7 @@ impl Pipeline {
     /// A policy's or the elevator's timer fired: bios a bio-level policy releases go
     /// on from the stage after it in the dispatch worker (kthrotld: `[host]
     /// workqueue_ns` later, so the wait is in clat); sleepers an rq-qos entry wakes go
-    /// on in their own contexts; the elevator's queue is run.
+    /// on in their own contexts; the elevator may ask kblockd to run the queue.
     fn on_policy_timer(&mut self, id: PolicyId, token: u64) {
         let now = self.q.now();
         let mut out = std::mem::take(&mut self.scratch_bios);
@@ -917,10 +917,11 @@ impl Pipeline {
                 self.rq_qos_woken(b, k);
             }
         } else if let Some(e) = self.stack.elevator.as_mut().filter(|e| e.id() == id) {
-            // an elevator's timer runs the queue once it has fired (mq-deadline has
-            // none; BFQ's idle-slice timer does: bfq_idle_slice_timer())
-            e.on_timer(now, token, &mut self.q);
-            self.run_hw_queue();
+            // an elevator's timer may ask kblockd to run the queue (mq-deadline has
+            // none; BFQ's idle-slice timer does: bfq_schedule_dispatch())
+            if e.on_timer(now, token, &mut self.q) {
+                self.kick_kblockd(QueueRun::Kblockd);
+            }
         }
         out.clear();
         self.scratch_bios = out;
@@ -1364,12 +1365,16 @@ impl Pipeline {
     /// A free tag for bio `b`, if one is left and the elevator's `limit_depth` lets
     /// its request have one more than are in use.
     fn get_tag(&mut self, b: BioId) -> Option<u32> {
-        let dir = self.bios.get(b).dir;
-        let shallow = self
-            .stack
-            .elevator
-            .as_ref()
-            .and_then(|e| e.limit_depth(dir));
+        let shallow = self.stack.elevator.as_ref().and_then(|e| {
+            let bio = self.bios.get(b);
+            let (task, sync) = self.task_of(bio);
+            e.limit_depth(&TagAlloc {
+                dir: bio.dir,
+                sync,
+                task,
+                cgroup: bio.cgroup,
+            })
+        });
         self.tags.get(shallow)
     }
 
@@ -1495,8 +1500,9 @@ impl Pipeline {
 
     /// The request of tag `tag` in use by `slot`, as the stack's hooks see it.
     #[inline(always)]
-    pub(super) fn request(&self, tag: u32, slot: RqSlot) -> Request {
-        let bio = self.bios.get(slot.bio);
+    /// Who submits `bio` ([`Request::task`]), and whether it is sync (`op_is_sync()`:
+    /// a read, or a write with `REQ_SYNC`).
+    fn task_of(&self, bio: &Bio) -> (u32, bool) {
         let sync = bio.dir == Dir::Read || bio.opf & crate::sim::bio::req::SYNC != 0;
         // a flusher's writeback is its kworker's; an fsync's, a readahead's and a
         // fio I/O's their job's
@@ -1504,6 +1510,12 @@ impl Pipeline {
             Some(iou) if iou.kind != IoKind::Writeback || sync => iou.job,
             _ => FLUSHER,
         };
+        (task, sync)
+    }
+
+    pub(super) fn request(&self, tag: u32, slot: RqSlot) -> Request {
+        let bio = self.bios.get(slot.bio);
+        let (task, sync) = self.task_of(bio);
         Request {
             tag,
             bio: slot.bio,
@@ -1637,8 +1649,10 @@ impl Pipeline {
                 }
             }
             self.scratch_bios = woken;
-            if let Some(e) = self.stack.elevator.as_mut() {
-                e.completed_request(&rq, now, &mut self.q);
+            if let Some(e) = self.stack.elevator.as_mut()
+                && e.completed_request(&rq, now, &mut self.q)
+            {
+                self.kick_kblockd(QueueRun::Kblockd);
             }
         }
         // the bios merged behind the first: their fio I/Os end after its
@@ -2081,7 +2095,10 @@ mod tests {
         fn id(&self) -> crate::stack::PolicyId {
             crate::stack::PolicyId(63)
         }
-        fn limit_depth(&self, _dir: Dir) -> Option<crate::sim::sbitmap::Shallow> {
+        fn limit_depth(
+            &self,
+            _alloc: &crate::stack::TagAlloc,
+        ) -> Option<crate::sim::sbitmap::Shallow> {
             Some(crate::sim::sbitmap::Shallow::Map(1))
         }
         fn min_shallow_depth(&self) -> Option<u32> {

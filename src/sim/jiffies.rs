@@ -12,12 +12,24 @@
 //! aligned to t = 0, as on a freshly booted machine.
 //!
 //! Moving parts: [`initial_jiffies`] (the reading at t = 0), [`at`] (ns → jiffies),
+//! [`time_after`] / [`time_after_eq`] (comparisons across the wrap),
 //! [`ns_of`] (the first instant a reading is reached) and [`wheel_bucket`] (when the
 //! timer wheel fires a timer). Each user keeps its own `start`
 //! and `HZ` (`ThrottleConfig`, mq-deadline's tunables, blk-iolatency's config); the
 //! `msecs_to_jiffies()` of mq-deadline's tunables stays with them.
 
 use crate::sim::{NSEC_PER_SEC, Ns};
+
+/// `time_after(a, b)`: `(long)(b − a) < 0`, right across the counter's wrap (a time
+/// "infinitely" in the past, `jiffies − MAX_JIFFY_OFFSET`, is before any reading).
+pub fn time_after(a: u64, b: u64) -> bool {
+    (b.wrapping_sub(a) as i64) < 0
+}
+
+/// `time_after_eq(a, b)`: `(long)(a − b) >= 0`.
+pub fn time_after_eq(a: u64, b: u64) -> bool {
+    (a.wrapping_sub(b) as i64) >= 0
+}
 
 /// `INITIAL_JIFFIES` of a 64-bit kernel: `(u64)(u32)(-300·HZ)`.
 pub fn initial_jiffies(hz: u32) -> u64 {

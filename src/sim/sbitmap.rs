@@ -12,7 +12,8 @@
 //! tag_wakeup_ns` later; on one CPU after the tasks the completion woke first).
 //!
 //! *Which bit.* Which bit a submitter gets matters once an allocation is limited to a
-//! shallow depth (mq-deadline's writes, `dd_limit_depth()`): the limit applies per word
+//! shallow depth (mq-deadline's writes, `dd_limit_depth()`; BFQ's async I/O and a queue
+//! past its share, `bfq_limit_depth()`): the limit applies per word
 //! of the map, so a write may find no bit it is allowed while most of the queue's
 //! tags are free. [`Sbitmap`] is the map bit for bit: `1 << shift` bits per word
 //! (`sbitmap_calculate_shift()` of the depth the map was allocated with), a freed bit
@@ -57,6 +58,9 @@
 
 use std::collections::VecDeque;
 
+use crate::error::Named;
+use crate::kernel_version::KernelVersion;
+
 /// `SBQ_WAIT_QUEUES`.
 const SBQ_WAIT_QUEUES: usize = 8;
 /// `SBQ_WAKE_BATCH`.
@@ -77,6 +81,37 @@ pub enum Shallow {
     /// This many bits over the whole map, spread over the words in proportion, the
     /// remainder to the first ones (`__map_depth_with_shallow()`, 42e6c6ce03fd).
     Map(u32),
+}
+
+/// What a shallow depth counts, a version switch of the elevators that limit depths
+/// (`deadline.shallow_depth`, `bfq.shallow_depth`): bits of each word of the scheduler
+/// tags' map (before 6.17), or bits of the whole map, spread over its words
+/// (42e6c6ce03fd "lib/sbitmap: convert shallow_depth from one word to the whole
+/// sbitmap": 6.17, 6.12.43), which changed how mq-deadline and BFQ compute theirs too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShallowDepth {
+    PerWord,
+    WholeMap,
+}
+
+impl Named for ShallowDepth {
+    const NAMES: &'static [(&'static str, Self)] =
+        &[("per-word", Self::PerWord), ("whole-map", Self::WholeMap)];
+}
+
+/// Stable series that carry 42e6c6ce03fd: (series, first patch; from the 6.12.43
+/// review's shortlog).
+const STABLE_WHOLE_MAP: &[((u32, u32), u32)] = &[((6, 12), 43)];
+
+impl ShallowDepth {
+    /// Kernel `v`'s.
+    pub fn of(v: &KernelVersion) -> Self {
+        if v.carries((6, 17), STABLE_WHOLE_MAP) {
+            Self::WholeMap
+        } else {
+            Self::PerWord
+        }
+    }
 }
 
 /// `sbitmap_calculate_shift()`: bits per word as a power of two, fewer for a small map

@@ -61,6 +61,18 @@ pub struct Request {
     pub sync: bool,
 }
 
+/// What `limit_depth` is told of a request it limits (`blk_mq_alloc_data`): its
+/// direction, whether it is sync, and who submits it for which cgroup (BFQ limits
+/// each queue and group by weight).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TagAlloc {
+    pub dir: Dir,
+    pub sync: bool,
+    /// As [`Request::task`].
+    pub task: u32,
+    pub cgroup: u32,
+}
+
 /// [`Request::task`] of the flushers' writeback (a kworker's io context).
 pub const FLUSHER: u32 = u32::MAX;
 
@@ -71,9 +83,12 @@ pub trait Elevator: Send {
     /// Its id (its registry entry's): the events it pushes are `Event::Policy(id,
     /// token)`.
     fn id(&self) -> PolicyId;
-    /// Its timer fired with `token` (an event it pushed); the pipeline then runs the
-    /// queue (`blk_mq_run_hw_queue()`), as an elevator's timer does in the kernel.
-    fn on_timer(&mut self, _now: Ns, _token: u64, _q: &mut EventQueue) {}
+    /// Its timer fired with `token` (an event it pushed; a timer it has cancelled or
+    /// re-armed since fires as nothing); true when it asks for a queue run, which
+    /// kblockd does (`blk_mq_run_hw_queues(q, true)`).
+    fn on_timer(&mut self, _now: Ns, _token: u64, _q: &mut EventQueue) -> bool {
+        false
+    }
     /// The run's cgroup tree (each cgroup's parent) and its tasks' io contexts' I/O
     /// priorities (`ioprio_set()`, by task), once, before any request: what an
     /// elevator with a cgroup side (BFQ) builds its groups and queues from.
@@ -94,9 +109,9 @@ pub trait Elevator: Send {
             format!("{} has no cgroup file {file}", self.name()),
         ))
     }
-    /// `limit_depth`: how the tag allocation of a request in direction `dir` is limited
+    /// `limit_depth`: how the tag allocation of request `alloc` is limited
     /// (`shallow_depth`, and how sbitmap reads it); None for all of the tags.
-    fn limit_depth(&self, _dir: Dir) -> Option<Shallow> {
+    fn limit_depth(&self, _alloc: &TagAlloc) -> Option<Shallow> {
         None
     }
     /// The scheduler tags it allocates (`q->nr_requests` once it is set up), or None
@@ -138,8 +153,12 @@ pub trait Elevator: Send {
     fn former_request(&self, _tag: u32) -> Option<u32> {
         None
     }
-    /// `completed_request`: `rq` completed at `now` (a timer it arms goes in `q`).
-    fn completed_request(&mut self, _rq: &Request, _now: Ns, _q: &mut EventQueue) {}
+    /// `completed_request`: `rq` completed at `now` (a timer it arms goes in `q`); true
+    /// when it asks for a queue run, which kblockd does (`blk_mq_run_hw_queues(q,
+    /// true)`).
+    fn completed_request(&mut self, _rq: &Request, _now: Ns, _q: &mut EventQueue) -> bool {
+        false
+    }
     /// Every sample tick (100 ms): take the rows it keeps per tick.
     fn sample(&mut self, _now: Ns) {}
     /// Hand the rows made since the last call to `rec`.

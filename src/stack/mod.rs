@@ -63,7 +63,7 @@ use std::any::Any;
 use crate::blkcg::{DeviceTable, KernelError};
 use crate::sim::iostat::IostatRow;
 use crate::sim::{Bio, BioId, BioSlab, EventQueue, Ns};
-pub use elevator::{Elevator, FLUSHER, Request};
+pub use elevator::{Elevator, FLUSHER, Request, TagAlloc};
 pub use registry::RqQosEntry;
 use registry::on_rq_qos_entry;
 pub use stream::{AnyRow, TimelineRow};

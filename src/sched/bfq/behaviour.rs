@@ -14,11 +14,18 @@
 //!   6.3) checks the total first and passes over large requests while one is in the
 //!   driver (`total`). 6.1's new queues also start with their limit's last decrease
 //!   at jiffy 0, 6.3's at their creation.
+//! - `bfq.shallow_depth`: what `bfq_limit_depth()`'s limits count, as the scheduler
+//!   tags' sbitmap reads them ([`ShallowDepth`]). `per-word`: bits of each word, the
+//!   async limits `word_depths[][]` fractions of a word and a queue or group over its
+//!   share (`bfqq_request_over_limit()`) held to 1 bit per word; `whole-map` (6.17,
+//!   6.12.43+: 42e6c6ce03fd): fractions of `nr_requests` (`async_depths[][]`), over
+//!   its share 1 request of the whole map.
 
 use std::fmt;
 
-use crate::error::KeyError;
+use crate::error::{KeyError, Named};
 use crate::kernel_version::KernelVersion;
+pub use crate::sim::sbitmap::ShallowDepth;
 
 /// The `[kernel]` prefix of BFQ's switches.
 pub const SWITCH_PREFIX: &str = "bfq.";
@@ -32,6 +39,13 @@ pub enum PendingGroups {
     AtLeastTwo,
 }
 
+impl Named for PendingGroups {
+    const NAMES: &'static [(&'static str, Self)] = &[
+        ("any-child", Self::AnyChild),
+        ("at-least-two", Self::AtLeastTwo),
+    ];
+}
+
 /// `bfq.inject`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Inject {
@@ -41,11 +55,19 @@ pub enum Inject {
     Total,
 }
 
+impl Named for Inject {
+    const NAMES: &'static [(&'static str, Self)] = &[
+        ("per-candidate", Self::PerCandidate),
+        ("total", Self::Total),
+    ];
+}
+
 /// The behaviours of one kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BfqBehaviour {
     pub pending_groups: PendingGroups,
     pub inject: Inject,
+    pub shallow_depth: ShallowDepth,
 }
 
 impl Default for BfqBehaviour {
@@ -54,21 +76,20 @@ impl Default for BfqBehaviour {
         BfqBehaviour {
             pending_groups: PendingGroups::AtLeastTwo,
             inject: Inject::Total,
+            shallow_depth: ShallowDepth::WholeMap,
         }
     }
 }
 
 impl fmt::Display for BfqBehaviour {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let p = match self.pending_groups {
-            PendingGroups::AnyChild => "any-child",
-            PendingGroups::AtLeastTwo => "at-least-two",
-        };
-        let i = match self.inject {
-            Inject::PerCandidate => "per-candidate",
-            Inject::Total => "total",
-        };
-        write!(f, "bfq.pending_groups=\"{p}\" bfq.inject=\"{i}\"")
+        write!(
+            f,
+            "bfq.pending_groups=\"{}\" bfq.inject=\"{}\" bfq.shallow_depth=\"{}\"",
+            self.pending_groups.name(),
+            self.inject.name(),
+            self.shallow_depth.name()
+        )
     }
 }
 
@@ -90,42 +111,19 @@ pub fn behaviour_for(
         } else {
             Inject::Total
         },
+        shallow_depth: ShallowDepth::of(&v),
     };
     for (key, val) in overrides {
         let k = key.strip_prefix(SWITCH_PREFIX).unwrap_or(key);
+        let full = format!("kernel.{SWITCH_PREFIX}{k}");
         match k {
-            "pending_groups" => {
-                b.pending_groups = match val.as_str() {
-                    "any-child" => PendingGroups::AnyChild,
-                    "at-least-two" => PendingGroups::AtLeastTwo,
-                    _ => {
-                        return Err(KeyError::new(
-                            format!("kernel.{key}"),
-                            format!(
-                                "`{val}` is not accepted: \"any-child\" (6.1) or \"at-least-two\" (6.2+)"
-                            ),
-                        ));
-                    }
-                }
-            }
-            "inject" => {
-                b.inject = match val.as_str() {
-                    "per-candidate" => Inject::PerCandidate,
-                    "total" => Inject::Total,
-                    _ => {
-                        return Err(KeyError::new(
-                            format!("kernel.{key}"),
-                            format!(
-                                "`{val}` is not accepted: \"per-candidate\" (6.1) or \"total\" (6.3+)"
-                            ),
-                        ));
-                    }
-                }
-            }
+            "pending_groups" => b.pending_groups = Named::parse(&full, val)?,
+            "inject" => b.inject = Named::parse(&full, val)?,
+            "shallow_depth" => b.shallow_depth = Named::parse(&full, val)?,
             _ => {
                 return Err(KeyError::new(
-                    format!("kernel.{key}"),
-                    "no such BFQ switch; accepted: pending_groups, inject",
+                    full,
+                    "no such BFQ switch; accepted: pending_groups, inject, shallow_depth",
                 ));
             }
         }

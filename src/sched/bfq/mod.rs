@@ -37,6 +37,14 @@
 //! - Expiration (`bfq_bfqq_expire()`): budget feedback (`__bfq_bfqq_recalc_budget()`),
 //!   time charged instead of sectors to a slow queue (`bfq_bfqq_charge_time()`), the
 //!   queue requeued or deactivated.
+//! - Injection (`bfq_choose_bfqq_for_injection()`): while the in-service queue is
+//!   idled for, another queue's request may fill the device up to an inject limit
+//!   that adapts to the in-service queue's measured service times
+//!   (`bfq_update_inject_limit()`, sampled from `bfq_add_request()`).
+//! - Tag depth (`bfq_limit_depth()`, [`Bfq::limit_depth`]): each queue and group may
+//!   hold its weight's share of the scheduler tags; past it a submitter gets one only
+//!   from a sliver of the map, so a heavy group cannot take every tag while a lighter
+//!   one is in service and idled for.
 //! - Weight raising (`low_latency`, on by default): a sync queue that starts after a
 //!   long idle gets its weight ×30 for a time set by the peak rate, soft real-time
 //!   queues ×3000 for 300 ms.
@@ -47,18 +55,13 @@
 //!
 //! Left out, and why
 //! -----------------
-//! - *Injection* (`bfq_choose_bfqq_for_injection()`): serving another queue while the
-//!   in-service one is idled for with requests in flight. Its limit adapts to
-//!   measured service times; it matters for latency on devices with queueing more
-//!   than for the shares this model is for. Idling here plugs the device fully.
 //! - *Queue merging* (stable and close cooperators): processes doing interleaved
 //!   I/O share one queue; fio's jobs each have their own.
 //! - *Burst detection* (`bfq_handle_burst()`): eight queues created within 180 ms are
 //!   not weight-raised; every job here starts as its own process, so a run with more
 //!   than eight jobs in a cgroup starting at once raises them all (the kernel would
 //!   not).
-//! - *Tag depth limits* (`bfq_limit_depth()`) for writes, the waker detection, and
-//!   several actuators.
+//! - The waker detection, and several actuators.
 
 pub mod behaviour;
 pub mod elevator;
@@ -75,7 +78,9 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use crate::blkcg::ioprio::{Ioprio, IoprioClass};
 use crate::sched::mq_deadline::tunables::{jiffies_to_msecs, msecs_to_jiffies};
 use crate::sim::Ns;
-use behaviour::{BfqBehaviour, Inject, PendingGroups};
+use crate::sim::jiffies::{time_after, time_after_eq};
+use crate::sim::sbitmap::{Shallow, calculate_shift};
+use behaviour::{BfqBehaviour, Inject, PendingGroups, ShallowDepth};
 use tunables::Tunables;
 use wf2q::{CLASS_BE, CLASS_IDLE, CLASSES, Eid, Entity, Wf2q};
 
@@ -114,6 +119,14 @@ const WR_MAX_SOFTRT_RATE: u64 = 7_000;
 const IOPRIO_NR_LEVELS: u64 = 8;
 const IOPRIO_BE_NORM: u16 = 4;
 const WEIGHT_CONVERSION_COEFF: u64 = 10;
+
+/// `bfq_update_depths()`: of `depth` tags (a word's bits, or `nr_requests`), those
+/// async I/O (`sync` 0) or sync writes (1) may hold, while a queue is weight-raised
+/// (`raised` 1) or not: ½ and ¾, or about 18% and 37%.
+fn async_depth(depth: u32, raised: usize, sync: usize) -> u32 {
+    let share = [[(1, 1), (3, 2)], [(3, 4), (6, 4)]][raised][sync];
+    ((depth * share.0) >> share.1).max(1)
+}
 
 /// `bfq_ioprio_to_weight()`.
 pub fn ioprio_to_weight(level: u16) -> u64 {
@@ -623,7 +636,7 @@ impl Bfq {
 
     /// `bfq_bfqq_budget_timeout()`.
     fn budget_timed_out(&self, q: u32, now: Ns) -> bool {
-        self.jiffies(now) >= self.queues[q as usize].budget_timeout
+        time_after_eq(self.jiffies(now), self.queues[q as usize].budget_timeout)
     }
 
     /// `bfq_may_expire_for_budg_timeout()`.
@@ -802,6 +815,7 @@ impl Bfq {
     /// `bfq_insert_request()`.
     pub fn insert(&mut self, rq: BfqRequest, now: Ns) {
         let q = self.queue_of(&rq, now);
+        self.request_allocated(q, true);
         self.update_io_thinktime(q, now);
         self.update_has_short_ttime(q, now);
         self.update_io_seektime(q, &rq);
@@ -857,7 +871,7 @@ impl Bfq {
         qq.has_short_ttime = !long;
         if changed
             && qq.last_serv_time_ns == 0
-            && (j >= qq.decrease_time_jif.wrapping_add(hundred_ms) || long)
+            && (time_after_eq(j, qq.decrease_time_jif.wrapping_add(hundred_ms)) || long)
         {
             self.reset_inject_limit(q, now);
         }
@@ -909,7 +923,7 @@ impl Bfq {
             // service that finds the driver empty (or only injected requests in it)
             // is sampled for its service time
             let second = self.msecs_to_jiffies(1_000);
-            if j >= qq.decrease_time_jif.wrapping_add(second) {
+            if time_after_eq(j, qq.decrease_time_jif.wrapping_add(second)) {
                 self.reset_inject_limit(q, now);
             }
             let ten_ms = self.msecs_to_jiffies(10);
@@ -917,7 +931,7 @@ impl Bfq {
             if self.in_service == Some(q)
                 && (self.tot_rq_in_driver == 0
                     || (qq.last_serv_time_ns > 0 && self.rqs_injected && self.tot_rq_in_driver > 0))
-                && j >= qq.decrease_time_jif.wrapping_add(ten_ms)
+                && time_after_eq(j, qq.decrease_time_jif.wrapping_add(ten_ms))
             {
                 self.last_empty_occupied_ns = now;
                 self.wait_dispatch = true;
@@ -943,9 +957,11 @@ impl Bfq {
             if self.t.low_latency
                 && old_wr_coeff == 1
                 && !r.sync
-                && j > qq
-                    .last_wr_start_finish
-                    .wrapping_add(self.msecs_to_jiffies(500))
+                && time_after(
+                    j,
+                    qq.last_wr_start_finish
+                        .wrapping_add(self.msecs_to_jiffies(500)),
+                )
             {
                 // an async queue receiving after 500 ms without arrivals is raised
                 let dur = self.wr_duration();
@@ -991,10 +1007,10 @@ impl Bfq {
         let qq = &self.queues[q as usize];
         let e = qq.entity as usize;
         let idle_for_long_time =
-            qq.dispatched == 0 && j > qq.budget_timeout.wrapping_add(wr_min_idle);
+            qq.dispatched == 0 && time_after(j, qq.budget_timeout.wrapping_add(wr_min_idle));
         let default_weight = self.w.e[e].new_weight == ioprio_to_weight(IOPRIO_BE_NORM);
         let soft_rt = qq.seek_history != u32::MAX
-            && j > qq.soft_rt_next_start
+            && time_after(j, qq.soft_rt_next_start)
             && qq.dispatched == 0
             && default_weight;
         let interactive = idle_for_long_time && default_weight;
@@ -1259,9 +1275,11 @@ impl Bfq {
         if limit == 0
             && ss.last_serv_time_ns == 0
             && ss.wait_request
-            && j >= self
-                .last_idling_start_jiffies
-                .wrapping_add(u64::from(self.t.bfq_slice_idle))
+            && time_after_eq(
+                j,
+                self.last_idling_start_jiffies
+                    .wrapping_add(u64::from(self.t.bfq_slice_idle)),
+            )
         {
             limit = 1;
         }
@@ -1361,11 +1379,11 @@ impl Bfq {
         let qq = &mut self.queues[q as usize];
         if raised
             && qq.wr_cur_max_time == rt_max
-            && j > qq.budget_timeout
-            && j > qq.last_wr_start_finish
+            && time_after(j, qq.budget_timeout)
+            && time_after(j, qq.last_wr_start_finish)
         {
             // a soft real-time queue's raising is shifted by the time it waited
-            if qq.budget_timeout > qq.last_wr_start_finish {
+            if time_after(qq.budget_timeout, qq.last_wr_start_finish) {
                 qq.last_wr_start_finish += j - qq.budget_timeout;
             } else {
                 qq.last_wr_start_finish = j;
@@ -1600,12 +1618,14 @@ impl Bfq {
     // --- completion
 
     /// `bfq_completed_request()` of request `tag`'s `sectors` from `sector`,
-    /// dispatched from the queue of `(task, sync, cgroup)`.
-    pub fn completed(&mut self, rq: &BfqRequest, now: Ns) {
+    /// dispatched from the queue of `(task, sync, cgroup)`; true when it asks for a
+    /// queue run (`bfq_schedule_dispatch()`: the driver is empty and BFQ does not idle).
+    pub fn completed(&mut self, rq: &BfqRequest, now: Ns) -> bool {
         let Some(q) = self.queue_of_done(rq) else {
-            return;
+            return false;
         };
         // bfq_finish_requeue_request()
+        self.request_allocated(q, false);
         if self.waited_rq == Some(rq.token) {
             self.update_inject_limit(q, now);
         }
@@ -1634,10 +1654,11 @@ impl Bfq {
         }
         if self.in_service == Some(q) {
             if self.must_idle(q) {
-                // idling: no expiration, even on budget timeout
+                // idling: no expiration, even on budget timeout, and no queue run
                 if self.queues[q as usize].dispatched == 0 {
                     self.arm_slice_timer(q, now);
                 }
+                return false;
             } else if self.may_expire_for_budg_timeout(q, now) {
                 self.expire(q, false, Expiration::BudgetTimeout, now);
             } else if self.queues[q as usize].empty()
@@ -1646,11 +1667,94 @@ impl Bfq {
                 self.expire(q, false, Expiration::NoMoreRequests, now);
             }
         }
+        self.tot_rq_in_driver == 0
     }
 
     /// The queue a completed request was dispatched from.
     fn queue_of_done(&self, rq: &BfqRequest) -> Option<u32> {
         self.existing_queue(*self.group_of.get(&rq.cgroup)?, rq)
+    }
+
+    /// `bfqq_request_allocated()` (`up`) / `bfqq_request_freed()`: queue `q` and the
+    /// groups above it hold one request more or less.
+    fn request_allocated(&mut self, q: u32, up: bool) {
+        let path: Vec<Eid> = self.w.path(self.queues[q as usize].entity).collect();
+        for e in path {
+            let a = &mut self.w.e[e as usize].allocated;
+            *a = if up { *a + 1 } else { a.saturating_sub(1) };
+        }
+    }
+
+    /// `bfq_limit_depth()`: how a tag allocation of `rq`'s task for its cgroup is
+    /// limited (a `write`, or a read) on `nr_requests` scheduler tags. Sync reads may
+    /// have every tag, async I/O and sync writes a fraction (half and three quarters,
+    /// less while a queue is weight-raised); a task whose queue, or a group above it,
+    /// holds its weight's share of the tags already or more
+    /// (`bfqq_request_over_limit()`) is held to one — per word of the map, or of the
+    /// whole map (`bfq.shallow_depth`).
+    pub fn limit_depth(&self, rq: &BfqRequest, write: bool, nr_requests: u32) -> Option<Shallow> {
+        let raised = usize::from(self.wr_busy_queues > 0);
+        let sync = usize::from(rq.sync);
+        let sync_read = rq.sync && !write;
+        let over = |limit: u32| {
+            self.group_of
+                .get(&rq.cgroup)
+                .and_then(|&g| self.existing_queue(g, rq))
+                .is_some_and(|q| self.request_over_limit(q, limit))
+        };
+        match self.b.shallow_depth {
+            ShallowDepth::PerWord => {
+                // bfq_update_depths(): fractions of a word of the map
+                let shift = calculate_shift(nr_requests);
+                let (limit, depth) = if sync_read {
+                    (nr_requests, 0)
+                } else {
+                    let d = async_depth(1 << shift, raised, sync);
+                    ((nr_requests * d) >> shift, d)
+                };
+                let depth = if over(limit) { 1 } else { depth };
+                (depth > 0).then_some(Shallow::PerWord(depth))
+            }
+            ShallowDepth::WholeMap => {
+                let limit = if sync_read {
+                    nr_requests
+                } else {
+                    async_depth(nr_requests, raised, sync)
+                };
+                let limit = if over(limit) { 1 } else { limit };
+                (limit < nr_requests).then_some(Shallow::Map(limit))
+            }
+        }
+    }
+
+    /// `bfqq_request_over_limit()`: from the top group down to queue `q`, each level
+    /// gets its weight's share of what the level above got (of `limit` at the top);
+    /// over when an entity holds its share or more. A level not on its tree sets no
+    /// limit (BFQ must hear of the work to activate it); a queue's share is among the
+    /// queues of its class and the classes above, those weighing 8× per class.
+    fn request_over_limit(&self, q: u32, mut limit: u32) -> bool {
+        let path: Vec<Eid> = self.w.path(self.queues[q as usize].entity).collect();
+        if path.iter().any(|&e| !self.w.e[e as usize].on_st) {
+            return false;
+        }
+        for (level, &e) in path.iter().enumerate().rev() {
+            let en = &self.w.e[e as usize];
+            let st = &self.w.sd[en.sd as usize].st;
+            let wsum = if level > 0 {
+                st[en.class].wsum
+            } else {
+                (0..=en.class).fold(0, |w, i| w * IOPRIO_NR_LEVELS + st[i].wsum)
+            };
+            if wsum == 0 {
+                continue;
+            }
+            // DIV_ROUND_CLOSEST()
+            limit = ((u64::from(limit) * en.weight + wsum / 2) / wsum) as u32;
+            if en.allocated >= limit {
+                return true;
+            }
+        }
+        false
     }
 
     /// Request `rq`'s queue in group `g`, if it has one: its task's sync queue, or
@@ -1712,24 +1816,25 @@ impl Bfq {
         self.idle_timer = Some(now + sl);
     }
 
-    /// `bfq_idle_slice_timer_body()`: the slice ended without a request.
-    pub fn idle_slice_timer(&mut self, now: Ns) {
+    /// `bfq_idle_slice_timer_body()`: the slice ended without a request; true when it
+    /// asks for a queue run (`bfq_schedule_dispatch()`: a queue is in service).
+    pub fn idle_slice_timer(&mut self, now: Ns) -> bool {
         self.idle_timer = None;
         let Some(q) = self.in_service else {
-            return;
+            return false;
         };
-        if !std::mem::take(&mut self.queues[q as usize].wait_request) {
-            return;
+        if std::mem::take(&mut self.queues[q as usize].wait_request) {
+            self.idle_ns += now.saturating_sub(self.last_idling_start);
         }
-        self.idle_ns += now.saturating_sub(self.last_idling_start);
         let reason = if self.budget_timed_out(q, now) {
             Expiration::BudgetTimeout
         } else if self.queues[q as usize].queued == [0, 0] {
             Expiration::TooIdle
         } else {
-            return;
+            return true;
         };
         self.expire(q, true, reason, now);
+        true
     }
 
     // --- peak rate
@@ -1879,9 +1984,9 @@ impl Bfq {
         let dur = self.wr_duration();
         if self.w.e[e].wr_coeff > 1 {
             let qq = &self.queues[q as usize];
-            if j > qq.last_wr_start_finish.wrapping_add(qq.wr_cur_max_time) {
+            if time_after(j, qq.last_wr_start_finish.wrapping_add(qq.wr_cur_max_time)) {
                 if qq.wr_cur_max_time != rt_max
-                    || j > qq.wr_start_at_switch_to_srt.wrapping_add(dur)
+                    || time_after(j, qq.wr_start_at_switch_to_srt.wrapping_add(dur))
                 {
                     self.end_wr(q, now);
                 } else {

@@ -177,6 +177,7 @@ fn one_busy_group_is_asymmetric_only_before_6_2() {
         let b = BfqBehaviour {
             pending_groups,
             inject: Inject::Total,
+            ..BfqBehaviour::default()
         };
         let mut bfq = Bfq::new(Tunables::new(250), b, true);
         bfq.set_parents(vec![None, Some(0)]);
@@ -238,4 +239,63 @@ fn service_advances_each_level_by_its_weight_sum() {
     assert_eq!(wf2q::bfq_delta(8, 400), (8 << 22) / 400);
     assert!(wf2q::bfq_gt(5, 3) && !wf2q::bfq_gt(3, 3));
     assert!(wf2q::bfq_gt(1, u64::MAX), "wrap-safe");
+}
+
+/// `bfq_limit_depth()` on 16 scheduler tags, three groups at 100, 200 and 300 each
+/// with a queue on its tree: the lightest one's share is round(16 · 100 / 600) = 3
+/// tags. With 2 allocated its sync reads may have every tag; with 3 it is held to
+/// one — of the whole map on 6.12.117, of each word (of 4 bits) on 6.1. Async writes
+/// get 3/16 of the tags while a queue is weight-raised, as every new one is
+/// (interactive): 3 of the map, or 1 bit of each word.
+#[test]
+fn a_group_past_its_weights_share_of_tags_gets_one() {
+    for (version, held, async_raised) in [
+        ("6.12.117", Shallow::Map(1), Shallow::Map(3)),
+        ("6.1.192", Shallow::PerWord(1), Shallow::PerWord(1)),
+    ] {
+        let b = behaviour::behaviour_for(version, &[]).unwrap();
+        let mut bfq = Bfq::new(Tunables::new(250), b, true);
+        bfq.set_parents(vec![None, Some(0), Some(0), Some(0)]);
+        for (cg, w) in [(1, 100), (2, 200), (3, 300)] {
+            bfq.set_cgroup_weight(cg, w);
+        }
+        let read = |task: u32, token: u32| BfqRequest {
+            token,
+            task,
+            task_ioprio: Ioprio::DEFAULT,
+            sync: true,
+            cgroup: task + 1,
+            sector: u64::from(token) * 8,
+            sectors: 8,
+        };
+        let mut token = 0;
+        for task in 0..3 {
+            for _ in 0..2 {
+                bfq.insert(read(task, token), 0);
+                token += 1;
+            }
+        }
+        assert_eq!(bfq.limit_depth(&read(0, 99), false, 16), None, "{version}");
+        bfq.insert(read(0, token), 0);
+        assert_eq!(
+            bfq.limit_depth(&read(0, 99), false, 16),
+            Some(held),
+            "{version}"
+        );
+        // the heaviest group's share is 8: 2 allocated is well within it
+        assert_eq!(bfq.limit_depth(&read(2, 99), false, 16), None, "{version}");
+        let write = BfqRequest {
+            sync: false,
+            ..read(2, 99)
+        };
+        assert!(
+            bfq.wr_busy_queues > 0,
+            "new queues are raised as interactive"
+        );
+        assert_eq!(
+            bfq.limit_depth(&write, true, 16),
+            Some(async_raised),
+            "{version}"
+        );
+    }
 }

@@ -24,6 +24,8 @@
 
 use std::collections::BTreeSet;
 
+use crate::sim::jiffies::time_after;
+
 /// `WFQ_SERVICE_SHIFT`: virtual times are service << 22 / weight.
 const WFQ_SERVICE_SHIFT: u32 = 22;
 /// `BFQ_MIN_WEIGHT`, `BFQ_MAX_WEIGHT`.
@@ -86,6 +88,8 @@ pub struct Entity {
     pub group: Option<u32>,
     /// The queue it is (`bfq_entity_to_bfqq()`), set by the scheduler that made it.
     pub queue: Option<u32>,
+    /// Requests allocated to it or below it and not yet freed (`allocated`).
+    pub allocated: u32,
 }
 
 impl Entity {
@@ -109,6 +113,7 @@ impl Entity {
             sd,
             group,
             queue: None,
+            allocated: 0,
         }
     }
 }
@@ -309,11 +314,12 @@ impl Wf2q {
     /// more than `BFQ_CL_IDLE_TIMEOUT` after the last such one serves IDLE first.
     fn lookup_next_entity(&mut self, g: usize, expiration: bool, jiffies: u64) -> Option<Eid> {
         let mut class = 0;
-        if jiffies
-            > self.sd[g]
+        if time_after(
+            jiffies,
+            self.sd[g]
                 .class_idle_last_service
-                .wrapping_add(self.idle_timeout)
-        {
+                .wrapping_add(self.idle_timeout),
+        ) {
             if !self.sd[g].st[CLASS_IDLE].active.is_empty() {
                 class = CLASS_IDLE;
             }

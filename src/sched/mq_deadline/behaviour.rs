@@ -14,6 +14,7 @@
 
 use crate::error::{KeyError, Named};
 use crate::kernel_version::KernelVersion;
+pub use crate::sim::sbitmap::ShallowDepth;
 use std::fmt;
 
 /// How the three priority levels share the device (table in the module header).
@@ -46,18 +47,6 @@ impl Named for AsyncDepth {
         ("3/4", Self::ThreeQuarters),
         ("nr_requests", Self::NrRequests),
     ];
-}
-
-/// What a shallow depth counts (`deadline.shallow_depth`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ShallowDepth {
-    PerWord,
-    WholeMap,
-}
-
-impl Named for ShallowDepth {
-    const NAMES: &'static [(&'static str, Self)] =
-        &[("per-word", Self::PerWord), ("whole-map", Self::WholeMap)];
 }
 
 /// Which `nr_requests` a write of it leaves `async_depth` computed from
@@ -136,10 +125,6 @@ pub fn presets() -> &'static [&'static str] {
 /// Stable series that carry 39823b47bbd4 (tag reservation fix): (series, first patch).
 const STABLE_TAG_FIX: &[((u32, u32), u32)] = &[((6, 1), 103)];
 
-/// Stable series that carry 42e6c6ce03fd (whole-map shallow depth): (series, first
-/// patch; from the 6.12.43 review's shortlog).
-const STABLE_WHOLE_MAP: &[((u32, u32), u32)] = &[((6, 12), 43)];
-
 /// The behaviour of kernel `version`, then `overrides` (`("deadline.prio", "queued")`)
 /// applied in order.
 pub fn behaviour_for(
@@ -147,14 +132,8 @@ pub fn behaviour_for(
     overrides: &[(String, String)],
 ) -> Result<DeadlineBehaviour, KeyError> {
     let kv = KernelVersion::parse(version).map_err(|m| KeyError::new("kernel.version", m))?;
-    let (v, patch) = ((kv.major, kv.minor), kv.patch);
-    let carries = |since: (u32, u32), stable: &[((u32, u32), u32)]| {
-        since <= v
-            || stable
-                .iter()
-                .any(|&(series, first)| series == v && patch >= first)
-    };
-    let tag_fix = carries((6, 11), STABLE_TAG_FIX);
+    let v = (kv.major, kv.minor);
+    let tag_fix = kv.carries((6, 11), STABLE_TAG_FIX);
     let mut b = DeadlineBehaviour {
         prio: if v < (5, 14) {
             PrioMode::None
@@ -170,11 +149,7 @@ pub fn behaviour_for(
         } else {
             AsyncDepth::ThreeQuarters
         },
-        shallow_depth: if carries((6, 17), STABLE_WHOLE_MAP) {
-            ShallowDepth::WholeMap
-        } else {
-            ShallowDepth::PerWord
-        },
+        shallow_depth: ShallowDepth::of(&kv),
         depth_updated: if v >= (6, 18) {
             DepthUpdated::NewNr
         } else {

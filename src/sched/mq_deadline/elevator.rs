@@ -24,7 +24,7 @@ use crate::sim::jiffies;
 use crate::sim::sbitmap::Shallow;
 use crate::sim::{Dir, Ns};
 use crate::stack::registry::{ElevatorDef, ElevatorSetup, Kconfig};
-use crate::stack::{Elevator, PolicyId, Recorder, Request};
+use crate::stack::{Elevator, PolicyId, Recorder, Request, TagAlloc};
 
 /// mq-deadline's id among the stack's policies and elevators.
 pub const ID: PolicyId = PolicyId(32);
@@ -154,8 +154,8 @@ impl Elevator for MqDeadlineSched {
     fn nr_requests(&self) -> Option<u32> {
         Some(self.nr_requests)
     }
-    fn limit_depth(&self, dir: Dir) -> Option<Shallow> {
-        self.dd.limit_depth(dir)
+    fn limit_depth(&self, alloc: &TagAlloc) -> Option<Shallow> {
+        self.dd.limit_depth(alloc.dir)
     }
     /// `dd_depth_updated()`: since the tag-reservation fix 1 (`async_depth` can be set
     /// that low later); before it the default `async_depth` it set; none before 5.14.
@@ -214,9 +214,15 @@ impl Elevator for MqDeadlineSched {
     fn former_request(&self, tag: u32) -> Option<u32> {
         self.dd.neighbour(self.at(tag)?, false).map(|t| t as u32)
     }
-    fn completed_request(&mut self, rq: &Request, _now: Ns, _q: &mut crate::sim::EventQueue) {
+    fn completed_request(
+        &mut self,
+        rq: &Request,
+        _now: Ns,
+        _q: &mut crate::sim::EventQueue,
+    ) -> bool {
         // dd_finish_request()
         self.dd.finish_request(rq.ioprio);
+        false
     }
     fn sample(&mut self, now: Ns) {
         for prio in DdPrio::ALL {

@@ -49,6 +49,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use crate::blkcg::ioprio::{Ioprio, IoprioClass};
 use crate::sim::Dir;
+use crate::sim::jiffies::time_after;
 use crate::sim::sbitmap::Shallow;
 use behaviour::{AsyncDepth, DeadlineBehaviour, PrioMode, ShallowDepth, Sweep};
 use tunables::Tunables;
@@ -175,11 +176,6 @@ pub struct DdLoc {
     pub prio: DdPrio,
     pub dir: Dir,
     pub seq: u64,
-}
-
-/// `(long)(a − b) > 0`: `time_after(a, b)` on wrapping jiffies.
-fn time_after(a: u64, b: u64) -> bool {
-    (b.wrapping_sub(a) as i64) < 0
 }
 
 /// One queue's mq-deadline instance (`struct deadline_data`).
