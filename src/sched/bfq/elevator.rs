@@ -250,6 +250,7 @@ impl Elevator for BfqSched {
                 sectors: deltas[i],
                 all_sectors: all,
                 in_service: in_service == Some(i as u32),
+                state: self.bfq.group_state(i),
                 peak_rate,
                 max_budget,
                 idled,

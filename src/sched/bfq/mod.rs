@@ -144,6 +144,15 @@ fn class_level(p: Ioprio) -> (usize, u16) {
     }
 }
 
+/// A group's state as its timeline row shows it ([`Bfq::group_state`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GroupState {
+    pub budget: u64,
+    pub lead: i64,
+    pub tags: u32,
+    pub raised: u32,
+}
+
 /// A request as BFQ is given it.
 #[derive(Debug, Clone, Copy)]
 pub struct BfqRequest {
@@ -2048,6 +2057,31 @@ impl Bfq {
         self.w.sd[g]
             .my_entity
             .map_or(0, |e| self.w.e[e as usize].weight)
+    }
+
+    /// Group `g`'s entity now: its budget (sectors), its lead on its tree's virtual
+    /// time (sectors, [`Wf2q::lead_sectors`]), the scheduler tags its queues hold
+    /// (`allocated`), and how many of its queues are weight-raised (0s for the root
+    /// group, which has no entity; raised queues counted there too).
+    pub fn group_state(&self, g: usize) -> GroupState {
+        let raised = self
+            .queues
+            .iter()
+            .filter(|q| q.group == g as u32 && self.w.e[q.entity as usize].wr_coeff > 1)
+            .count() as u32;
+        let Some(e) = self.w.sd[g].my_entity else {
+            return GroupState {
+                raised,
+                ..GroupState::default()
+            };
+        };
+        let en = &self.w.e[e as usize];
+        GroupState {
+            budget: en.budget,
+            lead: self.w.lead_sectors(e),
+            tags: en.allocated,
+            raised,
+        }
     }
 
     /// Whether group `g` has a queue in service right now.

@@ -282,6 +282,9 @@ fn a_group_past_its_weights_share_of_tags_gets_one() {
             Some(held),
             "{version}"
         );
+        // what bfq.csv shows of the group: the tags it holds, its queue raised
+        let state = bfq.group_state(bfq.group_of[&1] as usize);
+        assert_eq!((state.tags, state.raised), (3, 1), "{version}");
         // the heaviest group's share is 8: 2 allocated is well within it
         assert_eq!(bfq.limit_depth(&read(2, 99), false, 16), None, "{version}");
         let write = BfqRequest {

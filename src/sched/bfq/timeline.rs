@@ -1,9 +1,12 @@
 //! BFQ's timeline: `bfq.csv`, one line per group per sample tick — its weight in
 //! force, the sectors dispatched from its queues in the tick and its share of the
-//! device's, whether one of its queues was in service at the tick — with the device's
-//! estimated peak rate, the max budget and the time spent idling in the tick; and
-//! its picture `bfq.png` (each group's share and sectors per second over time, the
-//! time idling per second), as a [`TimelineRow`] of the stack's streams.
+//! device's, whether one of its queues was in service at the tick, its budget, its
+//! lead on the virtual time (sectors at its weight: ahead waits, behind is served),
+//! the scheduler tags its queues hold and how many of them are weight-raised — with
+//! the device's estimated peak rate, the max budget and the time spent idling in the
+//! tick; and its picture `bfq.png` (each group's share, sectors per second, lead and
+//! tags over time, the time idling per second), as a [`TimelineRow`] of the stack's
+//! streams.
 
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -27,6 +30,8 @@ pub struct BfqRow {
     pub sectors: u64,
     pub all_sectors: u64,
     pub in_service: bool,
+    /// Its entity at the tick ([`super::GroupState`]).
+    pub state: super::GroupState,
     /// The device's: peak rate (sectors/s), max budget (sectors), ns idled in the tick.
     pub peak_rate: u64,
     pub max_budget: u64,
@@ -37,13 +42,13 @@ pub struct BfqRow {
 pub static STREAM: StreamDef = StreamDef {
     name: "bfq",
     csv: "bfq.csv",
-    header: "t_s,cgroup,weight,sectors,share,in_service,peak_rate_sectors_s,max_budget_sectors,idled_ms\n",
+    header: "t_s,cgroup,weight,sectors,share,in_service,budget_sectors,vtime_lead_sectors,tags,raised_queues,peak_rate_sectors_s,max_budget_sectors,idled_ms\n",
     picture: Some(PictureDef {
         stem: "bfq",
         png: "bfq.png",
         svg: "bfq.svg",
         title: "BFQ",
-        about: "BFQ: each group's share of the sectors, and the device's idling",
+        about: "BFQ: each group's share of the sectors, its lead on the virtual time and the tags it holds, and the device's idling",
         series: || Box::<BfqSeries>::default(),
     }),
 };
@@ -61,13 +66,17 @@ impl TimelineRow for BfqRow {
             }
         });
         out.push_str(&format!(
-            "{:.3},{},{},{},{:.4},{},{},{},{:.3}\n",
+            "{:.3},{},{},{},{:.4},{},{},{},{},{},{},{},{:.3}\n",
             self.at as f64 / 1e9,
             name,
             self.weight,
             self.sectors,
             share(self),
             u8::from(self.in_service),
+            self.state.budget,
+            self.state.lead,
+            self.state.tags,
+            self.state.raised,
             self.peak_rate,
             self.max_budget,
             self.idled as f64 / 1e6
@@ -88,6 +97,8 @@ fn share(r: &BfqRow) -> f64 {
 pub struct BfqSeries {
     share: BTreeMap<String, Decimated>,
     rate: BTreeMap<String, Decimated>,
+    lead: BTreeMap<String, Decimated>,
+    tags: BTreeMap<String, Decimated>,
     idled: Decimated,
     last_at: BTreeMap<String, Ns>,
     idled_at: Ns,
@@ -109,6 +120,14 @@ impl Series for BfqSeries {
                     n.path.clone()
                 }
             });
+        self.lead
+            .entry(name.clone())
+            .or_default()
+            .add(r.at, r.state.lead as f64);
+        self.tags
+            .entry(name.clone())
+            .or_default()
+            .add(r.at, f64::from(r.state.tags));
         let since = self.last_at.insert(name.clone(), r.at).unwrap_or(0);
         if r.at > since {
             let secs = (r.at - since) as f64 / 1e9;
@@ -158,6 +177,16 @@ fn plot_bfq(
         Panel {
             y_label: "MiB/s dispatched".into(),
             series: lines(&s.rate),
+            log_y: false,
+        },
+        Panel {
+            y_label: "lead on vtime (sectors)".into(),
+            series: lines(&s.lead),
+            log_y: false,
+        },
+        Panel {
+            y_label: "scheduler tags held".into(),
+            series: lines(&s.tags),
             log_y: false,
         },
         Panel {

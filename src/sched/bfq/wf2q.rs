@@ -619,6 +619,19 @@ impl Wf2q {
     }
 
     /// `next_queue_may_preempt()`.
+    /// How far entity `e` is ahead of its service tree's virtual time: its virtual
+    /// finish less the tree's vtime, as sectors at its weight (negative: behind; 0
+    /// off every tree). Entities ahead wait for the ones behind.
+    pub fn lead_sectors(&self, e: Eid) -> i64 {
+        let en = &self.e[e as usize];
+        if !en.on_st {
+            return 0;
+        }
+        let vtime = self.sd[en.sd as usize].st[en.class].vtime;
+        let lead = en.finish.wrapping_sub(vtime) as i64;
+        ((i128::from(lead) * i128::from(en.weight)) >> WFQ_SERVICE_SHIFT) as i64
+    }
+
     pub fn next_queue_may_preempt(&self) -> bool {
         self.sd[0].next_in_service != self.sd[0].in_service
     }
