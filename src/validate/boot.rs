@@ -365,6 +365,25 @@ fn cpu_time(pid: u32) -> Option<Duration> {
 /// this many budgets so a guest starved of CPU still ends.
 const ICOUNT_WALL_CAP: u32 = 8;
 
+/// Why a guest that ran out of time did, when it was printing its trace: the jobs
+/// were done, and the serial console carries a trace of a fast run slower than the
+/// budget allows.
+fn trace_cut_short(console: &str, prefix: &str) -> String {
+    let Some((_, trace)) = console.split_once(&format!("{prefix}begin trace")) else {
+        return String::new();
+    };
+    if trace.contains(&format!("{prefix}end")) {
+        return String::new();
+    }
+    format!(
+        " while printing its trace ({} lines so far): the jobs had finished, but the \
+         serial console carries the trace of a fast run slower than that; trace fewer \
+         events (--trace-event) or a shorter run (fio's --runtime in a copy of the \
+         scenario)",
+        trace.lines().skip(1).count()
+    )
+}
+
 fn run_qemu(
     kernel: &Kernel,
     initrd: &Path,
@@ -465,10 +484,11 @@ fn run_qemu(
     let wall = start.elapsed();
     if timed_out {
         return Err(format!(
-            "the guest did not finish within {} s{} ({} s of wall time); its console so far:\n{}",
+            "the guest did not finish within {} s{} ({} s of wall time){}; its console so far:\n{}",
             budget.as_secs(),
             if icount { " of qemu's CPU time" } else { "" },
             wall.as_secs(),
+            trace_cut_short(&console, &prefix),
             tail(&console, 30)
         ));
     }
@@ -513,6 +533,19 @@ mod tests {
         }
         assert!(cpu_time(std::process::id()).unwrap() > before, "{x}");
         assert_eq!(cpu_time(u32::MAX), None);
+    }
+
+    #[test]
+    fn a_guest_out_of_time_in_its_trace_is_told_so() {
+        let p = format!("{MARK} ");
+        let cut = format!("{p}finish\n{p}begin trace\n a\n b\n");
+        let why = trace_cut_short(&cut, &p);
+        assert!(
+            why.contains("printing its trace (2 lines") && why.contains("--runtime"),
+            "{why}"
+        );
+        assert_eq!(trace_cut_short(&format!("{cut}{p}end\n"), &p), "");
+        assert_eq!(trace_cut_short(&format!("{p}start\n"), &p), "");
     }
 
     #[test]
