@@ -82,6 +82,32 @@ fn io_bfq_weight_is_the_kernels_file() {
     refused("252:0 0", "bfq", "ERANGE");
 }
 
+/// BFQ's version switches from `[kernel]`: a value it does not know names the key and
+/// what it accepts, a switch it does not have lists those it has, and a good one runs.
+#[test]
+fn bfq_switches_are_checked_by_name() {
+    let run = |switch: &str| {
+        let text = format!(
+            "name = \"s\"\n[device]\nmodel = \"nullb\"\ndev = \"252:0\"\nscheduler = \"bfq\"\n\
+             [kernel]\nversion = \"6.12\"\n{switch}\n\
+             [cgroup.a]\nfio = \"fio --name=a --rw=randread --bs=4k --direct=1 --runtime=100ms --time_based\"\n"
+        );
+        let sc = Scenario::parse(&text, "s.toml").unwrap();
+        run_variant(&sc, None, None, None, false).map(|_| ())
+    };
+    assert!(run("\"bfq.shallow_depth\" = \"per-word\"").is_ok());
+    let e = run("\"bfq.inject\" = \"sometimes\"").unwrap_err();
+    assert!(
+        e.contains("bfq.inject") && e.contains("per-candidate") && e.contains("total"),
+        "{e}"
+    );
+    let e = run("\"bfq.merging\" = \"on\"").unwrap_err();
+    assert!(
+        e.contains("bfq.merging") && e.contains("pending_groups, inject, shallow_depth"),
+        "{e}"
+    );
+}
+
 /// `check` says what systemd's `IOWeight=` writes to `io.bfq.weight` (its own
 /// mapping above 100: 300 → 118).
 #[test]
