@@ -1687,10 +1687,12 @@ impl Bfq {
     /// `bfqq_request_allocated()` (`up`) / `bfqq_request_freed()`: queue `q` and the
     /// groups above it hold one request more or less.
     fn request_allocated(&mut self, q: u32, up: bool) {
-        let path: Vec<Eid> = self.w.path(self.queues[q as usize].entity).collect();
-        for e in path {
+        // per request: walk up by parent rather than collect the path
+        let mut at = Some(self.queues[q as usize].entity);
+        while let Some(e) = at {
             let a = &mut self.w.e[e as usize].allocated;
             *a = if up { *a + 1 } else { a.saturating_sub(1) };
+            at = self.w.parent(e);
         }
     }
 
