@@ -425,6 +425,10 @@ enum Cmd {
     /// measured as one (`host probe`).
     #[command(subcommand)]
     Host(cli::host::HostCmd),
+    /// Your own block traces: split a machine's blktrace into one fio iolog per
+    /// cgroup and a scenario replaying them (`trace split`).
+    #[command(subcommand)]
+    Trace(cli::trace::TraceCmd),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -624,6 +628,7 @@ fn main() -> ExitCode {
         Cmd::Tune(t) => cli::tune::tune_args_command(*t, progress),
         Cmd::Kernel(k) => cli::kernel::kernel_command(k, cli.quiet),
         Cmd::Device(d) => cli::device::device_command(d),
+        Cmd::Trace(t) => cli::trace::trace_command(t),
         Cmd::Host(h) => cli::host::host_command(h, cli.quiet),
         Cmd::Scenarios { name } => cli::scenarios::scenarios_command(name.as_deref()),
     };

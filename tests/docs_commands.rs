@@ -7,7 +7,8 @@
 //! - the files the documents name: `docs/examples/` (`my.toml`, `web.toml`,
 //!   `fix.patch`), the fio JSON files the tour's `device fit --print-jobs` jobs write
 //!   (this VM's, from `tests/data/fit/`, also copied there, as `docs/devices.md` names
-//!   them), and the checkout's `patches/` (read only);
+//!   them), the block traces of `tests/data/trace/`, and the checkout's `patches/`
+//!   and `scenarios/` (read only);
 //! - a home of its own (`~/linux` is a stand-in kernel tree: the files that make one) and an
 //!   empty cache (`BLKCG_SIM_CACHE`), holding only stand-in records of the kernel builds
 //!   the documents name (`built:KEY`), since a real one takes 18 minutes to make;
@@ -163,6 +164,13 @@ fn workdir(base: &Path, n: usize, cmd: &str) -> PathBuf {
     std::fs::create_dir_all(&fit_copy).unwrap();
     copy_all(&fit, &["json"], &fit_copy);
     std::os::unix::fs::symlink(Path::new(ROOT).join("patches"), dir.join("patches")).unwrap();
+    // the checkout's traces a command splits
+    let traces = Path::new(ROOT).join("tests/data/trace");
+    let traces_copy = dir.join("tests/data/trace");
+    std::fs::create_dir_all(&traces_copy).unwrap();
+    copy_all(&traces, &["blkparse"], &traces_copy);
+    // the checkout's scenarios, with the logs they replay beside them
+    std::os::unix::fs::symlink(Path::new(ROOT).join("scenarios"), dir.join("scenarios")).unwrap();
     let linux = dir.join("linux");
     std::fs::create_dir_all(&linux).unwrap();
     std::fs::write(

@@ -28,7 +28,7 @@ fn times(r: &VariantRun, name: &str) -> JobTimes {
     r.out
         .jobs
         .iter()
-        .find(|(p, _, _)| p.name == name)
+        .find(|(p, _, _)| &*p.name == name)
         .unwrap()
         .2
 }

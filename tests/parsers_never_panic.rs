@@ -1,7 +1,8 @@
 //! No input makes a parser panic: random bytes and near-miss strings go through the
 //! scenario loader, the kernel interface-file writers (io.max, io.cost.qos,
-//! io.cost.model, io.weight) and the device-spec parser. (The fio parsers have their
-//! own property tests in fio_parse.rs.)
+//! io.cost.model, io.weight), the device-spec parser and the trace readers (fio's
+//! iologs, blktrace binaries, blkparse text). (The fio parsers have their own
+//! property tests in fio_parse.rs.)
 
 use blkcg_sim::blkcg::{CgroupTree, DeviceTable};
 use blkcg_sim::device::QueueLimits;
@@ -82,5 +83,25 @@ proptest! {
         let _ = ioc.write_model(0, &line, &devs);
         let _ = ioc.write_weight(0, cg, &line, &devs);
         let _ = parse_device_spec(&line);
+    }
+
+    #[test]
+    fn trace_readers_never_panic(
+        bytes in proptest::collection::vec(any::<u8>(), 0..400),
+        head in prop_oneof![
+            Just(&b"fio version 2 iolog\n"[..]),
+            Just(&b"fio version 3 iolog\n"[..]),
+            Just(&b"\x07\x74\x61\x65"[..]),
+            Just(&b"\x65\x61\x74\x07"[..]),
+            Just(&b"  8,0 "[..]),
+        ],
+    ) {
+        use blkcg_sim::workload::iolog::{self, ReplayOpts, split};
+        let input: Vec<u8> = head.iter().chain(&bytes).copied().collect();
+        let o = ReplayOpts { time_scale: 7, align: 4096, scale: 3, ..ReplayOpts::default() };
+        let _ = iolog::read("p.log", &input[..], &o);
+        if let Ok(ev) = split::read_events("p.trace", &input[..]) {
+            let _ = split::split("p.trace", &ev, split::GroupBy::Auto, &[], toml::Table::new(), 8);
+        }
     }
 }

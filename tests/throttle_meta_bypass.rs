@@ -21,7 +21,7 @@ fn finish_ms(version: &str) -> (f64, f64) {
             .out
             .jobs
             .iter()
-            .find(|(p, _, _)| p.name == name)
+            .find(|(p, _, _)| &*p.name == name)
             .unwrap_or_else(|| panic!("{version}: no job {name}"));
         t.finished as f64 / 1e6
     };

@@ -734,3 +734,45 @@ fn a_random_campaign_of_three_scenarios_runs_resumes_and_reports() {
     assert_eq!(lines.lines().count(), 3);
     std::fs::remove_dir_all(&dir).expect("remove the test's folder");
 }
+
+/// A replaying job's logs go into the guest beside its job: each `read_iolog` name,
+/// read beside the scenario file, staged as `/jobs/N-log-K`, the option pointed there,
+/// and every replay redirected to the guest's disk (the log names the recording
+/// machine's devices); a job's own `replay_redirect` is dropped.
+#[test]
+fn replayed_logs_are_staged_for_the_guest() {
+    let text = "name = \"r\"\n[device]\nmodel = \"nullb\"\n\
+                [cgroup.a]\nfio = \"fio --name=r --read_iolog=logs/a.log:b.log \
+                --replay_redirect=/dev/sdq --direct=1\"\n\
+                [cgroup.b]\nfio = \"\"\"\n[r]\nread_iolog = c.log\nreplay_redirect=/dev/sdq\n\"\"\"\n";
+    let sc = Scenario::parse(text, "dir/s.toml").expect("parses");
+    let mut plan = GuestPlan::from_resolved(&sc.resolve(None).expect("resolves")).unwrap();
+    plan.stage_iologs("dir/s.toml");
+    let mut staged = plan.iolog_files();
+    staged.sort();
+    assert_eq!(
+        staged,
+        [
+            ("jobs/0-log-0".to_string(), "dir/logs/a.log".to_string()),
+            ("jobs/0-log-1".to_string(), "dir/b.log".to_string()),
+            ("jobs/1-log-0".to_string(), "dir/c.log".to_string()),
+        ]
+    );
+    let init = plan.init_script(&modules());
+    assert!(
+        init.contains("\"--replay_redirect=/dev/$DISK\" --name=r '--read_iolog=/jobs/0-log-0:/jobs/0-log-1' --direct=1")
+            || init.contains("\"--replay_redirect=/dev/$DISK\" --name=r --read_iolog=/jobs/0-log-0:/jobs/0-log-1 --direct=1"),
+        "{init}"
+    );
+    assert!(!init.contains("sdq"), "{init}");
+    let (_, job) = plan
+        .job_files()
+        .into_iter()
+        .find(|(p, _)| p == "jobs/1.fio")
+        .unwrap();
+    assert!(job.contains("replay_redirect=/dev/nullb0\n"), "{job}");
+    assert!(
+        job.contains("read_iolog=/jobs/1-log-0") && !job.contains("sdq"),
+        "{job}"
+    );
+}

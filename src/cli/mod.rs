@@ -28,6 +28,7 @@ pub mod repro;
 pub mod run;
 pub mod scenarios;
 pub mod sweep;
+pub mod trace;
 pub mod tune;
 
 use crate::api::{self, Source};

@@ -199,6 +199,14 @@ impl OutDir {
             .map_err(|e| io_err(&p, e))
     }
 
+    /// Create file `name`, which the scenario named (a job's `write_iolog`), as
+    /// [`OutDir::create`] does, after removing what an earlier run left of that name
+    /// (a symlink as a link; a folder is refused).
+    pub fn create_replacing(&self, name: &str) -> Result<File, String> {
+        remove_owned(&self.path, &[name])?;
+        self.create(name)
+    }
+
     /// Create file `name` (one of ours) with `text`, as [`OutDir::create`] does.
     pub fn write(&self, name: &str, text: &str) -> Result<(), String> {
         self.open_file(name)?.write(text)

@@ -996,6 +996,7 @@ mod tests {
                 .map(|&p| (p, 1.0 + p / 10.0))
                 .collect(),
             prio: None,
+            lateness_ms: None,
         };
         let panel = clat_percentile_panel(&[row]);
         let xs: Vec<f64> = panel.series[0].points.iter().map(|p| p.0).collect();

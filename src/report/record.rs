@@ -247,6 +247,8 @@ pub struct RunRecorder {
     dev_name: String,
     rec: Recorded,
     error: Option<String>,
+    /// The jobs' I/O logs (`write_iolog`) being written, by file name.
+    iologs: Vec<(String, BufWriter<File>)>,
 }
 
 impl RunRecorder {
@@ -268,6 +270,7 @@ impl RunRecorder {
                 ..Recorded::default()
             },
             error: None,
+            iologs: Vec::new(),
         }
     }
 
@@ -335,6 +338,12 @@ impl RunRecorder {
                 Err(e) => {
                     self.error.get_or_insert(e);
                 }
+            }
+        }
+        for (name, f) in &mut self.iologs {
+            if let (Err(e), Some(dir)) = (f.flush(), &dir) {
+                self.error
+                    .get_or_insert(format!("{}: {e}", dir.path().join(name).display()));
             }
         }
         self.rec.out = dir;
@@ -421,6 +430,29 @@ impl Recorder for RunRecorder {
         Self::emit(out, &mut self.trace, &self.line, &mut self.error);
         if self.opts.keep_trace {
             self.rec.trace.push(line);
+        }
+    }
+
+    fn iolog(&mut self, name: &str, lines: &str) {
+        let Some(dir) = self.opts.out.as_ref() else {
+            return;
+        };
+        let i = match self.iologs.iter().position(|(n, _)| n == name) {
+            Some(i) => i,
+            None => match dir.create_replacing(name) {
+                Ok(f) => {
+                    self.iologs.push((name.to_string(), BufWriter::new(f)));
+                    self.iologs.len() - 1
+                }
+                Err(e) => {
+                    self.error.get_or_insert(e);
+                    return;
+                }
+            },
+        };
+        if let Err(e) = self.iologs[i].1.write_all(lines.as_bytes()) {
+            self.error
+                .get_or_insert(format!("{}: {e}", dir.path().join(name).display()));
         }
     }
 }

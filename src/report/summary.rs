@@ -27,6 +27,9 @@ pub struct JobSummary {
     /// The I/O priority its bios carry when not the default
     /// (`crate::ioprio::prio_label`): a `PRIO` column shows it.
     pub prio: Option<String>,
+    /// A replaying job's lateness, each I/O's issue against its time in the log:
+    /// mean, P99 and max in ms (`crate::sim::fio::replay`).
+    pub lateness_ms: Option<[f64; 3]>,
 }
 
 impl JobSummary {
@@ -208,6 +211,31 @@ pub fn summary_table(rows: &[JobSummary]) -> String {
             p(99.99)
         ));
     }
+    s + &lateness_lines(rows)
+}
+
+/// The replaying jobs' lateness under the table: how far each job's I/Os were issued
+/// behind the times of its log (what a controller holding the replay back shows).
+fn lateness_lines(rows: &[JobSummary]) -> String {
+    let late: Vec<_> = rows
+        .iter()
+        .filter_map(|r| r.lateness_ms.map(|l| (r, l)))
+        .collect();
+    if late.is_empty() {
+        return String::new();
+    }
+    let mut s =
+        String::from("replay lateness, each I/O's issue behind its time in the log (ms):\n");
+    s.push_str(&format!(
+        "{:<14} {:>9} {:>9} {:>9}\n",
+        "CGROUP", "avg", "P99", "max"
+    ));
+    for (r, [mean, p99, max]) in late {
+        s.push_str(&format!(
+            "{:<14} {mean:>9.2} {p99:>9.2} {max:>9.2}\n",
+            job_label(&r.cgroup, &r.job, r.round)
+        ));
+    }
     s
 }
 
@@ -311,6 +339,7 @@ mod tests {
             clat_max_ms: 42.12,
             clat_pct_ms: vec![(90.0, 2.57), (99.0, 7.5), (99.9, 34.87), (99.99, 42.21)],
             prio: None,
+            lateness_ms: None,
         }
     }
 

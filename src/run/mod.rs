@@ -31,6 +31,7 @@
 //! start runs here.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
@@ -59,8 +60,9 @@ use crate::stack::registry::{Creation, POLICIES, PolicyDef, PolicySetup};
 use crate::stack::{Elevator, Stack};
 use crate::workload::cmdline::{is_cmdline, parse_fio};
 use crate::workload::fio as fiojob;
-use crate::workload::job::JobParams;
+use crate::workload::iolog::{self, IoLog, ReplayOpts};
 use crate::workload::job::start_dependencies;
+use crate::workload::job::{JobIologs, JobParams};
 use crate::writeback::readahead::{self, MmBehaviour};
 
 /// Everything one variant's run produced.
@@ -527,6 +529,7 @@ pub fn prepare(
     let mut specs: Vec<fiojob::JobSpec> = Vec::new();
     let mut sources: Vec<usize> = Vec::new();
     let mut global_options = Vec::new();
+    let mut iologs = JobLogs::default();
     let mut tree = r.tree.clone();
     // job indices of the round before, and of this one: a round starts when the one
     // before has ended (`r.fio` is ordered by round)
@@ -588,6 +591,16 @@ pub fn prepare(
                 p.startdelay += r.host.fio_restart_ns;
             }
             p.startdelay += process.start_phase;
+            iologs
+                .attach(
+                    sc,
+                    &spec,
+                    &mut p,
+                    limits.capacity,
+                    &mut needed,
+                    &mut warnings,
+                )
+                .map_err(|e| format!("{where_}: fio job `{}`: {e}", spec.name))?;
             p.ns_granularity_us = process.ns_granularity_us;
             if p.filename.is_empty() {
                 p.filename = format!("/dev/{}", limits.name).into();
@@ -834,7 +847,7 @@ pub fn simulate(
     let mut first_job = HashMap::with_capacity(out.jobs.len());
     for (i, (p, ..)) in out.jobs.iter().enumerate() {
         let cgroup = tree.nodes[p.cgroup as usize].path.as_str();
-        first_job.entry((p.name.as_str(), cgroup)).or_insert(i);
+        first_job.entry((&*p.name, cgroup)).or_insert(i);
     }
     for s in &mut summaries {
         s.prio = first_job
@@ -919,6 +932,96 @@ fn check_request_sizes(
 /// them into jobs: enough to keep every core busy, few enough that the parsed texts
 /// waiting their turn stay a few MB at 100,000 cgroups.
 const FIO_PARSE_BATCH: usize = 1024;
+
+/// The I/O logs of a run's jobs: each log read once (a `numjobs` clone, or another job
+/// replaying the same file with the same options, shares it), and the files written,
+/// each by one job.
+#[derive(Default)]
+struct JobLogs {
+    read: HashMap<(String, ReplayOpts), Arc<IoLog>>,
+    written: HashMap<String, String>,
+}
+
+impl JobLogs {
+    /// Job `p`'s logs from its `spec`: the one it replays (`read_iolog`, a relative
+    /// name read beside the scenario file, as a job file's `include`), checked against
+    /// the device, its warnings said once; the name it writes (`write_iolog`), one
+    /// plain file name in the run's folder, not one of the run's own files.
+    fn attach(
+        &mut self,
+        sc: &Scenario,
+        spec: &fiojob::JobSpec,
+        p: &mut JobParams,
+        capacity: u64,
+        needed: &mut u64,
+        warnings: &mut Vec<String>,
+    ) -> Result<(), String> {
+        if let Some(w) = p.iolog.as_ref().and_then(|l| l.write.as_deref()) {
+            crate::report::outdir::check_label(w)
+                .and_then(|()| {
+                    if crate::report::outdir::owned().contains(&w) {
+                        Err(format!("`{w}` is one of the run's own files"))
+                    } else {
+                        Ok(())
+                    }
+                })
+                .map_err(|e| {
+                    format!(
+                        "write_iolog={w}: the log is written into the run's folder \
+                         (--output DIR/<variant>/), as one plain file name: {e}"
+                    )
+                })?;
+            if let Some(other) = self.written.insert(w.to_string(), spec.name.clone()) {
+                return Err(format!(
+                    "write_iolog={w}: job `{other}` writes that log too; give each job \
+                     its own file"
+                ));
+            }
+        }
+        let Some(list) = &spec.read_iolog else {
+            return Ok(());
+        };
+        let name = iolog::pick_name(list, spec.clone_index);
+        let path = fiojob::include_path(&sc.file, &name);
+        let key = (path.clone(), spec.replay.clone());
+        let log = match self.read.get(&key) {
+            Some(log) => log.clone(),
+            None => {
+                let log = Arc::new(iolog::read_file(&path, &spec.replay)?);
+                *needed += (log.entries.len() * std::mem::size_of::<iolog::LogEntry>()) as u64;
+                warnings.extend(log.warnings.iter().cloned());
+                self.read.insert(key, log.clone());
+                log
+            }
+        };
+        let (end, at) = log.max_end;
+        if end > capacity {
+            let scale = end.div_ceil(capacity);
+            return Err(format!(
+                "{path}:{at}: the log's I/O there ends at byte {end}, past the device's \
+                 {capacity}: replay it on a larger device, or with replay_scale={scale} \
+                 (offsets divided by {scale})"
+            ));
+        }
+        if let Some(at) = log.unaligned.filter(|_| spec.direct) {
+            return Err(format!(
+                "{path}:{at}: an I/O not on a 512-byte boundary, which direct=1 refuses \
+                 (EINVAL); replay it with replay_align=4096, or buffered (direct=0)"
+            ));
+        }
+        if !spec.iodepth_set && !p.sync_engine {
+            // blktrace.c: the probed depth when the job sets none
+            if let Some(d) = log.depth {
+                p.iodepth = d;
+            }
+        }
+        p.iolog = Some(Box::new(JobIologs {
+            replay: Some(log),
+            write: None,
+        }));
+        Ok(())
+    }
+}
 
 /// The memory this machine has available (`MemAvailable` in /proc/meminfo), if known.
 fn available_memory() -> Option<u64> {
@@ -1022,7 +1125,11 @@ fn fio_report(
             options: std::mem::take(&mut spec.options),
             elapsed_s: t.finished.div_ceil(NSEC_PER_SEC),
             runtime_ms,
-            dirs: [spec.rw.reads(), spec.rw.writes(), spec.rw.trims()],
+            // a replay's are what its log holds (fio sets `td_ddir` from the log)
+            dirs: match p.iolog.as_ref().and_then(|l| l.replay.as_ref()) {
+                Some(log) => log.dirs(),
+                None => [spec.rw.reads(), spec.rw.writes(), spec.rw.trims()],
+            },
             stats: st.clone(),
             unified: spec.unified_rw_reporting,
             percentile_list: std::mem::take(&mut spec.percentile_list),
@@ -1108,6 +1215,12 @@ fn job_summary(r: &JobReport) -> JobSummary {
             .map(|(p, v)| (*p, v as f64 / 1e6))
             .collect(),
         prio: None,
+        lateness_ms: (r.stats.lateness.n > 0).then(|| {
+            let l = &r.stats.lateness;
+            // a bucket's value may pass the exact max: not in our own figure
+            let p99 = percentiles(&l.hist, &[99.0])[0].min(l.max);
+            [l.mean / 1e6, p99 as f64 / 1e6, l.max as f64 / 1e6]
+        }),
     }
 }
 

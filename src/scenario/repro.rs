@@ -302,6 +302,7 @@ mod tests {
             clat_max_ms: 0.0,
             clat_pct_ms: vec![(99.0, p99)],
             prio: None,
+            lateness_ms: None,
         }
     }
 

@@ -349,6 +349,8 @@ pub struct Pipeline {
     /// Hint each next event's first lines ([`Pipeline::prefetch_next`]): set as the
     /// run starts, with a number of jobs in [`LOOKAHEAD_JOBS`] and a policy or elevator.
     lookahead: bool,
+    /// Some job writes its I/O log (`write_iolog`): the drain hands the lines on.
+    iolog_writers: bool,
     /// Each cgroup's first job's context (0: none), the one a wake-up in that cgroup
     /// most likely resumes: for hints only, so made only when `lookahead` is set.
     cg_ctx: Vec<u32>,
@@ -462,6 +464,7 @@ impl Pipeline {
             device_lat: None,
             job_timelines: false,
             lookahead: false,
+            iolog_writers: false,
             cg_ctx: Vec::new(),
             wb: None,
             psi: None,
@@ -651,6 +654,7 @@ impl Pipeline {
                 self.host.tick_irq_ns,
             ));
         }
+        self.iolog_writers = self.jobs.iter().any(|j| j.iolog_out.is_some());
         self.start_ready();
         self.q.push(SAMPLE_TICK, Event::Sample);
         let mut last_progress = 0;
@@ -840,6 +844,18 @@ impl Pipeline {
         if let Some(p) = self.psi.as_deref_mut() {
             for row in p.take_rows() {
                 rec.row(&row);
+            }
+        }
+        if self.iolog_writers {
+            for out in self
+                .jobs
+                .iter_mut()
+                .filter_map(|j| j.iolog_out.as_deref_mut())
+            {
+                if !out.lines.is_empty() {
+                    rec.iolog(&out.name, &out.lines);
+                    out.lines.clear();
+                }
             }
         }
     }
@@ -1914,6 +1930,7 @@ mod tests {
             distribution: Distribution::Random,
             meta: false,
             buffered: None,
+            iolog: None,
             prio: Default::default(),
             continue_on_error: 0,
             slat_percentiles: false,

@@ -89,6 +89,8 @@ pub trait Recorder {
     fn row(&mut self, row: &dyn AnyRow);
     /// One policy trace line.
     fn trace(&mut self, line: String);
+    /// Lines of a job's I/O log (`write_iolog`), for the run folder's file `name`.
+    fn iolog(&mut self, name: &str, lines: &str);
 }
 
 /// The cgroup side of a policy (`struct blkcg_policy`): what every policy has, wherever

@@ -144,6 +144,12 @@ pub fn initramfs(
             content: Content::Text(text),
         });
     }
+    for (path, host) in plan.iolog_files() {
+        files.push(InitramfsFile {
+            path,
+            content: Content::Host(host.into()),
+        });
+    }
     files.push(InitramfsFile {
         path: "init".into(),
         content: Content::Text(plan.init_script(&loads)),

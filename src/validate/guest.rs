@@ -65,6 +65,9 @@ pub struct GuestFio {
     /// The job files named on its command line, read from the host as `run` reads
     /// them (from the working folder); the arguments name them `/jobs/N-K.fio`.
     pub arg_files: Vec<String>,
+    /// The I/O logs its jobs replay (`read_iolog`), host paths: staged as
+    /// `/jobs/N-log-K` ([`GuestPlan::stage_iologs`]).
+    pub iologs: Vec<String>,
 }
 
 /// One interface write.
@@ -392,6 +395,7 @@ impl GuestPlan {
                 invocation,
                 round: src.round,
                 arg_files,
+                iologs: Vec::new(),
             });
         }
         if fio.is_empty() {
@@ -439,12 +443,74 @@ impl GuestPlan {
         m
     }
 
+    /// Stage the I/O logs the jobs replay: each `read_iolog` name, read as `run` reads
+    /// it (beside `scenario_file`), becomes `/jobs/N-log-K` in the guest, and a job's
+    /// own `replay_redirect` (a device of the log's machine) is dropped: the guest's
+    /// disk is every replay's ([`GuestPlan::job_files`], the command line).
+    pub fn stage_iologs(&mut self, scenario_file: &str) {
+        for (n, f) in self.fio.iter_mut().enumerate() {
+            let mut iologs = Vec::new();
+            let mut stage = |list: &str| -> String {
+                let guest: Vec<String> = crate::workload::iolog::split_names(list)
+                    .iter()
+                    .map(|name| {
+                        iologs.push(crate::workload::fio::include_path(scenario_file, name));
+                        format!("/jobs/{n}-log-{}", iologs.len() - 1)
+                    })
+                    .collect();
+                guest.join(":")
+            };
+            let in_file = |text: &str, stage: &mut dyn FnMut(&str) -> String| -> String {
+                let lines: Vec<String> = text
+                    .lines()
+                    .filter(|l| {
+                        l.split_once('=')
+                            .is_none_or(|(k, _)| k.trim() != "replay_redirect")
+                    })
+                    .map(|l| match l.split_once('=') {
+                        Some((k, v)) if k.trim() == "read_iolog" => {
+                            format!("read_iolog={}", stage(v.trim()))
+                        }
+                        _ => l.to_string(),
+                    })
+                    .collect();
+                lines.join("\n")
+            };
+            match &mut f.invocation {
+                FioInvocation::Args(args) => {
+                    args.retain(|a| !a.starts_with("--replay_redirect="));
+                    for a in args.iter_mut() {
+                        if let Some(v) = a.strip_prefix("--read_iolog=") {
+                            *a = format!("--read_iolog={}", stage(v));
+                        }
+                    }
+                }
+                FioInvocation::JobFile(t) => *t = in_file(t, &mut stage),
+            }
+            for t in &mut f.arg_files {
+                *t = in_file(t, &mut stage);
+            }
+            f.iologs = iologs;
+        }
+    }
+
+    /// The I/O logs to place in the initramfs: (`jobs/N-log-K`, host path).
+    pub fn iolog_files(&self) -> Vec<(String, String)> {
+        let mut files = Vec::new();
+        for (n, f) in self.fio.iter().enumerate() {
+            for (k, host) in f.iologs.iter().enumerate() {
+                files.push((format!("jobs/{n}-log-{k}"), host.clone()));
+            }
+        }
+        files
+    }
+
     /// Job files to place in the initramfs: (`jobs/N.fio` or, named on a command
     /// line, `jobs/N-K.fio`; text). A job's own `filename=` names a disk of the
     /// scenario's author: dropped, so that every job uses the guest's disk, the
     /// default set in `[global]` first.
     pub fn job_files(&self) -> Vec<(String, String)> {
-        let guest = |text: &str| {
+        let guest = |text: &str, redirect: &str| {
             let own: Vec<&str> = text
                 .lines()
                 .filter(|l| {
@@ -453,18 +519,25 @@ impl GuestPlan {
                 })
                 .collect();
             format!(
-                "[global]\nfilename=/dev/{}\n\n{}\n",
+                "[global]\nfilename=/dev/{}\n{}\n{}\n",
                 self.disk,
+                redirect,
                 own.join("\n")
             )
         };
         let mut files = Vec::new();
         for (n, f) in self.fio.iter().enumerate() {
+            // a replay opens the files its log names: all of them the guest's disk
+            let redirect = if f.iologs.is_empty() {
+                String::new()
+            } else {
+                format!("replay_redirect=/dev/{}\n", self.disk)
+            };
             if let FioInvocation::JobFile(t) = &f.invocation {
-                files.push((format!("jobs/{n}.fio"), guest(t)));
+                files.push((format!("jobs/{n}.fio"), guest(t, &redirect)));
             }
             for (k, t) in f.arg_files.iter().enumerate() {
-                files.push((format!("jobs/{n}-{k}.fio"), guest(t)));
+                files.push((format!("jobs/{n}-{k}.fio"), guest(t, &redirect)));
             }
         }
         files
@@ -705,6 +778,9 @@ mount -t tracefs none /sys/kernel/tracing 2>/dev/null
             match &f.invocation {
                 FioInvocation::Args(args) => {
                     cmd.push_str(" \"--filename=/dev/$DISK\"");
+                    if !f.iologs.is_empty() {
+                        cmd.push_str(" \"--replay_redirect=/dev/$DISK\"");
+                    }
                     for a in args {
                         cmd.push(' ');
                         cmd.push_str(&sh_quote(a));

@@ -978,6 +978,7 @@ pub(crate) fn check(sc: &Scenario, o: &ValidateOptions<'_>) -> Result<Checked, S
     // cgroup writeback needs the memory controller beside io (cgroup-v2.rst,
     // Writeback), and a reader's page cache is charged by it
     plan.memory |= page_cache;
+    plan.stage_iologs(&sc.file);
     plan.extra_events = trace_events(&o.trace_events)?;
     check_fio(sc, &resolved)?;
     Ok(Checked {

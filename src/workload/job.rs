@@ -31,6 +31,7 @@ use crate::workload::fio::{
     DDIR_READ, DDIR_WRITE, IoEngine, JobSpec, RandomDist, RateProcess, RwSuffix, SizeOrPct,
     SubmitMode, ThinkBlocksType,
 };
+use crate::workload::iolog::IoLog;
 
 /// Everything the runtime needs to know about one fio job. Laid out by hand
 /// (`repr(C)`): what fio's loop reads on every I/O comes first, in two cache lines
@@ -72,7 +73,7 @@ pub struct JobParams {
     // --- setup and the report (these two fill the per-I/O part's last line)
     pub rate_poisson: bool,
     pub randommap: RandomMap,
-    pub name: String,
+    pub name: Box<str>,
     /// Offsets are aligned to this (fio's blockalign, default min bs).
     pub align: u64,
     /// File region: [offset, offset + size).
@@ -102,6 +103,18 @@ pub struct JobParams {
     /// With `direct=0` (fio's default) the job's writes go through the page cache:
     /// copied, dirty, written back later (`crate::writeback`); its reads stay direct.
     pub buffered: Option<Box<BufferedWrites>>,
+    /// The I/O logs the job reads or writes, if any.
+    pub iolog: Option<Box<JobIologs>>,
+}
+
+/// A job's I/O logs (`crate::workload::iolog`).
+#[derive(Debug, Clone, Default)]
+pub struct JobIologs {
+    /// The log the job replays (`read_iolog`), read before the run (`crate::run`):
+    /// its entries replace the generators.
+    pub replay: Option<std::sync::Arc<IoLog>>,
+    /// `write_iolog`: the file name, in the run's folder, of the job's I/O log.
+    pub write: Option<Box<str>>,
 }
 
 /// The I/O priorities a job gives its bios.
@@ -575,6 +588,8 @@ impl JobParams {
             ));
         }
         let io_limit = match spec.io_size {
+            // a replay ends with its log: fio turns the byte count off
+            _ if spec.read_iolog.is_some() => u64::MAX,
             Some(SizeOrPct::Bytes(b)) => b,
             Some(SizeOrPct::Percent(p)) => pct(p, size),
             _ => size.saturating_mul(spec.loops.max(1) as u64),
@@ -598,6 +613,21 @@ impl JobParams {
                 spec.name
             ));
         }
+        if spec.read_iolog.is_some() {
+            if spec.rate.iter().chain(&spec.rate_iops).any(|&r| r > 0) {
+                warnings.push(format!(
+                    "job `{}`: rate and rate_iops do not pace a replay (fio takes each \
+                     I/O from the log, never through its rate check); the log's times do",
+                    spec.name
+                ));
+            }
+            if spec.write_iolog.is_some() {
+                warnings.push(format!(
+                    "job `{}`: read iolog overrides write_iolog (as fio says): no log is written",
+                    spec.name
+                ));
+            }
+        }
         let runtime = (spec.runtime > 0).then_some(spec.runtime);
         if spec.time_based && runtime.is_none() {
             return Err(format!(
@@ -607,7 +637,7 @@ impl JobParams {
         }
         Ok((
             JobParams {
-                name: spec.name.clone(),
+                name: spec.name.as_str().into(),
                 cgroup,
                 kind,
                 rwmix_read: spec.rwmixread,
@@ -659,6 +689,16 @@ impl JobParams {
                 after: after.into(),
                 seed_name: seed_name.into(),
                 reap_batch_max: spec.iodepth_batch_complete_max.max(1),
+                iolog: spec
+                    .write_iolog
+                    .as_deref()
+                    .filter(|_| spec.read_iolog.is_none())
+                    .map(|w| {
+                        Box::new(JobIologs {
+                            replay: None,
+                            write: Some(w.into()),
+                        })
+                    }),
             },
             warnings,
         ))

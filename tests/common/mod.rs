@@ -262,9 +262,20 @@ pub fn as_validate_simulates_seed(
     release: &str,
     seed: Option<u64>,
 ) -> blkcg_sim::run::VariantRun {
-    use toml::Value;
     let text = blkcg_sim::scenario::embedded::get(name).unwrap();
     let sc = blkcg_sim::scenario::Scenario::parse(text, name).unwrap();
+    as_validate_simulates_scenario(&sc, variant, release, seed)
+}
+
+/// [`as_validate_simulates_seed`] for a parsed scenario `sc` (one read from a file,
+/// whose relative names — a replayed log — are beside it).
+pub fn as_validate_simulates_scenario(
+    sc: &blkcg_sim::scenario::Scenario,
+    variant: Option<&str>,
+    release: &str,
+    seed: Option<u64>,
+) -> blkcg_sim::run::VariantRun {
+    use toml::Value;
     let (_, guest) = blkcg_sim::validate::guest_host(release);
     let mut pins: Vec<(&[&str], &str, Value)> = guest
         .host()

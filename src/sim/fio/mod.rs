@@ -42,6 +42,7 @@
 //! - [`stats`]: fio's statistics the machine records per I/O (latency statistics and
 //!   histograms, percentiles, depth maps, errors), which `crate::report::fio` formats.
 
+mod replay;
 pub mod stats;
 
 /// The most a bio holds: `BIO_MAX_VECS` (256) pages of 4 KiB.
@@ -51,6 +52,7 @@ use crate::blkcg::ioprio::{Ioprio, IoprioClass, task_ioprio};
 use crate::scenario::host::HostCosts;
 use crate::sim::bio::req;
 use crate::sim::engine::{Pipeline, Stage};
+use crate::sim::fio::replay::{IologOut, ReplayNext, ReplayRt};
 use crate::sim::fio::stats::{ErrorStats, JobStats};
 use crate::sim::inline_deque::InlineDeque;
 use crate::sim::prefetch::{prefetch, prefetch_span};
@@ -318,6 +320,10 @@ pub(super) struct JobRt {
     pub(super) prio_rng: SimRng,
     pub(super) finished_at: Ns,
     pub(super) buf: BufState,
+    /// A replaying job's place in its log (`read_iolog`).
+    pub(super) replay: Option<Box<ReplayRt>>,
+    /// A job writing its I/O log (`write_iolog`): the lines not yet recorded.
+    pub(super) iolog_out: Option<Box<IologOut>>,
 }
 
 // what a completion touches stays in the first cache line, the loop's in the second
@@ -397,6 +403,16 @@ impl JobRt {
             stopped: false,
             getevents_paid: false,
             buf: BufState::default(),
+            replay: p
+                .iolog
+                .as_ref()
+                .and_then(|l| l.replay.clone())
+                .map(|log| Box::new(ReplayRt::new(log))),
+            iolog_out: p
+                .iolog
+                .as_ref()
+                .and_then(|l| l.write.clone())
+                .map(|name| Box::new(IologOut::new(name, p.filename.clone()))),
             p,
         }
     }
@@ -653,6 +669,12 @@ impl Pipeline {
             job.stats_start = at + job.p.ramp;
             job.next_sample = job.stats_start + FIO_SAMPLE;
             job.end = job.p.runtime.map(|r| at + job.p.ramp + r);
+            if let Some(r) = job.replay.as_deref_mut() {
+                r.start(at);
+            }
+            if let Some(out) = job.iolog_out.as_deref_mut() {
+                out.open(at);
+            }
             job.phase = Phase::Loop;
             job.wake_scheduled = true;
             self.q.push(at, Event::Job(j as u32));
@@ -708,50 +730,62 @@ impl Pipeline {
                         job.phase = Phase::Drain;
                         continue;
                     }
-                    if let Some(call) = self.sync_due(j) {
-                        // get_rw_ddir(): DDIR_SYNC (or _DATASYNC, _SYNC_FILE_RANGE), run
-                        // inline (fio 3.33's psync and libaio alike)
-                        let job = &mut self.jobs[j as usize];
-                        job.buf.sync = call;
-                        job.buf.sync_start = now;
-                        job.phase = Phase::Fsync(false);
-                        self.run_for(j, self.host.sync_submit_ns);
-                        return;
-                    }
-                    let job = &mut self.jobs[j as usize];
-                    let dir = job.mix.next_dir(&mut job.rng);
-                    let go = if job.rate.active() {
-                        let now_us = (now - job.epoch) / 1000;
-                        let other_pct = if job.mix.is_mixed() {
-                            match dir {
-                                Dir::Read => 100 - job.p.rwmix_read,
-                                Dir::Write => job.p.rwmix_read,
-                            }
-                        } else {
-                            0
-                        };
-                        match job.rate.decide(dir, other_pct, now_us) {
-                            RateDecision::Go(d) => {
-                                job.mix.set_current(d);
-                                d
-                            }
-                            RateDecision::Sleep(usec, d) => {
-                                job.mix.set_current(d);
-                                let then = if self.host.fio_sleep_compensation {
-                                    AfterQuiesce::RateSleepFor(usec, d)
-                                } else {
-                                    AfterQuiesce::RateSleepUntil(
-                                        job.epoch + (now_us + usec) * 1000,
-                                        d,
-                                    )
-                                };
-                                job.phase = Phase::Quiesce(then);
+                    let go = if job.replay.is_some() {
+                        match self.replay_next(j, now) {
+                            ReplayNext::Io(d) => d,
+                            ReplayNext::Paused => return,
+                            ReplayNext::End => {
+                                self.jobs[j as usize].phase = Phase::Drain;
                                 continue;
                             }
                         }
                     } else {
-                        dir
+                        if let Some(call) = self.sync_due(j) {
+                            // get_rw_ddir(): DDIR_SYNC (or _DATASYNC, _SYNC_FILE_RANGE), run
+                            // inline (fio 3.33's psync and libaio alike)
+                            let job = &mut self.jobs[j as usize];
+                            job.buf.sync = call;
+                            job.buf.sync_start = now;
+                            job.phase = Phase::Fsync(false);
+                            self.run_for(j, self.host.sync_submit_ns);
+                            return;
+                        }
+                        let job = &mut self.jobs[j as usize];
+                        let dir = job.mix.next_dir(&mut job.rng);
+                        if job.rate.active() {
+                            let now_us = (now - job.epoch) / 1000;
+                            let other_pct = if job.mix.is_mixed() {
+                                match dir {
+                                    Dir::Read => 100 - job.p.rwmix_read,
+                                    Dir::Write => job.p.rwmix_read,
+                                }
+                            } else {
+                                0
+                            };
+                            match job.rate.decide(dir, other_pct, now_us) {
+                                RateDecision::Go(d) => {
+                                    job.mix.set_current(d);
+                                    d
+                                }
+                                RateDecision::Sleep(usec, d) => {
+                                    job.mix.set_current(d);
+                                    let then = if self.host.fio_sleep_compensation {
+                                        AfterQuiesce::RateSleepFor(usec, d)
+                                    } else {
+                                        AfterQuiesce::RateSleepUntil(
+                                            job.epoch + (now_us + usec) * 1000,
+                                            d,
+                                        )
+                                    };
+                                    job.phase = Phase::Quiesce(then);
+                                    continue;
+                                }
+                            }
+                        } else {
+                            dir
+                        }
                     };
+                    let job = &mut self.jobs[j as usize];
                     // fio's own per-I/O work before the next I/O is set up
                     if self.host.fio_loop_ns > 0 {
                         job.phase = Phase::Sleeping(Resume::Issue(go));
@@ -761,9 +795,23 @@ impl Pipeline {
                     job.phase = Phase::Issue(go);
                 }
                 Phase::Issue(dir) => {
+                    let (bytes, offset) = match job.replay.as_deref_mut() {
+                        Some(r) => {
+                            let (bytes, offset, late) = r.take_io(now);
+                            if let Some(late) = late.filter(|_| now >= job.stats_start) {
+                                job.stats.lateness.add(late);
+                            }
+                            (bytes, offset)
+                        }
+                        None => {
+                            let bytes = job.p.bs[dir.idx()].next(&mut job.rng);
+                            (bytes, job.offsets.next(bytes, &mut job.rng))
+                        }
+                    };
+                    if let Some(out) = job.iolog_out.as_deref_mut() {
+                        out.io_line(now, dir.name(), offset, bytes);
+                    }
                     let p = &job.p;
-                    let bytes = p.bs[dir.idx()].next(&mut job.rng);
-                    let offset = job.offsets.next(bytes, &mut job.rng);
                     let cgroup = p.cgroup;
                     let io = self.alloc_io(IoU {
                         job: j,
@@ -1108,6 +1156,10 @@ impl Pipeline {
         } else if logging {
             job.stats.add_slat(dir, slat);
         }
+        if let Some(r) = job.replay.as_deref_mut() {
+            // `td->last_issue`: before a sync engine's call, after an async one's
+            r.last_issue = iou.issued;
+        }
         job.inflight += 1;
         job.stats.mark_submit(1);
         job.stats.mark_depth(job.inflight);
@@ -1200,6 +1252,9 @@ impl Pipeline {
         let now = self.q.now();
         let job = &mut self.jobs[j as usize];
         job.phase = Phase::Done;
+        if let Some(out) = job.iolog_out.as_deref_mut() {
+            out.file_line(now, "close");
+        }
         self.jobs_done += 1;
         job.finished_at = now;
         self.psi_mark(j + 1);

@@ -535,6 +535,9 @@ pub struct JobStats {
     pub err: ErrorStats,
     /// fio's `sync_stat`: each `fsync=`/`fdatasync=` sync's latency (not `end_fsync`'s).
     pub sync: LatStat,
+    /// blkcg-sim's own, not fio's: a replaying job's lateness, each I/O's issue
+    /// against its time in the log (`crate::sim::fio::replay`).
+    pub lateness: LatStat,
 }
 
 impl JobStats {
@@ -672,6 +675,7 @@ impl JobStats {
         self.total_complete += o.total_complete;
         self.ctx += o.ctx;
         self.minf += o.minf;
+        self.lateness.merge(&o.lateness);
         // __show_run_stats(): error counts add up, the first error is the last
         // member's, the job error the first member's that has one
         // (the error shown is fixed here: it outlives the first_error overwrite)

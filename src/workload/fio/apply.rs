@@ -487,7 +487,10 @@ pub(super) fn apply(
         "bssplit" => bssplit(spec, v, notes)?,
         "bs_unaligned" => spec.bs_unaligned = bool01(v)?,
         "ba" => per_dir(v, &mut spec.blockalign, |p| units::bytes(p, kb, notes))?,
-        "iodepth" => spec.iodepth = u32v(v, kb, notes, 1, 65535)?,
+        "iodepth" => {
+            spec.iodepth = u32v(v, kb, notes, 1, 65535)?;
+            spec.iodepth_set = true;
+        }
         "iodepth_batch_submit" => spec.iodepth_batch_submit = u32v(v, kb, notes, 0, 65535)?,
         "iodepth_batch_complete_min" => {
             spec.iodepth_batch_complete_min = u32v(v, kb, notes, 0, 65535)?
@@ -646,6 +649,21 @@ pub(super) fn apply(
             )?
         }
         "description" => spec.description = Some(v.to_string()),
+        "read_iolog" => spec.read_iolog = Some(path_value(key, v)?),
+        "write_iolog" => spec.write_iolog = Some(path_value(key, v)?),
+        "read_iolog_chunked" => spec.replay.chunked = bool01(v)?,
+        "replay_no_stall" => spec.replay.no_stall = bool01(v)?,
+        "replay_redirect" => spec.replay.redirect = Some(path_value(key, v)?),
+        "replay_scale" => spec.replay.scale = uint(v, kb, notes, 0, i64::MAX)?,
+        "replay_align" => {
+            let a = uint(v, kb, notes, 0, i64::MAX)?;
+            if a != 0 && !a.is_power_of_two() {
+                return Err(format!("`{v}`: must be a power of 2 (or 0: off)"));
+            }
+            spec.replay.align = a;
+        }
+        "replay_time_scale" => spec.replay.time_scale = u32v(v, kb, notes, 1, u32::MAX)?,
+        "replay_skip" => spec.replay.skip = replay_skip(v)?,
         "io_submit_mode" => {
             spec.io_submit_mode = one_of(
                 v,
@@ -671,6 +689,34 @@ pub(super) fn apply(
         _ => return Ok(Outcome::Unmodelled),
     }
     Ok(Outcome::Applied)
+}
+
+/// A `FIO_OPT_STR_STORE` naming a file: not empty.
+fn path_value(key: &str, v: &str) -> Result<String, String> {
+    if v.is_empty() {
+        return Err(format!("{key} needs a file name"));
+    }
+    Ok(v.to_string())
+}
+
+/// `replay_skip=read,write,trim,sync` (options.c `str_replay_skip_cb()`).
+fn replay_skip(v: &str) -> Result<u8, String> {
+    use crate::workload::iolog::{SKIP_READ, SKIP_SYNC, SKIP_TRIM, SKIP_WRITE};
+    v.split(',').try_fold(0, |bits, p| {
+        let bit = match p {
+            "read" => SKIP_READ,
+            "write" => SKIP_WRITE,
+            "trim" => SKIP_TRIM,
+            "sync" => SKIP_SYNC,
+            _ => {
+                return Err(format!(
+                    "Unknown skip type: `{p}`; accepted: read, write, trim, sync, \
+                     separated by commas"
+                ));
+            }
+        };
+        Ok(bits | bit)
+    })
 }
 
 /// Whether [`apply`] has an arm for `key`.

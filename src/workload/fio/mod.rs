@@ -35,8 +35,8 @@ mod syntax;
 pub mod units;
 
 pub use syntax::{
-    Env, HONOURED_PROGRAM_OPTIONS, Origin, PROGRAM_OPTIONS, Reader, getopt_words, parse_cmdline,
-    parse_cmdline_with, parse_jobfile, program_option,
+    Env, HONOURED_PROGRAM_OPTIONS, Origin, PROGRAM_OPTIONS, Reader, getopt_words, include_path,
+    parse_cmdline, parse_cmdline_with, parse_jobfile, program_option,
 };
 pub use units::SizeOrPct;
 
@@ -49,6 +49,7 @@ pub fn option_name(key: &str) -> Option<&str> {
 }
 
 use crate::sim::Ns;
+use crate::workload::iolog::ReplayOpts;
 
 /// Simulated `$ncpus` (fixed so runs are reproducible on any host).
 pub const SIM_NCPUS: u64 = 2;
@@ -462,6 +463,16 @@ pub struct JobSpec {
     pub cmdprio_class: [Option<u32>; 3],
     /// `cmdprio` (the level, 0..=7) per direction.
     pub cmdprio: [Option<u32>; 3],
+    /// `read_iolog`: the log(s) the job replays instead of generating I/O
+    /// (`:`-separated, one per `numjobs` clone: `crate::workload::iolog`).
+    pub read_iolog: Option<String>,
+    /// The `replay_*` options and `read_iolog_chunked`.
+    pub replay: ReplayOpts,
+    /// `write_iolog`: the file (in the run's output folder) the job's I/O log is
+    /// written to.
+    pub write_iolog: Option<String>,
+    /// Whether `iodepth` was given: a blktrace's probed depth applies only when not.
+    pub iodepth_set: bool,
     /// blkcg-sim extension, not an fio option: `blkcg_meta=bool` marks the job's
     /// bios REQ_META (filesystem metadata), which controllers must not block
     /// (blk-iocost/blk-throttle let such bios through, charging debt instead).
@@ -572,6 +583,10 @@ impl Default for JobSpec {
             cmdprio_percentage: [None; 3],
             cmdprio_class: [None; 3],
             cmdprio: [None; 3],
+            read_iolog: None,
+            replay: ReplayOpts::default(),
+            write_iolog: None,
+            iodepth_set: false,
             blkcg_meta: false,
         }
     }

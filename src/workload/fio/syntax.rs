@@ -483,7 +483,7 @@ fn split_entry(
 /// Directory part of `path` joined with a relative `inc` (fio resolves includes
 /// relative to the including file; it tries the working folder first, which would
 /// make a scenario's meaning depend on where it is run from).
-fn include_path(path: &str, inc: &str) -> String {
+pub fn include_path(path: &str, inc: &str) -> String {
     if inc.starts_with('/') {
         return inc.to_string();
     }
