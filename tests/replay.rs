@@ -317,3 +317,47 @@ fn a_split_trace_replays_each_cgroup_in_its_own() {
         "{e}"
     );
 }
+
+/// `[host] fio_replay_poll`: fio 3.33 reaps nothing while it sleeps for a replay's next
+/// entry, so a burst's reads are reaped with the next burst, 2 ms later; fio 3.36+
+/// polls and reaps each as it completes, 100 µs after issue (and ends every wait on
+/// time).
+#[test]
+fn a_polling_fio_reaps_a_replay_s_completions_as_they_come() {
+    let dir = common::scratch("replay-poll");
+    let mut log = String::from("fio version 3 iolog\n1 f add\n2 f open\n");
+    for b in 0..200u64 {
+        for i in 0..4u64 {
+            let _ = writeln!(
+                log,
+                "{} f read {} 4096",
+                1000 + b * 2000 + i * 10,
+                (b * 4 + i) * 4096
+            );
+        }
+    }
+    std::fs::write(dir.join("b.log"), log).unwrap();
+    let scenario = |poll: u32| {
+        format!(
+            "name = \"t\"\n{NULLB}[host]\nfio_replay_poll = {poll}\n[cgroup.a]\n\
+             fio = \"fio --name=r --read_iolog=b.log --ioengine=libaio --direct=1 --iodepth=8\"\n"
+        )
+    };
+    let sleeping = run_in(&dir, &scenario(0), None).unwrap();
+    let polling = run_in(&dir, &scenario(1), None).unwrap();
+    let (s, p) = (summary(&sleeping, "r"), summary(&polling, "r"));
+    assert!(s.clat_mean_ms > 1.0, "fio 3.33: {} ms", s.clat_mean_ms);
+    assert!(
+        (0.09..0.12).contains(&p.clat_mean_ms),
+        "fio 3.36: {} ms",
+        p.clat_mean_ms
+    );
+    // a poll's wait ends on time: what is left is each io_submit()'s 2 µs, counted
+    // from the issue before (fio's pacing), against a sleep's overshoot every burst
+    let (sl, pl) = (s.lateness_ms.unwrap()[2], p.lateness_ms.unwrap()[2]);
+    assert!(
+        pl < 2.0 && pl < sl / 3.0,
+        "late {pl} ms polling, {sl} ms sleeping"
+    );
+    assert!((1990.0..=2000.0).contains(&p.iops), "{}", p.iops);
+}

@@ -160,6 +160,11 @@ pub struct HostCosts {
     /// and in the qemu guests' profiles until the validated scenarios it moves are
     /// re-examined (§8, §28).
     pub fio_start_phase: bool,
+    /// How fio waits for a replayed log's next entry (`iolog_delay()`): off, fio 3.33's
+    /// way (Debian 12's, the qemu guests'), `usec_sleep()`s that reap nothing, so what
+    /// completes meanwhile waits; on, fio 3.36's and later (b85c01f7), a busy poll that
+    /// reaps each completion as it comes and ends the wait on time.
+    pub fio_replay_poll: bool,
 }
 
 /// In scenario syntax (`[host]` keys, ns): `submit_ns=2000 submit_page_ns=75 ...`.
@@ -206,6 +211,9 @@ impl std::fmt::Display for HostCosts {
         }
         if self.fio_start_phase {
             write!(f, " fio_start_phase=1")?;
+        }
+        if self.fio_replay_poll {
+            write!(f, " fio_replay_poll=1")?;
         }
         if self.tag_wakeup_slip_ppm > 0 {
             write!(
@@ -256,7 +264,7 @@ impl HostCosts {
     /// Every `[host]` key, as the errors list them: `profile` (a named set of the
     /// others, `crate::scenario::host_profile`), the costs and delays (ns), the
     /// counts (`cpus`, the `_ppm` shares) and the `wakeup_lateness` table.
-    pub const KEYS: [&'static str; 31] = [
+    pub const KEYS: [&'static str; 32] = [
         "profile",
         "submit_ns",
         "submit_page_ns",
@@ -288,6 +296,7 @@ impl HostCosts {
         "fio_restart_ns",
         "fio_sleep_compensation",
         "fio_start_phase",
+        "fio_replay_poll",
     ];
 
     /// Sets the integer key `key` (a time in ns, or a count) to `v`; false when `key`
@@ -325,6 +334,7 @@ impl HostCosts {
             "tag_wakeup_slip_ppm" => self.tag_wakeup_slip_ppm = count,
             "fio_sleep_compensation" => self.fio_sleep_compensation = v > 0,
             "fio_start_phase" => self.fio_start_phase = v > 0,
+            "fio_replay_poll" => self.fio_replay_poll = v > 0,
             _ => return false,
         }
         true
@@ -398,6 +408,9 @@ impl HostCosts {
         if self.fio_start_phase {
             s += ", each fio starting at a drawn phase of the tick";
         }
+        if self.fio_replay_poll {
+            s += ", fio polling while a replay waits (fio 3.36+)";
+        }
         s
     }
 
@@ -461,6 +474,7 @@ impl Default for HostCosts {
             fio_restart_ns: 300 * NSEC_PER_MSEC,
             fio_sleep_compensation: false,
             fio_start_phase: false,
+            fio_replay_poll: false,
         }
     }
 }

@@ -696,6 +696,11 @@ impl Scenario {
                     "0 (every fio starts on a whole millisecond) or 1 (at a phase of the \
                      tick drawn from the seed)",
                 )?),
+                "fio_replay_poll" => u64::from(count(
+                    1,
+                    "0 (fio 3.33: a replay sleeps for its next entry, reaping nothing) or 1 \
+                     (fio 3.36 and later: it polls, reaping as completions come)",
+                )?),
                 "wakeup_slip_ppm" | "tag_wakeup_slip_ppm" => u64::from(count(1_000_000, PPM)?),
                 "memory" => self.host_memory(val)?,
                 k if !HostCosts::KEYS.contains(&k) => {

@@ -267,6 +267,9 @@ pub(super) enum AfterQuiesce {
 pub(super) enum Resume {
     Loop,
     Issue(Dir),
+    /// A replay's wait polled as fio 3.36+ polls it (`[host] fio_replay_poll`): each
+    /// completion is reaped as it comes; back to the loop at the wake.
+    Poll,
 }
 
 /// One fio job's state. Laid out by hand, what every I/O touches first: with
@@ -595,6 +598,11 @@ impl Pipeline {
             }
             let job = &mut self.jobs[j as usize];
             job.completed.push_back(io);
+            if job.phase == Phase::Sleeping(Resume::Poll) {
+                // fio 3.36+'s replay wait: its poll reaps the completion at once
+                self.reap(j, usize::MAX);
+                return;
+            }
             if matches!(job.phase, Phase::Reap | Phase::Quiesce(_) | Phase::Drain) {
                 let dir = if iou.dir_write { Dir::Write } else { Dir::Read };
                 job.prefetch_reap_and_loop(dir, self.job_timelines);
@@ -719,7 +727,7 @@ impl Pipeline {
                 }
                 Phase::Sleeping(resume) => {
                     job.phase = match resume {
-                        Resume::Loop => Phase::Loop,
+                        Resume::Loop | Resume::Poll => Phase::Loop,
                         Resume::Issue(d) => Phase::Issue(d),
                     };
                 }

@@ -8,7 +8,10 @@
 //! are in flight and a late completion holds the log back. Each entry's delay is
 //! waited from the job's last issue (`td->last_issue`), less the lateness fio carries
 //! (`td->time_offset`), in `usec_sleep()`s of at most 500 ms (`iolog_delay()`); fio
-//! 3.33 reaps nothing while it sleeps (3.36 polls instead). Reads and writes become
+//! 3.33 reaps nothing while it sleeps. fio 3.36 and later poll instead (b85c01f7:
+//! `[host] fio_replay_poll`), reaping each completion as it comes and ending the wait
+//! on time; the poll's CPU time is not charged (the job is taken to spin on a CPU of
+//! its own). Reads and writes become
 //! the job's I/Os; file lines and trims only pace (and set the last issue); `sync` /
 //! `datasync` are the job's sync call — through the page cache for a buffered job,
 //! else only the system call (a device without a volatile cache needs no flush); a v2
@@ -206,6 +209,17 @@ impl Pipeline {
                 r.trace_time = r.trace_time.saturating_add(e.delay_us.saturating_mul(1000));
                 if e.delay_us > 0 {
                     let mut left = r.delay_due(e.delay_us, now);
+                    if left > 0 && self.host.fio_replay_poll {
+                        // fio 3.36+: a busy poll, reaping as completions come, ending
+                        // on time
+                        r.slept_from = Some(now);
+                        job.phase = Phase::Sleeping(Resume::Poll);
+                        if !job.completed.is_empty() {
+                            self.reap(j, usize::MAX);
+                        }
+                        self.wake_job(j, left.saturating_mul(1000));
+                        return ReplayNext::Paused;
+                    }
                     if left > 0 {
                         r.slept_from = Some(now);
                         job.phase = Phase::Sleeping(Resume::Loop);
