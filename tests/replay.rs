@@ -137,20 +137,22 @@ fn a_written_log_replays_to_the_same_ios() {
     assert!((b.clat_mean_ms / a.clat_mean_ms - 1.0).abs() < 0.05);
 }
 
+/// One blktrace record of a 4 KiB event, as blktrace writes it on x86.
+fn rec(time: u64, sector: u64, action: u32) -> Vec<u8> {
+    let mut v = Vec::new();
+    v.extend((0x6561_7400u32 | 7).to_le_bytes());
+    v.extend(0u32.to_le_bytes());
+    v.extend(time.to_le_bytes());
+    v.extend(sector.to_le_bytes());
+    v.extend(4096u32.to_le_bytes());
+    v.extend(action.to_le_bytes());
+    v.extend([0u8; 16]);
+    v
+}
+
 #[test]
 fn a_blktrace_binary_replays_its_queue_events() {
     // two reads and a write queued 1 ms apart on 8:16, each issued and completed
-    let rec = |time: u64, sector: u64, action: u32| {
-        let mut v = Vec::new();
-        v.extend((0x6561_7400u32 | 7).to_le_bytes());
-        v.extend(0u32.to_le_bytes());
-        v.extend(time.to_le_bytes());
-        v.extend(sector.to_le_bytes());
-        v.extend(4096u32.to_le_bytes());
-        v.extend(action.to_le_bytes());
-        v.extend([0u8; 16]);
-        v
-    };
     let (q, c) = (1, 8);
     let (read, write) = (1 << 16, 1 << 17);
     let mut t = Vec::new();
@@ -360,4 +362,50 @@ fn a_polling_fio_reaps_a_replay_s_completions_as_they_come() {
         "late {pl} ms polling, {sl} ms sleeping"
     );
     assert!((1990.0..=2000.0).contains(&p.iops), "{}", p.iops);
+}
+
+/// `merge_blktrace_file`: the `read_iolog` traces merged by time, each at its scalar
+/// and played its iterations, replayed as one (fio's own merge then refuses the job:
+/// the run says so).
+#[test]
+fn blktraces_merge_into_one_replay() {
+    let dir = common::scratch("replay-merge");
+    let read = (1 << 16) | 1;
+    let a: Vec<u8> = [rec(1_000_000, 0, read), rec(2_000_000, 8, read)].concat();
+    let b: Vec<u8> = [rec(1_500_000, 80, read), rec(9_000_000, 88, read)].concat();
+    std::fs::write(dir.join("a.bin"), a).unwrap();
+    std::fs::write(dir.join("b.bin"), b).unwrap();
+    let toml = format!(
+        "name = \"t\"\n{NULLB}[cgroup.x]\nfio = \"fio --name=m --read_iolog=a.bin:b.bin \
+         --merge_blktrace_file=m.bin --merge_blktrace_scalars=50:100 \
+         --merge_blktrace_iters=2:1 --ioengine=libaio --direct=1\"\n"
+    );
+    let run = run_in(&dir, &toml, None).unwrap();
+    // a twice at half time (0.5, 1, 1.5, 2 ms), b once (1.5, 9 ms): 6 reads in ~9 ms
+    assert!(
+        run.io_stat
+            .contains("x: 252:0 rbytes=24576 wbytes=0 rios=6"),
+        "{}",
+        run.io_stat
+    );
+    assert!(
+        (8..=10).contains(&run.fio.jobs[0].runtime_ms),
+        "{}",
+        run.fio.jobs[0].runtime_ms
+    );
+    assert!(
+        run.warnings
+            .iter()
+            .any(|w| w.contains("--merge-blktrace-only")),
+        "{:?}",
+        run.warnings
+    );
+    let bad = toml.replace("50:100", "50:100:100");
+    match run_in(&dir, &bad, None) {
+        Ok(_) => panic!("three scalars for two traces ran"),
+        Err(e) => assert!(
+            e.contains("merge_blktrace_scalars has 3 values for 2 traces"),
+            "{e}"
+        ),
+    }
 }

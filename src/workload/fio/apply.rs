@@ -664,6 +664,15 @@ pub(super) fn apply(
         }
         "replay_time_scale" => spec.replay.time_scale = u32v(v, kb, notes, 1, u32::MAX)?,
         "replay_skip" => spec.replay.skip = replay_skip(v)?,
+        "merge_blktrace_file" => {
+            spec.merge_blktrace.get_or_insert_default().file = path_value(key, v)?;
+        }
+        "merge_blktrace_scalars" => {
+            spec.merge_blktrace.get_or_insert_default().scalars = merge_list(v)?;
+        }
+        "merge_blktrace_iters" => {
+            spec.merge_blktrace.get_or_insert_default().iters = merge_list(v)?;
+        }
         "io_submit_mode" => {
             spec.io_submit_mode = one_of(
                 v,
@@ -697,6 +706,37 @@ fn path_value(key: &str, v: &str) -> Result<String, String> {
         return Err(format!("{key} needs a file name"));
     }
     Ok(v.to_string())
+}
+
+/// `merge_blktrace_scalars` / `_iters` (FIO_OPT_FLOAT_LIST, `:`-separated, at most
+/// 20): each value truncated to a whole number (`init_merge_param_list()`); the list
+/// ends at its first 0.
+fn merge_list(v: &str) -> Result<Vec<u64>, String> {
+    let list = float_list(v, "a number 0 or more", |x| x.is_finite() && x >= 0.0)?;
+    Ok(list
+        .iter()
+        .map(|&x| x as u64)
+        .take_while(|&x| x > 0)
+        .collect())
+}
+
+/// A `FIO_OPT_FLOAT_LIST` value: `:`-separated numbers that `ok` accepts (`what`
+/// they must be), at most 20 (`FIO_IO_U_LIST_MAX_LEN`).
+fn float_list(v: &str, what: &str, ok: impl Fn(f64) -> bool) -> Result<Vec<f64>, String> {
+    let list: Vec<f64> = v
+        .split(':')
+        .map(|p| {
+            p.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|&x| ok(x))
+                .ok_or_else(|| format!("`{p}` is not {what}"))
+        })
+        .collect::<Result<_, _>>()?;
+    if list.len() > 20 {
+        return Err(format!("has {} entries; at most 20", list.len()));
+    }
+    Ok(list)
 }
 
 /// `replay_skip=read,write,trim,sync` (options.c `str_replay_skip_cb()`).
@@ -739,23 +779,8 @@ fn check_bs(bs: &[u64; 3]) -> Result<(), String> {
 
 /// `percentile_list=1:5:99.9` (FIO_OPT_FLOAT_LIST, maxlen 20, 0..=100).
 fn percentiles(v: &str) -> Result<Vec<f64>, String> {
-    let list: Vec<f64> = v
-        .split(':')
-        .map(|p| {
-            p.trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|x| (0.0..=100.0).contains(x))
-                .ok_or_else(|| format!("percentile `{p}` is not a number in 0..100"))
-        })
-        .collect::<Result<_, _>>()?;
-    if list.len() > 20 {
-        return Err(format!(
-            "percentile_list has {} entries; at most 20",
-            list.len()
-        ));
-    }
-    Ok(list)
+    float_list(v, "a number in 0..100", |x| (0.0..=100.0).contains(&x))
+        .map_err(|e| format!("percentile_list {e}"))
 }
 
 /// init.c `fixup_options()` parts that change modelled fields, plus the sync-engine

@@ -49,7 +49,7 @@ pub fn option_name(key: &str) -> Option<&str> {
 }
 
 use crate::sim::Ns;
-use crate::workload::iolog::ReplayOpts;
+use crate::workload::iolog::{MergeOpts, ReplayOpts};
 
 /// Simulated `$ncpus` (fixed so runs are reproducible on any host).
 pub const SIM_NCPUS: u64 = 2;
@@ -468,6 +468,9 @@ pub struct JobSpec {
     pub read_iolog: Option<String>,
     /// The `replay_*` options and `read_iolog_chunked`.
     pub replay: ReplayOpts,
+    /// `merge_blktrace_file`: the `read_iolog` traces are merged into one by time
+    /// (`merge_blktrace_scalars`, `merge_blktrace_iters`: per trace, as written).
+    pub merge_blktrace: Option<MergeOpts>,
     /// `write_iolog`: the file (in the run's output folder) the job's I/O log is
     /// written to.
     pub write_iolog: Option<String>,
@@ -585,6 +588,7 @@ impl Default for JobSpec {
             cmdprio: [None; 3],
             read_iolog: None,
             replay: ReplayOpts::default(),
+            merge_blktrace: None,
             write_iolog: None,
             iodepth_set: false,
             blkcg_meta: false,

@@ -115,6 +115,17 @@ impl Default for ReplayOpts {
     }
 }
 
+/// `merge_blktrace_file` and its lists: the `read_iolog` traces merged into one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MergeOpts {
+    /// Where fio writes the merged trace (here: nothing is written).
+    pub file: String,
+    /// Per trace, % of its times (default 100).
+    pub scalars: Vec<u64>,
+    /// Per trace, how many times it plays (default 1).
+    pub iters: Vec<u64>,
+}
+
 /// `replay_skip=read`.
 pub const SKIP_READ: u8 = 1;
 /// `replay_skip=write`.
@@ -269,6 +280,33 @@ pub fn read(name: &str, mut r: impl BufRead, o: &ReplayOpts) -> Result<IoLog, St
         text::read(name, r, o)?
     };
     log.finish(name)?;
+    Ok(log)
+}
+
+/// The blktrace binaries at `paths` merged by time as `merge_blktrace_iologs()` means
+/// to merge them (`blktrace::merge`), then read as one trace.
+pub fn read_merged(paths: &[String], m: &MergeOpts, o: &ReplayOpts) -> Result<IoLog, String> {
+    let count = |what: &str, n: usize| {
+        if n > 0 && n != paths.len() {
+            Err(format!(
+                "merge_blktrace_{what} has {n} values for {} traces (one per trace)",
+                paths.len()
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    count("scalars", m.scalars.len())?;
+    count("iters", m.iters.len())?;
+    let mut traces = Vec::new();
+    for p in paths {
+        let f = std::fs::File::open(p).map_err(|e| format!("read_iolog={p}: {e}"))?;
+        traces.push((p.clone(), std::io::BufReader::new(f)));
+    }
+    let merged = blktrace::merge(traces, &m.scalars, &m.iters)?;
+    let name = format!("the merge of {}", paths.join(", "));
+    let mut log = blktrace::read(&name, &merged[..], o)?;
+    log.finish(&name)?;
     Ok(log)
 }
 
