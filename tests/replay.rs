@@ -409,3 +409,17 @@ fn blktraces_merge_into_one_replay() {
         ),
     }
 }
+
+/// `check` says what a replaying job replays: its log, how much, and whether paced.
+#[test]
+fn check_shows_each_replay_and_its_log() {
+    let out = common::stdout_of(&["check", "scenarios/validate-replay.toml"]);
+    assert!(
+        out.contains(
+            "job web          cgroup=web read_iolog=iologs/web-burst.log (4200 reads and \
+             writes, 29491200 bytes, paced by its times) iodepth=8"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("29491200 bytes, untimed) iodepth=2"), "{out}");
+}

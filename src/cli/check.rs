@@ -111,21 +111,36 @@ fn listing(
     for w in &r.device_writes {
         writeln!(out, "  at {:>12} ns  {}", w.at, device_echo(w, &l.name))?;
     }
-    for (spec, &src) in p.specs.iter().zip(&p.sources) {
+    for (i, (spec, &src)) in p.specs.iter().zip(&p.sources).enumerate() {
         let f = &r.fio[src];
-        writeln!(
-            out,
-            "  job {:<12} cgroup={} rw={:?} bs={:?} iodepth={} engine={:?} runtime={}ns",
-            summary::job_label("", &spec.name, f.round),
-            spec.cgroup
-                .as_deref()
-                .unwrap_or(&r.tree.nodes[f.cgroup as usize].path),
-            spec.rw,
-            spec.bs_min,
-            spec.iodepth,
-            spec.ioengine,
-            spec.runtime
-        )?;
+        let cgroup = spec
+            .cgroup
+            .as_deref()
+            .unwrap_or(&r.tree.nodes[f.cgroup as usize].path);
+        let label = summary::job_label("", &spec.name, f.round);
+        match p.replay_of(i) {
+            Some((log, iodepth)) => writeln!(
+                out,
+                "  job {label:<12} cgroup={cgroup} read_iolog={} ({} reads and writes, {} \
+                 bytes, {}) iodepth={iodepth} engine={:?} runtime={}ns",
+                spec.read_iolog.as_deref().unwrap_or_default(),
+                log.ios(),
+                log.bytes(),
+                if log.timed {
+                    "paced by its times"
+                } else {
+                    "untimed"
+                },
+                spec.ioengine,
+                spec.runtime
+            )?,
+            None => writeln!(
+                out,
+                "  job {label:<12} cgroup={cgroup} rw={:?} bs={:?} iodepth={} engine={:?} \
+                 runtime={}ns",
+                spec.rw, spec.bs_min, spec.iodepth, spec.ioengine, spec.runtime
+            )?,
+        }
     }
     for w in p.assumed.upstream_defaults().iter().chain(&p.warnings) {
         writeln!(out, "  warning: {w}")?;

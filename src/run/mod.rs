@@ -168,6 +168,13 @@ pub struct Prepared {
 }
 
 impl Prepared {
+    /// The log job `i` (in [`Prepared::specs`]' order) replays, if it replays one, and
+    /// its iodepth (a blktrace's probed depth when the job sets none).
+    pub(crate) fn replay_of(&self, i: usize) -> Option<(&IoLog, u32)> {
+        let p = self.parts.params.get(i)?;
+        Some((p.iolog.as_ref()?.replay.as_deref()?, p.iodepth))
+    }
+
     /// Some job reads or writes through the page cache (`crate::sim::writeback`,
     /// `crate::sim::readahead`).
     pub fn uses_page_cache(&self) -> bool {
