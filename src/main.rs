@@ -114,7 +114,8 @@ enum Cmd {
     /// iolatency (windows, depths), deadline (the priority levels' queues), bfq (each
     /// group's share and the idling), writeback
     /// (dirty pages, thresholds, rates), wbt (its limits, windows and steps) and
-    /// pressure (each cgroup's io.pressure avg10).
+    /// pressure (each cgroup's io.pressure avg10); and the logs a job's fio options
+    /// name (write_iolog, write_lat_log, write_bw_log, write_iops_log).
     /// With several variants or kernels the summary ends with an A/B table: each job's
     /// IOPS, bandwidth, slat and clat of every run beside the first run's, with ratios
     /// (also DIR/ab.txt with --output). DIR/report.html puts it all on one page to open

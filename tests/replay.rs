@@ -423,3 +423,49 @@ fn check_shows_each_replay_and_its_log() {
     );
     assert!(out.contains("29491200 bytes, untimed) iodepth=2"), "{out}");
 }
+
+/// fio's stat logs: `PREFIX_TYPE.N.log` in the run's folder (N the job's number in its
+/// fio, from 1), a row per I/O without `log_avg_msec` (`time, value, ddir, bs, prio`),
+/// windows with it; `write_lat_log` makes lat, slat and clat, and a psync job's slat
+/// log stays empty, as fio leaves it.
+#[test]
+fn stat_logs_are_fio_s_files() {
+    let dir = common::scratch("replay-statlogs");
+    let out = dir.join("out");
+    let toml = format!(
+        "name = \"s\"\n{NULLB}[cgroup.a]\nfio = \"fio --name=r --rw=randread --ioengine=libaio \
+         --direct=1 --iodepth=2 --rate_iops=1000 --runtime=1 --time_based --write_lat_log=r \
+         --write_bw_log=r --write_iops_log=r --log_avg_msec=100\"\n[cgroup.b]\n\
+         fio = \"fio --name=w --rw=randwrite --ioengine=psync --direct=1 --runtime=10ms \
+         --time_based --write_lat_log= --name=w2 --rw=randwrite --ioengine=psync --direct=1 \
+         --runtime=10ms --time_based --write_bw_log=w\"\n"
+    );
+    std::fs::write(dir.join("s.toml"), &toml).unwrap();
+    common::stdout_of(&[
+        "run",
+        dir.join("s.toml").to_str().unwrap(),
+        "--output",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    let read = |f: &str| std::fs::read_to_string(out.join("default").join(f)).unwrap();
+    // 1,000 reads a second, 100 µs each: every 100 ms window 100 of them
+    let clat = read("r_clat.1.log");
+    assert!(
+        clat.starts_with("100, 101500, 0, 0, 0\n200, 101500, 0, 0, 0\n"),
+        "{clat}"
+    );
+    assert!(read("r_iops.1.log").starts_with("100, 1000, 0, 0, 0\n"));
+    assert!(read("r_bw.1.log").starts_with("100, 4000, 0, 0, 0\n"));
+    // per I/O; the second job of b's fio is number 2
+    let lat = read("w_lat.1.log");
+    assert!(lat.lines().count() > 50 && lat.starts_with("0, "), "{lat}");
+    assert!(lat.lines().all(|l| l.ends_with(", 1, 4096, 0")), "{lat}");
+    assert_eq!(read("w_slat.1.log"), "");
+    let bw = read("w_bw.2.log");
+    assert!(
+        bw.lines()
+            .all(|l| l.split(", ").nth(1).unwrap().parse::<u64>().unwrap() > 30_000),
+        "{bw}"
+    );
+}

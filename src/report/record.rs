@@ -247,7 +247,7 @@ pub struct RunRecorder {
     dev_name: String,
     rec: Recorded,
     error: Option<String>,
-    /// The jobs' I/O logs (`write_iolog`) being written, by file name.
+    /// The jobs' logs (`write_iolog`, `write_*_log`) being written, by file name.
     iologs: Vec<(String, BufWriter<File>)>,
 }
 
@@ -433,7 +433,7 @@ impl Recorder for RunRecorder {
         }
     }
 
-    fn iolog(&mut self, name: &str, lines: &str) {
+    fn job_log(&mut self, name: &str, lines: &str) {
         let Some(dir) = self.opts.out.as_ref() else {
             return;
         };

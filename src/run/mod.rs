@@ -61,8 +61,8 @@ use crate::stack::{Elevator, Stack};
 use crate::workload::cmdline::{is_cmdline, parse_fio};
 use crate::workload::fio as fiojob;
 use crate::workload::iolog::{self, IoLog, ReplayOpts};
+use crate::workload::job::JobParams;
 use crate::workload::job::start_dependencies;
-use crate::workload::job::{JobIologs, JobParams};
 use crate::writeback::readahead::{self, MmBehaviour};
 
 /// Everything one variant's run produced.
@@ -536,7 +536,10 @@ pub fn prepare(
     let mut specs: Vec<fiojob::JobSpec> = Vec::new();
     let mut sources: Vec<usize> = Vec::new();
     let mut global_options = Vec::new();
-    let mut iologs = JobLogs::default();
+    let mut iologs = JobLogs {
+        capacity: limits.capacity,
+        ..JobLogs::default()
+    };
     let mut tree = r.tree.clone();
     // job indices of the round before, and of this one: a round starts when the one
     // before has ended (`r.fio` is ordered by round)
@@ -572,7 +575,7 @@ pub fn prepare(
         let deps = start_dependencies(&jobs.jobs, base);
         let cmdline = is_cmdline(&src.text);
         let process = FioProcess::draw(&r, src_idx);
-        for (mut spec, mut after) in jobs.jobs.into_iter().zip(deps) {
+        for (thread, (mut spec, mut after)) in (1..).zip(jobs.jobs.into_iter().zip(deps)) {
             after.extend(&prev_round);
             this_round.push(params.len() as u32);
             // on fio's command line `--name` is an option like any other and fio lists
@@ -599,14 +602,7 @@ pub fn prepare(
             }
             p.startdelay += process.start_phase;
             iologs
-                .attach(
-                    sc,
-                    &spec,
-                    &mut p,
-                    limits.capacity,
-                    &mut needed,
-                    &mut warnings,
-                )
+                .attach(sc, &spec, &mut p, thread, &mut needed, &mut warnings)
                 .map_err(|e| format!("{where_}: fio job `{}`: {e}", spec.name))?;
             p.ns_granularity_us = process.ns_granularity_us;
             if p.filename.is_empty() {
@@ -945,6 +941,8 @@ const FIO_PARSE_BATCH: usize = 1024;
 /// each by one job.
 #[derive(Default)]
 struct JobLogs {
+    /// The device's bytes, which a replayed log must fit.
+    capacity: u64,
     read: HashMap<(String, ReplayOpts), Arc<IoLog>>,
     written: HashMap<String, String>,
 }
@@ -959,32 +957,15 @@ impl JobLogs {
         sc: &Scenario,
         spec: &fiojob::JobSpec,
         p: &mut JobParams,
-        capacity: u64,
+        thread: u32,
         needed: &mut u64,
         warnings: &mut Vec<String>,
     ) -> Result<(), String> {
-        if let Some(w) = p.iolog.as_ref().and_then(|l| l.write.as_deref()) {
-            crate::report::outdir::check_label(w)
-                .and_then(|()| {
-                    if crate::report::outdir::owned().contains(&w) {
-                        Err(format!("`{w}` is one of the run's own files"))
-                    } else {
-                        Ok(())
-                    }
-                })
-                .map_err(|e| {
-                    format!(
-                        "write_iolog={w}: the log is written into the run's folder \
-                         (--output DIR/<variant>/), as one plain file name: {e}"
-                    )
-                })?;
-            if let Some(other) = self.written.insert(w.to_string(), spec.name.clone()) {
-                return Err(format!(
-                    "write_iolog={w}: job `{other}` writes that log too; give each job \
-                     its own file"
-                ));
-            }
+        let capacity = self.capacity;
+        if let Some(w) = p.iolog.as_ref().and_then(|l| l.write.clone()) {
+            self.claim("write_iolog", &w, &spec.name, false)?;
         }
+        self.stat_logs(spec, p, thread, warnings)?;
         let Some(list) = &spec.read_iolog else {
             return Ok(());
         };
@@ -1046,10 +1027,92 @@ impl JobLogs {
                 p.iodepth = d;
             }
         }
-        p.iolog = Some(Box::new(JobIologs {
-            replay: Some(log),
-            write: None,
-        }));
+        p.iolog.get_or_insert_default().replay = Some(log);
+        Ok(())
+    }
+
+    /// File `name` of the run's folder for `job`'s log `what`: one plain file name, not
+    /// one of the run's own, and no other job's (unless `shared`: fio's
+    /// `per_job_logs=0` appends every job's rows to one file).
+    fn claim(&mut self, what: &str, name: &str, job: &str, shared: bool) -> Result<(), String> {
+        crate::report::outdir::check_label(name)
+            .and_then(|()| {
+                if crate::report::outdir::owned().contains(&name) {
+                    Err(format!("`{name}` is one of the run's own files"))
+                } else {
+                    Ok(())
+                }
+            })
+            .map_err(|e| {
+                format!(
+                    "{what}={name}: the log is written into the run's folder \
+                     (--output DIR/<variant>/), as one plain file name: {e}"
+                )
+            })?;
+        match self.written.insert(name.to_string(), job.to_string()) {
+            Some(other) if !shared => Err(format!(
+                "{what}={name}: job `{other}` writes that log too; give each job its own \
+                 file"
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// fio's bw / lat / iops logs of job `p` (`spec`), the `thread`-th job of its fio
+    /// (fio's `td->thread_number`, from 1): `PREFIX_TYPE.N.log` (`gen_log_name()`), the
+    /// prefix the option's value or else the job's name; `write_lat_log` makes lat,
+    /// slat and clat. With `per_job_logs=0` no number, and jobs of one prefix share a
+    /// file (fio appends each job's rows at its end; here the rows come as they are
+    /// made).
+    fn stat_logs(
+        &mut self,
+        spec: &fiojob::JobSpec,
+        p: &mut JobParams,
+        thread: u32,
+        warnings: &mut Vec<String>,
+    ) -> Result<(), String> {
+        use crate::sim::fio::statlog::{STAT_LOG_TYPES, StatLogSpec};
+        let o = &spec.stat_logs;
+        let option = [&o.bw, &o.iops, &o.lat, &o.lat, &o.lat];
+        if option.iter().all(|x| x.is_none()) {
+            return Ok(());
+        }
+        let mut files: [Option<Box<str>>; 5] = Default::default();
+        for (k, ty) in STAT_LOG_TYPES.iter().enumerate() {
+            let Some(prefix) = option[k] else {
+                continue;
+            };
+            let prefix = if prefix.is_empty() {
+                &spec.name
+            } else {
+                prefix
+            };
+            let name = match o.per_job {
+                true => format!("{prefix}_{ty}.{thread}.log"),
+                false => format!("{prefix}_{ty}.log"),
+            };
+            let what = ["write_bw_log", "write_iops_log", "write_lat_log"][k.min(2)];
+            let shared = !o.per_job && self.written.contains_key(&name);
+            self.claim(what, &name, &spec.name, !o.per_job)?;
+            if shared && spec.clone_index == 0 {
+                warnings.push(format!(
+                    "fio job `{}`: per_job_logs=0: {name} holds several jobs' rows, in the \
+                     order they were made (fio appends each job's at its end)",
+                    spec.name
+                ));
+            }
+            files[k] = Some(name.into());
+        }
+        let rt = p
+            .prio
+            .task
+            .is_some_and(|t| t.class() == crate::blkcg::ioprio::IoprioClass::Rt);
+        p.iolog.get_or_insert_default().stat = Some(StatLogSpec {
+            files,
+            avg_ms: o.avg_ms,
+            max_value: o.max_value,
+            rt,
+        });
         Ok(())
     }
 }

@@ -349,8 +349,9 @@ pub struct Pipeline {
     /// Hint each next event's first lines ([`Pipeline::prefetch_next`]): set as the
     /// run starts, with a number of jobs in [`LOOKAHEAD_JOBS`] and a policy or elevator.
     lookahead: bool,
-    /// Some job writes its I/O log (`write_iolog`): the drain hands the lines on.
-    iolog_writers: bool,
+    /// Some job writes its I/O log (`write_iolog`) or fio's stat logs: the drain hands
+    /// their lines on.
+    log_writers: bool,
     /// Each cgroup's first job's context (0: none), the one a wake-up in that cgroup
     /// most likely resumes: for hints only, so made only when `lookahead` is set.
     cg_ctx: Vec<u32>,
@@ -464,7 +465,7 @@ impl Pipeline {
             device_lat: None,
             job_timelines: false,
             lookahead: false,
-            iolog_writers: false,
+            log_writers: false,
             cg_ctx: Vec::new(),
             wb: None,
             psi: None,
@@ -654,7 +655,10 @@ impl Pipeline {
                 self.host.tick_irq_ns,
             ));
         }
-        self.iolog_writers = self.jobs.iter().any(|j| j.iolog_out.is_some());
+        self.log_writers = self
+            .jobs
+            .iter()
+            .any(|j| j.iolog_out.is_some() || j.stat_logs.is_some());
         self.start_ready();
         self.q.push(SAMPLE_TICK, Event::Sample);
         let mut last_progress = 0;
@@ -846,15 +850,19 @@ impl Pipeline {
                 rec.row(&row);
             }
         }
-        if self.iolog_writers {
-            for out in self
-                .jobs
-                .iter_mut()
-                .filter_map(|j| j.iolog_out.as_deref_mut())
-            {
-                if !out.lines.is_empty() {
-                    rec.iolog(&out.name, &out.lines);
+        if self.log_writers {
+            for job in &mut self.jobs {
+                if let Some(out) = job.iolog_out.as_deref_mut()
+                    && !out.lines.is_empty()
+                {
+                    rec.job_log(&out.name, &out.lines);
                     out.lines.clear();
+                }
+                let stat = job.stat_logs.iter_mut().flat_map(|l| l.logs.iter_mut());
+                for l in stat.flatten().filter(|l| !l.made || !l.lines.is_empty()) {
+                    rec.job_log(&l.name, &l.lines);
+                    l.lines.clear();
+                    l.made = true;
                 }
             }
         }

@@ -89,8 +89,9 @@ pub trait Recorder {
     fn row(&mut self, row: &dyn AnyRow);
     /// One policy trace line.
     fn trace(&mut self, line: String);
-    /// Lines of a job's I/O log (`write_iolog`), for the run folder's file `name`.
-    fn iolog(&mut self, name: &str, lines: &str);
+    /// Lines of a job's log (`write_iolog`, fio's bw / lat / iops logs), for the run
+    /// folder's file `name`.
+    fn job_log(&mut self, name: &str, lines: &str);
 }
 
 /// The cgroup side of a policy (`struct blkcg_policy`): what every policy has, wherever

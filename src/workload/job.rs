@@ -107,7 +107,7 @@ pub struct JobParams {
     pub iolog: Option<Box<JobIologs>>,
 }
 
-/// A job's I/O logs (`crate::workload::iolog`).
+/// A job's I/O logs (`crate::workload::iolog`) and stat logs.
 #[derive(Debug, Clone, Default)]
 pub struct JobIologs {
     /// The log the job replays (`read_iolog`), read before the run (`crate::run`):
@@ -115,6 +115,9 @@ pub struct JobIologs {
     pub replay: Option<std::sync::Arc<IoLog>>,
     /// `write_iolog`: the file name, in the run's folder, of the job's I/O log.
     pub write: Option<Box<str>>,
+    /// `write_bw_log`, `write_lat_log`, `write_iops_log`: the files, in the run's
+    /// folder (`crate::run` names them as fio does).
+    pub stat: Option<crate::sim::fio::statlog::StatLogSpec>,
 }
 
 /// The I/O priorities a job gives its bios.
@@ -695,8 +698,8 @@ impl JobParams {
                     .filter(|_| spec.read_iolog.is_none())
                     .map(|w| {
                         Box::new(JobIologs {
-                            replay: None,
                             write: Some(w.into()),
+                            ..JobIologs::default()
                         })
                     }),
             },

@@ -43,6 +43,7 @@
 //!   histograms, percentiles, depth maps, errors), which `crate::report::fio` formats.
 
 mod replay;
+pub mod statlog;
 pub mod stats;
 
 /// The most a bio holds: `BIO_MAX_VECS` (256) pages of 4 KiB.
@@ -53,6 +54,7 @@ use crate::scenario::host::HostCosts;
 use crate::sim::bio::req;
 use crate::sim::engine::{Pipeline, Stage};
 use crate::sim::fio::replay::{IologOut, ReplayNext, ReplayRt};
+use crate::sim::fio::statlog::StatLogs;
 use crate::sim::fio::stats::{ErrorStats, JobStats};
 use crate::sim::inline_deque::InlineDeque;
 use crate::sim::prefetch::{prefetch, prefetch_span};
@@ -327,6 +329,8 @@ pub(super) struct JobRt {
     pub(super) replay: Option<Box<ReplayRt>>,
     /// A job writing its I/O log (`write_iolog`): the lines not yet recorded.
     pub(super) iolog_out: Option<Box<IologOut>>,
+    /// A job writing fio's bw / lat / iops logs: their lines not yet recorded.
+    pub(super) stat_logs: Option<Box<StatLogs>>,
 }
 
 // what a completion touches stays in the first cache line, the loop's in the second
@@ -416,6 +420,11 @@ impl JobRt {
                 .as_ref()
                 .and_then(|l| l.write.clone())
                 .map(|name| Box::new(IologOut::new(name, p.filename.clone()))),
+            stat_logs: p
+                .iolog
+                .as_ref()
+                .and_then(|l| l.stat.as_ref())
+                .map(|spec| Box::new(StatLogs::new(spec))),
             p,
         }
     }
@@ -1163,6 +1172,14 @@ impl Pipeline {
             iou.issued = iou.start;
         } else if logging {
             job.stats.add_slat(dir, slat);
+            if let Some(l) = job.stat_logs.as_deref_mut() {
+                l.submitted(
+                    (now - job.stats_start) / NSEC_PER_MSEC,
+                    dir,
+                    iou.bytes,
+                    slat,
+                );
+            }
         }
         if let Some(r) = job.replay.as_deref_mut() {
             // `td->last_issue`: before a sync engine's call, after an async one's
@@ -1242,6 +1259,10 @@ impl Pipeline {
                 job.stats.add_clat(dir, now - iou.issued);
                 job.stats.add_lat(dir, now - iou.start);
                 job.stats.add_io(dir, bytes);
+                if let Some(l) = job.stat_logs.as_deref_mut() {
+                    let ms = (now - job.stats_start) / NSEC_PER_MSEC;
+                    l.completed(ms, dir, bytes, now - iou.start, now - iou.issued);
+                }
                 if self.job_timelines {
                     job.timeline.add(now, now - iou.start);
                 }
@@ -1262,6 +1283,9 @@ impl Pipeline {
         job.phase = Phase::Done;
         if let Some(out) = job.iolog_out.as_deref_mut() {
             out.file_line(now, "close");
+        }
+        if let Some(l) = job.stat_logs.as_deref_mut() {
+            l.finish(now.saturating_sub(job.stats_start) / NSEC_PER_MSEC);
         }
         self.jobs_done += 1;
         job.finished_at = now;

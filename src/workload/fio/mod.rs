@@ -83,6 +83,19 @@ pub struct FioJobs {
     pub warnings: Vec<String>,
 }
 
+/// fio's stat logs of a job (`crate::sim::fio::statlog`): each asked-for log's prefix
+/// (`Some("")`: the job's name), `log_avg_msec`, `log_max_value`, `per_job_logs`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StatLogOpts {
+    pub bw: Option<String>,
+    pub lat: Option<String>,
+    pub iops: Option<String>,
+    pub avg_ms: u64,
+    pub max_value: bool,
+    /// `per_job_logs` (default 1): the job's number in each file name.
+    pub per_job: bool,
+}
+
 /// Data direction index for the `[read, write, trim]` per-direction arrays.
 pub const DDIR_READ: usize = 0;
 /// See [`DDIR_READ`].
@@ -474,6 +487,8 @@ pub struct JobSpec {
     /// `write_iolog`: the file (in the run's output folder) the job's I/O log is
     /// written to.
     pub write_iolog: Option<String>,
+    /// `write_bw_log`, `write_lat_log`, `write_iops_log` and their options.
+    pub stat_logs: StatLogOpts,
     /// Whether `iodepth` was given: a blktrace's probed depth applies only when not.
     pub iodepth_set: bool,
     /// blkcg-sim extension, not an fio option: `blkcg_meta=bool` marks the job's
@@ -590,6 +605,10 @@ impl Default for JobSpec {
             replay: ReplayOpts::default(),
             merge_blktrace: None,
             write_iolog: None,
+            stat_logs: StatLogOpts {
+                per_job: true,
+                ..StatLogOpts::default()
+            },
             iodepth_set: false,
             blkcg_meta: false,
         }
