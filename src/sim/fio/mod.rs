@@ -41,6 +41,9 @@
 //!   `crate::workload::job`; a job's completions over time `crate::sim::timebins`;
 //! - [`stats`]: fio's statistics the machine records per I/O (latency statistics and
 //!   histograms, percentiles, depth maps, errors), which `crate::report::fio` formats.
+//! - `replay.rs`: a job that replays an I/O log (`read_iolog`: its next I/O from the
+//!   log, paced as fio's `iolog_delay()`, its lateness) or writes one (`write_iolog`);
+//!   [`statlog`]: fio's bw / lat / iops logs (`write_*_log`, `log_avg_msec`).
 
 mod replay;
 pub mod statlog;
