@@ -458,6 +458,9 @@ pub(super) fn apply(
     let v = match val {
         Some(v) => v.trim(),
         None if is_flag(key) => "1",
+        // FIO_OPT_STR with a callback that takes no value (`str_write_*_log_cb()`): a
+        // bare `write_bw_log` in a job file names the log after the job
+        None if matches!(key, "write_bw_log" | "write_lat_log" | "write_iops_log") => "",
         None if fio_knows(key) && !is_modelled(key) => return Ok(Outcome::Unmodelled),
         None => return Err(format!("Option {key} requires an argument")),
     };
