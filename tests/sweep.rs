@@ -173,7 +173,7 @@ fn seeds_give_distinct_runs_on_a_jittery_device() {
 }
 
 #[test]
-fn output_folder_gets_the_files_and_a_picture_per_axis() {
+fn output_folder_gets_the_files_a_picture_per_axis_and_a_page_of_charts() {
     let base = tmp("base-out.toml");
     std::fs::write(&base, BASE).unwrap();
     let dir = tmp("out");
@@ -195,6 +195,14 @@ fn output_folder_gets_the_files_and_a_picture_per_axis() {
     assert!(csv.starts_with("point,seed,variant,root.io.cost.qos:max,"));
     for k in 1..=4 {
         assert!(dir.join(format!("sweep-axis-{k}.svg")).exists(), "axis {k}");
+    }
+    // report.html: each axis's three figures as charts, the four pictures
+    let view = common::check_page(&dir.join("report.html"), "report-sweep", 12, &[]);
+    if let Some(view) = view {
+        assert_eq!(view.body["pictures-loaded"], "4");
+        let series = &view.body["series"];
+        assert!(series.starts_with("sweep over variant"), "{series}");
+        assert_eq!(series.lines().filter(|l| l.contains(": IOPS: ")).count(), 4);
     }
     // a shard writes its own files, no header unless it is the first
     let mut args = vec![

@@ -311,6 +311,7 @@ fn iomax_finds_the_loosest_limit_that_keeps_the_reader_isolated() {
     };
     let o = dir.join("out");
     let out = run(&["--seeds", "2", "--output", o.to_str().unwrap()]);
+    common::check_page(&o.join("report.html"), "report-tune-iomax", 4, &[]);
     assert_eq!(out, run(&["--seeds", "2", "--jobs", "1"]), "--jobs 1 and 2");
     let rows: Vec<&str> = out
         .lines()
@@ -420,6 +421,17 @@ fn qos_rows_carry_the_vrate_in_force_as_the_timeline_shows_it() {
         "--quiet",
     ]);
     let csv = std::fs::read_to_string(dir.join("tune/tune-qos.csv")).unwrap();
+    // report.html: each figure against vrate, and the trade-off with its front
+    if let Some(view) = common::check_page(&dir.join("tune/report.html"), "report-tune-qos", 6, &[])
+    {
+        let series = &view.body["series"];
+        assert!(
+            series.lines().any(|l| l
+                .contains("protection of web against throughput: work (MiB/s, all jobs)")
+                && l.contains("Pareto front")),
+            "{series}"
+        );
+    }
     let at40 = csv_column(&csv, "vrate")
         .iter()
         .position(|v| *v == "40")

@@ -130,6 +130,22 @@ fn the_p20_question_is_one_command_whose_setting_runs_as_printed() {
         .and_then(|l| l.split(' ').next())
         .unwrap_or_else(|| panic!("no objective line in\n{out}"));
     assert!(printed_as(printed_bw, mean), "{printed_bw} {mean}");
+    // report.html: the points tried, the front, the best, the bound as a line
+    common::check_page(
+        &dir.join("out/report.html"),
+        "report-tune-goal",
+        1,
+        &[
+            "tune p20.toml: every point tried: batch.write.bw (MiB/s, mean over seeds): \
+           meets the goal, misses it, the front (no point beats these on both), best",
+        ],
+    );
+    let page = std::fs::read_to_string(dir.join("out/report.html")).unwrap();
+    assert!(
+        page.contains(
+            r#""vlines":[{"t":5,"label":"the bound: web.read.clat_p99 \u003c= 5.00 ms"}]"#
+        )
+    );
     // best.toml runs: the seed's own row of tune-goal.csv
     let best_toml = std::fs::read_to_string(dir.join("out/best.toml")).unwrap();
     assert!(best_toml.starts_with("# The best setting found by blkcg-sim tune p20.toml: variant=nullb cgroup.web.io.weight=100 root.io.cost.qos:rlat=3000\n"));

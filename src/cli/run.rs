@@ -13,7 +13,7 @@ use crate::progress::Reporter;
 use crate::report::fio::{self as fioreport};
 use crate::report::html::{RunPage, write_report};
 use crate::report::outdir::{OutDir, check_label};
-use crate::report::outputs::{summary_text, write_outputs};
+use crate::report::outputs::{chart_data, summary_text, write_outputs};
 use crate::report::record::RecordOptions;
 use crate::report::summary::{self, JobSummary};
 use crate::run::{VariantRun, in_parallel, run_variant_traced};
@@ -237,12 +237,24 @@ pub fn run_command(sc: &Scenario, o: &RunOptions) -> Result<Vec<VariantRun>, Str
             top.write("ab.txt", ab)?;
         }
         let summaries: Vec<String> = runs.iter().map(summary_text).collect();
+        let charts = runs
+            .iter()
+            .map(|r| {
+                r.record
+                    .out
+                    .as_ref()
+                    .map(|o| chart_data(r, o.path()))
+                    .transpose()
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let pages: Vec<RunPage> = runs
             .iter()
             .zip(&summaries)
-            .map(|(r, s)| RunPage {
+            .zip(&charts)
+            .map(|((r, s), c)| RunPage {
                 label: &r.label,
                 summary: s,
+                charts: c.as_deref(),
             })
             .collect();
         let description = sc.table.get("description").and_then(|d| d.as_str());

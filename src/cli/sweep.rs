@@ -9,6 +9,8 @@ use std::time::Instant;
 use crate::cli::Stderr;
 use crate::notify::Notify;
 use crate::progress::{Cancel, Horizon, Reporter};
+use crate::report::charts::Exhibits;
+use crate::report::html::write_command_page;
 use crate::report::outdir::{OutDir, OutFile};
 use crate::scenario::Scenario;
 use crate::sweep::record::csv_header;
@@ -131,7 +133,10 @@ pub fn sweep_command(sc: &Scenario, o: &SweepOptions) -> Result<u8, String> {
         match o.shard {
             None => {
                 if let Some(p) = &pictures {
-                    draw(&sweep, p, &OutputFiles::pictures_dir(dir)?, &Stderr)
+                    let out = OutputFiles::pictures_dir(dir)?;
+                    let mut exhibits = Exhibits::default();
+                    draw(&sweep, p, &out, &mut exhibits, &Stderr);
+                    write_page(sc, &sweep, o.seeds, &out, &exhibits)?;
                 }
             }
             Some(_) => eprintln!(
@@ -184,12 +189,52 @@ impl OutputFiles {
         })
     }
 
-    /// DIR emptied of every picture name a sweep may write.
+    /// DIR emptied of every picture name a sweep may write, and of its report.html.
     fn pictures_dir(dir: &std::path::Path) -> Result<OutDir, String> {
         let names: Vec<String> = (1..=MAX_PICTURES)
             .flat_map(|i| ["png", "svg"].map(|e| format!("sweep-axis-{i}.{e}")))
+            .chain(["report.html".to_string()])
             .collect();
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         OutDir::top_owning(dir, &names)
     }
+}
+
+/// DIR/report.html: the sweep's plan, each axis's figures as interactive charts, its
+/// pictures and files.
+fn write_page(
+    sc: &Scenario,
+    sweep: &Sweep,
+    seeds: u32,
+    out: &OutDir,
+    exhibits: &Exhibits,
+) -> Result<(), String> {
+    let mut text = format!(
+        "sweep of {}: {} run(s), {} seed(s) per point\n",
+        sc.name(),
+        sweep.runs(),
+        seeds
+    );
+    for a in &sweep.axes {
+        text.push_str(&format!("  {} = {}\n", a.key, a.values.join(", ")));
+    }
+    text.push_str(
+        "Each axis's chart holds the others at their first value, each figure the mean \
+         over the seeds (every run is in sweep.csv).\n",
+    );
+    let stems: Vec<String> = (1..=sweep.axes.len().min(MAX_PICTURES))
+        .map(|i| format!("sweep-axis-{i}"))
+        .collect();
+    let pictures: Vec<(&str, &str)> = stems
+        .iter()
+        .map(|s| (s.as_str(), "each job's figures against the axis"))
+        .collect();
+    write_command_page(
+        out,
+        &format!("sweep: {}", sc.name()),
+        &text,
+        exhibits,
+        &pictures,
+        &["sweep.csv", "sweep.jsonl"],
+    )
 }

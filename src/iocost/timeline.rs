@@ -12,11 +12,12 @@ use crate::report::csv_field;
 use crate::report::decimate::{Decimated, Lines};
 use crate::report::plot::{Panel, Series as Line};
 use crate::report::timeline::{cg_name, first_lines, job_panels, plot_run};
-use crate::stack::stream::{PictureDef, PlotCtx, RowCtx, Series, StreamDef, TimelineRow};
+use crate::stack::stream::{ChartDef, PictureDef, PlotCtx, RowCtx, Series, StreamDef, TimelineRow};
 
 /// blk-iocost's stream.
 pub static STREAM: StreamDef = StreamDef {
     name: "timeline",
+    title: "blk-iocost",
     csv: "timeline.csv",
     header: IOCOST_CSV_HEADER,
     picture: Some(PictureDef {
@@ -27,7 +28,21 @@ pub static STREAM: StreamDef = StreamDef {
         about: "blk-iocost: vrate, busy_level and hweights",
         series: || Box::<IocostSeries>::default(),
     }),
+    charts: &IOCOST_CHARTS,
 };
+
+/// blk-iocost's charts: the device's vrate and busy_level, then per cgroup.
+const IOCOST_CHARTS: [ChartDef; 8] = [
+    ChartDef::new("vrate", "%", &["vrate_base_pct", "vrate_eff_pct"], &[]),
+    ChartDef::new("busy_level", "", &["busy_after"], &[]),
+    ChartDef::new("missed ppm", "ppm", &["missed_ppm_r", "missed_ppm_w"], &[]),
+    ChartDef::new("hweight_inuse", "", &["hweight_inuse"], &["cgroup"])
+        .scaled(100.0 / 65536.0, "%"),
+    ChartDef::new("usage", "%", &["usage_pct"], &["cgroup"]),
+    ChartDef::new("waiters", "", &["waiters"], &["cgroup"]),
+    ChartDef::new("abs_vdebt", "vtime", &["abs_vdebt"], &["cgroup"]),
+    ChartDef::new("delay", "µs", &["delay_us"], &["cgroup"]),
+];
 
 impl TimelineRow for PeriodRow {
     fn stream() -> &'static StreamDef {

@@ -14,11 +14,12 @@ use crate::report::csv_field;
 use crate::report::decimate::Lines;
 use crate::report::plot::Panel;
 use crate::report::timeline::{cg_name, cgroup_lines, first_lines, job_panels, plot_run};
-use crate::stack::stream::{PictureDef, PlotCtx, RowCtx, Series, StreamDef, TimelineRow};
+use crate::stack::stream::{ChartDef, PictureDef, PlotCtx, RowCtx, Series, StreamDef, TimelineRow};
 
 /// blk-iolatency's stream.
 pub static STREAM: StreamDef = StreamDef {
     name: "iolatency",
+    title: "blk-iolatency",
     csv: "iolatency.csv",
     header: IOLATENCY_CSV_HEADER,
     picture: Some(PictureDef {
@@ -29,7 +30,23 @@ pub static STREAM: StreamDef = StreamDef {
         about: "blk-iolatency: each group's window latency and queue depth",
         series: || Box::<IolatencySeries>::default(),
     }),
+    charts: &IOLATENCY_CHARTS,
 };
+
+/// blk-iolatency's charts: each window's mean against its target, and each tick's
+/// queue depth and in-flight I/O, per cgroup.
+const IOLATENCY_CHARTS: [ChartDef; 3] = [
+    ChartDef::new(
+        "window mean and target",
+        "µs",
+        &["mean_us", "target_us"],
+        &["cgroup"],
+    )
+    .only("kind", "window")
+    .log(),
+    ChartDef::new("max_depth", "", &["max_depth"], &["cgroup"]).only("kind", "tick"),
+    ChartDef::new("in flight", "", &["inflight"], &["cgroup"]).only("kind", "tick"),
+];
 
 impl TimelineRow for IolatRow {
     fn stream() -> &'static StreamDef {

@@ -13,11 +13,12 @@ use crate::report::decimate::Lines;
 use crate::report::plot::Panel;
 use crate::report::timeline::{cg_name, cgroup_lines, first_lines, job_panels, plot_run};
 use crate::sim::Ns;
-use crate::stack::stream::{PictureDef, PlotCtx, RowCtx, Series, StreamDef, TimelineRow};
+use crate::stack::stream::{ChartDef, PictureDef, PlotCtx, RowCtx, Series, StreamDef, TimelineRow};
 
 /// The pressure stream.
 pub static STREAM: StreamDef = StreamDef {
     name: "pressure",
+    title: "io.pressure",
     csv: "pressure.csv",
     header: PRESSURE_CSV_HEADER,
     picture: Some(PictureDef {
@@ -29,7 +30,14 @@ pub static STREAM: StreamDef = StreamDef {
                 tasks were stalled on I/O, as avg10",
         series: || Box::<PressureSeries>::default(),
     }),
+    charts: &PRESSURE_CHARTS,
 };
+
+/// io.pressure's charts: per cgroup.
+const PRESSURE_CHARTS: [ChartDef; 2] = [
+    ChartDef::new("some avg10", "%", &["some_avg10"], &["cgroup"]),
+    ChartDef::new("full avg10", "%", &["full_avg10"], &["cgroup"]),
+];
 
 /// `pressure.csv`'s header (averages in percent, totals in µs, as the file).
 const PRESSURE_CSV_HEADER: &str = "t_s,cgroup,some_avg10,some_avg60,some_avg300,some_total_us,full_avg10,full_avg60,full_avg300,full_total_us\n";

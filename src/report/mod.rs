@@ -2,6 +2,7 @@
 //! them `assumed.rs`: what a run assumed, said by every run).
 
 pub mod assumed;
+pub mod charts;
 pub mod decimate;
 pub mod device_plot;
 pub mod fio;

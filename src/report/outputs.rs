@@ -6,8 +6,10 @@
 //! writes go through `crate::report::outdir::OutDir`.
 
 use std::collections::HashMap;
+use std::path::Path;
 
 use crate::notify::Notify;
+use crate::report::charts::{self, ClatLine};
 use crate::report::fio::{self as fioreport};
 use crate::report::outdir::OutDir;
 use crate::report::plot::{Panel, Picture, Series, XScale, plot_picture};
@@ -153,6 +155,22 @@ fn page_cache_summary(run: &VariantRun) -> String {
         pc.last_written,
         writers_done,
     )
+}
+
+/// The data of the run's interactive charts in report.html, read from the CSVs in its
+/// folder `dir` (`report::charts`), with its scheduled events and clat percentiles.
+pub fn chart_data(run: &VariantRun, dir: &Path) -> Result<String, String> {
+    let tree = &run.resolved.tree;
+    let events = timeline::schedule_events(&run.resolved.writes, &run.resolved.device_writes, tree);
+    let clat: Vec<ClatLine> = run
+        .summaries
+        .iter()
+        .map(|r| ClatLine {
+            name: summary::job_label(&r.cgroup, &r.job, r.round),
+            points: r.clat_pct_ms.clone(),
+        })
+        .collect();
+    charts::run_charts(dir, &events, &clat)
 }
 
 /// Every output file of one run in its folder `out` (see `report::outdir`) besides

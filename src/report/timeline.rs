@@ -63,9 +63,12 @@ pub struct JobLine<'a> {
     pub until: Option<Ns>,
 }
 
+/// `jobs.csv`'s header.
+pub const JOBS_CSV_HEADER: &str = "t_s,job,ios,iops,lat_mean_ms\n";
+
 /// Each job's IOPS and mean latency (fio's `lat`: submission to reap) per time bin.
 pub fn jobs_csv(jobs: &[JobLine]) -> String {
-    let mut s = String::from("t_s,job,ios,iops,lat_mean_ms\n");
+    let mut s = String::from(JOBS_CSV_HEADER);
     for j in jobs {
         let secs = j.bins.width() as f64 / 1e9;
         for (t, b) in j.bins.iter() {

@@ -5,8 +5,9 @@
 //! Design
 //! ------
 //! A stream is described once, by its owner, as a [`StreamDef`]: the CSV file its rows
-//! stream to, the header, and optionally a picture ([`PictureDef`]) drawn from a
-//! bounded [`Series`] of them. A row type implements [`TimelineRow`] (its stream and
+//! stream to, the header, optionally a picture ([`PictureDef`]) drawn from a
+//! bounded [`Series`] of them, and the interactive charts report.html draws from the
+//! CSV's columns ([`ChartDef`]: which columns, split into lines by which keys). A row type implements [`TimelineRow`] (its stream and
 //! how it writes its CSV lines); the owner hands rows to the
 //! [`Recorder`](super::Recorder) through [`Recorder::row`](super::Recorder::row) as
 //! `&dyn` [`AnyRow`], which every `TimelineRow` is. The recorder then, per stream:
@@ -32,12 +33,78 @@ use crate::report::timeline::JobLine;
 pub struct StreamDef {
     /// Its name in the library API's tables (`throttle`).
     pub name: &'static str,
+    /// Whose it is, as report.html heads its charts (`blk-iocost`).
+    pub title: &'static str,
     /// Its CSV file in a run's folder (`throttle.csv`).
     pub csv: &'static str,
     /// The CSV header, with its newline.
     pub header: &'static str,
     /// Its picture, if it has one.
     pub picture: Option<PictureDef>,
+    /// Its interactive charts in report.html, read back from the CSV.
+    pub charts: &'static [ChartDef],
+}
+
+/// One interactive chart of report.html drawn from a CSV stream's columns: a line per
+/// value column and key (cgroup, direction, class), over the stream's `t_s`.
+#[derive(Debug)]
+pub struct ChartDef {
+    /// Its title (`hweight_inuse`); the page heads it with the stream's too.
+    pub title: &'static str,
+    /// The unit of its y axis (`%`, `ms`); empty for a count.
+    pub unit: &'static str,
+    /// The columns drawn, a line each (named after the column when more than one).
+    pub values: &'static [&'static str],
+    /// The columns naming a line (`cgroup`, `dir`); none for a device-wide figure.
+    pub keys: &'static [&'static str],
+    /// Only the rows whose column holds this value (`kind` = `window`).
+    pub only: Option<(&'static str, &'static str)>,
+    /// A logarithmic y axis (latencies that differ by orders of magnitude).
+    pub log: bool,
+    /// What each value is multiplied by to be in `unit` (hweights: WEIGHT_ONE to %).
+    pub scale: f64,
+}
+
+impl ChartDef {
+    /// A chart of `values` per `keys`, linear, of every row.
+    pub const fn new(
+        title: &'static str,
+        unit: &'static str,
+        values: &'static [&'static str],
+        keys: &'static [&'static str],
+    ) -> ChartDef {
+        ChartDef {
+            title,
+            unit,
+            values,
+            keys,
+            only: None,
+            log: false,
+            scale: 1.0,
+        }
+    }
+
+    /// The same chart of only the rows where `column` holds `value`.
+    pub const fn only(self, column: &'static str, value: &'static str) -> ChartDef {
+        ChartDef {
+            only: Some((column, value)),
+            ..self
+        }
+    }
+
+    /// The same chart on a logarithmic y axis.
+    pub const fn log(self) -> ChartDef {
+        ChartDef { log: true, ..self }
+    }
+
+    /// The same chart with each value multiplied by `scale` into `unit`.
+    pub const fn scaled(self, scale: f64, unit: &'static str) -> ChartDef {
+        ChartDef {
+            scale,
+            unit,
+            ..self
+        }
+    }
 }
 
 /// A stream's picture.

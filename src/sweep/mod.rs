@@ -41,6 +41,7 @@ use record::{Record, Values};
 
 use crate::notify::Notify;
 use crate::progress::{Cancel, Reporter};
+use crate::report::charts::Exhibits;
 use crate::report::outdir::OutDir;
 use crate::report::plot::{Panel, Picture, Series, plot_picture};
 use crate::report::record::RecordOptions;
@@ -514,7 +515,14 @@ impl Pictures {
 /// p99 against the axis's values, the other axes at their first value, mean over
 /// seeds, each swept value marked. Values that are not all numbers are placed at
 /// their index.
-pub fn draw(sweep: &Sweep, pictures: &Pictures, out: &OutDir, notify: &dyn Notify) {
+/// Each picture's panels also go to `exhibits`, for report.html.
+pub fn draw(
+    sweep: &Sweep,
+    pictures: &Pictures,
+    out: &OutDir,
+    exhibits: &mut Exhibits,
+    notify: &dyn Notify,
+) {
     for ((ai, axis), sums) in sweep.axes.iter().enumerate().zip(&pictures.axes) {
         let numeric: Option<Vec<f64>> = axis.values.iter().map(|v| v.parse().ok()).collect();
         let x_of = |k: usize| numeric.as_ref().map_or(k as f64, |xs| xs[k]);
@@ -573,6 +581,7 @@ pub fn draw(sweep: &Sweep, pictures: &Pictures, out: &OutDir, notify: &dyn Notif
         if let Err(e) = plot_picture(&base, &pic) {
             notify.warning(&format!("plot not drawn: {e}"));
         }
+        exhibits.panels(&title, &x_label, &panels, true);
     }
 }
 

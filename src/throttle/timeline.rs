@@ -7,15 +7,34 @@ use super::ThrotlRow;
 use crate::blkcg::CgroupTree;
 use crate::report::csv_field;
 use crate::report::timeline::cg_name;
-use crate::stack::stream::{StreamDef, TimelineRow};
+use crate::stack::stream::{ChartDef, StreamDef, TimelineRow};
 
 /// blk-throttle's stream.
 pub static STREAM: StreamDef = StreamDef {
     name: "throttle",
+    title: "blk-throttle",
     csv: "throttle.csv",
     header: THROTTLE_CSV_HEADER,
     picture: None,
+    charts: &THROTTLE_CHARTS,
 };
+
+/// blk-throttle's charts: per group and direction.
+const THROTTLE_CHARTS: [ChartDef; 3] = [
+    ChartDef::new("bios queued", "", &["queued"], &["cgroup", "dir"]),
+    ChartDef::new(
+        "bytes dispatched in the slice",
+        "B",
+        &["bytes_disp"],
+        &["cgroup", "dir"],
+    ),
+    ChartDef::new(
+        "ios dispatched in the slice",
+        "",
+        &["ios_disp"],
+        &["cgroup", "dir"],
+    ),
+];
 
 impl TimelineRow for ThrotlRow {
     fn stream() -> &'static StreamDef {

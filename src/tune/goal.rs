@@ -57,8 +57,10 @@ use toml::Value;
 
 use crate::notify::Notify;
 use crate::progress::{Cancel, Horizon, Reporter};
+use crate::report::charts::Exhibits;
 use crate::report::csv_field;
 use crate::report::fio::JobReport;
+use crate::report::html::write_command_page;
 use crate::report::outdir::OutDir;
 use crate::report::plot::{Marks, plot_marks};
 use crate::report::summary::{fmt_figure, job_label};
@@ -1348,6 +1350,7 @@ fn write_outputs(
             "tune-goal.png",
             "tune-goal.svg",
             "best.toml",
+            "report.html",
         ],
     )?;
     out.write("tune-goal.txt", text)?;
@@ -1394,13 +1397,31 @@ fn write_outputs(
         let body = toml::to_string(&table).map_err(|e| format!("best.toml: {e}"))?;
         out.write("best.toml", &format!("{head}{body}"))?;
     }
-    front(&out, s, judged, best, notify);
-    Ok(())
+    let mut exhibits = Exhibits::default();
+    front(&out, s, judged, best, &mut exhibits, notify);
+    write_command_page(
+        &out,
+        &format!("tune {}", s.o.file.given()),
+        text,
+        &exhibits,
+        &[(
+            "tune-goal",
+            "every point tried: the goal's figure against the objective",
+        )],
+        &["tune-goal.txt", "tune-goal.csv", "best.toml"],
+    )
 }
 
 /// The front picture: the objective (or the second goal's figure) against the first
 /// goal's figure, met and missed points, the bound and the best point.
-fn front(out: &OutDir, s: &Search, judged: &[Judged], best: Option<usize>, notify: &dyn Notify) {
+fn front(
+    out: &OutDir,
+    s: &Search,
+    judged: &[Judged],
+    best: Option<usize>,
+    exhibits: &mut Exhibits,
+    notify: &dyn Notify,
+) {
     let g0 = &s.o.goals[0];
     let (y_label, y_of): (String, Box<dyn Fn(usize) -> Option<f64>>) = match &s.o.objective {
         Some(ob) => (
@@ -1511,6 +1532,7 @@ fn front(out: &OutDir, s: &Search, judged: &[Judged], best: Option<usize>, notif
     ) {
         notify.warning(&format!("plot not drawn: {e}"));
     }
+    exhibits.marks(&title, &x_label, &y_label, log_x, &marks);
 }
 
 #[cfg(test)]

@@ -38,6 +38,8 @@ use std::fmt::Write as _;
 
 use super::protect::{ProtectOptions, Protection, Row, echo_line, mean_sd, mean_sd_text};
 use crate::notify::Notify;
+use crate::report::charts::Exhibits;
+use crate::report::html::write_command_page;
 use crate::report::outdir::OutDir;
 use crate::report::plot::{Panel, Series, plot_panels};
 use crate::report::summary::fmt_figure;
@@ -407,6 +409,7 @@ pub fn iomax_command(
                 "tune-iomax.csv",
                 "tune-iomax.png",
                 "tune-iomax.svg",
+                "report.html",
             ],
         )?;
         out.write("tune-iomax.txt", &s)?;
@@ -460,23 +463,35 @@ pub fn iomax_command(
             .enumerate()
             .map(|(x, &i)| format!("{x}={}", axis.values[i]))
             .collect();
-        if let Err(e) = plot_panels(
-            &out.path().join("tune-iomax"),
-            &format!("tune iomax: {} (protect {})", sc.name(), pr.protect),
-            &format!("{} ({})", axis.key, names.join(", ")),
-            &[
-                panel("work MiB/s", |r| r.work, false),
-                panel("others MiB/s", |r| r.others_work, false),
-                panel(&format!("{} clat p99 ms", pr.protect), |r| r.p99, true),
-                panel(
-                    &format!("isol-{:02} %", o.common.isol_pct),
-                    |r| r.isol * 100.0,
-                    false,
-                ),
-            ],
-        ) {
+        let title = format!("tune iomax: {} (protect {})", sc.name(), pr.protect);
+        let x_label = format!("{} ({})", axis.key, names.join(", "));
+        let panels = [
+            panel("work MiB/s", |r| r.work, false),
+            panel("others MiB/s", |r| r.others_work, false),
+            panel(&format!("{} clat p99 ms", pr.protect), |r| r.p99, true),
+            panel(
+                &format!("isol-{:02} %", o.common.isol_pct),
+                |r| r.isol * 100.0,
+                false,
+            ),
+        ];
+        let base = out.path().join("tune-iomax");
+        if let Err(e) = plot_panels(&base, &title, &x_label, &panels) {
             notify.warning(&format!("plot not drawn: {e}"));
         }
+        let mut exhibits = Exhibits::default();
+        exhibits.panels(&title, &x_label, &panels, true);
+        write_command_page(
+            &out,
+            &format!("tune iomax: {}", sc.name()),
+            &s,
+            &exhibits,
+            &[(
+                "tune-iomax",
+                "each figure against the limits, most restrictive first",
+            )],
+            &["tune-iomax.txt", "tune-iomax.csv"],
+        )?;
     }
     Ok(0)
 }

@@ -96,6 +96,8 @@ use super::{Machine, py_round};
 use crate::iocost::ctl::PeriodRow;
 use crate::iocost::period::VRATE_CLAMP_ADJ_PCT;
 use crate::notify::Notify;
+use crate::report::charts::Exhibits;
+use crate::report::html::write_command_page;
 use crate::report::outdir::OutDir;
 use crate::report::plot::{Marks, Panel, Series, plot_marks, plot_panels};
 use crate::report::summary::fmt_figure;
@@ -928,7 +930,8 @@ fn write_outputs(
     report: &str,
     notify: &dyn Notify,
 ) -> Result<(), String> {
-    const NAMES: [&str; 7] = [
+    const NAMES: [&str; 8] = [
+        "report.html",
         "tune-qos.txt",
         "tune-qos.csv",
         "tune-qos.hwdb",
@@ -1104,17 +1107,15 @@ fn write_outputs(
         .into_iter()
         .filter(|p| p.series.iter().any(|s| !s.points.is_empty()))
         .collect();
-    if let Err(e) = plot_panels(
-        &out.path().join("tune-qos"),
-        &format!(
-            "tune qos: {} (protect {}) against vrate min=max",
-            c.scenario, c.protect
-        ),
-        "vrate %",
-        &panels,
-    ) {
+    let mut exhibits = Exhibits::default();
+    let title = format!(
+        "tune qos: {} (protect {}) against vrate min=max",
+        c.scenario, c.protect
+    );
+    if let Err(e) = plot_panels(&out.path().join("tune-qos"), &title, "vrate %", &panels) {
         notify.warning(&format!("plot not drawn: {e}"));
     }
+    exhibits.panels(&title, "vrate %", &panels, true);
     // the trade-off: isolation against work, each vrate, the front, the solutions
     let point = |rows: &[Row]| {
         let (i, isd) = mean_sd(&rows.iter().map(|r| r.isol * 100.0).collect::<Vec<_>>());
@@ -1167,20 +1168,34 @@ fn write_outputs(
             size: 14 - 3 * k as u32,
         });
     }
-    if let Err(e) = plot_marks(
-        &out.path().join("tune-qos-pareto"),
-        &format!(
-            "tune qos: {}: protection of {} against throughput",
-            c.scenario, c.protect
-        ),
-        &format!("{} isol-{:02} (%)", c.protect, c.o.common.isol_pct),
-        "work (MiB/s, all jobs)",
-        false,
-        &marks,
-    ) {
+    let title = format!(
+        "tune qos: {}: protection of {} against throughput",
+        c.scenario, c.protect
+    );
+    let x_label = format!("{} isol-{:02} (%)", c.protect, c.o.common.isol_pct);
+    let y_label = "work (MiB/s, all jobs)";
+    let base = out.path().join("tune-qos-pareto");
+    if let Err(e) = plot_marks(&base, &title, &x_label, y_label, false, &marks) {
         notify.warning(&format!("plot not drawn: {e}"));
     }
-    Ok(())
+    exhibits.marks(&title, &x_label, y_label, false, &marks);
+    write_command_page(
+        &out,
+        &format!("tune qos: {}", c.scenario),
+        report,
+        &exhibits,
+        &[
+            (
+                "tune-qos",
+                "each figure against vrate, with the fits and the solutions",
+            ),
+            (
+                "tune-qos-pareto",
+                "protection against throughput: the front and the solutions",
+            ),
+        ],
+        &["tune-qos.txt", "tune-qos.csv", "tune-qos.hwdb"],
+    )
 }
 
 #[cfg(test)]

@@ -12,11 +12,12 @@ use crate::report::decimate::Lines;
 use crate::report::plot::{Panel, Series as Line};
 use crate::report::timeline::{job_panels, plot_run};
 use crate::sim::Ns;
-use crate::stack::stream::{PictureDef, PlotCtx, RowCtx, Series, StreamDef, TimelineRow};
+use crate::stack::stream::{ChartDef, PictureDef, PlotCtx, RowCtx, Series, StreamDef, TimelineRow};
 
 /// wbt's stream.
 pub static STREAM: StreamDef = StreamDef {
     name: "wbt",
+    title: "wbt",
     csv: "wbt.csv",
     header: WBT_CSV_HEADER,
     picture: Some(PictureDef {
@@ -28,7 +29,25 @@ pub static STREAM: StreamDef = StreamDef {
                 window's fastest read against the target, and the scale step",
         series: || Box::<WbtSeries>::default(),
     }),
+    charts: &WBT_CHARTS,
 };
+
+/// wbt's charts: per window.
+const WBT_CHARTS: [ChartDef; 2] = [
+    ChartDef::new(
+        "depth",
+        "",
+        &["max_depth", "wb_normal", "wb_background", "inflight"],
+        &[],
+    ),
+    ChartDef::new(
+        "read latency against target",
+        "µs",
+        &["read_min_us", "read_mean_us", "target_us"],
+        &[],
+    )
+    .log(),
+];
 
 /// `wbt.csv`'s header: one line per window, as `wb_timer_fn()` ended it.
 const WBT_CSV_HEADER: &str = "t_s,status,step,max_depth,wb_normal,wb_background,inflight,next_window_ms,read_samples,read_min_us,read_mean_us,write_samples,write_mean_us,target_us\n";

@@ -14,11 +14,12 @@ use crate::report::decimate::Lines;
 use crate::report::plot::{Panel, Series as Line};
 use crate::report::timeline::{cg_name, cgroup_lines, first_lines, job_panels, plot_run};
 use crate::sim::Ns;
-use crate::stack::stream::{PictureDef, PlotCtx, RowCtx, Series, StreamDef, TimelineRow};
+use crate::stack::stream::{ChartDef, PictureDef, PlotCtx, RowCtx, Series, StreamDef, TimelineRow};
 
 /// The page cache's stream.
 pub static STREAM: StreamDef = StreamDef {
     name: "writeback",
+    title: "writeback",
     csv: "writeback.csv",
     header: WRITEBACK_CSV_HEADER,
     picture: Some(PictureDef {
@@ -30,7 +31,30 @@ pub static STREAM: StreamDef = StreamDef {
                 each cgroup's writeback and the rate its writers are let dirty at",
         series: || Box::<WritebackSeries>::default(),
     }),
+    charts: &WRITEBACK_CHARTS,
 };
+
+/// The page cache's charts: per scope (`global`, a cgroup's wb domain) and cgroup.
+const WRITEBACK_CHARTS: [ChartDef; 3] = [
+    ChartDef::new(
+        "dirty and its thresholds",
+        "KiB",
+        &["dirty_kib", "thresh_kib", "bg_thresh_kib"],
+        &["scope", "cgroup"],
+    ),
+    ChartDef::new(
+        "under writeback",
+        "KiB",
+        &["writeback_kib"],
+        &["scope", "cgroup"],
+    ),
+    ChartDef::new(
+        "write bandwidth and dirty ratelimit",
+        "KiB/s",
+        &["write_bw_kib_s", "dirty_ratelimit_kib_s"],
+        &["scope", "cgroup"],
+    ),
+];
 
 /// `writeback.csv`'s header (sizes in KiB, rates in KiB/s).
 const WRITEBACK_CSV_HEADER: &str = "t_s,scope,cgroup,dirty_kib,writeback_kib,thresh_kib,bg_thresh_kib,written_kib,write_bw_kib_s,dirty_ratelimit_kib_s\n";

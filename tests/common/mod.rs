@@ -315,3 +315,113 @@ pub fn fio_job<'a>(doc: &'a serde_json::Value, job: &str, dir: &str) -> &'a serd
         .unwrap();
     &j[dir]
 }
+
+/// What headless Chromium showed of one of our HTML pages.
+pub struct BrowserView {
+    /// The body's `data-*` attributes (without `data-`), as our scripts left them.
+    pub body: std::collections::HashMap<String, String>,
+    /// Every console message the page produced (ours produce none: each is an error).
+    pub console: Vec<String>,
+    /// The screenshot kept as CI's artefact (`target/artefacts/NAME.png`).
+    pub screenshot: PathBuf,
+}
+
+/// Open `page` in headless Chromium as a person would, with the network cut off (a
+/// dead proxy, every host name unresolvable): once at `#selftest` (every chart drawn,
+/// the first zoomed and hovered, every picture box opened) to read what the scripts
+/// recorded on the body, once for a screenshot kept in `target/artefacts/NAME.png`.
+/// `None` where chromium is missing and tools are not required.
+pub fn browse(page: &Path, name: &str) -> Option<BrowserView> {
+    if !require_tool("chromium", "chromium", "to open the HTML report headless") {
+        return None;
+    }
+    let offline = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--proxy-server=http://127.0.0.1:9",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        "--virtual-time-budget=15000",
+        "--enable-logging=stderr",
+        "--v=0",
+    ];
+    let url = format!("file://{}", page.display());
+    let out = Command::new("chromium")
+        .args(offline)
+        .arg("--dump-dom")
+        .arg(format!("{url}#selftest"))
+        .output()
+        .expect("chromium starts");
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let console = stderr
+        .lines()
+        .filter(|l| l.contains(":CONSOLE"))
+        .map(str::to_string)
+        .collect();
+    let start = dom.find("<body").expect("a body in the DOM") + 5;
+    let tag = &dom[start..start + dom[start..].find('>').unwrap()];
+    let unescape = |s: &str| {
+        s.replace("&gt;", ">")
+            .replace("&lt;", "<")
+            .replace("&quot;", "\"")
+            .replace("&#39;", "'")
+            .replace("&amp;", "&")
+    };
+    let mut body = std::collections::HashMap::new();
+    for piece in tag.split(" data-").skip(1) {
+        if let Some((k, v)) = piece.split_once("=\"") {
+            let v = &v[..v.rfind('"').unwrap_or(v.len())];
+            body.insert(k.to_string(), unescape(v));
+        }
+    }
+    let artefacts = Path::new(env!("CARGO_TARGET_TMPDIR")).join("../artefacts");
+    std::fs::create_dir_all(&artefacts).unwrap();
+    let screenshot = artefacts.join(format!("{name}.png"));
+    let _ = std::fs::remove_file(&screenshot);
+    let shot = Command::new("chromium")
+        .args(offline)
+        .arg("--window-size=1280,2000")
+        .arg(format!("--screenshot={}", screenshot.display()))
+        .arg(&url)
+        .output()
+        .expect("chromium starts");
+    assert!(
+        screenshot.is_file(),
+        "no screenshot: {}",
+        String::from_utf8_lossy(&shot.stderr)
+    );
+    Some(BrowserView {
+        body,
+        console,
+        screenshot,
+    })
+}
+
+/// Open `page` as [`browse`] does and check what a person would see: no script error
+/// and nothing on the console, `charts` charts, each of `series` (`CHART: LINE, …` as
+/// the page lists them) among them, a zoom that narrowed the first chart's range and
+/// values read under the pointer. The view, for more checks; `None` as [`browse`].
+pub fn check_page(page: &Path, name: &str, charts: usize, series: &[&str]) -> Option<BrowserView> {
+    let view = browse(page, name)?;
+    let body = |k: &str| view.body.get(k).cloned().unwrap_or_default();
+    assert!(view.console.is_empty(), "console: {:?}", view.console);
+    assert_eq!(body("errors"), "", "script errors");
+    assert_eq!(body("charts"), charts.to_string(), "{:?}", body("series"));
+    let listed = body("series");
+    for want in series {
+        assert!(
+            listed.lines().any(|l| l == *want),
+            "no chart `{want}` in:\n{listed}"
+        );
+    }
+    let zoom = body("zoom");
+    let (before, after) = zoom.split_once(" -> ").expect("the self-test zoomed");
+    assert_ne!(before, after, "a drag did not zoom");
+    let hover = body("hover");
+    assert!(
+        hover.split(" | ").any(|v| v.parse::<f64>().is_ok()),
+        "nothing read under the pointer: {hover}"
+    );
+    Some(view)
+}

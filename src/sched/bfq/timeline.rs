@@ -17,7 +17,7 @@ use crate::report::decimate::Decimated;
 use crate::report::plot::{Event, Panel, Picture, Series as Line, plot_picture};
 use crate::report::timeline::{JobLine, job_panels};
 use crate::sim::Ns;
-use crate::stack::stream::{PictureDef, PlotCtx, RowCtx, Series, StreamDef, TimelineRow};
+use crate::stack::stream::{ChartDef, PictureDef, PlotCtx, RowCtx, Series, StreamDef, TimelineRow};
 
 /// One group of BFQ at a sample tick.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +41,7 @@ pub struct BfqRow {
 /// BFQ's stream.
 pub static STREAM: StreamDef = StreamDef {
     name: "bfq",
+    title: "BFQ",
     csv: "bfq.csv",
     header: "t_s,cgroup,weight,sectors,share,in_service,budget_sectors,vtime_lead_sectors,tags,raised_queues,peak_rate_sectors_s,max_budget_sectors,idled_ms\n",
     picture: Some(PictureDef {
@@ -51,7 +52,21 @@ pub static STREAM: StreamDef = StreamDef {
         about: "BFQ: each group's share of the sectors, its lead on the virtual time and the tags it holds, and the device's idling",
         series: || Box::<BfqSeries>::default(),
     }),
+    charts: &BFQ_CHARTS,
 };
+
+/// BFQ's charts: per group, and the device's idling.
+const BFQ_CHARTS: [ChartDef; 4] = [
+    ChartDef::new("share of the sectors", "", &["share"], &["cgroup"]),
+    ChartDef::new("budget", "sectors", &["budget_sectors"], &["cgroup"]),
+    ChartDef::new(
+        "lead on the virtual time",
+        "sectors",
+        &["vtime_lead_sectors"],
+        &["cgroup"],
+    ),
+    ChartDef::new("idled", "ms", &["idled_ms"], &["cgroup"]),
+];
 
 impl TimelineRow for BfqRow {
     fn stream() -> &'static StreamDef {

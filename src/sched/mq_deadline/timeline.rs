@@ -14,12 +14,13 @@ use crate::report::decimate::Decimated;
 use crate::report::plot::{COLORS, Event, Panel, Picture, Series as Line, plot_picture};
 use crate::report::timeline::{JobLine, job_panels};
 use crate::sim::Ns;
-use crate::stack::stream::{PictureDef, PlotCtx, RowCtx, Series, StreamDef, TimelineRow};
+use crate::stack::stream::{ChartDef, PictureDef, PlotCtx, RowCtx, Series, StreamDef, TimelineRow};
 use plotters::style::RGBColor;
 
 /// mq-deadline's stream.
 pub static STREAM: StreamDef = StreamDef {
     name: "deadline",
+    title: "mq-deadline",
     csv: "deadline.csv",
     header: DEADLINE_CSV_HEADER,
     picture: Some(PictureDef {
@@ -30,7 +31,15 @@ pub static STREAM: StreamDef = StreamDef {
         about: "mq-deadline: requests per priority class",
         series: || Box::<DeadlineSeries>::default(),
     }),
+    charts: &DEADLINE_CHARTS,
 };
+
+/// mq-deadline's charts: per priority class.
+const DEADLINE_CHARTS: [ChartDef; 3] = [
+    ChartDef::new("queued in the scheduler", "", &["queued"], &["class"]),
+    ChartDef::new("held by the driver", "", &["in_flight"], &["class"]),
+    ChartDef::new("dispatched per tick", "", &["dispatched"], &["class"]),
+];
 
 impl TimelineRow for DeadlineRow {
     fn stream() -> &'static StreamDef {
