@@ -448,6 +448,18 @@ fn boots_a_real_kernel_from_an_empty_cache_and_compares() {
             "{f} not linked"
         );
     }
+    // what its colours mean, and the real and simulated seconds overlaid, in a browser:
+    // the reads (a read-only job: no write chart), as IOPS and MiB/s
+    assert!(page.contains("within 20%"), "no legend: {page}");
+    common::check_page(
+        &out_dir.join("report.html"),
+        "report-validate",
+        2,
+        &[
+            "real and simulated over time: device reads/s: real, sim",
+            "real and simulated over time: device read MiB/s: real, sim",
+        ],
+    );
     assert_eq!(entries(&tmp), Vec::<String>::new(), "scratch folders left");
     assert_eq!(entries(&cache), ["kernels"]);
     std::fs::remove_dir_all(&dir).expect("remove the test's folder");

@@ -5,14 +5,16 @@
 //   its section's `.charts` box receives them, grouped under their owner's heading
 //   (jobs, device, blk-iocost…), then the run's clat percentiles.
 // - Every time chart shares one time axis: a drag selects a range on any of them and
-//   all follow; a double click (or "whole run") shows everything again. The cursor
+//   all follow; a double click (or "whole run") shows everything again. The address
+//   follows the zoom (`#t=A..B`), and a page opened at such an address starts there. The cursor
 //   moves on all of them together and each legend reads its lines at that instant.
 // - Scheduled events (interface writes, device removal) are dashed lines on the axis.
 // - With several runs, "overlay" draws each chart of a kind with every run's lines.
 // - A chart with `x` (sweep, tune) is over values instead: its own axis, its measured
 //   points marked, sets of points alone (a front's members, a chosen point) unjoined.
-// - The body's data attributes say what was drawn (`data-charts`, `data-errors`), for
-//   the browser test; `#selftest` in the address also zooms and hovers the first chart
+// - The body's data attributes say what was drawn (`data-charts`, `data-errors`) and
+//   when (`data-ready-ms`: scripts done; `data-drawn-ms`: the last chart drawn), for
+//   the browser test and scripts/report-bench; `#selftest` in the address also zooms and hovers the first chart
 //   and records what it saw (`data-zoom`, `data-hover`).
 (function () {
   "use strict";
@@ -153,6 +155,7 @@
           syncing = true;
           var min = u.scales.x.min, max = u.scales.x.max;
           zoom = { min: min, max: max };
+          if (!eager) history.replaceState(null, "", "#t=" + min.toFixed(3) + ".." + max.toFixed(3));
           timeCharts.forEach(function (o) {
             if (o !== u) o.setScale("x", { min: min, max: max });
           });
@@ -172,6 +175,7 @@
         timeCharts.push(u);
       }
       all.push(u);
+      document.body.dataset.drawnMs = Math.round(performance.now());
     });
   }
 
@@ -302,6 +306,7 @@
 
   function whole() {
     zoom = null;
+    if (!eager) history.replaceState(null, "", location.pathname);
     timeCharts.forEach(function (u) {
       var xs = u.data[0];
       if (xs.length) u.setScale("x", { min: xs[0], max: xs[xs.length - 1] });
@@ -309,6 +314,10 @@
   }
 
   window.addEventListener("load", function () {
+    // `#t=A..B` opens the page zoomed to that time (the address follows each zoom, so
+    // a view can be sent to someone as its link)
+    var t = /^#t=([0-9.]+)\.\.([0-9.]+)$/.exec(location.hash);
+    if (t && +t[1] < +t[2]) zoom = { min: +t[1], max: +t[2] };
     var runs = [];
     document.querySelectorAll("script.run-charts").forEach(function (s) {
       var run = JSON.parse(s.textContent);
@@ -325,6 +334,9 @@
     document.body.dataset.series = all.map(function (u) {
       return u.blkcgTitle + ": " + u.series.slice(1).map(function (s) { return s.label; }).join(", ");
     }).join("\n");
+    // when the page was ready, charts in view drawn (ms since navigation): the
+    // benchmark's figure (scripts/report-bench)
+    document.body.dataset.readyMs = Math.round(performance.now());
     if (location.hash === "#selftest") selftest();
   });
 })();

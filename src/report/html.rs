@@ -157,7 +157,8 @@ impl Page {
         let hint = if over_time {
             "Drag across a chart to zoom every chart to that time; double-click or \
              <button class=\"whole-run\">whole run</button> to see it all again; hover to \
-             read every line at that instant."
+             read every line at that instant. The address keeps the zoom (<code>#t=A..B</code>): \
+             send it to share the view."
         } else {
             "Drag across a chart to zoom it, double-click to see it all again; hover to \
              read every line at that value."

@@ -285,8 +285,19 @@ pub fn table(real: &[Figures], sim: &[Figures]) -> String {
     s
 }
 
+/// What the colours of [`table_html`]'s ratios mean, and what to make of each.
+pub const RATIO_LEGEND_HTML: &str = "<p class=\"legend\">sim/real: \
+<span class=\"ok\">&nbsp;within 5%&nbsp;</span> the simulation reproduces the real \
+kernel; <span class=\"near\">&nbsp;within 20%&nbsp;</span> about the spread of a guest \
+under qemu from one boot to the next (compare the real min..max column when it \
+ran more than once: <code>--runs N</code>); <span class=\"off\">&nbsp;beyond 20%&nbsp;\
+</span> a difference to explain: the scenario's description above says which ones \
+are expected and why, <code>docs/validation.md</code> lists every one we know. A \
+figure of a job that completed nothing shows <code>-</code>.</p>\n";
+
 /// The side-by-side table as HTML for `report.html`: each sim/real ratio coloured by
-/// how far it is from 1 (within 5%, within 20%, beyond).
+/// how far it is from 1 (within 5%, within 20%, beyond), explained by
+/// [`RATIO_LEGEND_HTML`].
 pub fn table_html(real: &[Figures], sim: &[Figures]) -> String {
     use crate::report::html::escape;
     let (many, seeds) = (real.len() > 1, sim.len() > 1);

@@ -56,9 +56,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::notify::Notify;
+use crate::report::charts::Exhibits;
 use crate::report::fio as fioreport;
 use crate::report::html::Page;
 use crate::report::outdir::OutDir;
+use crate::report::plot::{Panel, Series};
 use crate::run::{VariantRun, run_variant};
 use crate::scenario::Scenario;
 use crate::scenario::host_profile;
@@ -718,20 +720,7 @@ fn render(
             let _ = writeln!(s, "  {l}");
         }
     }
-    let sim_disk: Vec<compare::DiskSecond> = sim
-        .run
-        .record
-        .iostat
-        .iter()
-        .map(|r| compare::DiskSecond {
-            r_iops: r.r_ios as f64,
-            w_iops: r.w_ios as f64,
-            r_mib: r.r_bytes as f64 / 1_048_576.0,
-            w_mib: r.w_bytes as f64 / 1_048_576.0,
-            r_merges: r.r_merges as f64,
-            w_merges: r.w_merges as f64,
-        })
-        .collect();
+    let sim_disk = sim_disk(sim);
     let _ = writeln!(
         s,
         "\ndevice timeline (real: /sys/block/{}/stat once a second):",
@@ -742,28 +731,7 @@ fn render(
         &sim_disk,
     ));
     if !last.dirty.is_empty() {
-        // the simulated page cache at each whole second (its 100 ms global rows), empty
-        // at the start as the real one is at its first sample
-        let mib = |pages: u64| (pages * crate::writeback::limits::PAGE_SIZE) as f64 / 1_048_576.0;
-        let sim_dirty: Vec<compare::PageCacheSecond> = std::iter::once((0.0, 0.0))
-            .chain(
-                sim.run
-                    .record
-                    .rows::<crate::writeback::timeline::WbRow>()
-                    .iter()
-                    .filter_map(|r| match *r {
-                        crate::writeback::timeline::WbRow::Global {
-                            at,
-                            dirty,
-                            writeback,
-                            ..
-                        } if at % crate::sim::NSEC_PER_SEC == 0 => {
-                            Some((mib(dirty), mib(writeback)))
-                        }
-                        _ => None,
-                    }),
-            )
-            .collect();
+        let sim_dirty = sim_dirty(sim);
         let _ = writeln!(
             s,
             "\npage cache (real: /proc/meminfo Dirty and Writeback once a second; sim: its rows):"
@@ -774,13 +742,7 @@ fn render(
         ));
     }
     if plan.iocost {
-        let sim_vrate: Vec<(f64, f64)> = sim
-            .run
-            .record
-            .rows::<crate::iocost::ctl::PeriodRow>()
-            .iter()
-            .map(|r| (r.t as f64 / 1e9, r.vrate_base_pct))
-            .collect();
+        let sim_vrate = sim_vrate(sim);
         let _ = writeln!(
             s,
             "\nblk-iocost vrate (real: iocost_ioc_vrate_adj tracepoint; sim: period rows):"
@@ -792,6 +754,120 @@ fn render(
         ));
     }
     s
+}
+
+/// The simulated device's seconds as the real side's are read.
+fn sim_disk(sim: &SimSide) -> Vec<compare::DiskSecond> {
+    sim.run
+        .record
+        .iostat
+        .iter()
+        .map(|r| compare::DiskSecond {
+            r_iops: r.r_ios as f64,
+            w_iops: r.w_ios as f64,
+            r_mib: r.r_bytes as f64 / 1_048_576.0,
+            w_mib: r.w_bytes as f64 / 1_048_576.0,
+            r_merges: r.r_merges as f64,
+            w_merges: r.w_merges as f64,
+        })
+        .collect()
+}
+
+/// The simulated page cache at each whole second (its 100 ms global rows), empty at
+/// the start as the real one is at its first sample.
+fn sim_dirty(sim: &SimSide) -> Vec<compare::PageCacheSecond> {
+    let mib = |pages: u64| (pages * crate::writeback::limits::PAGE_SIZE) as f64 / 1_048_576.0;
+    std::iter::once((0.0, 0.0))
+        .chain(
+            sim.run
+                .record
+                .rows::<crate::writeback::timeline::WbRow>()
+                .iter()
+                .filter_map(|r| match *r {
+                    crate::writeback::timeline::WbRow::Global {
+                        at,
+                        dirty,
+                        writeback,
+                        ..
+                    } if at % crate::sim::NSEC_PER_SEC == 0 => Some((mib(dirty), mib(writeback))),
+                    _ => None,
+                }),
+        )
+        .collect()
+}
+
+/// The simulated base vrate after each period: (seconds, %).
+fn sim_vrate(sim: &SimSide) -> Vec<(f64, f64)> {
+    sim.run
+        .record
+        .rows::<crate::iocost::ctl::PeriodRow>()
+        .iter()
+        .map(|r| (r.t as f64 / 1e9, r.vrate_base_pct))
+        .collect()
+}
+
+/// report.html's charts of one kernel: the real and the simulated series over time
+/// where the guest sampled them (the disk's counters and the page cache once a
+/// second, blk-iocost's vrate from its tracepoint), each real line beside its
+/// simulated twin.
+fn timeline_charts(plan: &GuestPlan, real: &RealSide, sim: &SimSide) -> Exhibits {
+    let last = &real.last;
+    let per_second = |name: &str, values: Vec<f64>| Series {
+        name: name.to_string(),
+        points: values
+            .into_iter()
+            .enumerate()
+            .map(|(t, v)| (t as f64, v))
+            .collect(),
+    };
+    let (real_disk, sim_disk) = (compare::real_iostat(&last.diskstat), sim_disk(sim));
+    let disk = |label: &str, get: fn(&compare::DiskSecond) -> f64| Panel {
+        y_label: label.to_string(),
+        log_y: false,
+        series: vec![
+            per_second("real", real_disk.iter().map(get).collect()),
+            per_second("sim", sim_disk.iter().map(get).collect()),
+        ],
+    };
+    let mut panels = vec![
+        disk("device reads/s", |d| d.r_iops),
+        disk("device writes/s", |d| d.w_iops),
+        disk("device read MiB/s", |d| d.r_mib),
+        disk("device write MiB/s", |d| d.w_mib),
+    ];
+    if !last.dirty.is_empty() {
+        let (r, s) = (compare::real_dirty(&last.dirty), sim_dirty(sim));
+        panels.push(Panel {
+            y_label: "page cache MiB".into(),
+            log_y: false,
+            series: vec![
+                per_second("real Dirty", r.iter().map(|d| d.0).collect()),
+                per_second("sim dirty", s.iter().map(|d| d.0).collect()),
+                per_second("real Writeback", r.iter().map(|d| d.1).collect()),
+                per_second("sim writeback", s.iter().map(|d| d.1).collect()),
+            ],
+        });
+    }
+    if plan.iocost {
+        panels.push(Panel {
+            y_label: "blk-iocost base vrate %".into(),
+            log_y: false,
+            series: vec![
+                Series {
+                    name: "real (iocost_ioc_vrate_adj)".into(),
+                    points: compare::real_vrate(&last.trace),
+                },
+                Series {
+                    name: "sim (period rows)".into(),
+                    points: sim_vrate(sim),
+                },
+            ],
+        });
+    }
+    panels.retain(|p| p.series.iter().any(|s| s.points.iter().any(|q| q.1 != 0.0)));
+    let mut exhibits = Exhibits::default();
+    exhibits.panels("real and simulated over time", "time (s)", &panels, false);
+    exhibits
 }
 
 /// `--dry-run`: the kernel and host tools at hand, the initramfs's files and where
@@ -1058,7 +1134,17 @@ pub fn validate_figures(
                 &format!("{}: {name}", column(n)),
             );
             page.markup(&compare::table_html(&real.runs, &sim.figures));
-            page.pre(&text);
+            page.markup(compare::RATIO_LEGEND_HTML);
+            let charts = timeline_charts(&plan, &real, &sim);
+            if !charts.is_empty() {
+                page.charts(
+                    &format!("charts-{}", column(n)),
+                    &name,
+                    &charts.json(),
+                    false,
+                );
+            }
+            page.pre_folded("What it printed", &text);
             page.files(&f.take_written());
         }
         before_after.push(KernelFigures {
