@@ -124,6 +124,10 @@
     if (c.columns) notes.push("min and max per column (zoom for more; the CSV has every sample)");
     if (c.dropped) notes.push(c.dropped + (c.dropped > 100 ? "+" : "") + " more lines in the CSV");
     var head = (c.grouped ? "" : c.group + ": ") + c.title + (c.unit ? " (" + c.unit + ")" : "");
+    if (c.zero) {
+      box(parent, head, "0 throughout, every line (" + c.names.length + ")");
+      return;
+    }
     var fig = box(parent, head, notes.join("; "));
     var series = [x ? { label: x.label, value: function (u, v) { return fmt(v); } } :
       { label: "t (s)", value: function (u, v) { return v == null ? "–" : v.toFixed(3); } }];
@@ -240,8 +244,18 @@
   function overlay(el, runs) {
     var kinds = {};
     var order = [];
+    // every run's scheduled events, each once
+    var seen = {};
+    var events = [];
+    runs.forEach(function (r) {
+      r.run.events.forEach(function (e) {
+        var k = e.t + "\u0000" + e.label;
+        if (!seen[k]) { seen[k] = true; events.push(e); }
+      });
+    });
     runs.forEach(function (r) {
       r.run.charts.forEach(function (c) {
+        if (c.zero) return;
         var k = c.group + "\u0000" + c.title;
         if (!kinds[k]) { kinds[k] = []; order.push(k); }
         kinds[k].push({ label: r.label, c: c });
@@ -258,7 +272,7 @@
         group: first.group, title: first.title, unit: first.unit, log: first.log,
         columns: list.some(function (e) { return e.c.columns; }),
         dropped: 0, data: joined
-      }, [], names);
+      }, events, names);
     });
   }
 

@@ -83,7 +83,8 @@ pub fn sources() -> impl Iterator<Item = (&'static str, &'static str, &'static [
     RUN_CHARTS.iter().copied().chain(streams)
 }
 
-/// A number as the page's JSON holds it: at most six significant digits, no exponent
+/// A value as the page's JSON holds it: at most four significant digits (the
+/// read-outs show three), no exponent
 /// for everyday magnitudes, `null` for what is not a finite number.
 fn num(out: &mut String, v: f64) {
     if !v.is_finite() {
@@ -91,19 +92,29 @@ fn num(out: &mut String, v: f64) {
     } else if v == v.trunc() && v.abs() < 1e15 {
         let _ = write!(out, "{v:.0}");
     } else {
-        let rounded: f64 = format!("{v:.5e}").parse().unwrap_or(v);
+        let rounded: f64 = format!("{v:.3e}").parse().unwrap_or(v);
         let _ = write!(out, "{rounded}");
     }
 }
 
-/// Numbers as a JSON array.
-fn array(out: &mut String, vs: &mut dyn Iterator<Item = f64>) {
+/// A place on an x axis (seconds, a percentile): to the microsecond, or the
+/// millionth, as the CSVs write times.
+fn place(out: &mut String, x: f64) {
+    if x.is_finite() {
+        let _ = write!(out, "{}", (x * 1e6).round() / 1e6);
+    } else {
+        out.push_str("null");
+    }
+}
+
+/// Numbers as a JSON array, each written by `write` ([`num`], [`place`]).
+fn array(out: &mut String, vs: &mut dyn Iterator<Item = f64>, write: fn(&mut String, f64)) {
     out.push('[');
     for (i, v) in vs.enumerate() {
         if i > 0 {
             out.push(',');
         }
-        num(out, v);
+        write(out, v);
     }
     out.push(']');
 }
@@ -117,7 +128,8 @@ fn json_str(out: &mut String, s: &str) {
 struct Chart<'a> {
     def: &'a ChartDef,
     values: Vec<usize>,
-    keys: Vec<usize>,
+    /// Its key columns' place in the file's [`KeySets`].
+    key_set: usize,
     only: Option<(usize, &'a str)>,
     /// Each kept key, in the order met, and its place.
     key_order: Vec<String>,
@@ -132,10 +144,14 @@ struct Chart<'a> {
 }
 
 impl<'a> Chart<'a> {
-    fn new(def: &'a ChartDef, header: &csv::StringRecord) -> Option<Chart<'a>> {
+    fn new(
+        def: &'a ChartDef,
+        header: &csv::StringRecord,
+        key_sets: &mut KeySets,
+    ) -> Option<Chart<'a>> {
         let col = |name: &str| header.iter().position(|h| h == name);
         let values = def.values.iter().map(|v| col(v)).collect::<Option<_>>()?;
-        let keys = def.keys.iter().map(|k| col(k)).collect::<Option<_>>()?;
+        let keys: Vec<usize> = def.keys.iter().map(|k| col(k)).collect::<Option<_>>()?;
         let only = match def.only {
             Some((c, v)) => Some((col(c)?, v)),
             None => None,
@@ -143,7 +159,7 @@ impl<'a> Chart<'a> {
         Some(Chart {
             def,
             values,
-            keys,
+            key_set: key_sets.index(keys),
             only,
             key_order: Vec::new(),
             key_place: HashMap::new(),
@@ -168,26 +184,16 @@ impl<'a> Chart<'a> {
         self.only.is_none_or(|(c, v)| row.get(c) == Some(v))
     }
 
-    fn key(&self, row: &csv::StringRecord) -> String {
-        let parts: Vec<&str> = self
-            .keys
-            .iter()
-            .map(|&k| row.get(k).unwrap_or(""))
-            .collect();
-        parts.join(" ")
-    }
-
     /// Pass one: note the row's key and time.
-    fn survey(&mut self, t: f64, row: &csv::StringRecord) {
-        let key = self.key(row);
-        if !self.key_place.contains_key(&key) {
+    fn survey(&mut self, t: f64, key: &str) {
+        if !self.key_place.contains_key(key) {
             if self.key_order.len() < MAX_LINES {
-                self.key_place.insert(key.clone(), self.key_order.len());
-                self.key_order.push(key);
+                self.key_place.insert(key.to_string(), self.key_order.len());
+                self.key_order.push(key.to_string());
             } else {
                 // bounded: only how many were left out matters past the cap
                 if self.dropped.len() <= MAX_LINES {
-                    self.dropped.insert(key);
+                    self.dropped.insert(key.to_string());
                 }
                 return;
             }
@@ -217,6 +223,42 @@ impl<'a> Chart<'a> {
             }
         }
         names
+    }
+}
+
+/// The distinct key column lists of a file's charts (blk-iocost's: none, and the
+/// cgroup), and each one's key in the row being read: made once per row, not once per
+/// chart (a day of 1,000 cgroups is 10⁸ rows).
+#[derive(Default)]
+struct KeySets {
+    cols: Vec<Vec<usize>>,
+    keys: Vec<String>,
+}
+
+impl KeySets {
+    /// The place of the key made of `cols`, added if new.
+    fn index(&mut self, cols: Vec<usize>) -> usize {
+        match self.cols.iter().position(|c| *c == cols) {
+            Some(i) => i,
+            None => {
+                self.cols.push(cols);
+                self.keys.push(String::new());
+                self.cols.len() - 1
+            }
+        }
+    }
+
+    /// Each key of `row`: its key columns' fields joined by a space.
+    fn read(&mut self, row: &csv::StringRecord) {
+        for (cols, key) in self.cols.iter().zip(&mut self.keys) {
+            key.clear();
+            for (i, &c) in cols.iter().enumerate() {
+                if i > 0 {
+                    key.push(' ');
+                }
+                key.push_str(row.get(c).unwrap_or(""));
+            }
+        }
     }
 }
 
@@ -278,30 +320,40 @@ impl Fill {
         }
     }
 
+    /// Whether every value is 0 (or missing).
+    fn all_zero(&self) -> bool {
+        let zero = |l: &Vec<f64>| l.iter().all(|v| *v == 0.0 || v.is_nan());
+        match self {
+            Fill::Exact { lines, .. } => lines.iter().all(zero),
+            Fill::Columns { lo, hi, .. } => lo.iter().chain(hi).all(zero),
+        }
+    }
+
     /// `[times, line…]` as JSON arrays.
     fn write(&self, out: &mut String) {
         out.push('[');
         match self {
             Fill::Exact { times, lines } => {
-                array(out, &mut times.iter().copied());
+                array(out, &mut times.iter().copied(), place);
                 for l in lines {
                     out.push(',');
-                    array(out, &mut l.iter().copied());
+                    array(out, &mut l.iter().copied(), num);
                 }
             }
             Fill::Columns { t0, width, lo, hi } => {
                 let columns = lo.first().map_or(0, Vec::len);
-                let round = |t: f64| (t * 1e6).round() / 1e6;
                 array(
                     out,
                     &mut (0..columns).flat_map(|i| {
                         let start = t0 + i as f64 * width;
-                        [round(start), round(start + width / 2.0)]
+                        [start, start + width / 2.0]
                     }),
+                    place,
                 );
                 for (l, h) in lo.iter().zip(hi) {
                     out.push(',');
-                    array(out, &mut l.iter().zip(h).flat_map(|(&a, &b)| [a, b]));
+                    let mut both = l.iter().zip(h).flat_map(|(&a, &b)| [a, b]);
+                    array(out, &mut both, num);
                 }
             }
         }
@@ -329,13 +381,18 @@ fn csv_charts(
     let Some(t_col) = header.iter().position(|h| h == "t_s") else {
         return Err(format!("{}: no t_s column", path.display()));
     };
-    let mut charts: Vec<Chart> = defs.iter().filter_map(|d| Chart::new(d, &header)).collect();
+    let mut key_sets = KeySets::default();
+    let mut charts: Vec<Chart> = defs
+        .iter()
+        .filter_map(|d| Chart::new(d, &header, &mut key_sets))
+        .collect();
     let mut row = csv::StringRecord::new();
     let time = |row: &csv::StringRecord| row.get(t_col).and_then(|t| t.parse::<f64>().ok());
     while rd.read_record(&mut row).map_err(err)? {
         let Some(t) = time(&row) else { continue };
+        key_sets.read(&row);
         for c in charts.iter_mut().filter(|c| c.takes(&row)) {
-            c.survey(t, &row);
+            c.survey(t, &key_sets.keys[c.key_set]);
         }
     }
     charts.retain(|c| !c.key_order.is_empty());
@@ -344,11 +401,12 @@ fn csv_charts(
     rd.headers().map_err(err)?;
     while rd.read_record(&mut row).map_err(err)? {
         let Some(t) = time(&row) else { continue };
+        key_sets.read(&row);
         for (c, f) in charts.iter().zip(&mut fills) {
             if !c.takes(&row) {
                 continue;
             }
-            let Some(&k) = c.key_place.get(&c.key(&row)) else {
+            let Some(&k) = c.key_place.get(key_sets.keys[c.key_set].as_str()) else {
                 continue;
             };
             for (j, &col) in c.values.iter().enumerate() {
@@ -379,9 +437,15 @@ fn csv_charts(
             }
             json_str(out, n);
         }
-        out.push_str("],\"data\":");
-        f.write(out);
-        out.push('}');
+        // a chart at 0 throughout is said, not drawn (a run without debt has 1,000
+        // cgroups' worth of zeros in abs_vdebt)
+        if f.all_zero() {
+            out.push_str("],\"zero\":true}");
+        } else {
+            out.push_str("],\"data\":");
+            f.write(out);
+            out.push('}');
+        }
         charts_out.push(o);
     }
     Ok(())
@@ -396,12 +460,12 @@ pub struct ClatLine {
 
 /// One run's charts as a JSON document: `{"events":[…],"clat":{…},"charts":[…]}`,
 /// each chart `{group,title,unit,log,columns,dropped,names,data}` with `data` as
-/// `[times, line…]`. Reads the CSVs of [`sources`] that are in `dir`.
+/// `[times, line…]`, or `zero: true` instead of `data` for a chart at 0 throughout. Reads the CSVs of [`sources`] that are in `dir`.
 pub fn run_charts(dir: &Path, events: &[Event], clat: &[ClatLine]) -> Result<String, String> {
     let mut out = String::from("{\"events\":[");
     for (i, e) in events.iter().enumerate() {
         out.push_str(if i > 0 { ",{\"t\":" } else { "{\"t\":" });
-        num(&mut out, e.at);
+        place(&mut out, e.at);
         out.push_str(",\"label\":");
         json_str(&mut out, &e.label);
         out.push('}');
@@ -445,11 +509,11 @@ fn clat_json(out: &mut String, clat: &[ClatLine]) {
         json_str(out, &l.name);
     }
     out.push_str("],\"data\":[");
-    array(out, &mut ps.iter().copied());
+    array(out, &mut ps.iter().copied(), place);
     for l in clat {
         out.push(',');
         let at = |p: f64| l.points.iter().find(|q| q.0 == p).map_or(f64::NAN, |q| q.1);
-        array(out, &mut ps.iter().map(|&p| at(p)));
+        array(out, &mut ps.iter().map(|&p| at(p)), num);
     }
     out.push_str("]}");
 }
@@ -526,7 +590,7 @@ impl ValueChart<'_> {
         );
         for (i, (x, label)) in self.vlines.iter().enumerate() {
             out.push_str(if i > 0 { ",{\"t\":" } else { "{\"t\":" });
-            num(&mut out, *x);
+            place(&mut out, *x);
             out.push_str(",\"label\":");
             json_str(&mut out, label);
             out.push('}');
@@ -539,10 +603,10 @@ impl ValueChart<'_> {
             json_str(&mut out, n);
         }
         out.push_str("],\"data\":[");
-        array(&mut out, &mut xs.iter().copied());
+        array(&mut out, &mut xs.iter().copied(), place);
         for ys in &lines {
             out.push(',');
-            array(&mut out, &mut ys.iter().copied());
+            array(&mut out, &mut ys.iter().copied(), num);
         }
         out.push_str("]}");
         out
@@ -731,6 +795,12 @@ mod tests {
             num(&mut s, v);
             s.push(' ');
         }
-        assert_eq!(s, "1 0.3 12345700 null 0.0000001 -2.5 ");
+        assert_eq!(s, "1 0.3 12350000 null 0.0000001 -2.5 ");
+        let mut s = String::new();
+        for t in [3599.9512345, 99.995, 0.1 + 0.2] {
+            place(&mut s, t);
+            s.push(' ');
+        }
+        assert_eq!(s, "3599.951235 99.995 0.3 ");
     }
 }
