@@ -119,8 +119,10 @@ enum Cmd {
     /// With several variants or kernels the summary ends with an A/B table: each job's
     /// IOPS, bandwidth, slat and clat of every run beside the first run's, with ratios
     /// (also DIR/ab.txt with --output). DIR/report.html puts it all on one page to open
-    /// in a browser: the scenario's description, the A/B table, each run's summary and
-    /// pictures, and links to its files. What each run assumed (kernel version and HZ,
+    /// in a browser, offline: the scenario's description, the A/B table, each run's
+    /// summary, interactive charts of every timeline on one zoomable time axis (drag to
+    /// zoom them all, hover to read every line at that instant; `#t=A..B` in the address
+    /// opens it zoomed), its pictures and links to its files. What each run assumed (kernel version and HZ,
     /// host costs, the device's latency model, and who set each) heads its summary, and
     /// goes to stderr when no summary is printed; then every warning of the run (what
     /// it was given but does not model: mmap runs as direct I/O), as on
@@ -296,7 +298,8 @@ enum Cmd {
         #[arg(long, value_enum, default_value = "icount")]
         timing: TimingArg,
         /// Keep the console captures and both sides' fio JSON in this folder, and
-        /// report.html: the comparison on one page, each sim/real ratio coloured.
+        /// report.html: the comparison on one page, each sim/real ratio coloured (a
+        /// legend says what the colours mean), the real and simulated seconds overlaid.
         #[arg(long)]
         output: Option<PathBuf>,
         /// Host costs of the simulation: guest (measured in the qemu guest, so the
@@ -370,7 +373,8 @@ enum Cmd {
     /// --array=1-N), a Kubernetes Indexed Job (--shard $((JOB_COMPLETION_INDEX+1))/N), GNU
     /// parallel. --output DIR also writes DIR/sweep.jsonl and DIR/sweep.csv as runs finish
     /// (DIR/sweep-I-of-N.* for a shard) and, unsharded, a picture per axis
-    /// (DIR/sweep-axis-K.png/svg: each job's IOPS, MiB/s and clat p99 against the axis).
+    /// (DIR/sweep-axis-K.png/svg: each job's IOPS, MiB/s and clat p99 against the axis)
+    /// and DIR/report.html (the plan, each axis's figures as interactive charts).
     ///
     /// Example: blkcg-sim sweep iocost-linear-max --set variant=linear,linear-max
     /// --set cgroup.single.fio:bs=4k,16k,64k,256k --seeds 3

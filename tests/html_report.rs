@@ -125,5 +125,28 @@ fn the_report_page_links_only_what_the_run_wrote_and_a_browser_draws_zooms_and_r
         "{hover:?}"
     );
     assert!(std::fs::metadata(&view.screenshot).unwrap().len() > 10_000);
+    // a link to a view: the page opened at `#t=5..10` shows that range (in the charts
+    // drawn first, those in a tall window)
+    let dom = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--virtual-time-budget=5000",
+            "--window-size=1280,3000",
+            "--dump-dom",
+        ])
+        .arg(format!(
+            "file://{}#t=5..10",
+            dir.join("report.html").display()
+        ))
+        .output()
+        .expect("chromium starts");
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    let body = &dom[dom.find("<body").unwrap_or(0)..][..200.min(dom.len())];
+    assert!(
+        dom.contains("data-range=\"5.00..10.0\""),
+        "not opened at 5..10: {body}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

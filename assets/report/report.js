@@ -12,7 +12,8 @@
 // - With several runs, "overlay" draws each chart of a kind with every run's lines.
 // - A chart with `x` (sweep, tune) is over values instead: its own axis, its measured
 //   points marked, sets of points alone (a front's members, a chosen point) unjoined.
-// - The body's data attributes say what was drawn (`data-charts`, `data-errors`) and
+// - The body's data attributes say what was drawn (`data-charts`, `data-errors`), the
+//   time range shown (`data-range`, once zoomed) and
 //   when (`data-ready-ms`: scripts done; `data-drawn-ms`: the last chart drawn), for
 //   the browser test and scripts/report-bench; `#selftest` in the address also zooms and hovers the first chart
 //   and records what it saw (`data-zoom`, `data-hover`).
@@ -47,7 +48,8 @@
     }, { rootMargin: "400px" }) : null;
 
   function later(fig, draw) {
-    if (!observer) return draw();
+    // those in the window, or near it, at once: the first view needs no frame's wait
+    if (!observer || fig.getBoundingClientRect().top < window.innerHeight + 400) return draw();
     fig.style.minHeight = "300px";
     fig.blkcgDraw = draw;
     observer.observe(fig);
@@ -159,6 +161,7 @@
           syncing = true;
           var min = u.scales.x.min, max = u.scales.x.max;
           zoom = { min: min, max: max };
+          document.body.dataset.range = fmt(min) + ".." + fmt(max);
           if (!eager) history.replaceState(null, "", "#t=" + min.toFixed(3) + ".." + max.toFixed(3));
           timeCharts.forEach(function (o) {
             if (o !== u) o.setScale("x", { min: min, max: max });
@@ -170,11 +173,16 @@
     later(fig, function () {
       var u = new uPlot(opts, c.log ? positive(c.data) : c.data, fig);
       u.blkcgTitle = c.group + ": " + c.title;
+      u.blkcgParent = parent;
       if (!x) {
         if (zoom) {
           syncing = true;
           u.setScale("x", zoom);
           syncing = false;
+          // what the chart shows once uPlot has applied it
+          setTimeout(function () {
+            document.body.dataset.range = fmt(u.scales.x.min) + ".." + fmt(u.scales.x.max);
+          }, 0);
         }
         timeCharts.push(u);
       }
@@ -218,6 +226,7 @@
       legend: { live: true }
     }, data, fig);
     u.blkcgTitle = "clat";
+    u.blkcgParent = parent;
     all.push(u);
   }
 
@@ -326,6 +335,17 @@
       if (xs.length) u.setScale("x", { min: xs[0], max: xs[xs.length - 1] });
     });
   }
+
+  // the charts follow the window's width
+  var resizing = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(resizing);
+    resizing = setTimeout(function () {
+      all.forEach(function (u) {
+        u.setSize({ width: width(u.blkcgParent), height: u.height });
+      });
+    }, 150);
+  });
 
   window.addEventListener("load", function () {
     // `#t=A..B` opens the page zoomed to that time (the address follows each zoom, so

@@ -55,7 +55,8 @@ slice drop-in (IOWeight=, IO*Max=, IODeviceLatencyTargetSec=), an udev hwdb entr
 the root's io.cost lines, the elevator's sysfs file, and the `blkcg-sim sweep` run of it.
 Exit status 1 when no point meets the goals. --output DIR writes tune-goal.txt,
 tune-goal.csv (every run), tune-goal.png/svg (the front: the objective against the first
-goal's figure) and best.toml (the scenario with the setting, for run and validate).
+goal's figure), best.toml (the scenario with the setting, for run and validate) and
+report.html (all of it on one page, the front as an interactive chart).
 
 Example (docs/examples/p20.toml: two tenants on an Azure P20-like disk's null_blk stand-in):
   blkcg-sim tune p20.toml --variant nullb --goal 'web.read.clat_p99 <= 5ms' \\
@@ -256,7 +257,8 @@ pub enum TuneCmd {
     /// its iocost periods and vrate mean/min/max, the periods at the vrate tried and
     /// those missing the targets, and whether it was fitted), tune-qos.hwdb (when there
     /// are solutions), tune-qos.png/svg (each figure against vrate with the fits and the
-    /// solutions) and tune-qos-pareto.png/svg (protection against throughput).
+    /// solutions), tune-qos-pareto.png/svg (protection against throughput) and
+    /// report.html (all of it on one page, each picture as an interactive chart).
     ///
     /// Example (the iocost seed's cloud disk and workloads):
     ///   blkcg-sim tune qos iocost-no-completion --variant after --protect cgB --output out/
@@ -307,7 +309,8 @@ pub enum TuneCmd {
     /// file with it, whether every more restrictive value meets it too, and what it
     /// costs the others; with no value meeting the goal, whether they bound at all.
     /// --output DIR writes tune-iomax.txt, tune-iomax.csv (every run, with its
-    /// throttle samples and those with bios waiting) and tune-iomax.png/svg.
+    /// throttle samples and those with bios waiting), tune-iomax.png/svg and report.html
+    /// (all of it on one page, the picture as interactive charts).
     ///
     /// Example:
     ///   blkcg-sim tune iomax my.toml --protect web --limit cgroup.batch.io.max:wiops=250,500,1000,2000,max

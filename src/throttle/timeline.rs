@@ -19,8 +19,9 @@ pub static STREAM: StreamDef = StreamDef {
     charts: &THROTTLE_CHARTS,
 };
 
-/// blk-throttle's charts: per group and direction.
-const THROTTLE_CHARTS: [ChartDef; 3] = [
+/// blk-throttle's charts: per group and direction; the slice as its jiffies (a new
+/// slice is a step in both lines, an extended one in its end alone).
+const THROTTLE_CHARTS: [ChartDef; 4] = [
     ChartDef::new("bios queued", "", &["queued"], &["cgroup", "dir"]),
     ChartDef::new(
         "bytes dispatched in the slice",
@@ -32,6 +33,12 @@ const THROTTLE_CHARTS: [ChartDef; 3] = [
         "ios dispatched in the slice",
         "",
         &["ios_disp"],
+        &["cgroup", "dir"],
+    ),
+    ChartDef::new(
+        "slice start and end",
+        "jiffies",
+        &["slice_start_jiffies", "slice_end_jiffies"],
         &["cgroup", "dir"],
     ),
 ];
