@@ -232,7 +232,6 @@
 
   function runCharts(el, run) {
     var groups = {};
-    var order = [];
     run.charts.forEach(function (c) {
       if (!groups[c.group]) {
         var h = document.createElement("h3");
@@ -241,7 +240,6 @@
         var g = document.createElement("div");
         el.appendChild(g);
         groups[c.group] = g;
-        order.push(c.group);
       }
       c.grouped = true;
       chart(groups[c.group], c, run.events);

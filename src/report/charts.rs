@@ -396,6 +396,13 @@ fn csv_charts(
         }
     }
     charts.retain(|c| !c.key_order.is_empty());
+    // the budget shrinks as lines are met: times kept under an earlier, larger one
+    // become columns if the chart's lines no longer afford them
+    for c in &mut charts {
+        if c.times.as_ref().is_some_and(|t| t.len() > c.time_budget()) {
+            c.times = None;
+        }
+    }
     let mut fills: Vec<Fill> = charts.iter().map(Fill::new).collect();
     let mut rd = csv_reader(path)?;
     rd.headers().map_err(err)?;
