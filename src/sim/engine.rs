@@ -26,7 +26,9 @@
 //! policies see it again (`__bio_split_to_limits()` + `submit_bio_noacct()`).
 //!
 //! *Tags and the elevator.* `nr_requests` tags, of which the elevator's
-//! `limit_depth` may allow a request fewer; a request records `alloc_time` (before
+//! `limit_depth` may allow a request fewer — decided once, when the bio first asks,
+//! and kept through every sleep for a tag (`data->shallow_depth`, set in
+//! `__blk_mq_alloc_requests()` before `blk_mq_get_tag()`); a request records `alloc_time` (before
 //! waiting for a tag) and `start_time` (tag obtained), which the rq-qos `done` hooks
 //! use. Who gets a freed tag is sbitmap's rule (`crate::sim::sbitmap`): a submitter
 //! that asks takes any free tag, sleepers or not; a free wakes sleepers in batches,
@@ -118,7 +120,7 @@ use crate::sim::merge::{NoMerges, RqHash, nr_segs};
 use crate::sim::plug::{self, BlkMqBehaviour, QueueRun};
 use crate::sim::prefetch::prefetch;
 use crate::sim::rng::SimRng;
-use crate::sim::sbitmap::{Sbitmap, TagSet};
+use crate::sim::sbitmap::{Sbitmap, Shallow, TagSet};
 use crate::sim::timebins::TimeBins;
 use crate::sim::writeback::PageCache;
 use crate::sim::{
@@ -185,6 +187,9 @@ pub(super) struct Ctx {
     pub(super) psi_marked: bool,
     /// When the bio at the front started to wait for a tag (its `alloc_time`).
     tag_wait_since: Ns,
+    /// The depth limit its elevator set when that bio first asked
+    /// (`data->shallow_depth`): `blk_mq_get_tag()` keeps it through every sleep.
+    alloc_shallow: Option<Shallow>,
     /// The bios still to push (`current->bio_list`): one, or two after a split.
     pub(super) pending: InlineDeque<(BioId, Stage), 2>,
 }
@@ -1048,17 +1053,20 @@ impl Pipeline {
             // before it sleeps; a woken sleeper (sbitmap_finish_wait()) runs it again
             // before it asks. That run is what dispatches a lower priority's requests
             // the moment a higher one runs dry (docs/validation.md §31).
+            // The depth limit is the elevator's word when the bio first asks
+            // (`__blk_mq_alloc_requests()` → `limit_depth`), kept through the sleeps.
             let woken = stage == Stage::Alloc;
-            let since = if woken {
+            let (since, shallow) = if woken {
                 self.tags.finish_wait();
-                self.ctxs[c as usize].tag_wait_since
+                let ctx = &self.ctxs[c as usize];
+                (ctx.tag_wait_since, ctx.alloc_shallow)
             } else {
-                now
+                (now, self.limit_depth(b))
             };
-            let first = if woken { None } else { self.get_tag(b) };
+            let first = if woken { None } else { self.tags.get(shallow) };
             let tag = first.or_else(|| {
                 self.run_hw_queue();
-                self.get_tag(b)
+                self.tags.get(shallow)
             });
             if let Some(tag) = tag {
                 self.ctxs[c as usize].pending.pop_front();
@@ -1074,6 +1082,7 @@ impl Pipeline {
                     front.1 = Stage::Alloc;
                 }
                 ctx.tag_wait_since = since;
+                ctx.alloc_shallow = shallow;
                 ctx.blocked = true;
                 self.psi_mark(c);
                 return;
@@ -1386,10 +1395,10 @@ impl Pipeline {
         self.hw_stopped = true;
     }
 
-    /// A free tag for bio `b`, if one is left and the elevator's `limit_depth` lets
-    /// its request have one more than are in use.
-    fn get_tag(&mut self, b: BioId) -> Option<u32> {
-        let shallow = self.stack.elevator.as_ref().and_then(|e| {
+    /// How the elevator limits the tag allocation of bio `b`'s request
+    /// (`elevator_mq_ops.limit_depth`), `None` for the full depth.
+    fn limit_depth(&self, b: BioId) -> Option<Shallow> {
+        self.stack.elevator.as_ref().and_then(|e| {
             let bio = self.bios.get(b);
             let (task, sync) = self.task_of(bio);
             e.limit_depth(&TagAlloc {
@@ -1398,8 +1407,7 @@ impl Pipeline {
                 task,
                 cgroup: bio.cgroup,
             })
-        });
-        self.tags.get(shallow)
+        })
     }
 
     /// Bio `b` got `tag` (its submitter asked at `alloc`, got it at `start`): the
@@ -1846,6 +1854,8 @@ mod tests {
     use crate::report::record::{Recorded, RunRecorder};
     use crate::workload::job::{BsGen, Distribution, RandomMap, RwKind};
     use std::collections::VecDeque;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
 
     /// A device that completes every request `lat` after it arrives.
     struct FixedLat {
@@ -2109,9 +2119,10 @@ mod tests {
         assert!((40_000..60_000).contains(&slat), "slat={slat}");
     }
 
-    /// An elevator that lets one request hold a tag at a time (`limit_depth` 1), FIFO.
+    /// An elevator that lets one request hold a tag at a time (`limit_depth` 1), FIFO;
+    /// it counts how often it is asked for the limit.
     #[derive(Default)]
-    struct OneAtATime(VecDeque<u32>);
+    struct OneAtATime(VecDeque<u32>, Arc<AtomicU64>);
 
     impl crate::stack::Elevator for OneAtATime {
         fn name(&self) -> &'static str {
@@ -2124,6 +2135,7 @@ mod tests {
             &self,
             _alloc: &crate::stack::TagAlloc,
         ) -> Option<crate::sim::sbitmap::Shallow> {
+            self.1.fetch_add(1, Ordering::Relaxed);
             Some(crate::sim::sbitmap::Shallow::Map(1))
         }
         fn min_shallow_depth(&self) -> Option<u32> {
@@ -2145,8 +2157,9 @@ mod tests {
         let mut j = job("e");
         j.iodepth = 8;
         let mut p = Pipeline::new(dev(100_000, 64), vec![j], 1, HostCosts::default(), 1);
+        let asked = Arc::new(AtomicU64::new(0));
         p.set_stack(Stack {
-            elevator: Some(Box::new(OneAtATime::default())),
+            elevator: Some(Box::new(OneAtATime(VecDeque::new(), asked.clone()))),
             ..Stack::default()
         });
         let mut rec = RunRecorder::keep_all(&CgroupTree::default());
@@ -2156,6 +2169,16 @@ mod tests {
         // 80,000; the submitter sleeps for the tag, in slat
         assert!((9_500..=10_100).contains(&d.total_ios), "{}", d.total_ios);
         assert!(d.slat.mean > 50_000.0, "slat {}", d.slat.mean);
+        // the limit is asked once per request, not again after the queue run or a
+        // sleep (`data->shallow_depth` is set before `blk_mq_get_tag()`'s loop): at
+        // most the requests that completed plus the one holding the tag and the one
+        // asking for it
+        let asked = asked.load(Ordering::Relaxed);
+        assert!(
+            (d.total_ios..=d.total_ios + 2).contains(&asked),
+            "asked {asked} times for {} requests",
+            d.total_ios
+        );
     }
 
     #[test]
