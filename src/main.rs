@@ -311,6 +311,15 @@ enum Cmd {
         /// e.g. block:block_rq_requeue); the buffer is kept as trace-N.txt with --output.
         #[arg(long = "trace-event")]
         trace_event: Vec<String>,
+        /// Also record the guest disk's blktrace (ftrace's `blk` tracer): each
+        /// request's queue, insert, issue and completion, and the I/O scheduler's own
+        /// messages — BFQ logs its decisions there (the queue it serves, budgets,
+        /// idling, injection, "too many requests" at a tag limit). Kept as trace-N.txt
+        /// with --output. BFQ writes several lines per request: keep the run to a
+        /// second or two, or the ring buffer overwrites its start (the run says how
+        /// many events were lost).
+        #[arg(long)]
+        blktrace: bool,
         /// Print what the guest would run, and boot nothing.
         ///
         /// Prints the kernel at hand, whether the host tools are installed, every file
@@ -570,6 +579,7 @@ fn main() -> ExitCode {
             output,
             host,
             trace_event,
+            blktrace,
             dry_run,
             random,
             family,
@@ -591,6 +601,7 @@ fn main() -> ExitCode {
                     HostArg::Scenario => validate::HostSource::Scenario,
                 },
                 trace_events: trace_event,
+                blktrace,
                 dry_run,
                 notify: &cli::Stderr,
             };

@@ -385,8 +385,12 @@ fn boots_a_real_kernel_from_an_empty_cache_and_compares() {
     let (cache, tmp, out_dir) = (dir.join("cache"), dir.join("tmp"), dir.join("out"));
     std::fs::create_dir_all(&tmp).expect("mkdir");
     let scenario = short_scenario(&dir);
-    let args: Vec<&std::ffi::OsStr> =
-        vec![scenario.as_ref(), "--output".as_ref(), out_dir.as_ref()];
+    let args: Vec<&std::ffi::OsStr> = vec![
+        scenario.as_ref(),
+        "--output".as_ref(),
+        out_dir.as_ref(),
+        "--blktrace".as_ref(),
+    ];
     if let Some(why) = cannot_boot(&args, &cache, &tmp) {
         no_boot(&why);
         return;
@@ -433,6 +437,29 @@ fn boots_a_real_kernel_from_an_empty_cache_and_compares() {
             "trace-1.txt"
         ]
     );
+    // --blktrace: the disk's blktrace through ftrace's blk tracer, each read queued
+    // (Q), issued (D) and completed (C) by the real kernel
+    let trace = std::fs::read_to_string(out_dir.join("trace-1.txt")).expect("trace-1.txt");
+    assert!(
+        trace.starts_with("# tracer: blk\n"),
+        "{}",
+        &trace[..trace.len().min(500)]
+    );
+    // a blktrace line: TASK-PID [CPU] FLAGS TIME: MAJ,MIN ACTION RWBS SECTOR + N [..]
+    let action_of = |l: &str| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let at = f.iter().position(|w| w.ends_with(':'))?;
+        let (dev, action, rwbs) = (f.get(at + 1)?, f.get(at + 2)?, f.get(at + 3)?);
+        (dev.contains(',') && rwbs.starts_with('R')).then(|| action.to_string())
+    };
+    for action in ["Q", "D", "C"] {
+        assert!(
+            trace
+                .lines()
+                .any(|l| action_of(l).as_deref() == Some(action)),
+            "no read `{action}` in the blktrace"
+        );
+    }
     // the same on one page: the table with its ratios coloured, links to every file
     let page = std::fs::read_to_string(out_dir.join("report.html")).expect("report.html");
     assert!(page.contains("<caption>fio job <code>limited</code>, read</caption>"));

@@ -125,6 +125,9 @@ pub struct GuestPlan {
     pub debug_stats: bool,
     /// More tracepoints to record (`--trace-event block:block_rq_requeue`).
     pub extra_events: Vec<String>,
+    /// Record the disk's blktrace through ftrace's `blk` tracer (`--blktrace`): its
+    /// requests' actions and the I/O scheduler's messages (`bfq_log_bfqq()`).
+    pub blk_tracer: bool,
     /// Enable the memory controller beside io: a job writes buffered (cgroup
     /// writeback needs both) or a cgroup has a `memory.max`.
     pub memory: bool,
@@ -421,6 +424,7 @@ impl GuestPlan {
             iocost,
             debug_stats: r.kernel.debug_stats,
             extra_events: Vec::new(),
+            blk_tracer: false,
             memory: !r.memory_max.is_empty(),
             memory_max: r
                 .memory_max
@@ -726,7 +730,8 @@ mount -t tracefs none /sys/kernel/tracing 2>/dev/null
             );
         }
         let events = self.trace_events();
-        if !events.is_empty() {
+        let tracing = !events.is_empty() || self.blk_tracer;
+        if tracing {
             let _ = writeln!(
                 s,
                 "T=/sys/kernel/tracing\necho {} > $T/buffer_size_kb",
@@ -738,6 +743,14 @@ mount -t tracefs none /sys/kernel/tracing 2>/dev/null
                     "echo 1 > $T/events/{}/enable || say {}",
                     sh_quote(e),
                     sh_quote(&format!("error no tracepoint {e}"))
+                );
+            }
+            if self.blk_tracer {
+                // blktrace through ftrace (kernel/trace/blktrace.c): the disk's trace
+                // enabled in sysfs, every action and message, into the ring buffer
+                s.push_str(
+                    "{ echo 1 > \"/sys/block/$DISK/trace/enable\" && echo blk > $T/current_tracer; } \
+                     || say 'error no blk tracer (CONFIG_BLK_DEV_IO_TRACE)'\n",
                 );
             }
             s.push_str("echo blkcg-sim-start > $T/trace_marker\n");
@@ -849,7 +862,7 @@ mount -t tracefs none /sys/kernel/tracing 2>/dev/null
                 cgroup_dir(cg)
             );
         }
-        if !events.is_empty() {
+        if tracing {
             let _ = writeln!(s, "say \"begin trace\"; cat $T/trace; say end");
         }
         let _ = writeln!(s, "say done");

@@ -204,6 +204,8 @@ pub struct ValidateOptions<'a> {
     pub host: HostSource,
     /// More tracepoints to record in the guest (`SYSTEM:EVENT`), kept with --output.
     pub trace_events: Vec<String>,
+    /// Record the disk's blktrace in the guest (`--blktrace`), kept with --output.
+    pub blktrace: bool,
     /// Print the guest's `/init` and the initramfs's files instead of running.
     pub dry_run: bool,
     /// Where its status lines go (booting, building the initramfs, the guest's own).
@@ -1056,6 +1058,7 @@ pub(crate) fn check(sc: &Scenario, o: &ValidateOptions<'_>) -> Result<Checked, S
     plan.memory |= page_cache;
     plan.stage_iologs(&sc.file);
     plan.extra_events = trace_events(&o.trace_events)?;
+    plan.blk_tracer = o.blktrace;
     check_fio(sc, &resolved)?;
     Ok(Checked {
         resolved,

@@ -874,6 +874,7 @@ mod tests {
             output: None,
             host: HostSource::Guest,
             trace_events: Vec::new(),
+            blktrace: false,
             dry_run,
             notify: &Ignore,
         }
