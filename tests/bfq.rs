@@ -127,8 +127,9 @@ fn check_shows_what_systemd_writes_to_io_bfq_weight() {
 /// real one and the total within 10% — the bar. The slow disk (400 µs a
 /// read, 8 at a time): 6.12 and 6.1 at queue depth 8 (6.1's total since a tag
 /// sleeper keeps the depth limit it was given: 1.12× before), 6.1 at depth 1 on both
-/// queue kinds, and an idle-class reader beside a best-effort one (on both kernels
-/// all three read at once, the idle one about 150 a second). The capped disk (100 MB/s): 6.12's idle-class variant.
+/// queue kinds, three groups at depth 8 on 6.1 (since waker detection), and an
+/// idle-class reader beside a best-effort one (on both kernels all three read at
+/// once, the idle one about 150 a second). The capped disk (100 MB/s): 6.12's idle-class variant.
 /// Real figures are reads a second of one boot.
 #[test]
 fn validate_bfq_shares_and_totals_are_the_real_kernels() {
@@ -139,6 +140,7 @@ fn validate_bfq_shares_and_totals_are_the_real_kernels() {
         ("6.1.192", "slow-qd1", &[611.6, 1767.0]),
         ("6.1.192", "slow-rot-qd1", &[607.9, 1771.0]),
         ("6.1.192", "slow-qd8", &[3704.0, 11435.0]),
+        ("6.1.192", "slow-three-qd8", &[3402.0, 8816.0, 4804.0]),
         ("6.1.192", "slow-idle-class", &[2122.0, 2309.0, 151.9]),
     ];
     for &(release, v, real) in held {

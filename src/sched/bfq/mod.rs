@@ -41,6 +41,11 @@
 //!   idled for, another queue's request may fill the device up to an inject limit
 //!   that adapts to the in-service queue's measured service times
 //!   (`bfq_update_inject_limit()`, sampled from `bfq_add_request()`).
+//! - Wakers (`bfq_check_waker()`): a queue whose task, with nothing else allocated,
+//!   reads within 4 ms of another queue's completion three times in a row is *woken*
+//!   by it (the other held what it waited for: a tag, a sync); while it is idled for,
+//!   its waker's requests go to the device at once, and so do those of the newest
+//!   queue it wakes (`bfq_select_queue()`), before any injection.
 //! - Tag depth (`bfq_limit_depth()`, [`Bfq::limit_depth`]): each queue and group may
 //!   hold its weight's share of the scheduler tags; past it a submitter gets one only
 //!   from a sliver of the map, so a heavy group cannot take every tag while a lighter
@@ -61,7 +66,9 @@
 //!   not weight-raised; every job here starts as its own process, so a run with more
 //!   than eight jobs in a cgroup starting at once raises them all (the kernel would
 //!   not).
-//! - The waker detection, and several actuators.
+//! - In `bfq_select_queue()`'s first choice while idling, the in-service process's own
+//!   async requests: buffered writes reach BFQ from the flusher here, never from the
+//!   reader's process. Several actuators.
 
 pub mod behaviour;
 pub mod elevator;
@@ -233,6 +240,15 @@ struct Queue {
     decrease_time_jif: u64,
     /// Its requests queued or in flight (`bic->requests`).
     requests: u32,
+    /// Waker detection (`bfq_check_waker()`): the queue whose completion came just
+    /// before this one's task, with nothing else allocated, went on — how many times
+    /// in a row, since when; seen three times, that queue is its `waker`, and this
+    /// one is in the waker's `woken` (`woken_list`, the newest last here, first there).
+    tentative_waker: Option<u32>,
+    num_waker_detections: u32,
+    waker_detection_started: Ns,
+    waker: Option<u32>,
+    woken: Vec<u32>,
     /// Counted in the weights tree (`weight_counter`): its weight then.
     weight_counter: Option<u64>,
     /// Counted among its group's queues with pending requests (6.12).
@@ -322,6 +338,8 @@ pub struct Bfq {
     rate_dur_prod: u64,
     pr: PeakRate,
     last_completion: Ns,
+    /// The queue of the last completed request (`last_completed_rq_bfqq`).
+    last_completed_rq_bfqq: Option<u32>,
     last_position: u64,
     last_budget_start: Ns,
     last_idling_start: Ns,
@@ -389,6 +407,7 @@ impl Bfq {
                 ..PeakRate::default()
             },
             last_completion: 0,
+            last_completed_rq_bfqq: None,
             last_position: 0,
             last_budget_start: 0,
             last_idling_start: 0,
@@ -507,7 +526,11 @@ impl Bfq {
             wait_request: false,
             non_blocking_wait_rq: false,
             fifo_expire: false,
-            has_short_ttime: rq.sync && class != CLASS_IDLE,
+            // bfq_init_bfqq() skips the idle class by bfq_class_idle(), which reads
+            // the class in force — none yet on a zeroed queue (its new class applies
+            // at its first activation): an idle-class queue starts short too, and
+            // keeps it (bfq_update_has_short_ttime() skips the idle class)
+            has_short_ttime: rq.sync,
             io_bound: true,
             just_created: true,
             softrt_update: false,
@@ -534,6 +557,11 @@ impl Bfq {
                 Inject::PerCandidate => 0,
             },
             requests: 0,
+            tentative_waker: None,
+            num_waker_detections: 0,
+            waker_detection_started: 0,
+            waker: None,
+            woken: Vec::new(),
             weight_counter: None,
             in_pending: false,
         });
@@ -849,6 +877,36 @@ impl Bfq {
         self.rq_enqueued(q, &rq, now);
     }
 
+    /// `bfq_check_waker()`: sync queue `q` got a request with nothing else of its
+    /// task's allocated, within 4 ms of another queue's completion — that queue may be
+    /// what its task waited for (a tag it held, a sync it needed). Three times in a
+    /// row within 128 idle slices, it becomes `q`'s waker: while `q` is idled for, the
+    /// waker's requests are dispatched at once (`bfq_select_queue()`).
+    fn check_waker(&mut self, q: u32, now: Ns) {
+        let Some(last) = self.last_completed_rq_bfqq else {
+            return;
+        };
+        let slice_idle = u64::from(self.t.bfq_slice_idle);
+        let qq = &mut self.queues[q as usize];
+        if last == q || qq.has_short_ttime || now.saturating_sub(self.last_completion) >= 4 * MS {
+            return;
+        }
+        if qq.tentative_waker != Some(last) || now > qq.waker_detection_started + 128 * slice_idle {
+            qq.tentative_waker = Some(last);
+            qq.num_waker_detections = 1;
+            qq.waker_detection_started = now;
+        } else {
+            qq.num_waker_detections += 1;
+        }
+        if qq.num_waker_detections == 3 {
+            qq.tentative_waker = None;
+            if let Some(old) = qq.waker.replace(last) {
+                self.queues[old as usize].woken.retain(|&x| x != q);
+            }
+            self.queues[last as usize].woken.push(q);
+        }
+    }
+
     /// `bfq_update_io_thinktime()`.
     fn update_io_thinktime(&mut self, q: u32, now: Ns) {
         let slice_idle = u64::from(self.t.bfq_slice_idle);
@@ -926,6 +984,7 @@ impl Bfq {
         let (sync, requests) = (qq.sync, qq.requests);
         self.queued += 1;
         if sync && requests <= 1 {
+            self.check_waker(q, now);
             let j = self.jiffies(now);
             let qq = &self.queues[q as usize];
             // the inject limit is reset now and then, and a request of the queue in
@@ -1227,7 +1286,7 @@ impl Bfq {
         Some(tag)
     }
 
-    /// `bfq_select_queue()` (no injection).
+    /// `bfq_select_queue()`.
     fn select_queue(&mut self, now: Ns) -> Option<u32> {
         let mut reason = Expiration::BudgetTimeout;
         let mut cur = self.in_service;
@@ -1255,8 +1314,24 @@ impl Bfq {
                 || (self.queues[q as usize].dispatched != 0 && self.better_to_idle(q))
             {
                 // plugging: the device waits for q, but another queue's request
-                // may fill the hole (no async queue of q's process, no waker here)
+                // may fill the hole: q's waker's, unconditionally, or the newest
+                // queue q wakes (nothing to steal: it has I/O only while q is served),
+                // else one chosen for injection within q's inject limit. (The first
+                // choice, q's process's own async writes, is left out: writes come
+                // from the flusher here.)
                 let qq = &self.queues[q as usize];
+                let may_dispatch = |x: u32| {
+                    self.queues[x as usize].busy
+                        && self
+                            .next_rq_sectors(x)
+                            .is_some_and(|s| self.serv_to_charge(s, x) <= self.budget_left(x))
+                };
+                if let Some(w) = qq.waker.filter(|&w| may_dispatch(w)) {
+                    return Some(w);
+                }
+                if let Some(&b) = qq.woken.last().filter(|&&b| may_dispatch(b)) {
+                    return Some(b);
+                }
                 let may_inject = !self.idling_boosts_thr_without_issues(q)
                     && (self.wr_coeff(q) == 1 || self.wr_busy_queues > 1 || !qq.has_short_ttime);
                 return if may_inject {
@@ -1657,6 +1732,8 @@ impl Bfq {
             self.update_rate_reset(None, now);
         }
         self.last_completion = now;
+        // no shared (merged) queues here to leave out
+        self.last_completed_rq_bfqq = Some(q);
         let qq = &self.queues[q as usize];
         if qq.softrt_update && qq.dispatched == 0 && qq.empty() && self.wr_coeff(q) != WR_COEFF {
             self.queues[q as usize].soft_rt_next_start = self.softrt_next_start(q, now);

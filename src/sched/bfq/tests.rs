@@ -254,20 +254,10 @@ fn a_group_past_its_weights_share_of_tags_gets_one() {
         ("6.1.192", Shallow::PerWord(1), Shallow::PerWord(1)),
     ] {
         let b = behaviour::behaviour_for(version, &[]).unwrap();
-        let mut bfq = Bfq::new(Tunables::new(250), b, true);
-        bfq.set_parents(vec![None, Some(0), Some(0), Some(0)]);
+        let mut bfq = groups(b, 3);
         for (cg, w) in [(1, 100), (2, 200), (3, 300)] {
             bfq.set_cgroup_weight(cg, w);
         }
-        let read = |task: u32, token: u32| BfqRequest {
-            token,
-            task,
-            task_ioprio: Ioprio::DEFAULT,
-            sync: true,
-            cgroup: task + 1,
-            sector: u64::from(token) * 8,
-            sectors: 8,
-        };
         let mut token = 0;
         for task in 0..3 {
             for _ in 0..2 {
@@ -300,5 +290,90 @@ fn a_group_past_its_weights_share_of_tags_gets_one() {
             Some(async_raised),
             "{version}"
         );
+    }
+}
+
+/// BFQ with `n` cgroups below the root (1..=n, weight 100).
+fn groups(b: BfqBehaviour, n: u32) -> Bfq {
+    let mut bfq = Bfq::new(Tunables::new(250), b, true);
+    bfq.set_parents([None].into_iter().chain((0..n).map(|_| Some(0))).collect());
+    bfq
+}
+
+/// A 4 KiB read of task `task`, which runs in cgroup `task + 1`.
+fn read(task: u32, token: u32) -> BfqRequest {
+    BfqRequest {
+        token,
+        task,
+        task_ioprio: Ioprio::DEFAULT,
+        sync: true,
+        cgroup: task + 1,
+        sector: u64::from(token) * 1024,
+        sectors: 8,
+    }
+}
+
+/// `bfq_check_waker()`: a queue whose task (nothing else of its allocated) reads
+/// within 4 ms of another queue's completion, three times in a row, has that queue
+/// as its waker, and is in its woken list; a queue of short think time is never
+/// woken, and a completion 4 ms old does not count. Every new sync queue starts with
+/// a short think time, the idle class's too (`bfq_init_bfqq()` asks the class before
+/// it is applied).
+#[test]
+fn a_queue_read_three_times_after_anothers_completion_is_woken_by_it() {
+    let mut bfq = groups(newest(), 3);
+    let idle = BfqRequest {
+        task_ioprio: Ioprio::new(IoprioClass::Idle, 7),
+        ..read(2, 2)
+    };
+    for r in [read(0, 0), read(1, 1), idle] {
+        bfq.insert(r, 0);
+    }
+    let (qa, qb, qi) = (bfq.sync_q[&0], bfq.sync_q[&1], bfq.sync_q[&2]);
+    assert!(bfq.queues[qi as usize].has_short_ttime);
+    let mut now: Ns = 10 * MS;
+    let after_b = |bfq: &mut Bfq, now: Ns, gap: Ns| {
+        bfq.last_completed_rq_bfqq = Some(qb);
+        bfq.last_completion = now - gap;
+        bfq.check_waker(qa, now);
+    };
+    // short think time: never
+    after_b(&mut bfq, now, MS);
+    assert_eq!(bfq.queues[qa as usize].tentative_waker, None);
+    bfq.queues[qa as usize].has_short_ttime = false;
+    for k in 0..3 {
+        now += 10 * MS;
+        after_b(&mut bfq, now, MS);
+        let q = &bfq.queues[qa as usize];
+        assert_eq!(q.waker.is_some(), k == 2, "detection {}", k + 1);
+    }
+    assert_eq!(bfq.queues[qa as usize].waker, Some(qb));
+    assert_eq!(bfq.queues[qb as usize].woken, vec![qa]);
+    // a completion 4 ms before: not a wake-up
+    now += 10 * MS;
+    after_b(&mut bfq, now, 4 * MS);
+    assert_eq!(bfq.queues[qa as usize].tentative_waker, None);
+}
+
+/// `bfq_select_queue()` while the queue in service waits for its reads in flight:
+/// its waker's queued read goes to the device at once — where, with no waker, its
+/// inject limit (0: no sample yet) keeps every other queue out.
+#[test]
+fn the_waker_of_the_queue_in_service_is_dispatched_while_it_is_idled_for() {
+    for waker in [false, true] {
+        let mut bfq = groups(newest(), 2);
+        bfq.insert(read(0, 0), 0);
+        let qa = bfq.sync_q[&0];
+        bfq.queues[qa as usize].has_short_ttime = false;
+        assert_eq!(bfq.dispatch(0), Some(0), "a's read, a in service");
+        bfq.insert(read(1, 1), 1_000);
+        let qb = bfq.sync_q[&1];
+        if waker {
+            bfq.queues[qa as usize].waker = Some(qb);
+            bfq.queues[qb as usize].woken.push(qa);
+        }
+        let got = bfq.dispatch(2_000);
+        assert_eq!(bfq.in_service, Some(qa), "a still served (idled for)");
+        assert_eq!(got, waker.then_some(1), "waker {waker}");
     }
 }
