@@ -384,8 +384,8 @@ fn trace_cut_short(console: &str, prefix: &str) -> String {
     format!(
         " while printing its trace ({} lines so far): the jobs had finished, but the \
          serial console carries the trace of a fast run slower than that; trace fewer \
-         events (--trace-event) or a shorter run (fio's --runtime in a copy of the \
-         scenario)",
+         events (--trace-event, no --blktrace) or a shorter run (fio's --runtime in a \
+         copy of the scenario)",
         trace.lines().skip(1).count()
     )
 }

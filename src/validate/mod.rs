@@ -589,7 +589,7 @@ fn boot_runs(
         if let Some((lost, written)) = g.trace_lost() {
             o.notify.warning(&format!(
                 "the guest's trace buffer ({} KiB) kept the last {} of {written} events: \
-                 trace fewer events",
+                 trace fewer events (--trace-event, no --blktrace) or a shorter run",
                 plan.trace_buffer_kb(),
                 written - lost
             ));
