@@ -315,9 +315,11 @@ enum Cmd {
         /// request's queue, insert, issue and completion, and the I/O scheduler's own
         /// messages — BFQ logs its decisions there (the queue it serves, budgets,
         /// idling, injection, "too many requests" at a tag limit). Kept as trace-N.txt
-        /// with --output. BFQ writes several lines per request: keep the run to a
-        /// second or two, or the ring buffer overwrites its start (the run says how
-        /// many events were lost).
+        /// with --output. BFQ writes about 20 lines per request: the 32 MiB ring buffer
+        /// keeps the last second or so of a busy run (the run says how many events
+        /// were lost), and the tracing costs the guest's one vCPU time, so a run
+        /// bound by it moves (three BFQ readers at depth 8 lost a third of their
+        /// reads): read decisions from it, compare figures without it.
         #[arg(long)]
         blktrace: bool,
         /// Print what the guest would run, and boot nothing.

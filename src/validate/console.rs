@@ -4,7 +4,8 @@
 //! Single lines: `kernel RELEASE`, `dev MAJ:MIN`, `refused PATH LINE: ERROR`,
 //! `error TEXT`, `start`, `finish`, `done`. Blocks: `begin fio N` (fio's JSON of the
 //! N-th fio process), `begin fio-log N` (what fio printed besides), `begin io.stat
-//! CGROUP`, `begin trace` (the tracefs buffer), `begin diskstat` (the disk's counters
+//! CGROUP`, `begin trace` (the tracefs buffer), `begin trace-stats` (its ring
+//! buffer's counters, `per_cpu/cpu0/stats`), `begin diskstat` (the disk's counters
 //! once a second) — each closed by `end`. Kernel messages
 //! may interleave anywhere; serial line endings (`\r\n`) are normalised.
 
@@ -28,6 +29,8 @@ pub struct GuestOutput {
     /// `io.pressure` by cgroup path (the root's: `/proc/pressure/io`).
     pub io_pressure: Vec<(String, String)>,
     pub trace: String,
+    /// The ring buffer's counters (`entries: N`, `overrun: N`, ...).
+    pub trace_stats: String,
     /// `UPTIME FIELDS...` of `/sys/block/NAME/stat`, once a second.
     pub diskstat: String,
     /// `UPTIME Dirty: N kB Writeback: N kB` of `/proc/meminfo`, once a second (a run
@@ -70,16 +73,29 @@ impl GuestOutput {
     }
 
     /// Events the tracefs ring buffer overwrote, and how many were written, from the
-    /// header of `trace` (`# entries-in-buffer/entries-written: KEPT/WRITTEN`); None
-    /// when none were lost.
+    /// header of `trace` (`# entries-in-buffer/entries-written: KEPT/WRITTEN`), or,
+    /// for a tracer whose header has no counts (`blk`), from the buffer's own
+    /// (`entries: KEPT`, `overrun: LOST`); None when none were lost.
     pub fn trace_lost(&self) -> Option<(u64, u64)> {
-        let counts = self
+        let (kept, written) = match self
             .trace
             .lines()
-            .find_map(|l| l.split_once("entries-in-buffer/entries-written:"))?
-            .1;
-        let (kept, written) = counts.split_whitespace().next()?.split_once('/')?;
-        let (kept, written) = (kept.parse::<u64>().ok()?, written.parse::<u64>().ok()?);
+            .find_map(|l| l.split_once("entries-in-buffer/entries-written:"))
+        {
+            Some((_, counts)) => {
+                let (kept, written) = counts.split_whitespace().next()?.split_once('/')?;
+                (kept.parse::<u64>().ok()?, written.parse::<u64>().ok()?)
+            }
+            None => {
+                let stat = |key: &str| {
+                    self.trace_stats
+                        .lines()
+                        .find_map(|l| l.strip_prefix(key)?.trim().parse::<u64>().ok())
+                };
+                let kept = stat("entries:")?;
+                (kept, kept + stat("overrun:")?)
+            }
+        };
         (written > kept).then_some((written - kept, written))
     }
 
@@ -111,6 +127,7 @@ impl GuestOutput {
             "io.stat" => self.io_stat.push((v.to_string(), body)),
             "io.pressure" => self.io_pressure.push((v.to_string(), body)),
             "trace" => self.trace = body,
+            "trace-stats" => self.trace_stats = body,
             "diskstat" => self.diskstat = body,
             "dirty" => self.dirty = body,
             _ => {}
@@ -162,6 +179,15 @@ mod tests {
         assert_eq!(head("224/224").trace_lost(), None);
         assert_eq!(head("9000/12500").trace_lost(), Some((3500, 12500)));
         assert_eq!(GuestOutput::default().trace_lost(), None);
+        // the blk tracer's header has no counts: the buffer's own stats
+        let blk = |stats: &str| GuestOutput {
+            trace: "# tracer: blk\n#\n".into(),
+            trace_stats: stats.into(),
+            ..GuestOutput::default()
+        };
+        let stats = "entries: 9000\noverrun: 3500\ncommit overrun: 0\nbytes: 1\n";
+        assert_eq!(blk(stats).trace_lost(), Some((3500, 12500)));
+        assert_eq!(blk("entries: 9000\noverrun: 0\n").trace_lost(), None);
     }
 
     #[test]

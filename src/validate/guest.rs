@@ -554,10 +554,17 @@ impl GuestPlan {
     /// are a fraction of: with a buffered writer it cut the guest's dirty threshold by
     /// 3,300 pages and the writer's throughput by a fifth (docs/validation.md §40), so
     /// a run with a page cache keeps 4 MiB (dirty throttling's own tracepoints fill a
-    /// few hundred KiB). [`GuestOutput::trace_lost`](super::console::GuestOutput::trace_lost)
-    /// tells when it was not enough.
+    /// few hundred KiB). A blktrace (`--blktrace`) keeps 32 MiB: BFQ logs about
+    /// 30 MiB a second of a busy disk, and the serial console carries twice that
+    /// within the boot's budget no more — a long run keeps its last second or so.
+    /// [`GuestOutput::trace_lost`](super::console::GuestOutput::trace_lost) tells when
+    /// it was not enough.
     pub fn trace_buffer_kb(&self) -> u32 {
-        if self.memory { 4096 } else { 65536 }
+        match (self.memory, self.blk_tracer) {
+            (true, _) => 4096,
+            (false, true) => 32768,
+            (false, false) => 65536,
+        }
     }
 
     pub fn trace_events(&self) -> Vec<String> {
@@ -863,7 +870,11 @@ mount -t tracefs none /sys/kernel/tracing 2>/dev/null
             );
         }
         if tracing {
-            let _ = writeln!(s, "say \"begin trace\"; cat $T/trace; say end");
+            let _ = writeln!(
+                s,
+                "say \"begin trace\"; cat $T/trace; say end\n\
+                 say \"begin trace-stats\"; cat $T/per_cpu/cpu0/stats; say end"
+            );
         }
         let _ = writeln!(s, "say done");
         let _ = writeln!(s, "poweroff -f");
