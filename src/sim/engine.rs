@@ -28,9 +28,9 @@
 //! *Tags and the elevator.* `nr_requests` tags, of which the elevator's
 //! `limit_depth` may allow a request fewer — decided once, when the bio first asks,
 //! and kept through every sleep for a tag (`data->shallow_depth`, set in
-//! `__blk_mq_alloc_requests()` before `blk_mq_get_tag()`); a request records `alloc_time` (before
-//! waiting for a tag) and `start_time` (tag obtained), which the rq-qos `done` hooks
-//! use. Who gets a freed tag is sbitmap's rule (`crate::sim::sbitmap`): a submitter
+//! `__blk_mq_alloc_requests()` before `blk_mq_get_tag()`); a request records
+//! `alloc_time` (before waiting for a tag) and `start_time` (tag obtained), which the
+//! rq-qos `done` hooks use. Who gets a freed tag is sbitmap's rule (`crate::sim::sbitmap`): a submitter
 //! that asks takes any free tag, sleepers or not; a free wakes sleepers in batches,
 //! and a woken sleeper asks again `[host] tag_wakeup_ns` later (the interrupt's end
 //! and the switch to it) and may sleep again. With `[host] cpus = 1` (the qemu guest's

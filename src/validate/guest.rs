@@ -555,8 +555,8 @@ impl GuestPlan {
     /// 3,300 pages and the writer's throughput by a fifth (docs/validation.md §40), so
     /// a run with a page cache keeps 4 MiB (dirty throttling's own tracepoints fill a
     /// few hundred KiB). A blktrace (`--blktrace`) keeps 32 MiB: BFQ logs about
-    /// 30 MiB a second of a busy disk, and the serial console carries twice that
-    /// within the boot's budget no more — a long run keeps its last second or so.
+    /// 30 MiB a second of a busy disk, and 64 MiB is more than the serial console
+    /// carries within the boot's budget — a long run keeps its last second or so.
     /// [`GuestOutput::trace_lost`](super::console::GuestOutput::trace_lost) tells when
     /// it was not enough.
     pub fn trace_buffer_kb(&self) -> u32 {

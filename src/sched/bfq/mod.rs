@@ -631,6 +631,14 @@ impl Bfq {
         self.rqs[t as usize].map(|r| r.sectors)
     }
 
+    /// The sectors of queue `q`'s next request when its charge fits what is left of
+    /// its budget (`bfq_serv_to_charge(next_rq) <= bfq_bfqq_budget_left()`): what a
+    /// queue other than the one in service must meet to be dispatched from.
+    fn next_rq_within_budget(&self, q: u32) -> Option<u64> {
+        self.next_rq_sectors(q)
+            .filter(|&s| self.serv_to_charge(s, q) <= self.budget_left(q))
+    }
+
     /// `idling_boosts_thr_without_issues()`.
     fn idling_boosts_thr_without_issues(&self, q: u32) -> bool {
         let qq = &self.queues[q as usize];
@@ -1321,10 +1329,7 @@ impl Bfq {
                 // from the flusher here.)
                 let qq = &self.queues[q as usize];
                 let may_dispatch = |x: u32| {
-                    self.queues[x as usize].busy
-                        && self
-                            .next_rq_sectors(x)
-                            .is_some_and(|s| self.serv_to_charge(s, x) <= self.budget_left(x))
+                    self.queues[x as usize].busy && self.next_rq_within_budget(x).is_some()
                 };
                 if let Some(w) = qq.waker.filter(|&w| may_dispatch(w)) {
                     return Some(w);
@@ -1376,14 +1381,12 @@ impl Bfq {
             .collect();
         active.sort_unstable_by(|a, b| b.cmp(a));
         for (_, q) in active {
-            let Some(sectors) = self.next_rq_sectors(q) else {
-                continue;
-            };
-            if !(always_inject || self.wr_coeff(q) > 1)
-                || self.serv_to_charge(sectors, q) > self.budget_left(q)
-            {
+            if !(always_inject || self.wr_coeff(q) > 1) {
                 continue;
             }
+            let Some(sectors) = self.next_rq_within_budget(q) else {
+                continue;
+            };
             let large = self.nonrot && sectors >= SECT_THR_NONROT;
             match self.b.inject {
                 Inject::Total => {
