@@ -231,8 +231,8 @@ enum Cmd {
     ///
     /// Differential validation: --random N (instead of a scenario) draws N scenarios
     /// of a --family from a grammar (null_blk modes, hierarchies up to three levels,
-    /// io.max, io.cost.*/io.weight, io.latency, mq-deadline, fio jobs, successive fio
-    /// runs and lines rewritten mid-run), writes them as DIR/scenarios/NNNN-FAMILY.toml
+    /// io.max, io.cost.*/io.weight, io.latency, mq-deadline, BFQ and io.bfq.weight, fio
+    /// jobs, successive fio runs and lines rewritten mid-run), writes them as DIR/scenarios/NNNN-FAMILY.toml
     /// (each one `blkcg-sim validate FILE` alone), validates each as validate FILE
     /// --runs R does (R = 2 unless given; its files in DIR/runs/NNNN-FAMILY/) and
     /// appends one JSON line per scenario to DIR/random.jsonl: per job and direction
@@ -259,7 +259,8 @@ enum Cmd {
         /// With --random: what the scenarios exercise (throttle: io.max; iocost:
         /// io.cost.model/qos and io.weight; iolatency: io.latency, which needs a kernel
         /// with CONFIG_BLK_CGROUP_IOLATENCY; deadline: mq-deadline tunables,
-        /// nr_requests and fio prioclass; mixed: io.max with one of the others).
+        /// nr_requests and fio prioclass; mixed: io.max with one of those three; bfq:
+        /// BFQ's tunables, io.bfq.weight and fio prioclass, two or three busy groups).
         #[arg(long, default_value = "mixed", requires = "random")]
         family: String,
         /// With --random: the grammar's seed (the same seed, the same scenarios).

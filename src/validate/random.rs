@@ -40,11 +40,16 @@
 //! - iolatency: `io.latency` targets (50 µs–10 ms) on siblings of unprotected jobs
 //!   (the real side needs a kernel with CONFIG_BLK_CGROUP_IOLATENCY: `kernel build`);
 //! - deadline: mq-deadline with its tunables, `nr_requests`, fio `prioclass`;
-//! - mixed: one of iocost, iolatency or deadline with `io.max` lines added.
+//! - bfq: BFQ with its tunables (`slice_idle`, `low_latency`, `timeout_sync`,
+//!   `strict_guarantees`, `max_budget`), `io.bfq.weight` on leaves and the cgroups
+//!   above them, two or three busy leaves, fio `prioclass` (BFQ's RT, BE and idle
+//!   classes), reads more often than writes;
+//! - mixed: one of iocost, iolatency or deadline with `io.max` lines added (not bfq:
+//!   a mixed campaign's scenarios stay what they were).
 //!
 //! Not drawn: `io.prio.class` (Debian's kernels lack CONFIG_BLK_CGROUP_IOPRIO; the
-//! hand-written `validate-ioprio-class` covers it on a built kernel), bfq and kyber
-//! (not modelled), `nr_requests` without a scheduler.
+//! hand-written `validate-ioprio-class` covers it on a built kernel), kyber (not
+//! modelled), `nr_requests` without a scheduler.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -72,15 +77,17 @@ pub enum Family {
     Iolatency,
     Deadline,
     Mixed,
+    Bfq,
 }
 
 impl Family {
-    pub const ALL: [Family; 5] = [
+    pub const ALL: [Family; 6] = [
         Family::Throttle,
         Family::Iocost,
         Family::Iolatency,
         Family::Deadline,
         Family::Mixed,
+        Family::Bfq,
     ];
 
     pub fn name(self) -> &'static str {
@@ -90,6 +97,7 @@ impl Family {
             Family::Iolatency => "iolatency",
             Family::Deadline => "deadline",
             Family::Mixed => "mixed",
+            Family::Bfq => "bfq",
         }
     }
 }
@@ -101,7 +109,9 @@ impl std::str::FromStr for Family {
             .into_iter()
             .find(|f| f.name() == s)
             .ok_or_else(|| {
-                format!("--family `{s}`: accepted: throttle, iocost, iolatency, deadline, mixed")
+                format!(
+                    "--family `{s}`: accepted: throttle, iocost, iolatency, deadline, mixed, bfq"
+                )
             })
     }
 }
@@ -125,7 +135,8 @@ struct Device {
     bps: u64,
 }
 
-fn device(rng: &mut SimRng, deadline: bool) -> Device {
+fn device(rng: &mut SimRng, base: Family) -> Device {
+    let deadline = base == Family::Deadline;
     let timer = !one_in(rng, 4);
     let completion_nsec = pick(rng, &[20_000u64, 50_000, 100_000, 250_000, 1_000_000]);
     let tags = if deadline {
@@ -167,24 +178,48 @@ fn device(rng: &mut SimRng, deadline: bool) -> Device {
                 pick(rng, &[4u64, 8, 16, 32, 64, 128, 256])
             );
         }
-        let mut iosched = String::new();
-        for (key, values) in [
-            ("read_expire", &[100u64, 500][..]),
-            ("write_expire", &[1000, 5000]),
-            ("fifo_batch", &[1, 16]),
-            ("writes_starved", &[1, 2, 4]),
-            ("front_merges", &[0, 1]),
-            ("prio_aging_expire", &[500, 2000, 10_000]),
-        ] {
-            if one_in(rng, 3) {
-                let _ = writeln!(iosched, "{key} = {}", pick(rng, values));
-            }
-        }
-        if !iosched.is_empty() {
-            let _ = write!(t, "[device.iosched]\n{iosched}");
-        }
+        t.push_str(&iosched(
+            rng,
+            &[
+                ("read_expire", &[100, 500]),
+                ("write_expire", &[1000, 5000]),
+                ("fifo_batch", &[1, 16]),
+                ("writes_starved", &[1, 2, 4]),
+                ("front_merges", &[0, 1]),
+                ("prio_aging_expire", &[500, 2000, 10_000]),
+            ],
+        ));
+    }
+    if base == Family::Bfq {
+        t.push_str("scheduler = \"bfq\"\n");
+        t.push_str(&iosched(
+            rng,
+            &[
+                ("slice_idle", &[0, 2, 8]),
+                ("low_latency", &[0, 1]),
+                ("timeout_sync", &[50, 125, 250]),
+                ("strict_guarantees", &[0, 1]),
+                ("max_budget", &[0, 4096, 16384]),
+            ],
+        ));
     }
     Device { text: t, iops, bps }
+}
+
+/// A `[device.iosched]` table: each of `keys` one time in three, at one of its values
+/// (empty if none was drawn).
+fn iosched(rng: &mut SimRng, keys: &[(&str, &[u64])]) -> String {
+    let mut lines = String::new();
+    for &(key, values) in keys {
+        if one_in(rng, 3) {
+            let _ = writeln!(lines, "{key} = {}", pick(rng, values));
+        }
+    }
+    if lines.is_empty() {
+        lines
+    } else {
+        format!("[device.iosched]\n{lines}")
+    }
 }
 
 /// The cgroups: `leaves` leaf paths (each running one fio job) at depth one to three,
@@ -307,6 +342,11 @@ fn io_max(rng: &mut SimRng, dev: &Device) -> String {
     line
 }
 
+/// An `io.bfq.weight` (1–1000, 100 the default).
+fn bfq_weight(rng: &mut SimRng) -> u32 {
+    pick(rng, &[10u32, 50, 100, 200, 300, 500, 1000])
+}
+
 /// The root's `io.cost.model` and `io.cost.qos`: a linear model at a multiple of the
 /// device's speed.
 fn iocost_root(rng: &mut SimRng, dev: &Device) -> String {
@@ -348,9 +388,9 @@ pub fn scenario(family: Family, seed: u64, index: usize) -> String {
         f => f,
     };
     let throttle = matches!(family, Family::Throttle | Family::Mixed);
-    let dev = device(&mut rng, base == Family::Deadline);
+    let dev = device(&mut rng, base);
     let leaves = match base {
-        Family::Iolatency => 2 + rng.below(2) as usize,
+        Family::Iolatency | Family::Bfq => 2 + rng.below(2) as usize,
         _ => 1 + rng.below(3) as usize,
     };
     let (parents, leaf_paths) = hierarchy(&mut rng, leaves);
@@ -407,9 +447,18 @@ pub fn scenario(family: Family, seed: u64, index: usize) -> String {
             );
             latency_targets += 1;
         }
+        // a weight on two leaves in three, on one cgroup above them in three
+        if base == Family::Bfq && one_in(&mut rng, 3) != leaf {
+            let _ = writeln!(
+                t,
+                "\"io.bfq.weight\" = \"default {}\"",
+                bfq_weight(&mut rng)
+            );
+        }
         if leaf {
             let job = path.rsplit('/').next().unwrap_or(path);
-            let (reads, prio) = (base == Family::Iolatency, base == Family::Deadline);
+            let reads = matches!(base, Family::Iolatency | Family::Bfq);
+            let prio = matches!(base, Family::Deadline | Family::Bfq);
             let first = fio(&mut rng, job, reads, prio);
             // one time in six a second run of fio once the first has exited
             if one_in(&mut rng, 6) {
@@ -436,6 +485,10 @@ pub fn scenario(family: Family, seed: u64, index: usize) -> String {
                     "\"io.weight\" = \"default {}\"",
                     pick(&mut rng, &[25u32, 100, 400, 1000])
                 ),
+            ),
+            Family::Bfq => (
+                pick(&mut rng, &all),
+                format!("\"io.bfq.weight\" = \"default {}\"", bfq_weight(&mut rng)),
             ),
             Family::Iolatency => (
                 pick(&mut rng, &leaf_paths.iter().collect::<Vec<_>>()),
@@ -952,6 +1005,10 @@ mod tests {
             "mq-deadline",
             "nr_requests",
             "fifo_batch",
+            "scheduler = \"bfq\"",
+            "io.bfq.weight",
+            "slice_idle = ",
+            "max_budget = ",
             "--ioengine=psync",
             "--rate_iops=",
             "--rate=",
@@ -968,7 +1025,7 @@ mod tests {
         }
         // each family's line is rewritten mid-run somewhere
         let scheduled: String = all.split("[[schedule]]").skip(1).collect();
-        for file in ["io.max", "io.weight", "io.latency"] {
+        for file in ["io.max", "io.weight", "io.latency", "io.bfq.weight"] {
             assert!(scheduled.contains(file), "no schedule rewrites {file}");
         }
         // the kernel's own model: qos without a model line
