@@ -49,9 +49,9 @@
 //! fair class makes among all of them (docs/validation.md §46).
 //!
 //! Simplified, and why: kblockd's kworker runs at nice 0 here, where the kernel's
-//! (`WQ_HIGHPRI`) runs at nice −20 — tried with the weights in session 38, it moved
-//! tag races that now agree with the real kernels (docs/validation.md §46); a
-//! reschedule takes effect at once, also in the kernel, where
+//! (`WQ_HIGHPRI`) runs at nice −20 — tried, with the weights in the fair class's
+//! arithmetic, it moved tag races that agree with the real kernels
+//! (docs/validation.md §44); a reschedule takes effect at once, also in the kernel, where
 //! the guests' voluntary preemption would wait for the syscall's next preemption point
 //! (modelled as "at the end of the syscall", it agreed less with the real kernels:
 //! docs/validation.md §38); no other kernel thread runs (ksoftirqd, RCU); no
