@@ -279,11 +279,11 @@ impl GuestCpu {
     /// `CONFIG_IRQ_TIME_ACCOUNTING`; a burst picked meanwhile starts after it.
     pub fn irq(&mut self, now: Ns, ns: Ns, q: &mut EventQueue) {
         self.irq_until = self.irq_until.max(now) + ns;
-        if self.running && self.starts_at > now {
-            // picked during the interrupt work this one follows: it starts later
-            self.starts_at = self.irq_until;
-        }
         if self.running {
+            if self.starts_at > now {
+                // picked during the interrupt work this one follows: it starts later
+                self.starts_at = self.irq_until;
+            }
             self.burst_end += ns;
             self.generation = self.generation.wrapping_add(1);
             q.push(self.burst_end, Event::CpuBurst(self.generation));
