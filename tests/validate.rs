@@ -60,6 +60,20 @@ fn init_for_an_iocost_scenario() {
     golden("validate-iocost-weights", &init);
 }
 
+/// A recorded trace is printed over the serial console after the jobs, which takes
+/// its time: the boot's budget grows with the buffer (a full 32 MiB blktrace of
+/// validate-bfq's capped disk did not fit the old budget), and stays as it was
+/// without a trace.
+#[test]
+fn a_trace_buffer_adds_the_time_to_print_it() {
+    let mut p = plan("validate-bfq");
+    assert_eq!(p.trace_print_budget_s(), 0);
+    p.blk_tracer = true;
+    assert_eq!(p.trace_buffer_kb(), 32768);
+    assert!(p.trace_print_budget_s() >= 200, "{}", p.trace_print_budget_s());
+    assert!(plan("validate-iocost-weights").trace_print_budget_s() > 0);
+}
+
 #[test]
 fn device_actions_become_configfs_writes_in_the_guest() {
     let p = try_plan_text("[device]\nmodel = \"nullb\"\nbadblocks = \"+8-15\"\n[device.timeout_inject]\nprobability = 100\ntimes = -1\n[cgroup.a]\nfio = \"fio --name=a --rw=randread\"\n[[schedule]]\nat = \"1s\"\ndevice.badblocks = \"-8-15\"\n[[schedule]]\nat = \"2500ms\"\ndevice = \"remove\"\n").expect("plans");

@@ -555,8 +555,9 @@ impl GuestPlan {
     /// 3,300 pages and the writer's throughput by a fifth (docs/validation.md §40), so
     /// a run with a page cache keeps 4 MiB (dirty throttling's own tracepoints fill a
     /// few hundred KiB). A blktrace (`--blktrace`) keeps 32 MiB: BFQ logs about
-    /// 30 MiB a second of a busy disk, and 64 MiB is more than the serial console
-    /// carries within the boot's budget — a long run keeps its last second or so.
+    /// 30 MiB a second of a busy disk, and 64 MiB would keep the serial console
+    /// printing for some 7 minutes ([`Self::trace_print_budget_s`]) — a long run
+    /// keeps its last second or so.
     /// [`GuestOutput::trace_lost`](super::console::GuestOutput::trace_lost) tells when
     /// it was not enough.
     pub fn trace_buffer_kb(&self) -> u32 {
@@ -564,6 +565,20 @@ impl GuestPlan {
             (true, _) => 4096,
             (false, true) => 32768,
             (false, false) => 65536,
+        }
+    }
+
+    /// Seconds the serial console may take to print a full trace buffer, added to
+    /// the boot's budget when a trace is recorded: under TCG it carries about
+    /// 150 KiB a second (a blktrace of `validate-bfq`'s capped disk: 148,000 lines
+    /// in 80 s), so a full 32 MiB blktrace needs some 220 s.
+    pub fn trace_print_budget_s(&self) -> u64 {
+        const SERIAL_KIB_PER_S: u64 = 150;
+        let tracing = !self.trace_events().is_empty() || self.blk_tracer;
+        if tracing {
+            u64::from(self.trace_buffer_kb()) / SERIAL_KIB_PER_S
+        } else {
+            0
         }
     }
 
