@@ -306,15 +306,24 @@ fn kvm_openable() -> bool {
         .is_ok()
 }
 
-/// Boot `kernel` with `initrd`; `budget` bounds the time it may take (qemu's own CPU
-/// time under icount, else wall time: see `ICOUNT_WALL_CAP`). `status` hears each of the
-/// guest's single-line markers as it arrives.
+/// How long a boot may take (qemu's own CPU time under icount, else wall time: see
+/// `ICOUNT_WALL_CAP`): `run` for the guest's work, and `trace` more once it starts
+/// printing a recorded trace over the serial console (granted only then, so a guest
+/// that hangs before is stopped as soon as without a trace).
+#[derive(Debug, Clone, Copy)]
+pub struct BootBudget {
+    pub run: Duration,
+    pub trace: Duration,
+}
+
+/// Boot `kernel` with `initrd` within `budget`. `status` hears each of the guest's
+/// single-line markers as it arrives.
 pub fn boot(
     kernel: &Kernel,
     initrd: &Path,
     timing: Timing,
     memory_mb: u64,
-    budget: Duration,
+    budget: BootBudget,
     status: &mut dyn FnMut(&str),
 ) -> Result<Boot, String> {
     if timing == Timing::Realtime && kvm_openable() {
@@ -395,7 +404,7 @@ fn run_qemu(
     initrd: &Path,
     accel: &str,
     memory_mb: u64,
-    budget: Duration,
+    budget: BootBudget,
     status: &mut dyn FnMut(&str),
 ) -> Result<Boot, String> {
     let mut cmd = tool("qemu-system-x86_64", "qemu-system-x86")?;
@@ -458,13 +467,14 @@ fn run_qemu(
     let prefix = format!("{MARK} ");
     let mut timed_out = false;
     let icount = accel == "tcg-icount";
+    let mut allowed = budget.run;
     loop {
         let used = match icount {
             true => cpu_time(child.id()).unwrap_or_else(|| start.elapsed()),
             false => start.elapsed(),
         };
-        let left = budget.saturating_sub(used);
-        if left.is_zero() || (icount && start.elapsed() >= budget * ICOUNT_WALL_CAP) {
+        let left = allowed.saturating_sub(used);
+        if left.is_zero() || (icount && start.elapsed() >= allowed * ICOUNT_WALL_CAP) {
             timed_out = true;
             let _ = child.kill();
             break;
@@ -472,11 +482,12 @@ fn run_qemu(
         // wake at least once a second to look at qemu's CPU time again
         match rx.recv_timeout(left.min(Duration::from_secs(1))) {
             Ok(line) => {
-                if let Some(m) = line.trim_end_matches('\r').split(&prefix).nth(1)
-                    && !m.starts_with("begin")
-                    && m != "end"
-                {
-                    status(m);
+                if let Some(m) = line.trim_end_matches('\r').split(&prefix).nth(1) {
+                    if m == "begin trace" {
+                        allowed = budget.run + budget.trace;
+                    } else if !m.starts_with("begin") && m != "end" {
+                        status(m);
+                    }
                 }
                 console.push_str(&line);
                 console.push('\n');
@@ -491,7 +502,7 @@ fn run_qemu(
     if timed_out {
         return Err(format!(
             "the guest did not finish within {} s{} ({} s of wall time){}; its console so far:\n{}",
-            budget.as_secs(),
+            allowed.as_secs(),
             if icount { " of qemu's CPU time" } else { "" },
             wall.as_secs(),
             trace_cut_short(&console, &prefix),

@@ -568,8 +568,9 @@ impl GuestPlan {
         }
     }
 
-    /// Seconds the serial console may take to print a full trace buffer, added to
-    /// the boot's budget when a trace is recorded: under TCG it carries about
+    /// Seconds the serial console may take to print a full trace buffer, granted to
+    /// the boot once the guest starts printing one (`BootBudget::trace`): under TCG
+    /// it carries about
     /// 150 KiB a second (a blktrace of `validate-bfq`'s capped disk: 148,000 lines
     /// in 80 s), so a full 32 MiB blktrace needs some 220 s.
     pub fn trace_print_budget_s(&self) -> u64 {

@@ -568,7 +568,10 @@ fn boot_runs(
     files: &mut Option<Files>,
     prefix: &str,
 ) -> Result<RealSide, String> {
-    let budget = Duration::from_secs(90 + 4 * seconds + plan.trace_print_budget_s());
+    let budget = boot::BootBudget {
+        run: Duration::from_secs(90 + 4 * seconds),
+        trace: Duration::from_secs(plan.trace_print_budget_s()),
+    };
     let n_runs = o.runs.max(1);
     let mut real = RealSide {
         runs: Vec::new(),
