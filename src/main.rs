@@ -318,9 +318,12 @@ enum Cmd {
         /// idling, injection, "too many requests" at a tag limit). Kept as trace-N.txt
         /// with --output. BFQ writes about 20 lines per request: the 32 MiB ring buffer
         /// keeps the last second or so of a busy run (the run says how many events
-        /// were lost), and the tracing costs the guest's one vCPU time, so a run
+        /// were lost; printing a full one over the serial console takes some 3
+        /// minutes), and the tracing costs the guest's one vCPU time, so a run
         /// bound by it moves (three BFQ readers at depth 8 lost a third of their
-        /// reads): read decisions from it, compare figures without it.
+        /// reads; two behind a 100 MB/s null_blk cap fell below it): read decisions from
+        /// it, compare figures without it — or trace the block tracepoints alone
+        /// (--trace-event block:block_rq_issue ...), which cost far less.
         #[arg(long)]
         blktrace: bool,
         /// Print what the guest would run, and boot nothing.
