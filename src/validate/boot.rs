@@ -380,11 +380,15 @@ fn cpu_time(pid: u32) -> Option<Duration> {
 /// this many budgets so a guest starved of CPU still ends.
 const ICOUNT_WALL_CAP: u32 = 8;
 
+/// The guest's marker before the trace it prints after the jobs (`/init`'s
+/// `say "begin trace"`).
+const BEGIN_TRACE: &str = "begin trace";
+
 /// Why a guest that ran out of time did, when it was printing its trace: the jobs
 /// were done, and the serial console carries a trace of a fast run slower than the
 /// budget allows.
 fn trace_cut_short(console: &str, prefix: &str) -> String {
-    let Some((_, trace)) = console.split_once(&format!("{prefix}begin trace")) else {
+    let Some((_, trace)) = console.split_once(&format!("{prefix}{BEGIN_TRACE}")) else {
         return String::new();
     };
     if trace.contains(&format!("{prefix}end")) {
@@ -483,7 +487,7 @@ fn run_qemu(
         match rx.recv_timeout(left.min(Duration::from_secs(1))) {
             Ok(line) => {
                 if let Some(m) = line.trim_end_matches('\r').split(&prefix).nth(1) {
-                    if m == "begin trace" {
+                    if m == BEGIN_TRACE {
                         allowed = budget.run + budget.trace;
                     } else if !m.starts_with("begin") && m != "end" {
                         status(m);

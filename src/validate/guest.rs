@@ -568,15 +568,18 @@ impl GuestPlan {
         }
     }
 
+    /// Whether the guest records a trace: tracepoints, or the disk's blktrace.
+    fn records_trace(&self) -> bool {
+        self.blk_tracer || !self.trace_events().is_empty()
+    }
+
     /// Seconds the serial console may take to print a full trace buffer, granted to
     /// the boot once the guest starts printing one (`BootBudget::trace`): under TCG
-    /// it carries about
-    /// 150 KiB a second (a blktrace of `validate-bfq`'s capped disk: 148,000 lines
-    /// in 80 s), so a full 32 MiB blktrace needs some 220 s.
+    /// it carries about 150 KiB a second (a blktrace of `validate-bfq`'s capped disk:
+    /// 148,000 lines in 80 s), so a full 32 MiB blktrace needs some 220 s.
     pub fn trace_print_budget_s(&self) -> u64 {
         const SERIAL_KIB_PER_S: u64 = 150;
-        let tracing = !self.trace_events().is_empty() || self.blk_tracer;
-        if tracing {
+        if self.records_trace() {
             u64::from(self.trace_buffer_kb()) / SERIAL_KIB_PER_S
         } else {
             0
@@ -753,7 +756,7 @@ mount -t tracefs none /sys/kernel/tracing 2>/dev/null
             );
         }
         let events = self.trace_events();
-        let tracing = !events.is_empty() || self.blk_tracer;
+        let tracing = self.records_trace();
         if tracing {
             let _ = writeln!(
                 s,
