@@ -47,7 +47,8 @@ pub const ELEVATOR: ElevatorDef = ElevatorDef {
     write_elsewhere,
     caveat: Some(
         "BFQ agrees with Debian's kernels on a slow disk at queue depth 8 with two or \
-         three busy groups, with an idle-class reader, and on 6.1 at depth 1; behind \
+         three busy groups (on 6.12 three groups spread from run to run on both sides), \
+         with an idle-class reader, and on 6.1 at depth 1; behind \
          null_blk's mbps cap on 6.1 at depth 8, and on both at depth 8 behind a cap a \
          quarter as high; not yet 6.12 at depth 1, 6.12 behind \
          the cap at depth 8, nor 6.1 behind it at depth 1 (docs/validation.md §44): its \
