@@ -51,10 +51,10 @@
 //! Simplified, and why: kblockd's kworker runs at nice 0 here, where the kernel's
 //! (`WQ_HIGHPRI`) runs at nice −20 — tried, with the weights in the fair class's
 //! arithmetic, it moved tag races that agree with the real kernels: the real kworker
-//! walks its run's list a request at a time and a task its completions wake preempts
-//! it there, where the engine's kblockd dispatches its whole run at once
-//! (docs/validation.md §44, session 40); a reschedule takes effect at once, also in the kernel, where
-//! the guests' voluntary preemption would wait for the syscall's next preemption point
+//! walks its run's list a request at a time, and on 6.12 a task its completions wake
+//! preempts it there, where the engine's kblockd dispatches its whole run at once
+//! (docs/validation.md §44, session 40); a reschedule takes effect at once, also in
+//! the kernel, where the guests' voluntary preemption would wait for the syscall's next preemption point
 //! (modelled as "at the end of the syscall", it agreed less with the real kernels:
 //! docs/validation.md §38); no other kernel thread runs (ksoftirqd, RCU); no
 //! buddies (NEXT_BUDDY is off, LAST_BUDDY needs 8 running tasks); a switch costs
