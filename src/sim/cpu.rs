@@ -54,11 +54,11 @@
 //! walks its run's list a request at a time, and on 6.12 a task its completions wake
 //! preempts it there, where the engine's kblockd dispatches its whole run at once
 //! (docs/validation.md §44, session 40); a reschedule takes effect at once, also in
-//! the kernel, where the guests' voluntary preemption would wait for the syscall's next preemption point
-//! (modelled as "at the end of the syscall", it agreed less with the real kernels:
-//! docs/validation.md §38); no other kernel thread runs (ksoftirqd, RCU); no
-//! buddies (NEXT_BUDDY is off, LAST_BUDDY needs 8 running tasks); a switch costs
-//! nothing of its own (the profiles' costs hold it). The runqueue is a short list
+//! the kernel, where the guests' voluntary preemption would wait for the syscall's
+//! next preemption point (modelled as "at the end of the syscall", it agreed less
+//! with the real kernels: docs/validation.md §38); no other kernel thread runs
+//! (ksoftirqd, RCU); no buddies (NEXT_BUDDY is off, LAST_BUDDY needs 8 running
+//! tasks); a switch costs nothing of its own (the profiles' costs hold it). The runqueue is a short list
 //! scanned per decision: the guests run a handful of tasks.
 //!
 //! Moving parts: [`GuestCpu`] (the runqueue, the current task and its burst, the tick);

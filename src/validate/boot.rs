@@ -26,7 +26,7 @@ use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use super::guest::{GuestPlan, MARK};
+use super::guest::{BEGIN_TRACE, GuestPlan, MARK};
 use super::kernel::{Kernel, read_module, tool};
 
 /// The guest's clock.
@@ -379,10 +379,6 @@ fn cpu_time(pid: u32) -> Option<Duration> {
 /// the same guest. Its budget is therefore qemu's CPU time, with a wall-clock cap of
 /// this many budgets so a guest starved of CPU still ends.
 const ICOUNT_WALL_CAP: u32 = 8;
-
-/// The guest's marker before the trace it prints after the jobs (`/init`'s
-/// `say "begin trace"`).
-const BEGIN_TRACE: &str = "begin trace";
 
 /// Why a guest that ran out of time did, when it was printing its trace: the jobs
 /// were done, and the serial console carries a trace of a fast run slower than the

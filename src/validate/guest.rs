@@ -45,6 +45,10 @@ use crate::writeback::VmWriteback;
 /// The console marker every line of ours starts with.
 pub const MARK: &str = "@@blkcg-sim";
 
+/// The marker before the trace `/init` prints after the jobs; the boot grants the
+/// trace's printing time from it (`BootBudget::trace`).
+pub const BEGIN_TRACE: &str = "begin trace";
+
 /// How one cgroup runs fio.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FioInvocation {
@@ -891,7 +895,7 @@ mount -t tracefs none /sys/kernel/tracing 2>/dev/null
         if tracing {
             let _ = writeln!(
                 s,
-                "say \"begin trace\"; cat $T/trace; say end\n\
+                "say \"{BEGIN_TRACE}\"; cat $T/trace; say end\n\
                  say \"begin trace-stats\"; cat $T/per_cpu/cpu0/stats; say end"
             );
         }
