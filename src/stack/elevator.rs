@@ -114,6 +114,11 @@ pub trait Elevator: Send {
     fn limit_depth(&self, _alloc: &TagAlloc) -> Option<Shallow> {
         None
     }
+    /// The CPU its own work on a request costs beyond `[host] elevator_ns`, paid by a
+    /// fio job in the call that submits the request (BFQ: `[host] bfq_ns`).
+    fn submit_ns(&self, _host: &crate::scenario::host::HostCosts) -> Ns {
+        0
+    }
     /// The scheduler tags it allocates (`q->nr_requests` once it is set up), or None
     /// to keep the queue's `nr_requests` (`none`: the driver's tags).
     fn nr_requests(&self) -> Option<u32> {

@@ -46,13 +46,13 @@ pub const ELEVATOR: ElevatorDef = ElevatorDef {
     files: FILES,
     write_elsewhere,
     caveat: Some(
-        "BFQ agrees with Debian's kernels on a slow disk at queue depth 8 with two or \
-         three busy groups (on 6.12 three groups spread from run to run on both sides), \
-         with an idle-class reader, and on 6.1 at depth 1; behind \
-         null_blk's mbps cap on 6.1 at depth 8, and on both at depth 8 behind a cap a \
-         quarter as high; not yet 6.12 at depth 1, 6.12 behind \
-         the cap at depth 8, nor 6.1 behind it at depth 1 (docs/validation.md §44): its \
-         shares here are BFQ's algorithm, not everywhere the real kernel's",
+        "judged on three boots of Debian's kernels against three seeds, BFQ agrees on a \
+         slow disk at queue depth 8, with an idle-class reader, on 6.1 at depth 1 and \
+         with three groups; behind null_blk's mbps cap at depth 1 on both, at depth 8 on \
+         6.1 and with an idle-class reader on both; not yet 6.12's slow disk at depth 1 \
+         or with three groups, 6.12 behind the cap at depth 8, nor 6.1 behind a cap a \
+         quarter as high (docs/validation.md §44): its shares here are BFQ's algorithm, \
+         not everywhere the real kernel's",
     ),
     configure,
 };
@@ -173,6 +173,9 @@ impl Elevator for BfqSched {
         };
         self.bfq
             .limit_depth(&r, alloc.dir == Dir::Write, self.nr_requests)
+    }
+    fn submit_ns(&self, host: &crate::scenario::host::HostCosts) -> Ns {
+        host.bfq_ns
     }
     /// `bfq_depth_updated()`: `sbitmap_queue_min_shallow_depth(.., 1)`.
     fn min_shallow_depth(&self) -> Option<u32> {

@@ -69,6 +69,13 @@
 //! - In `bfq_select_queue()`'s first choice while idling, the in-service process's own
 //!   async requests: buffered writes reach BFQ from the flusher here, never from the
 //!   reader's process. Several actuators.
+//! - *Where BFQ's CPU goes*: its own work per request (`[host] bfq_ns`, on top of the
+//!   `elevator_ns` every elevator costs) is one figure paid by the fio job in its
+//!   submitting call, before the request reaches BFQ; the kernel spends it in the
+//!   insert, the dispatch and the completion's `bfq_finish_requeue_request()`, and
+//!   0.9 µs less where a queue stays busy. The figure is the guests' at depth 1,
+//!   where it decides the capped disk's split (docs/validation.md §44, session 41); a
+//!   flusher's or a readahead's requests are not charged it.
 
 pub mod behaviour;
 pub mod elevator;

@@ -902,11 +902,13 @@ impl Pipeline {
                         .push_back((b, Stage::Bio(0)));
                     // the pages of the first bio; the rest after it went in
                     let first = bytes.min(BIO_MAX_BYTES);
-                    let cost = if job.p.sync_engine {
+                    let submit = if job.p.sync_engine {
                         self.host.sync_submit_cost(first)
                     } else {
                         self.host.submit_cost(first)
                     };
+                    let elevator = self.stack.elevator.as_ref();
+                    let cost = submit + elevator.map_or(0, |e| e.submit_ns(&self.host));
                     self.run_for(j, cost);
                     return;
                 }
