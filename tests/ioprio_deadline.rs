@@ -163,14 +163,18 @@ fn a_woken_tag_sleeper_does_not_own_the_freed_tag() {
     let v = run("");
     assert!(get(&v, "be") < 5.0 && get(&v, "rt") > 1900.0, "{v:?}");
     // one CPU: be's reaper, woken by the same completion, resubmits before the sleeper
-    // runs, so once in step the jobs take turns; but rt's two requests complete ~6 us
-    // apart (one submission), and its sleeper, alone on the CPU, is back in between:
-    // rt never runs dry, be waits for aging (2 requests per prio_aging_expire)
+    // runs, so once in step the jobs take turns; rt's two requests complete ~6 us
+    // apart (one submission) and its sleeper is often back in between, so rt keeps
+    // be waiting for aging for spells — since kblockd's kworker runs at nice −20 and
+    // walks its run to the end before a woken task (session 41) be gets in step part
+    // of the time: between the starvation above and the real kernel's turns
     let v = run("cpus = 1");
-    assert!(get(&v, "be") < 5.0 && get(&v, "rt") > 1900.0, "{v:?}");
-    // and a rare slip of the sleeper past rt's second completion puts them in step
+    let be = get(&v, "be");
+    assert!(be > 100.0 && be < 800.0 && get(&v, "rt") > 1100.0, "{v:?}");
+    // and a rare slip of the sleeper past rt's second completion puts them in step,
+    // as the real 6.1 (be 825–975, rt 994–1146 over four boots: §13)
     let v = run("cpus = 1\ntag_wakeup_slip_ppm = 1000\ntag_wakeup_slip_ns = 100000");
-    assert!(get(&v, "be") > 900.0 && get(&v, "rt") > 900.0, "{v:?}");
+    assert!(get(&v, "be") > 750.0 && get(&v, "rt") > 900.0, "{v:?}");
 }
 
 /// The error of running `text`'s variant `variant`.

@@ -11,9 +11,12 @@
 //! the CPU fires the burst's continuation (the context's next step) once the task has
 //! run that long, and the pipeline then calls [`GuestCpu::settle`]: a task that asked
 //! for no further burst has gone to sleep (for a completion, a tag, an rq-qos entry or
-//! a timer) and the CPU picks the next. Every task is a nice-0 task of one runqueue
-//! (the guest enables no cpu controller, and its fio processes share one autogroup),
-//! so weights drop out: virtual time is CPU time.
+//! a timer) and the CPU picks the next. Every task is on one runqueue (the guest
+//! enables no cpu controller, and its fio processes share one autogroup); the fio jobs
+//! and the flushers are nice 0, kblockd's kworker nice −20 (`WQ_HIGHPRI`), so its
+//! virtual time runs 86.7 times slower than its CPU time (`calc_delta_fair()`), and
+//! the weights enter the average, eligibility, placement, slices and CFS's wakeup
+//! granularity as in `kernel/sched/fair.c`.
 //!
 //! Two pickers, by kernel version (`sched.fair`, [`FairSched`]):
 //! - CFS (≤ 6.5): the task with the least vruntime runs (`pick_next_entity()`). A woken
@@ -48,18 +51,19 @@
 //! the other completions of a batch, kblockd's kworker — joins the pick, which the
 //! fair class makes among all of them (docs/validation.md §46).
 //!
-//! Simplified, and why: kblockd's kworker runs at nice 0 here, where the kernel's
-//! (`WQ_HIGHPRI`) runs at nice −20 — tried, with the weights in the fair class's
-//! arithmetic, it moved tag races that agree with the real kernels: the real kworker
-//! walks its run's list a request at a time, and on 6.12 a task its completions wake
-//! preempts it there, where the engine's kblockd dispatches its whole run at once
-//! (docs/validation.md §44, session 40); a reschedule takes effect at once, also in
-//! the kernel, where the guests' voluntary preemption would wait for the syscall's
-//! next preemption point (modelled as "at the end of the syscall", it agreed less
-//! with the real kernels: docs/validation.md §38); no other kernel thread runs
-//! (ksoftirqd, RCU); no buddies (NEXT_BUDDY is off, LAST_BUDDY needs 8 running
-//! tasks); a switch costs nothing of its own (the profiles' costs hold it). The runqueue is a short list
-//! scanned per decision: the guests run a handful of tasks.
+//! kblockd's kworker is a kernel thread, and the guests' kernels preempt voluntarily
+//! (`PREEMPT_DYNAMIC`, voluntary by default): a wake-up or a tick that asks for the CPU
+//! while the kworker runs its burst takes it at the burst's end, where the kernel's
+//! worker reaches `cond_resched()` between work items — a queue run's list is walked
+//! to its end first (docs/validation.md §44, session 41).
+//!
+//! Simplified, and why: a reschedule takes effect at once in a fio job's syscall,
+//! where the guests' voluntary preemption would wait for its next preemption point
+//! (modelled as "at the end of the syscall", it agreed less with the real kernels:
+//! docs/validation.md §38); no other kernel thread runs (ksoftirqd, RCU); no buddies
+//! (NEXT_BUDDY is off, LAST_BUDDY needs 8 running tasks); a switch costs nothing of
+//! its own (the profiles' costs hold it). The runqueue is a short list scanned per
+//! decision: the guests run a handful of tasks.
 //!
 //! Moving parts: [`GuestCpu`] (the runqueue, the current task and its burst, the tick);
 //! the pipeline (`crate::sim::engine`) routes the contexts' costs here and dispatches
@@ -126,9 +130,21 @@ const WAKEUP_GRANULARITY: i64 = NSEC_PER_MSEC as i64;
 /// `sched_nr_latency`: past this many running tasks the period grows (CFS).
 const NR_LATENCY: i64 = 8;
 
+/// `NICE_0_LOAD` (as `scale_load_down()` gives it): a nice-0 task's weight.
+const NICE_0_LOAD: i64 = 1024;
+/// `sched_prio_to_weight[0]` and `sched_prio_to_wmult[0]`: nice −20, a `WQ_HIGHPRI`
+/// worker's.
+const NICE_M20: (i64, u64) = (88761, 48388);
+
 /// One task (a fio job) as the scheduler sees it.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Task {
+    /// `se->load.weight` and its inverse (`sched_prio_to_wmult[]`).
+    weight: i64,
+    wmult: u64,
+    /// A kernel thread under voluntary preemption: a wake-up or the tick that asks
+    /// for the CPU takes it only at the end of the running burst.
+    nopreempt: bool,
     vruntime: i64,
     /// EEVDF's virtual deadline.
     deadline: i64,
@@ -143,6 +159,35 @@ struct Task {
     delayed: bool,
     /// Enqueue order, which breaks ties (the rb-tree puts an equal key to the right).
     seq: u64,
+}
+
+impl Default for Task {
+    fn default() -> Self {
+        Task {
+            weight: NICE_0_LOAD,
+            wmult: 1 << 22,
+            nopreempt: false,
+            vruntime: 0,
+            deadline: 0,
+            vlag: 0,
+            bursts: VecDeque::new(),
+            queued: false,
+            delayed: false,
+            seq: 0,
+        }
+    }
+}
+
+impl Task {
+    /// `calc_delta_fair()`: `delta` of CPU time in this task's virtual time (nice 0:
+    /// itself; else `__calc_delta()`'s `delta · NICE_0_LOAD · wmult >> 32`).
+    fn calc_delta_fair(&self, delta: i64) -> i64 {
+        if self.weight == NICE_0_LOAD {
+            return delta;
+        }
+        let v = (delta.unsigned_abs() as u128 * NICE_0_LOAD as u128 * u128::from(self.wmult)) >> 32;
+        (v as i64) * delta.signum()
+    }
 }
 
 /// The one CPU: the current task, the runqueue, the pending burst and tick.
@@ -178,6 +223,9 @@ pub struct GuestCpu {
     /// A continuation is being dispatched: wake-ups wait for `settle()`.
     dispatching: bool,
     woke_in_dispatch: bool,
+    /// The tick asked a kernel thread to reschedule (`resched_curr()`): it yields at
+    /// its burst's end if another task is then to run.
+    tick_resched: bool,
     /// The tick's own interrupt (`[host] tick_irq_ns`; 0: the tick costs nothing and
     /// runs only while tasks contend).
     tick_irq: Ns,
@@ -205,7 +253,16 @@ impl GuestCpu {
             starts_at: 0,
             dispatching: false,
             woke_in_dispatch: false,
+            tick_resched: false,
         }
+    }
+
+    /// Task `t` is kblockd's kworker: a `WQ_HIGHPRI` worker (nice −20), a kernel
+    /// thread that yields only where it checks (`cond_resched()` between work items).
+    pub fn set_kblockd(&mut self, t: u32) {
+        let task = &mut self.tasks[t as usize];
+        (task.weight, task.wmult) = NICE_M20;
+        task.nopreempt = true;
     }
 
     /// Task `t` asks for `ns` of CPU, after which `then` fires. A task that was asleep
@@ -235,6 +292,11 @@ impl GuestCpu {
             // its end (`schedule_idle()`), with this task on the runqueue too
             self.unpick();
             self.schedule(now, q);
+        } else if self.running && self.curr.is_some_and(|c| self.tasks[c as usize].nopreempt) {
+            // a kernel thread runs on: the wake-up's need_resched is seen at its
+            // burst's end (settle())
+            self.woke_in_dispatch = true;
+            self.arm_tick(now, q);
         } else if resched || self.wakeup_preempts(t) {
             self.preempt(now, q);
         } else {
@@ -260,6 +322,7 @@ impl GuestCpu {
     pub fn settle(&mut self, now: Ns, q: &mut EventQueue) {
         self.dispatching = false;
         let woke = std::mem::take(&mut self.woke_in_dispatch);
+        let tick_resched = std::mem::take(&mut self.tick_resched);
         let Some(c) = self.curr else {
             self.schedule(now, q);
             return;
@@ -267,7 +330,7 @@ impl GuestCpu {
         if self.tasks[c as usize].bursts.is_empty() {
             self.sleep_curr(c);
             self.schedule(now, q);
-        } else if woke && self.woken_preempt(c) {
+        } else if (woke && self.woken_preempt(c)) || (tick_resched && self.rq_wants_cpu(c)) {
             self.preempt(now, q);
         } else {
             self.start_burst(now, q);
@@ -318,9 +381,11 @@ impl GuestCpu {
             }
             FairSched::Eevdf => self.update_curr(now),
         };
-        if resched && self.rq_wants_cpu(c) {
+        if resched && self.rq_wants_cpu(c) && !self.tasks[c as usize].nopreempt {
             self.preempt(now, q);
         } else {
+            // a kernel thread's need_resched is seen at its burst's end (settle())
+            self.tick_resched |= resched;
             self.arm_tick(now, q);
         }
     }
@@ -335,7 +400,7 @@ impl GuestCpu {
         let task = &mut self.tasks[c as usize];
         let mut resched = false;
         if self.fair == FairSched::Eevdf && task.vruntime >= task.deadline {
-            task.deadline = task.vruntime + MIN_GRANULARITY;
+            task.deadline = task.vruntime + task.calc_delta_fair(MIN_GRANULARITY);
             self.protect = false;
             resched = true;
         }
@@ -353,7 +418,8 @@ impl GuestCpu {
             return;
         }
         self.slice_exec += delta;
-        self.tasks[c as usize].vruntime += delta;
+        let task = &mut self.tasks[c as usize];
+        task.vruntime += task.calc_delta_fair(delta);
         self.update_min_vruntime();
     }
 
@@ -388,33 +454,32 @@ impl GuestCpu {
             .min_by_key(|&t| (self.tasks[t as usize].vruntime, self.tasks[t as usize].seq))
     }
 
-    /// EEVDF's `avg_vruntime()`: the mean vruntime of the queue and the current task
-    /// (delayed sleepers count), rounded toward the smallest as the kernel's division
-    /// of a negative sum is.
+    /// The queue's and the current task's vruntimes summed by weight, and their
+    /// weights (`cfs_rq->avg_vruntime`, `avg_load`; delayed sleepers count).
+    fn weighted_sum(&self) -> (i128, i128) {
+        let (mut sum, mut load) = (0i128, 0i128);
+        for &t in self.rq.iter().chain(self.curr.iter()) {
+            let task = &self.tasks[t as usize];
+            sum += i128::from(task.vruntime) * i128::from(task.weight);
+            load += i128::from(task.weight);
+        }
+        (sum, load)
+    }
+
+    /// EEVDF's `avg_vruntime()`: the weighted mean vruntime of the queue and the
+    /// current task, rounded toward the smallest as the kernel's division of a
+    /// negative sum is.
     fn avg_vruntime(&self) -> i64 {
-        let (mut sum, mut n) = (0i128, 0i128);
-        for &t in &self.rq {
-            sum += i128::from(self.tasks[t as usize].vruntime);
-            n += 1;
+        match self.weighted_sum() {
+            (_, 0) => self.min_vruntime,
+            (sum, load) => sum.div_euclid(load) as i64,
         }
-        if let Some(c) = self.curr {
-            sum += i128::from(self.tasks[c as usize].vruntime);
-            n += 1;
-        }
-        if n == 0 {
-            return self.min_vruntime;
-        }
-        sum.div_euclid(n) as i64
     }
 
     /// `entity_eligible()`: no more service than its share.
     fn eligible(&self, t: u32) -> bool {
-        let (mut sum, mut n) = (0i128, 0i128);
-        for &u in self.rq.iter().chain(self.curr.iter()) {
-            sum += i128::from(self.tasks[u as usize].vruntime);
-            n += 1;
-        }
-        sum >= i128::from(self.tasks[t as usize].vruntime) * n
+        let (sum, load) = self.weighted_sum();
+        sum >= i128::from(self.tasks[t as usize].vruntime) * load
     }
 
     /// A woken task joins the runqueue (`place_entity()`; a delayed sleeper is simply
@@ -454,22 +519,22 @@ impl GuestCpu {
     /// inflated for the weight it adds (PLACE_LAG), one slice to its deadline.
     fn place_eevdf(&mut self, t: u32) {
         let v = self.avg_vruntime();
-        let load = (self.rq.len() + usize::from(self.curr.is_some())) as i64;
-        let mut lag = self.tasks[t as usize].vlag;
-        if load > 0 {
-            lag = lag * (load + 1) / load;
-        } else {
-            lag = 0;
-        }
+        let load = self.weighted_sum().1 as i64;
         let task = &mut self.tasks[t as usize];
+        let lag = if load > 0 {
+            task.vlag * (load + task.weight) / load
+        } else {
+            0
+        };
         task.vruntime = v - lag;
-        task.deadline = task.vruntime + MIN_GRANULARITY;
+        task.deadline = task.vruntime + task.calc_delta_fair(MIN_GRANULARITY);
     }
 
     /// The current task goes to sleep (`dequeue_entity(DEQUEUE_SLEEP)`).
     fn sleep_curr(&mut self, c: u32) {
         if self.fair == FairSched::Eevdf {
-            let limit = (2 * MIN_GRANULARITY).max(self.tick_ns as i64);
+            let limit = self.tasks[c as usize]
+                .calc_delta_fair((2 * MIN_GRANULARITY).max(self.tick_ns as i64));
             let lag = (self.avg_vruntime() - self.tasks[c as usize].vruntime).clamp(-limit, limit);
             let eligible = self.eligible(c);
             let task = &mut self.tasks[c as usize];
@@ -491,10 +556,7 @@ impl GuestCpu {
     fn wakeup_preempts(&self, t: u32) -> bool {
         let Some(c) = self.curr else { return true };
         match self.fair {
-            FairSched::Cfs => {
-                self.tasks[c as usize].vruntime - self.tasks[t as usize].vruntime
-                    > WAKEUP_GRANULARITY
-            }
+            FairSched::Cfs => self.cfs_wakeup_preempts(c, t),
             FairSched::Eevdf => self.pick_eevdf() == Some(t),
         }
     }
@@ -503,12 +565,18 @@ impl GuestCpu {
     /// acted on once `c`'s step is through).
     fn woken_preempt(&self, c: u32) -> bool {
         match self.fair {
-            FairSched::Cfs => self.leftmost().is_some_and(|l| {
-                self.tasks[c as usize].vruntime - self.tasks[l as usize].vruntime
-                    > WAKEUP_GRANULARITY
-            }),
+            FairSched::Cfs => self
+                .leftmost()
+                .is_some_and(|l| self.cfs_wakeup_preempts(c, l)),
             FairSched::Eevdf => self.pick_eevdf().is_some_and(|p| p != c),
         }
+    }
+
+    /// CFS's `wakeup_preempt_entity()`: the current `c` is more than the woken `t`'s
+    /// wakeup granularity (`wakeup_gran()`: in `t`'s virtual time) ahead of it.
+    fn cfs_wakeup_preempts(&self, c: u32, t: u32) -> bool {
+        let woken = &self.tasks[t as usize];
+        self.tasks[c as usize].vruntime - woken.vruntime > woken.calc_delta_fair(WAKEUP_GRANULARITY)
     }
 
     /// Whether the pick after a reschedule is another task than the running `c`
@@ -534,7 +602,18 @@ impl GuestCpu {
         } else {
             SCHED_LATENCY
         };
-        let ideal = period / n;
+        // sched_slice(): the period by the task's weight in the queue's, at least
+        // the minimum granularity (BASE_SLICE)
+        let (_, load) = self.weighted_sum();
+        let delayed: i128 = self
+            .rq
+            .iter()
+            .filter(|&&t| self.tasks[t as usize].delayed)
+            .map(|&t| i128::from(self.tasks[t as usize].weight))
+            .sum();
+        let weight = i128::from(self.tasks[c as usize].weight);
+        let ideal =
+            ((i128::from(period) * weight / (load - delayed).max(1)) as i64).max(MIN_GRANULARITY);
         if self.slice_exec > ideal {
             return true;
         }
@@ -721,6 +800,29 @@ mod tests {
         // placed at min_vruntime − 3 ms, 3 ms behind the hog: past the 1 ms granularity
         let at = first_run_of_woken(FairSched::Cfs, 5 * NSEC_PER_MSEC, &[100 * US]);
         assert_eq!(at, 5 * NSEC_PER_MSEC);
+    }
+
+    #[test]
+    fn kblockds_kworker_runs_its_burst_to_the_end_and_its_time_counts_86_times_less() {
+        // the kworker (task 0) runs bursts of 2 ms; its virtual time grows 86.7 times
+        // slower than its CPU time, so only after ~87 ms is a sleeper placed at
+        // min_vruntime − 3 ms (0 here) more than CFS's 1 ms granularity behind it.
+        // Woken at 89 ms, the sleeper would take the CPU at once from a fio job
+        // (above); from the kernel thread it takes it at the burst's end, 90 ms
+        let mut cpu = GuestCpu::new(FairSched::Cfs, 250, 2, 0);
+        cpu.set_kblockd(0);
+        let mut q = EventQueue::new();
+        cpu.request(0, 0, 2 * NSEC_PER_MSEC, Event::Job(0), &mut q);
+        q.push(89 * NSEC_PER_MSEC, Event::Job(1));
+        let log = run(&mut cpu, &mut q, 95 * NSEC_PER_MSEC, |t| {
+            (t == 0).then_some(2 * NSEC_PER_MSEC)
+        });
+        let woken = log.iter().find(|e| e.1 == 1).map(|e| e.0);
+        assert_eq!(woken, Some(90 * NSEC_PER_MSEC));
+        // by 95 ms, 94 ms of CPU at nice −20: 1.084 ms of virtual time (94 ms · 1024 /
+        // 88761)
+        let v = cpu.tasks[0].vruntime;
+        assert!((1_084_300..=1_084_500).contains(&v), "{v}");
     }
 
     #[test]

@@ -651,14 +651,17 @@ impl Pipeline {
             }
         }
         if self.host.cpus == 1 {
-            // one task per context: the dispatch worker, then each job (`j + 1`)
-            // every context is a task, and kblockd's kworker the last
-            self.cpu = Some(GuestCpu::new(
+            // every context is a task (the dispatch worker, then each job at `j + 1`),
+            // and kblockd's kworker the last
+            let kworker = self.ctxs.len() as u32;
+            let mut cpu = GuestCpu::new(
                 self.fair,
                 self.hz,
                 self.ctxs.len() + 1,
                 self.host.tick_irq_ns,
-            ));
+            );
+            cpu.set_kblockd(kworker);
+            self.cpu = Some(cpu);
         }
         self.log_writers = self
             .jobs
@@ -1530,8 +1533,6 @@ impl Pipeline {
         }
     }
 
-    /// The request of tag `tag` in use by `slot`, as the stack's hooks see it.
-    #[inline(always)]
     /// Who submits `bio` ([`Request::task`]), and whether it is sync (`op_is_sync()`:
     /// a read, or a write with `REQ_SYNC`).
     fn task_of(&self, bio: &Bio) -> (u32, bool) {
@@ -1545,6 +1546,8 @@ impl Pipeline {
         (task, sync)
     }
 
+    /// The request of tag `tag` in use by `slot`, as the stack's hooks see it.
+    #[inline(always)]
     pub(super) fn request(&self, tag: u32, slot: RqSlot) -> Request {
         let bio = self.bios.get(slot.bio);
         let (task, sync) = self.task_of(bio);

@@ -47,12 +47,11 @@ pub const ELEVATOR: ElevatorDef = ElevatorDef {
     write_elsewhere,
     caveat: Some(
         "judged on three boots of Debian's kernels against three seeds, BFQ agrees on a \
-         slow disk at queue depth 8, with an idle-class reader, on 6.1 at depth 1 and \
-         with three groups; behind null_blk's mbps cap at depth 1 on both, at depth 8 on \
-         6.1 and with an idle-class reader on both; not yet 6.12's slow disk at depth 1 \
-         or with three groups, 6.12 behind the cap at depth 8, nor 6.1 behind a cap a \
-         quarter as high (docs/validation.md §44): its shares here are BFQ's algorithm, \
-         not everywhere the real kernel's",
+         slow disk at queue depth 1 and 8 and with an idle-class reader, on 6.1 with \
+         three groups; behind null_blk's mbps cap at depth 1 and with an idle-class \
+         reader on both, at depth 8 on 6.1; not yet 6.12 behind the cap at depth 8, \
+         nor 6.12's slow disk with three groups (docs/validation.md §44): its shares \
+         here are BFQ's algorithm, not everywhere the real kernel's",
     ),
     configure,
 };
