@@ -136,11 +136,12 @@ const NICE_0_LOAD: i64 = 1024;
 /// worker's.
 const NICE_M20: (i64, u64) = (88761, 48388);
 
-/// One task (a fio job) as the scheduler sees it.
+/// One task (a fio job, a flusher, kblockd's kworker) as the scheduler sees it.
 #[derive(Debug)]
 struct Task {
-    /// `se->load.weight` and its inverse (`sched_prio_to_wmult[]`).
+    /// `se->load.weight` (`sched_prio_to_weight[]`).
     weight: i64,
+    /// Its inverse, 2³² / weight (`sched_prio_to_wmult[]`).
     wmult: u64,
     /// A kernel thread under voluntary preemption: a wake-up or the tick that asks
     /// for the CPU takes it only at the end of the running burst.
@@ -605,15 +606,8 @@ impl GuestCpu {
         // sched_slice(): the period by the task's weight in the queue's, at least
         // the minimum granularity (BASE_SLICE)
         let (_, load) = self.weighted_sum();
-        let delayed: i128 = self
-            .rq
-            .iter()
-            .filter(|&&t| self.tasks[t as usize].delayed)
-            .map(|&t| i128::from(self.tasks[t as usize].weight))
-            .sum();
         let weight = i128::from(self.tasks[c as usize].weight);
-        let ideal =
-            ((i128::from(period) * weight / (load - delayed).max(1)) as i64).max(MIN_GRANULARITY);
+        let ideal = ((i128::from(period) * weight / load.max(1)) as i64).max(MIN_GRANULARITY);
         if self.slice_exec > ideal {
             return true;
         }
