@@ -312,6 +312,16 @@ enum Cmd {
         /// e.g. block:block_rq_requeue); the buffer is kept as trace-N.txt with --output.
         #[arg(long = "trace-event")]
         trace_event: Vec<String>,
+        /// Also record a kprobe in the guest, defined as tracefs's kprobe_events takes
+        /// it (repeatable): `p:NAME [MODULE:]FUNCTION [ARG=FETCH ...]` on entry, `r:NAME
+        /// ...` on return. A function of the kernel or of a module the scenario loads —
+        /// what a tracepoint does not show, at the cost of one event where it fires:
+        /// e.g. `p:bfq_expire bfq:bfq_bfqq_expire bfqq=%si reason=%cx` records each
+        /// BFQ queue expiration and its reason (`enum bfqq_expiration`; x86-64 passes
+        /// the first arguments in %di, %si, %dx, %cx). Kept in trace-N.txt as
+        /// kprobes:NAME; a definition the kernel refuses is an error line in the run.
+        #[arg(long)]
+        kprobe: Vec<String>,
         /// Also record the guest disk's blktrace (ftrace's `blk` tracer): each
         /// request's queue, insert, issue and completion, and the I/O scheduler's own
         /// messages — BFQ logs its decisions there (the queue it serves, budgets,
@@ -585,6 +595,7 @@ fn main() -> ExitCode {
             output,
             host,
             trace_event,
+            kprobe,
             blktrace,
             dry_run,
             random,
@@ -607,6 +618,7 @@ fn main() -> ExitCode {
                     HostArg::Scenario => validate::HostSource::Scenario,
                 },
                 trace_events: trace_event,
+                kprobes: kprobe,
                 blktrace,
                 dry_run,
                 notify: &cli::Stderr,

@@ -50,6 +50,30 @@ fn init_for_an_io_max_scenario() {
     golden("validate-iomax-riops", &init);
 }
 
+/// `--kprobe`: defined in tracefs after the modules are in (a module's function can
+/// be probed), enabled, and a refusal said as an error line with tracefs's reason
+/// (`error_log`); the definition quoted.
+#[test]
+fn init_defines_and_enables_a_kprobe() {
+    let mut p = plan("validate-bfq");
+    p.kprobes = vec![(
+        "bfq_expire".into(),
+        "p:bfq_expire bfq:bfq_bfqq_expire reason=%cx".into(),
+    )];
+    let init = p.init_script(&modules());
+    let line = "echo 'p:bfq_expire bfq:bfq_bfqq_expire reason=%cx' >> $T/kprobe_events \
+                && echo 1 > $T/events/kprobes/bfq_expire/enable \
+                || say 'error the kernel refused the kprobe p:bfq_expire bfq:bfq_bfqq_expire reason=%cx: '\
+                \"$(tail -n 3 $T/error_log | tr '\\n' ' ')\"";
+    let at = init.find(line).expect("the kprobe's lines");
+    assert!(init.find("insmod").expect("modules") < at);
+    assert!(
+        init.contains("buffer_size_kb"),
+        "a kprobe alone records a trace"
+    );
+    assert!(at < init.find("say start").expect("start"));
+}
+
 #[test]
 fn init_for_an_iocost_scenario() {
     let p = plan("validate-iocost-weights");

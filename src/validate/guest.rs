@@ -20,7 +20,7 @@
 //! 5. samples the disk's `/sys/block/NAME/stat` once a second meanwhile (the real
 //!    side of the iostat timeline);
 //! 6. prints fio's JSON, each cgroup's `io.stat` and the tracepoints (iocost's, and any
-//!    the user asked for) between
+//!    the user asked for, with the kprobes `--kprobe` defines) between
 //!    `@@blkcg-sim` markers on the console ([`super::console`] reads them back), and
 //!    powers off.
 //!
@@ -129,6 +129,8 @@ pub struct GuestPlan {
     pub debug_stats: bool,
     /// More tracepoints to record (`--trace-event block:block_rq_requeue`).
     pub extra_events: Vec<String>,
+    /// Kprobes to define and record (`--kprobe`): (NAME, the `kprobe_events` line).
+    pub kprobes: Vec<(String, String)>,
     /// Record the disk's blktrace through ftrace's `blk` tracer (`--blktrace`): its
     /// requests' actions and the I/O scheduler's messages (`bfq_log_bfqq()`).
     pub blk_tracer: bool,
@@ -428,6 +430,7 @@ impl GuestPlan {
             iocost,
             debug_stats: r.kernel.debug_stats,
             extra_events: Vec::new(),
+            kprobes: Vec::new(),
             blk_tracer: false,
             memory: !r.memory_max.is_empty(),
             memory_max: r
@@ -574,7 +577,7 @@ impl GuestPlan {
 
     /// Whether the guest records a trace: tracepoints, or the disk's blktrace.
     fn records_trace(&self) -> bool {
-        self.blk_tracer || !self.trace_events().is_empty()
+        self.blk_tracer || !self.trace_events().is_empty() || !self.kprobes.is_empty()
     }
 
     /// Seconds the serial console may take to print a full trace buffer, granted to
@@ -773,6 +776,15 @@ mount -t tracefs none /sys/kernel/tracing 2>/dev/null
                     "echo 1 > $T/events/{}/enable || say {}",
                     sh_quote(e),
                     sh_quote(&format!("error no tracepoint {e}"))
+                );
+            }
+            for (name, def) in &self.kprobes {
+                let _ = writeln!(
+                    s,
+                    "echo {} >> $T/kprobe_events && echo 1 > $T/events/kprobes/{name}/enable \
+                     || say {}\"$(tail -n 3 $T/error_log | tr '\\n' ' ')\"",
+                    sh_quote(def),
+                    sh_quote(&format!("error the kernel refused the kprobe {def}: "))
                 );
             }
             if self.blk_tracer {

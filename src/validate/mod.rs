@@ -204,6 +204,8 @@ pub struct ValidateOptions<'a> {
     pub host: HostSource,
     /// More tracepoints to record in the guest (`SYSTEM:EVENT`), kept with --output.
     pub trace_events: Vec<String>,
+    /// Kprobes to define and record in the guest (`--kprobe p:NAME FUNCTION ARGS`).
+    pub kprobes: Vec<String>,
     /// Record the disk's blktrace in the guest (`--blktrace`), kept with --output.
     pub blktrace: bool,
     /// Print the guest's `/init` and the initramfs's files instead of running.
@@ -433,6 +435,41 @@ fn trace_events(given: &[String]) -> Result<Vec<String>, String> {
                 "--trace-event `{e}`: expected SYSTEM:EVENT as in /sys/kernel/tracing/events, \
                  e.g. block:block_rq_requeue"
             )),
+        })
+        .collect()
+}
+
+/// `--kprobe` values, checked: `p:NAME` or `r:NAME`, a function (`MODULE:` before it
+/// for a module's), then fetch arguments, each word of the characters tracefs's
+/// kprobe syntax uses (`kernel/trace/trace_kprobe.c`); returned as (NAME, definition).
+/// The guest's shell gets the definition quoted all the same.
+fn kprobes(given: &[String]) -> Result<Vec<(String, String)>, String> {
+    let word_ok = |w: &str| {
+        !w.is_empty()
+            && w.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_.:%$+-()=@>,[]/".contains(&b))
+    };
+    let name_ok =
+        |n: &str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    given
+        .iter()
+        .map(|def| {
+            let words: Vec<&str> = def.split_whitespace().collect();
+            let name = words
+                .first()
+                .and_then(|w| w.strip_prefix("p:").or_else(|| w.strip_prefix("r:")))
+                .filter(|n| name_ok(n));
+            match (name, words.get(1)) {
+                (Some(name), Some(_)) if words[1..].iter().all(|w| word_ok(w)) => {
+                    Ok((name.to_string(), words.join(" ")))
+                }
+                _ => Err(format!(
+                    "--kprobe `{def}`: expected `p:NAME [MODULE:]FUNCTION [ARG=FETCH ...]` (or \
+                     `r:NAME ...` on return) as /sys/kernel/tracing/kprobe_events takes it, \
+                     NAME of letters, digits and `_`, e.g. `p:bfq_expire bfq:bfq_bfqq_expire \
+                     reason=%cx`"
+                )),
+            }
         })
         .collect()
 }
@@ -1061,6 +1098,7 @@ pub(crate) fn check(sc: &Scenario, o: &ValidateOptions<'_>) -> Result<Checked, S
     plan.memory |= page_cache;
     plan.stage_iologs(&sc.file);
     plan.extra_events = trace_events(&o.trace_events)?;
+    plan.kprobes = kprobes(&o.kprobes)?;
     plan.blk_tracer = o.blktrace;
     check_fio(sc, &resolved)?;
     Ok(Checked {
@@ -1209,6 +1247,33 @@ pub fn simulated_figures(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kprobe_is_a_name_a_function_and_fetch_arguments() {
+        let ok = kprobes(&["p:bfq_expire  bfq:bfq_bfqq_expire bfqq=%si reason=%cx".into()])
+            .expect("accepted");
+        assert_eq!(
+            ok,
+            [(
+                "bfq_expire".to_string(),
+                "p:bfq_expire bfq:bfq_bfqq_expire bfqq=%si reason=%cx".to_string()
+            )]
+        );
+        assert!(kprobes(&["r:ret blk_mq_dispatch_rq_list ret=$retval".into()]).is_ok());
+        for bad in [
+            "bfq_bfqq_expire",
+            "p:x",
+            "p: bfq_bfqq_expire",
+            "x:name f",
+            "p:a-b f",
+            "p:n f a=`id`",
+            "p:n f; reboot",
+            "p:n f a='x'",
+        ] {
+            let e = kprobes(&[bad.into()]).expect_err(bad);
+            assert!(e.contains("p:NAME [MODULE:]FUNCTION"), "{e}");
+        }
+    }
 
     #[test]
     fn output_names_are_every_file_a_run_writes() {

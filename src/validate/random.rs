@@ -927,6 +927,7 @@ mod tests {
             output: None,
             host: HostSource::Guest,
             trace_events: Vec::new(),
+            kprobes: Vec::new(),
             blktrace: false,
             dry_run,
             notify: &Ignore,
