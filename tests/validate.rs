@@ -432,6 +432,8 @@ fn boots_a_real_kernel_from_an_empty_cache_and_compares() {
         "--output".as_ref(),
         out_dir.as_ref(),
         "--blktrace".as_ref(),
+        "--kprobe".as_ref(),
+        "p:read_bio submit_bio bio=%di".as_ref(),
     ];
     if let Some(why) = cannot_boot(&args, &cache, &tmp) {
         no_boot(&why);
@@ -502,6 +504,13 @@ fn boots_a_real_kernel_from_an_empty_cache_and_compares() {
             "no read `{action}` in the blktrace"
         );
     }
+    // --kprobe: the kernel's submit_bio() entered, with its argument, in the same buffer
+    assert!(
+        trace
+            .lines()
+            .any(|l| l.contains(" read_bio: (submit_bio+0x") && l.contains(" bio=0x")),
+        "no kprobe event in the trace"
+    );
     // the same on one page: the table with its ratios coloured, links to every file
     let page = std::fs::read_to_string(out_dir.join("report.html")).expect("report.html");
     assert!(page.contains("<caption>fio job <code>limited</code>, read</caption>"));
