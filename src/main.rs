@@ -318,8 +318,10 @@ enum Cmd {
         /// what a tracepoint does not show, at the cost of one event where it fires:
         /// e.g. `p:bfq_expire bfq:bfq_bfqq_expire bfqq=%si reason=%cx` records each
         /// BFQ queue expiration and its reason (`enum bfqq_expiration`; x86-64 passes
-        /// the first arguments in %di, %si, %dx, %cx). Kept in trace-N.txt as
-        /// kprobes:NAME; a definition the kernel refuses is an error line in the run.
+        /// the first arguments in %di, %si, %dx, %cx). Its events are lines `NAME:
+        /// (FUNCTION+0x..) ARG=VALUE ..` in trace-N.txt (with --output); a definition
+        /// the kernel refuses stops the run with the kernel's reason (tracefs's
+        /// error_log).
         #[arg(long)]
         kprobe: Vec<String>,
         /// Also record the guest disk's blktrace (ftrace's `blk` tracer): each
